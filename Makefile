@@ -1,0 +1,54 @@
+# BeaconKV Serve: the two commands a fresh machine needs are `make run` and
+# `make test`; both install what is missing first (scripts/bootstrap.sh).
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
+
+.PHONY: deps build model run test test-only bench fuzz oracle compare-llamacpp clean
+
+deps:
+	@scripts/bootstrap.sh
+
+$(BUILD_DIR)/CMakeCache.txt:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+
+build: deps $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+model:
+	@scripts/get-model.sh
+
+run: build model
+	$(BUILD_DIR)/bin/beacon-run --model models/default.gguf --chat --max-tokens 200 --prompt "$(PROMPT)"
+
+test: build model test-only
+
+test-only:
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+bench: build model
+	$(BUILD_DIR)/bin/beacon-bench decode --model models/default.gguf
+
+# Coverage-guided fuzzing of the GGUF parser with libFuzzer (clang).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBEACON_FUZZ=ON -DBEACON_WITH_CUDA=OFF -DBEACON_WITH_SERVING=OFF
+	cmake --build build-fuzz --target gguf_fuzzer -j $(JOBS)
+	mkdir -p build-fuzz/corpus && cp -n tests/fuzz/corpus/* build-fuzz/corpus/ 2>/dev/null || true
+	build-fuzz/bin/gguf_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus
+
+# The llama.cpp oracle (llama-cpp-python, a source build of several minutes):
+# regenerates the tokenisation and greedy-continuation fixtures in tests/fixtures/.
+oracle: build model
+	BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh
+	python3 tools/make_llamacpp_fixtures.py --model models/default.gguf --out tests/fixtures/llamacpp
+
+compare-llamacpp: build model
+	BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh
+	tools/compare-llamacpp.sh
+
+clean:
+	rm -rf $(BUILD_DIR) build-fuzz

@@ -1,0 +1,148 @@
+#include "kernels/cpu/dtype.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace beacon {
+
+bool IsSupportedDType(uint32_t t) {
+  switch (t) {
+    case 0: case 1: case 2: case 3: case 8: case 30:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view DTypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "F32";
+    case DType::kF16: return "F16";
+    case DType::kBF16: return "BF16";
+    case DType::kQ8_0: return "Q8_0";
+    case DType::kQ4_0: return "Q4_0";
+    case DType::kQ4_1: return "Q4_1";
+  }
+  return "?";
+}
+
+int DTypeBlockElems(DType t) {
+  switch (t) {
+    case DType::kQ8_0: case DType::kQ4_0: case DType::kQ4_1: return kQuantBlock;
+    default: return 1;
+  }
+}
+
+size_t DTypeBlockBytes(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kF16: case DType::kBF16: return 2;
+    case DType::kQ8_0: return sizeof(BlockQ8_0);
+    case DType::kQ4_0: return sizeof(BlockQ4_0);
+    case DType::kQ4_1: return sizeof(BlockQ4_1);
+  }
+  return 0;
+}
+
+size_t DTypeRowBytes(DType t, int64_t n) {
+  return static_cast<size_t>(n / DTypeBlockElems(t)) * DTypeBlockBytes(t);
+}
+
+float Fp16ToFp32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      int e = -1;
+      do { ++e; mant <<= 1; } while ((mant & 0x400) == 0);
+      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | mant << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t Fp32ToFp16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = (x >> 16) & 0x8000;
+  const uint32_t abs = x & 0x7fffffff;
+  if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);  // inf/nan
+  if (abs >= 0x477ff000) return sign | 0x7c00;  // rounds to >= 65520: overflow
+  if (abs < 0x38800000) {  // subnormal half (or zero)
+    float a;
+    std::memcpy(&a, &abs, 4);
+    // a * 2^24 rounded to nearest even gives the subnormal mantissa.
+    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
+  }
+  uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);  // round to nearest even
+  return sign | static_cast<uint16_t>((rounded - (112u << 23)) >> 13);
+}
+
+uint16_t Fp32ToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+void DequantizeRow(DType t, const void* src, float* dst, int64_t n) {
+  switch (t) {
+    case DType::kF32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+    case DType::kF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(s[i]);
+      return;
+    }
+    case DType::kBF16: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(s[i]);
+      return;
+    }
+    case DType::kQ8_0: {
+      const auto* b = static_cast<const BlockQ8_0*>(src);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        for (int j = 0; j < 32; ++j) dst[i * 32 + j] = d * b[i].qs[j];
+      }
+      return;
+    }
+    case DType::kQ4_0: {
+      const auto* b = static_cast<const BlockQ4_0*>(src);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        for (int j = 0; j < 16; ++j) {
+          dst[i * 32 + j] = d * ((b[i].qs[j] & 0x0f) - 8);
+          dst[i * 32 + j + 16] = d * ((b[i].qs[j] >> 4) - 8);
+        }
+      }
+      return;
+    }
+    case DType::kQ4_1: {
+      const auto* b = static_cast<const BlockQ4_1*>(src);
+      for (int64_t i = 0; i < n / kQuantBlock; ++i) {
+        const float d = Fp16ToFp32(b[i].d);
+        const float m = Fp16ToFp32(b[i].m);
+        for (int j = 0; j < 16; ++j) {
+          dst[i * 32 + j] = d * (b[i].qs[j] & 0x0f) + m;
+          dst[i * 32 + j + 16] = d * (b[i].qs[j] >> 4) + m;
+        }
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace beacon

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build, run and test BeaconKV
+# Serve. Idempotent and quiet: when everything is present it only checks and
+# exits in about a second. Called by `make deps` (and so by `make run`/`make test`).
+#
+# Environment:
+#   BEACON_SKIP_APT=1     do not touch apt (machines without root, containers
+#                         whose image already has the packages)
+#   BEACON_SKIP_PIP=1     do not install the Python test/oracle packages
+#   BEACON_WITH_LLAMACPP=1  also install llama-cpp-python (the llama.cpp oracle,
+#                         a ~5 minute source build; only `make oracle` needs it)
+set -euo pipefail
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git unzip python3 python3-pip
+  libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libboost-dev libboost-system-dev prometheus-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  clang libclang-rt-14-dev
+)
+PIP_PACKAGES=(numpy gguf)
+
+log() { echo "[bootstrap] $*"; }
+
+missing_apt=()
+if [ "${BEACON_SKIP_APT:-0}" != 1 ]; then
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_apt+=("$p")
+  done
+fi
+if [ ${#missing_apt[@]} -gt 0 ]; then
+  log "apt-get install ${missing_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ "${BEACON_SKIP_PIP:-0}" != 1 ]; then
+  want=("${PIP_PACKAGES[@]}")
+  [ "${BEACON_WITH_LLAMACPP:-0}" = 1 ] && want+=(llama-cpp-python)
+  missing_pip=()
+  for p in "${want[@]}"; do
+    mod=${p//-/_}; [ "$p" = llama-cpp-python ] && mod=llama_cpp
+    $PY -c "import $mod" 2>/dev/null || missing_pip+=("$p")
+  done
+  if [ ${#missing_pip[@]} -gt 0 ]; then
+    log "pip install ${missing_pip[*]}"
+    $PY -m pip install -q --disable-pip-version-check "${missing_pip[@]}"
+  fi
+fi
+exit 0
