@@ -1,0 +1,223 @@
+#include "engine/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/ops.h"
+
+namespace beacon {
+
+CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool)
+    : weights_(weights), pool_(pool) {
+  const ModelConfig& c = weights_->config;
+  inv_freq_.resize(c.head_dim / 2);
+  RopeInvFreq(c.rope_theta, c.head_dim, inv_freq_.data());
+  scores_.resize(pool_ != nullptr ? pool_->n_threads() : 1);
+}
+
+absl::Status CpuBackend::Validate(std::span<const ForwardEntry> batch) const {
+  const ModelConfig& c = weights_->config;
+  for (size_t e = 0; e < batch.size(); ++e) {
+    const ForwardEntry& en = batch[e];
+    if (en.kv == nullptr || en.tokens.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat("batch entry %d has no KV sequence or no tokens", e));
+    }
+    if (en.kv->cache()->shape().n_layers != c.n_layers ||
+        en.kv->cache()->shape().n_kv_heads != c.n_kv_heads ||
+        en.kv->cache()->shape().head_dim != c.head_dim) {
+      return absl::InvalidArgumentError("KV cache shape does not match the model");
+    }
+    for (size_t j = 0; j < e; ++j) {
+      if (batch[j].kv == en.kv) {
+        return absl::InvalidArgumentError(absl::StrFormat("batch entries %d and %d share a KV sequence", j, e));
+      }
+    }
+    for (int32_t id : en.tokens) {
+      if (id < 0 || id >= c.vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("token id %d is outside the vocabulary [0, %d)", id, c.vocab_size));
+      }
+    }
+    const int64_t last = static_cast<int64_t>(en.start_pos) + en.tokens.size();
+    if (en.start_pos < 0 || last > c.context_length) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "positions [%d, %d) exceed the model's context length %d", en.start_pos, last, c.context_length));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void CpuBackend::Resize(int64_t n) {
+  const ModelConfig& c = weights_->config;
+  x_.resize(n * c.hidden);
+  xb_.resize(n * c.hidden);
+  q_.resize(n * c.q_dim());
+  k_.resize(n * c.kv_dim());
+  v_.resize(n * c.kv_dim());
+  att_.resize(n * c.q_dim());
+  gate_.resize(n * c.ffn_hidden);
+  up_.resize(n * c.ffn_hidden);
+}
+
+void CpuBackend::Linear(const Tensor& w, const float* x, int64_t n, float* y) {
+  MatMul(MatrixView{w.dtype, w.rows, w.cols, w.data}, x, n, y, pool_, &xq_);
+}
+
+absl::Status CpuBackend::Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) {
+  if (absl::Status s = Validate(batch); !s.ok()) return s;
+  const ModelConfig& c = weights_->config;
+
+  // Reserve every sequence's new slots first, so a full pool fails the step
+  // before anything is written; roll back what was reserved on failure.
+  for (size_t e = 0; e < batch.size(); ++e) {
+    absl::Status s = batch[e].kv->Reserve(batch[e].kv->num_slots() + static_cast<int32_t>(batch[e].tokens.size()));
+    if (!s.ok()) {
+      for (size_t j = 0; j <= e; ++j) batch[j].kv->Truncate(batch[j].kv->num_slots());
+      return s;
+    }
+  }
+
+  tokens_.clear();
+  int64_t n_logit_rows = 0;
+  for (size_t e = 0; e < batch.size(); ++e) {
+    const ForwardEntry& en = batch[e];
+    for (size_t i = 0; i < en.tokens.size(); ++i) {
+      tokens_.push_back({static_cast<int>(e), en.kv->num_slots() + static_cast<int32_t>(i),
+                         en.start_pos + static_cast<int32_t>(i)});
+    }
+    n_logit_rows += en.all_logits ? static_cast<int64_t>(en.tokens.size()) : 1;
+  }
+  const int64_t n = static_cast<int64_t>(tokens_.size());
+  Resize(n);
+
+  // Token embeddings.
+  {
+    int64_t t = 0;
+    for (const ForwardEntry& en : batch) {
+      for (int32_t id : en.tokens) {
+        DequantizeRow(weights_->tok_embd.dtype, weights_->tok_embd.row(id), &x_[t * c.hidden], c.hidden);
+        ++t;
+      }
+    }
+  }
+
+  for (int l = 0; l < c.n_layers; ++l) Layer(l, batch);
+
+  // Final norm and logits for the rows that want them.
+  std::vector<float> rows(n_logit_rows * c.hidden);
+  {
+    int64_t t = 0, r = 0;
+    for (const ForwardEntry& en : batch) {
+      const int64_t nt = static_cast<int64_t>(en.tokens.size());
+      const int64_t first = en.all_logits ? 0 : nt - 1;
+      for (int64_t i = first; i < nt; ++i, ++r) {
+        RmsNorm(&x_[(t + i) * c.hidden], weights_->output_norm.f32(), c.hidden, c.rms_eps,
+                &rows[r * c.hidden]);
+      }
+      t += nt;
+    }
+  }
+  logits->resize(n_logit_rows * c.vocab_size);
+  Linear(weights_->output, rows.data(), n_logit_rows, logits->data());
+
+  for (const ForwardEntry& en : batch) {
+    en.kv->CommitSlots(en.kv->num_slots() + static_cast<int32_t>(en.tokens.size()));
+  }
+  return absl::OkStatus();
+}
+
+void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
+  const ModelConfig& c = weights_->config;
+  const LayerWeights& w = weights_->layers[l];
+  const int64_t n = static_cast<int64_t>(tokens_.size());
+  const int d = c.head_dim;
+
+  for (int64_t t = 0; t < n; ++t) {
+    RmsNorm(&x_[t * c.hidden], w.attn_norm.f32(), c.hidden, c.rms_eps, &xb_[t * c.hidden]);
+  }
+  Linear(w.wq, xb_.data(), n, q_.data());
+  Linear(w.wk, xb_.data(), n, k_.data());
+  Linear(w.wv, xb_.data(), n, v_.data());
+
+  const bool interleaved = c.rope_style == RopeStyle::kInterleaved;
+  for (int64_t t = 0; t < n; ++t) {
+    float* q = &q_[t * c.q_dim()];
+    float* k = &k_[t * c.kv_dim()];
+    float* v = &v_[t * c.kv_dim()];
+    if (c.qkv_bias) {
+      AddInPlace(q, w.bq.f32(), c.q_dim());
+      AddInPlace(k, w.bk.f32(), c.kv_dim());
+      AddInPlace(v, w.bv.f32(), c.kv_dim());
+    }
+    for (int h = 0; h < c.n_heads; ++h) {
+      if (c.qk_norm) RmsNorm(q + h * d, w.q_norm.f32(), d, c.rms_eps, q + h * d);
+      Rope(q + h * d, d, tokens_[t].pos, inv_freq_.data(), interleaved);
+    }
+    // Write this token's K (after RoPE) and V into its slot of every KV head.
+    const TokenRef& ref = tokens_[t];
+    SequenceKv* kv = batch[ref.entry].kv;
+    KvCache* cache = kv->cache();
+    const int bs = cache->shape().block_size;
+    const int32_t block = kv->block_ids()[ref.slot / bs];
+    const int off = ref.slot % bs;
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      if (c.qk_norm) RmsNorm(k + h * d, w.k_norm.f32(), d, c.rms_eps, k + h * d);
+      Rope(k + h * d, d, ref.pos, inv_freq_.data(), interleaved);
+      std::memcpy(cache->K(l, block, h) + off * d, k + h * d, sizeof(float) * d);
+      std::memcpy(cache->V(l, block, h) + off * d, v + h * d, sizeof(float) * d);
+      cache->Positions(l, block, h)[off] = ref.pos;
+    }
+  }
+
+  Attention(l, batch);
+  Linear(w.wo, att_.data(), n, xb_.data());
+  for (int64_t t = 0; t < n; ++t) AddInPlace(&x_[t * c.hidden], &xb_[t * c.hidden], c.hidden);
+
+  for (int64_t t = 0; t < n; ++t) {
+    RmsNorm(&x_[t * c.hidden], w.ffn_norm.f32(), c.hidden, c.rms_eps, &xb_[t * c.hidden]);
+  }
+  Linear(w.w_gate, xb_.data(), n, gate_.data());
+  Linear(w.w_up, xb_.data(), n, up_.data());
+  SiluMul(gate_.data(), up_.data(), n * c.ffn_hidden);
+  Linear(w.w_down, gate_.data(), n, xb_.data());
+  for (int64_t t = 0; t < n; ++t) AddInPlace(&x_[t * c.hidden], &xb_[t * c.hidden], c.hidden);
+}
+
+void CpuBackend::Attention(int l, std::span<const ForwardEntry> batch) {
+  const ModelConfig& c = weights_->config;
+  const int d = c.head_dim;
+  const int group = c.group_size();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const int64_t n_tasks = static_cast<int64_t>(tokens_.size()) * c.n_kv_heads;
+  auto body = [&](int64_t begin, int64_t end, int thread) {
+    std::vector<float>& scores = scores_[thread];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t t = task / c.n_kv_heads;
+      const int h = static_cast<int>(task % c.n_kv_heads);
+      const TokenRef& ref = tokens_[t];
+      const SequenceKv* kv = batch[ref.entry].kv;
+      const KvCache* cache = kv->cache();
+      PagedHeadView view;
+      view.k_head_base = cache->K(l, 0, h);
+      view.v_head_base = cache->V(l, 0, h);
+      view.block_stride = cache->block_stride();
+      view.block_ids = kv->block_ids().data();
+      view.block_size = cache->shape().block_size;
+      view.head_dim = d;
+      const int32_t n_keys = ref.slot + 1;  // causal: every slot up to its own
+      if (scores.size() < static_cast<size_t>(group) * n_keys) scores.resize(static_cast<size_t>(group) * n_keys);
+      PagedAttention(&q_[t * c.q_dim() + h * group * d], group, view, n_keys, scale, scores.data(),
+                     &att_[t * c.q_dim() + h * group * d]);
+    }
+  };
+  if (pool_ != nullptr) {
+    pool_->ParallelFor(n_tasks, 1, body);
+  } else {
+    body(0, n_tasks, 0);
+  }
+}
+
+}  // namespace beacon

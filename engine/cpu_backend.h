@@ -1,0 +1,53 @@
+// The CPU backend: the forward pass of the Llama/Qwen2/Qwen3 families over a
+// ragged batch, on the kernels in kernels/cpu/ and the paged cache in kv/.
+//
+// Weights stay in the format they were loaded in (quantised GGUF types are
+// multiplied directly with int8 activations); activations and KV are f32.
+#ifndef BEACON_ENGINE_CPU_BACKEND_H_
+#define BEACON_ENGINE_CPU_BACKEND_H_
+
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/model/weights.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace beacon {
+
+class CpuBackend : public Backend {
+ public:
+  // `weights` and `pool` must outlive the backend. `pool` may be null
+  // (single-threaded).
+  CpuBackend(const ModelWeights* weights, ThreadPool* pool);
+
+  absl::Status Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) override;
+  const ModelConfig& config() const override { return weights_->config; }
+
+ private:
+  // Per-token bookkeeping for one step, flattened over the batch.
+  struct TokenRef {
+    int entry;
+    int32_t slot;  // KV slot this token's K/V is written to
+    int32_t pos;   // RoPE position
+  };
+
+  absl::Status Validate(std::span<const ForwardEntry> batch) const;
+  void Resize(int64_t n_tokens);
+  void Layer(int l, std::span<const ForwardEntry> batch);
+  void Attention(int l, std::span<const ForwardEntry> batch);
+  void Linear(const Tensor& w, const float* x, int64_t n, float* y);
+
+  const ModelWeights* weights_;
+  ThreadPool* pool_;
+  std::vector<float> inv_freq_;
+  std::vector<TokenRef> tokens_;
+  // Activations, [n_tokens][width]; resized per step, reused across steps.
+  std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_;
+  std::vector<std::vector<float>> scores_;  // per pool thread
+  QuantizedRows xq_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_CPU_BACKEND_H_

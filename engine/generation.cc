@@ -1,0 +1,101 @@
+#include "engine/generation.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace beacon {
+
+std::string_view FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kEos: return "eos";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kStopSequence: return "stop_sequence";
+  }
+  return "?";
+}
+
+absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
+  if (absl::Status s = sampling.Validate(); !s.ok()) return s;
+  if (max_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("max_tokens must be >= 1, got %d", max_tokens));
+  }
+  for (const std::string& s : stop) {
+    if (s.empty()) return absl::InvalidArgumentError("stop: stop strings must not be empty");
+  }
+  for (int32_t id : stop_token_ids) {
+    if (id < 0 || id >= vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("stop_token_ids: %d is outside the vocabulary [0, %d)", id, vocab_size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length,
+                       std::vector<int32_t> prompt, GenerationOptions options)
+    : tokenizer_(tokenizer),
+      context_length_(context_length),
+      prompt_(std::move(prompt)),
+      options_(std::move(options)),
+      kv_(cache),
+      sampler_(options_.sampling),
+      detok_(tokenizer),
+      stop_checker_(options_.stop) {}
+
+std::span<const int32_t> Generation::PendingInput(int32_t max_chunk) const {
+  if (prefilling()) {
+    const int32_t n = std::min<int32_t>(max_chunk, static_cast<int32_t>(prompt_.size()) - prompt_done_);
+    return std::span<const int32_t>(prompt_).subspan(prompt_done_, n);
+  }
+  return std::span<const int32_t>(generated_).last(1);
+}
+
+TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
+  finish_ = reason;
+  kv_.Release();  // a finished sequence holds no KV; peak_slots() survives
+  if (reason != FinishReason::kStopSequence) {
+    // Release what the detokenizer and the stop checker still hold back; the
+    // held text may itself complete a stop string.
+    StopChecker::Result r = stop_checker_.Push(detok_.Flush());
+    ev.text += r.text;
+    if (r.stopped) {
+      reason = FinishReason::kStopSequence;
+      finish_ = reason;
+    } else {
+      ev.text += stop_checker_.Flush();
+    }
+  }
+  ev.finish = reason;
+  return ev;
+}
+
+TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
+  TokenEvent ev;
+  if (prefilling()) {
+    prompt_done_ += n_fed;
+    if (prefilling()) return ev;  // mid-prompt chunk: nothing to sample yet
+  }
+  const int32_t id = sampler_.Sample(logits, prompt_, generated_);
+  generated_.push_back(id);
+  ev.id = id;
+
+  const bool eos = !options_.ignore_eos && tokenizer_->IsEndOfGeneration(id);
+  const bool stop_id = std::find(options_.stop_token_ids.begin(), options_.stop_token_ids.end(), id) !=
+                       options_.stop_token_ids.end();
+  if (eos) return Finish(std::move(ev), FinishReason::kEos);
+  if (stop_id) return Finish(std::move(ev), FinishReason::kStop);
+
+  StopChecker::Result r = stop_checker_.Push(detok_.Push(id));
+  ev.text = std::move(r.text);
+  if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
+  if (static_cast<int32_t>(generated_.size()) >= options_.max_tokens ||
+      next_position() >= context_length_) {
+    return Finish(std::move(ev), FinishReason::kLength);
+  }
+  return ev;
+}
+
+}  // namespace beacon

@@ -1,0 +1,98 @@
+// One sequence's generation state: its prompt, KV slots, sampler, streaming
+// detokenizer and stop criteria. The batching loop (beacon-run, beacon-bench,
+// later the scheduler) feeds it logits and reads back token events.
+//
+// Lifecycle: PendingInput() gives the tokens to run next (a prompt chunk, or
+// the last sampled token); after the forward pass, Advance() takes the logits
+// of the last fed token and, once the prompt is consumed, samples.
+//
+// Thread ownership: the engine thread.
+#ifndef BEACON_ENGINE_GENERATION_H_
+#define BEACON_ENGINE_GENERATION_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/sampler.h"
+#include "engine/stop_checker.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "kv/kv_cache.h"
+
+namespace beacon {
+
+enum class FinishReason {
+  kNone,          // still running
+  kLength,        // max_tokens reached, or the model's context is full
+  kEos,           // an end-of-generation token of the model
+  kStop,          // one of the request's stop token ids
+  kStopSequence,  // one of the request's stop strings
+};
+std::string_view FinishReasonName(FinishReason r);
+
+struct GenerationOptions {
+  SamplingParams sampling;
+  int32_t max_tokens = 256;             // >= 1
+  bool ignore_eos = false;              // keep going past EOS (benchmarks, long CoT)
+  std::vector<std::string> stop;        // stop strings, never streamed
+  std::vector<int32_t> stop_token_ids;  // end generation, not streamed
+
+  // INVALID_ARGUMENT naming the field.
+  absl::Status Validate(int32_t vocab_size) const;
+};
+
+struct TokenEvent {
+  int32_t id = -1;
+  std::string text;  // complete UTF-8 that became safe to emit with this token
+  FinishReason finish = FinishReason::kNone;
+};
+
+class Generation {
+ public:
+  // REQUIRES options.Validate(...) ok, prompt non-empty, tokenizer and cache
+  // outlive this object.
+  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length,
+             std::vector<int32_t> prompt, GenerationOptions options);
+
+  bool finished() const { return finish_ != FinishReason::kNone; }
+  bool prefilling() const { return prompt_done_ < static_cast<int32_t>(prompt_.size()); }
+  // Tokens to run next: up to `max_chunk` prompt tokens, or the last sample.
+  std::span<const int32_t> PendingInput(int32_t max_chunk) const;
+  // RoPE position of the first token PendingInput() returns. Positions count
+  // tokens, not KV slots: once eviction drops slots the two differ.
+  int32_t next_position() const {
+    return prefilling() ? prompt_done_
+                        : static_cast<int32_t>(prompt_.size() + generated_.size()) - 1;
+  }
+
+  // Consumes the logits of the last of `n_fed` tokens just run. Returns the
+  // sampled token's event, or nullopt-like event (id -1) mid-prompt.
+  TokenEvent Advance(int32_t n_fed, std::span<const float> logits);
+
+  SequenceKv* kv() { return &kv_; }
+  const std::vector<int32_t>& prompt() const { return prompt_; }
+  const std::vector<int32_t>& generated() const { return generated_; }
+  FinishReason finish_reason() const { return finish_; }
+
+ private:
+  TokenEvent Finish(TokenEvent ev, FinishReason reason);
+
+  const Tokenizer* tokenizer_;
+  int32_t context_length_;
+  std::vector<int32_t> prompt_;
+  GenerationOptions options_;
+  SequenceKv kv_;
+  Sampler sampler_;
+  IncrementalDetokenizer detok_;
+  StopChecker stop_checker_;
+  std::vector<int32_t> generated_;
+  int32_t prompt_done_ = 0;
+  FinishReason finish_ = FinishReason::kNone;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_GENERATION_H_

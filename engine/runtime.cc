@@ -1,0 +1,50 @@
+#include "engine/runtime.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace beacon {
+
+absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& options) {
+  auto rt = std::unique_ptr<Runtime>(new Runtime());
+  absl::StatusOr<std::unique_ptr<LoadedModel>> model = LoadModel(options.model);
+  if (!model.ok()) return model.status();
+  rt->model_ = std::move(*model);
+  if (rt->model_->tokenizer.has_value()) {
+    absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(*rt->model_->tokenizer);
+    if (!tok.ok()) {
+      return absl::Status(tok.status().code(), absl::StrCat("tokenizer of ", options.model, ": ",
+                                                            tok.status().message()));
+    }
+    rt->tokenizer_ = std::move(*tok);
+  }
+  rt->pool_ = std::make_unique<ThreadPool>(options.threads);
+  rt->backend_ = std::make_unique<CpuBackend>(&rt->model_->weights, rt->pool_.get());
+  return rt;
+}
+
+std::unique_ptr<KvCache> Runtime::MakeKvCache(int64_t n_tokens, int block_size) const {
+  KvCacheShape shape;
+  shape.n_layers = config().n_layers;
+  shape.n_kv_heads = config().n_kv_heads;
+  shape.head_dim = config().head_dim;
+  shape.block_size = block_size;
+  const int32_t blocks = static_cast<int32_t>((n_tokens + block_size - 1) / block_size);
+  return std::make_unique<KvCache>(shape, blocks);
+}
+
+absl::StatusOr<std::vector<int32_t>> Runtime::EncodePrompt(const std::string& text, bool chat,
+                                                           const std::string& system) const {
+  if (tokenizer_ == nullptr) {
+    return absl::FailedPreconditionError("this model has no tokenizer (dummy weights): pass token ids");
+  }
+  if (!chat) return tokenizer_->Encode(text, /*parse_special=*/false, /*add_bos=*/true);
+  std::vector<ChatMessage> messages;
+  if (!system.empty()) messages.push_back({"system", system});
+  messages.push_back({"user", text});
+  absl::StatusOr<std::string> rendered = tokenizer_->ApplyChatTemplate(messages, true);
+  if (!rendered.ok()) return rendered.status();
+  // The template's own markers (<|im_start|> ...) are special tokens.
+  return tokenizer_->Encode(*rendered, /*parse_special=*/true, /*add_bos=*/true);
+}
+
+}  // namespace beacon

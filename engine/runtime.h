@@ -1,0 +1,54 @@
+// Everything a process needs to run a model on the CPU: the loaded weights,
+// the tokenizer, a thread pool and the backend, built in the right order from
+// one model spec. Shared by beacon-run, beacon-bench and beacon-logits (and
+// the server, which adds the scheduler on top).
+#ifndef BEACON_ENGINE_RUNTIME_H_
+#define BEACON_ENGINE_RUNTIME_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/cpu_backend.h"
+#include "engine/model/model_loader.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kv/kv_cache.h"
+
+namespace beacon {
+
+struct RuntimeOptions {
+  std::string model = "models/default.gguf";  // see LoadModel for the forms
+  int threads = 0;                            // 0: every hardware thread
+};
+
+class Runtime {
+ public:
+  static absl::StatusOr<std::unique_ptr<Runtime>> Create(const RuntimeOptions& options);
+
+  const ModelConfig& config() const { return model_->weights.config; }
+  const ModelWeights& weights() const { return model_->weights; }
+  // Null for dummy models, which have no vocabulary.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  Backend* backend() { return backend_.get(); }
+  ThreadPool* pool() { return pool_.get(); }
+
+  // A KV cache able to hold `n_tokens` slots in blocks of `block_size`.
+  std::unique_ptr<KvCache> MakeKvCache(int64_t n_tokens, int block_size = 16) const;
+
+  // Prompt text to ids: plain text, or as a single user turn of the model's
+  // chat template (with an optional system message).
+  absl::StatusOr<std::vector<int32_t>> EncodePrompt(const std::string& text, bool chat,
+                                                    const std::string& system) const;
+
+ private:
+  std::unique_ptr<LoadedModel> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<CpuBackend> backend_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_RUNTIME_H_

@@ -1,0 +1,88 @@
+#include "kernels/cpu/ops.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+namespace beacon {
+namespace {
+inline float HorizontalSum(__m256 v) {
+  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+}  // namespace
+
+float Dot(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = HorizontalSum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void Axpy(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
+  const float ms = Dot(x, x, n) / static_cast<float>(n);
+  const float scale = 1.0f / std::sqrt(ms + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+}
+
+void AddInPlace(float* x, const float* y, int64_t n) { Axpy(1.0f, y, x, n); }
+
+void SiluMul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void RopeInvFreq(float theta, int d, float* inv_freq) {
+  for (int i = 0; i < d / 2; ++i) {
+    inv_freq[i] = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / d));
+  }
+}
+
+void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved) {
+  const int half = d / 2;
+  for (int i = 0; i < half; ++i) {
+    // double for the angle: positions reach 10^5 and f32 loses the phase.
+    const double angle = static_cast<double>(position) * inv_freq[i];
+    const float c = static_cast<float>(std::cos(angle));
+    const float s = static_cast<float>(std::sin(angle));
+    float* a = interleaved ? x + 2 * i : x + i;
+    float* b = interleaved ? x + 2 * i + 1 : x + i + half;
+    const float x0 = *a, x1 = *b;
+    *a = x0 * c - x1 * s;
+    *b = x0 * s + x1 * c;
+  }
+}
+
+float SoftmaxInPlace(float* x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) mx = std::fmax(mx, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+  return mx;
+}
+
+}  // namespace beacon

@@ -1,0 +1,39 @@
+// Element-wise and per-row CPU kernels of the transformer block. All operate
+// on f32 rows; none allocate. Reference semantics are the plain loops of the
+// NumPy model in tests/reference/numpy_model.py.
+#ifndef BEACON_KERNELS_CPU_OPS_H_
+#define BEACON_KERNELS_CPU_OPS_H_
+
+#include <cstdint>
+
+namespace beacon {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i], for one row of n. out may be x.
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
+
+// x[i] += y[i].
+void AddInPlace(float* x, const float* y, int64_t n);
+
+// gate[i] = silu(gate[i]) * up[i]   (SwiGLU), in place in gate.
+void SiluMul(float* gate, const float* up, int64_t n);
+
+// Rotary embedding of one head vector of dim d at `position`, in place.
+// interleaved: pairs (2i, 2i+1); otherwise (i, i + d/2). The angle of pair i
+// is position * theta^(-2i/d). `inv_freq` holds theta^(-2i/d) for i < d/2.
+void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved);
+
+// Fills inv_freq[i] = theta^(-2i/d) for i < d/2.
+void RopeInvFreq(float theta, int d, float* inv_freq);
+
+// In-place softmax of n values; returns the max (for callers that need it).
+float SoftmaxInPlace(float* x, int64_t n);
+
+// Dot product of two f32 vectors of length n.
+float Dot(const float* a, const float* b, int64_t n);
+
+// y[i] += a * x[i].
+void Axpy(float a, const float* x, float* y, int64_t n);
+
+}  // namespace beacon
+
+#endif  // BEACON_KERNELS_CPU_OPS_H_

@@ -1,0 +1,60 @@
+#include "kv/kv_cache.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace beacon {
+
+KvCache::KvCache(const KvCacheShape& shape, int32_t num_blocks)
+    : shape_(shape),
+      block_stride_(static_cast<size_t>(shape.n_kv_heads) * shape.block_size * shape.head_dim),
+      pool_(num_blocks) {
+  const size_t floats = block_stride_ * num_blocks;
+  k_.resize(shape.n_layers);
+  v_.resize(shape.n_layers);
+  pos_.resize(shape.n_layers);
+  for (int l = 0; l < shape.n_layers; ++l) {
+    k_[l].assign(floats, 0.0f);
+    v_[l].assign(floats, 0.0f);
+    pos_[l].assign(static_cast<size_t>(num_blocks) * shape.n_kv_heads * shape.block_size, -1);
+  }
+}
+
+size_t KvCache::BytesPerBlock() const {
+  return 2 * block_stride_ * sizeof(float) * shape_.n_layers;
+}
+
+absl::Status SequenceKv::Reserve(int32_t n_slots) {
+  const int32_t bs = cache_->shape().block_size;
+  const int32_t need = (n_slots + bs - 1) / bs - num_blocks();
+  if (need <= 0) return absl::OkStatus();
+  auto got = cache_->pool().Allocate(need);
+  if (!got.ok()) return got.status();
+  for (BlockHandle& h : *got) {
+    block_ids_.push_back(h.id());
+    blocks_.push_back(std::move(h));
+  }
+  return absl::OkStatus();
+}
+
+void SequenceKv::CommitSlots(int32_t n) {
+  assert(n <= capacity());
+  num_slots_ = n;
+  peak_slots_ = std::max(peak_slots_, n);
+}
+
+void SequenceKv::Truncate(int32_t n) {
+  const int32_t bs = cache_->shape().block_size;
+  num_slots_ = std::min(num_slots_, n);
+  const int32_t keep_blocks = (num_slots_ + bs - 1) / bs;
+  blocks_.resize(keep_blocks);  // handles past the end return their blocks
+  block_ids_.resize(keep_blocks);
+}
+
+void SequenceKv::Release() {
+  blocks_.clear();
+  block_ids_.clear();
+  num_slots_ = 0;
+}
+
+}  // namespace beacon

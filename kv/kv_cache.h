@@ -1,0 +1,110 @@
+// Paged KV-cache storage and the per-sequence view of it.
+//
+// Memory layout (f32), one array per layer for K, one for V:
+//   K[layer][block][kv_head][slot_in_block][head_dim]
+// plus, per layer, the original token position of every slot:
+//   pos[layer][block][kv_head][slot_in_block]   (int32)
+// Keys are stored after RoPE, so attention needs no positions; the positions
+// serve eviction rules (sinks, recent window, kept prompt) and debugging.
+//
+// A sequence's slot s lives in block table entry s / block_size at offset
+// s % block_size, for every layer and KV head alike: all heads of a sequence
+// hold the same number of slots, so one block table serves them even once
+// per-head eviction makes different heads keep different tokens.
+//
+// Thread ownership: the engine thread. Kernels may read and write slot data
+// from pool threads inside one engine step.
+#ifndef BEACON_KV_KV_CACHE_H_
+#define BEACON_KV_KV_CACHE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kv/block_pool.h"
+
+namespace beacon {
+
+struct KvCacheShape {
+  int n_layers = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 16;  // token slots per block
+};
+
+class KvCache {
+ public:
+  // Allocates num_blocks blocks of storage up front.
+  KvCache(const KvCacheShape& shape, int32_t num_blocks);
+
+  const KvCacheShape& shape() const { return shape_; }
+  BlockPool& pool() { return pool_; }
+  const BlockPool& pool() const { return pool_; }
+
+  // Floats between the same (head, slot) of consecutive block ids.
+  size_t block_stride() const { return block_stride_; }
+  // Start of [slot_in_block][head_dim] of (layer, block, kv_head).
+  float* K(int layer, int32_t block, int head) { return k_[layer].data() + Offset(block, head); }
+  float* V(int layer, int32_t block, int head) { return v_[layer].data() + Offset(block, head); }
+  const float* K(int layer, int32_t block, int head) const { return k_[layer].data() + Offset(block, head); }
+  const float* V(int layer, int32_t block, int head) const { return v_[layer].data() + Offset(block, head); }
+  int32_t* Positions(int layer, int32_t block, int head) {
+    return pos_[layer].data() + (static_cast<size_t>(block) * shape_.n_kv_heads + head) * shape_.block_size;
+  }
+  const int32_t* Positions(int layer, int32_t block, int head) const {
+    return pos_[layer].data() + (static_cast<size_t>(block) * shape_.n_kv_heads + head) * shape_.block_size;
+  }
+
+  // Bytes of K+V storage per block (all layers), and per token slot.
+  size_t BytesPerBlock() const;
+  size_t BytesPerToken() const { return BytesPerBlock() / shape_.block_size; }
+
+ private:
+  size_t Offset(int32_t block, int head) const {
+    return static_cast<size_t>(block) * block_stride_ +
+           static_cast<size_t>(head) * shape_.block_size * shape_.head_dim;
+  }
+
+  KvCacheShape shape_;
+  size_t block_stride_;
+  std::vector<std::vector<float>> k_, v_;
+  std::vector<std::vector<int32_t>> pos_;
+  BlockPool pool_;  // declared last: destroyed first, after all sequences
+};
+
+// One sequence's slots in a KvCache: its block table and slot count.
+class SequenceKv {
+ public:
+  explicit SequenceKv(KvCache* cache) : cache_(cache) {}
+  SequenceKv(SequenceKv&&) = default;
+  SequenceKv& operator=(SequenceKv&&) = default;
+
+  // Makes room for `n_slots` slots in total, allocating blocks as needed (all
+  // or nothing). RESOURCE_EXHAUSTED when the pool has too few free blocks.
+  absl::Status Reserve(int32_t n_slots);
+  // Records that slots [num_slots, n) now hold data. REQUIRES n <= capacity.
+  void CommitSlots(int32_t n);
+  // Shrinks to `n` slots and returns the blocks no longer needed.
+  void Truncate(int32_t n);
+  // Returns every block (finish / abort / preemption).
+  void Release();
+
+  int32_t num_slots() const { return num_slots_; }
+  int32_t capacity() const { return static_cast<int32_t>(blocks_.size()) * cache_->shape().block_size; }
+  int32_t peak_slots() const { return peak_slots_; }
+  int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+  const std::vector<int32_t>& block_ids() const { return block_ids_; }
+  KvCache* cache() const { return cache_; }
+
+ private:
+  KvCache* cache_;
+  std::vector<BlockHandle> blocks_;
+  std::vector<int32_t> block_ids_;  // blocks_[i].id(), contiguous for kernels
+  int32_t num_slots_ = 0;
+  int32_t peak_slots_ = 0;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_KV_KV_CACHE_H_

@@ -1,0 +1,108 @@
+#include "kernels/cpu/ops.h"
+
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace beacon {
+namespace {
+
+TEST(Ops, RmsNormMatchesFormula) {
+  std::vector<float> x = {1, -2, 3, 0.5f}, w = {1, 2, 0.5f, -1}, out(4);
+  RmsNorm(x.data(), w.data(), 4, 1e-5f, out.data());
+  const double ms = (1 + 4 + 9 + 0.25) / 4.0;
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[i], x[i] / std::sqrt(ms + 1e-5) * w[i], 1e-6);
+}
+
+TEST(Ops, RopeRotatesTheRightPairs) {
+  std::vector<float> inv(4);
+  RopeInvFreq(10000.0f, 8, inv.data());
+  EXPECT_FLOAT_EQ(inv[0], 1.0f);
+  EXPECT_NEAR(inv[1], std::pow(10000.0, -0.25), 1e-7);
+  const std::vector<float> x0 = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (bool interleaved : {true, false}) {
+    std::vector<float> x = x0;
+    Rope(x.data(), 8, 3, inv.data(), interleaved);
+    for (int i = 0; i < 4; ++i) {
+      const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + 4;
+      const double ang = 3.0 * inv[i];
+      EXPECT_NEAR(x[a], x0[a] * std::cos(ang) - x0[b] * std::sin(ang), 1e-5);
+      EXPECT_NEAR(x[b], x0[a] * std::sin(ang) + x0[b] * std::cos(ang), 1e-5);
+    }
+    std::vector<float> same = x0;
+    Rope(same.data(), 8, 0, inv.data(), interleaved);
+    EXPECT_EQ(same, x0);  // position 0 is the identity
+  }
+}
+
+TEST(Ops, SoftmaxSumsToOneAndIsStable) {
+  std::vector<float> x = {1000, 1001, 999, -INFINITY};
+  SoftmaxInPlace(x.data(), 4);
+  EXPECT_NEAR(x[0] + x[1] + x[2] + x[3], 1.0, 1e-6);
+  EXPECT_EQ(x[3], 0.0f);
+  EXPECT_GT(x[1], x[0]);
+}
+
+TEST(Ops, SiluMul) {
+  std::vector<float> g = {-1, 0, 2}, u = {2, 3, 0.5f};
+  SiluMul(g.data(), u.data(), 3);
+  EXPECT_NEAR(g[0], -1 / (1 + std::exp(1.0)) * 2, 1e-6);
+  EXPECT_EQ(g[1], 0.0f);
+  EXPECT_NEAR(g[2], 2 / (1 + std::exp(-2.0)) * 0.5, 1e-6);
+}
+
+// Paged attention equals a naive loop over contiguous keys, whatever the
+// block order in the table.
+TEST(Attention, PagedMatchesNaive) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  const int d = 16, G = 3, bs = 4, n_keys = 13, n_blocks = 6;
+  std::vector<float> kstore(n_blocks * bs * d), vstore(n_blocks * bs * d);
+  for (float& v : kstore) v = nd(rng);
+  for (float& v : vstore) v = nd(rng);
+  const std::vector<int32_t> table = {5, 2, 0, 3};  // logical block -> physical
+  std::vector<float> q(G * d), out(G * d), scores(G * n_keys);
+  for (float& v : q) v = nd(rng);
+  PagedHeadView view{kstore.data(), vstore.data(), static_cast<size_t>(bs * d), table.data(), bs, d};
+  const float scale = 0.25f;
+  PagedAttention(q.data(), G, view, n_keys, scale, scores.data(), out.data());
+  for (int g = 0; g < G; ++g) {
+    std::vector<double> p(n_keys);
+    double mx = -1e30, sum = 0;
+    for (int s = 0; s < n_keys; ++s) {
+      const float* k = &kstore[(table[s / bs] * bs + s % bs) * d];
+      double dot = 0;
+      for (int i = 0; i < d; ++i) dot += q[g * d + i] * k[i];
+      p[s] = dot * scale;
+      mx = std::max(mx, p[s]);
+    }
+    for (double& v : p) sum += (v = std::exp(v - mx));
+    for (int i = 0; i < d; ++i) {
+      double o = 0;
+      for (int s = 0; s < n_keys; ++s) o += p[s] / sum * vstore[(table[s / bs] * bs + s % bs) * d + i];
+      EXPECT_NEAR(out[g * d + i], o, 1e-5);
+    }
+    for (int s = 0; s < n_keys; ++s) EXPECT_NEAR(scores[g * n_keys + s], p[s] / sum, 1e-6);
+  }
+}
+
+TEST(ThreadPool, CoversTheRangeExactlyOnce) {
+  ThreadPool pool(2);
+  for (int rep = 0; rep < 200; ++rep) {
+    std::vector<std::atomic<int>> hits(1000);
+    pool.ParallelFor(1000, 7, [&](int64_t b, int64_t e, int thread) {
+      ASSERT_GE(thread, 0);
+      ASSERT_LT(thread, 2);
+      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+}
+
+}  // namespace
+}  // namespace beacon

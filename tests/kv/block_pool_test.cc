@@ -1,0 +1,94 @@
+#include "kv/block_pool.h"
+
+#include <random>
+
+#include "gtest/gtest.h"
+#include "kv/kv_cache.h"
+
+namespace beacon {
+namespace {
+
+TEST(BlockPool, AllocateIsAllOrNothing) {
+  BlockPool pool(4);
+  auto a = pool.Allocate(3);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(pool.num_free(), 1);
+  auto b = pool.Allocate(2);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(b.status().message().find("2 blocks requested, 1 of 4 free"), std::string::npos) << b.status();
+  EXPECT_EQ(pool.num_free(), 1);  // the failed request took nothing
+  a->clear();
+  EXPECT_EQ(pool.num_free(), 4);
+}
+
+TEST(BlockPool, HandlesReturnBlocksAndShareRefcounts) {
+  BlockPool pool(2);
+  {
+    auto a = pool.Allocate(1);
+    ASSERT_TRUE(a.ok());
+    BlockHandle shared = (*a)[0].Share();
+    EXPECT_EQ(pool.refcount(shared.id()), 2);
+    (*a)[0].Reset();
+    EXPECT_EQ(pool.num_free(), 1);  // still held by `shared`
+    BlockHandle moved = std::move(shared);
+    EXPECT_FALSE(shared.valid());
+    EXPECT_EQ(pool.num_free(), 1);
+  }
+  EXPECT_EQ(pool.num_free(), 2);
+  EXPECT_EQ(pool.Allocate(-1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Thousands of random reserve / commit / truncate / release sequences: the
+// pool always accounts for exactly the blocks the sequences hold, and returns
+// to its baseline at the end.
+TEST(SequenceKv, RandomizedNoLeak) {
+  KvCacheShape shape{2, 2, 4, 4};
+  KvCache cache(shape, 64);
+  std::mt19937 rng(11);
+  std::vector<SequenceKv> seqs;
+  for (int i = 0; i < 8; ++i) seqs.emplace_back(&cache);
+  for (int step = 0; step < 5000; ++step) {
+    SequenceKv& s = seqs[rng() % seqs.size()];
+    switch (rng() % 4) {
+      case 0:
+      case 1: {
+        const int32_t want = s.num_slots() + static_cast<int32_t>(rng() % 9);
+        const int32_t free_before = cache.pool().num_free();
+        absl::Status st = s.Reserve(want);
+        if (st.ok()) {
+          s.CommitSlots(want);
+        } else {
+          EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+          EXPECT_EQ(cache.pool().num_free(), free_before);
+        }
+        break;
+      }
+      case 2:
+        s.Truncate(static_cast<int32_t>(rng() % (s.num_slots() + 1)));
+        break;
+      default:
+        s.Release();
+    }
+    int32_t held = 0;
+    for (const SequenceKv& q : seqs) {
+      held += q.num_blocks();
+      ASSERT_LE(q.num_slots(), q.capacity());
+      ASSERT_LT(q.capacity() - q.num_slots(), shape.block_size);  // no idle tail block
+    }
+    ASSERT_EQ(held, cache.pool().num_used());
+  }
+  for (SequenceKv& s : seqs) s.Release();
+  EXPECT_EQ(cache.pool().num_free(), 64);
+}
+
+TEST(KvCache, LayoutAddressesAreDisjoint) {
+  KvCacheShape shape{3, 2, 8, 4};
+  KvCache cache(shape, 5);
+  EXPECT_EQ(cache.block_stride(), 2u * 4 * 8);
+  EXPECT_EQ(cache.K(1, 2, 1) - cache.K(1, 0, 0), 2 * 64 + 32);
+  EXPECT_EQ(cache.Positions(2, 4, 1) - cache.Positions(2, 0, 0), 4 * 8 + 4);
+  EXPECT_EQ(cache.BytesPerToken(), 2u * 3 * 2 * 8 * sizeof(float));
+}
+
+}  // namespace
+}  // namespace beacon

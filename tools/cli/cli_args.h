@@ -1,0 +1,109 @@
+// A small command-line parser for the beacon-* tools: `--name value`,
+// `--name=value` and boolean `--name`, with every option declared up front so
+// an unknown or malformed option is a clear error, never ignored.
+#ifndef BEACON_TOOLS_CLI_CLI_ARGS_H_
+#define BEACON_TOOLS_CLI_CLI_ARGS_H_
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace beacon::cli {
+
+class Args {
+ public:
+  // Declares an option; `is_flag` options take no value. `help` is printed
+  // by Usage().
+  void Declare(const std::string& name, bool is_flag, const std::string& def, const std::string& help) {
+    specs_[name] = Spec{is_flag, def, help};
+  }
+
+  // Parses argv[first..]. Positional arguments are collected in order.
+  absl::Status Parse(int argc, char** argv, int first = 1) {
+    for (int i = first; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a.rfind("--", 0) != 0) {
+        positional_.push_back(a);
+        continue;
+      }
+      std::string name = a.substr(2), value;
+      bool has_value = false;
+      if (size_t eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_value = true;
+      }
+      auto it = specs_.find(name);
+      if (it == specs_.end()) return absl::InvalidArgumentError(absl::StrCat("unknown option --", name));
+      if (it->second.is_flag) {
+        values_[name].push_back(has_value ? value : "true");
+        continue;
+      }
+      if (!has_value) {
+        if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("option --", name, " needs a value"));
+        value = argv[++i];
+      }
+      values_[name].push_back(value);
+    }
+    return absl::OkStatus();
+  }
+
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string Str(const std::string& name) const {
+    auto it = values_.find(name);
+    return it != values_.end() ? it->second.back() : specs_.at(name).def;
+  }
+  std::vector<std::string> All(const std::string& name) const {
+    auto it = values_.find(name);
+    return it != values_.end() ? it->second : std::vector<std::string>{};
+  }
+  bool Flag(const std::string& name) const {
+    const std::string v = Str(name);
+    return v == "true" || v == "1";
+  }
+  absl::StatusOr<int64_t> Int(const std::string& name) const {
+    int64_t v;
+    if (!absl::SimpleAtoi(Str(name), &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " expects an integer, got '", Str(name), "'"));
+    }
+    return v;
+  }
+  absl::StatusOr<double> Double(const std::string& name) const {
+    double v;
+    if (!absl::SimpleAtod(Str(name), &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " expects a number, got '", Str(name), "'"));
+    }
+    return v;
+  }
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  std::string Usage() const {
+    std::string out;
+    for (const auto& [name, spec] : specs_) {
+      absl::StrAppend(&out, "  --", name, spec.is_flag ? "" : " VALUE", "\n      ", spec.help,
+                      spec.def.empty() ? "" : absl::StrCat(" (default: ", spec.def, ")"), "\n");
+    }
+    return out;
+  }
+
+ private:
+  struct Spec {
+    bool is_flag;
+    std::string def;
+    std::string help;
+  };
+  std::map<std::string, Spec> specs_;
+  std::map<std::string, std::vector<std::string>> values_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace beacon::cli
+
+#endif  // BEACON_TOOLS_CLI_CLI_ARGS_H_
