@@ -48,6 +48,11 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<float> scratch_;  // reused across calls
   std::vector<int32_t> idx_;
+  // Penalty bookkeeping, reused across calls: seen_[t] is 0 for a token not in
+  // prompt or generated, else 1 + its count in generated. Only the entries
+  // listed in touched_ are non-zero, and they are reset before Sample returns.
+  std::vector<int32_t> seen_;
+  std::vector<int32_t> touched_;
 };
 
 }  // namespace beacon

@@ -13,9 +13,11 @@ inline void CpuRelax() {
   _mm_pause();
 #endif
 }
-// Spin iterations before a worker sleeps on the generation counter (a few
-// hundred us with PAUSE): longer than the gap between two kernels of a step.
+// Spin iterations before a worker sleeps (a few hundred microseconds with
+// PAUSE): longer than the gap between two kernels of one step.
 constexpr int kSpinIterations = 4000;
+inline uint64_t GenOf(uint64_t state) { return state >> 32; }
+inline uint64_t IndexOf(uint64_t state) { return state & 0xffffffffu; }
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -26,35 +28,48 @@ ThreadPool::ThreadPool(int n_threads) {
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  wake_.fetch_add(1);
+  wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::RunChunks(int index) {
+void ThreadPool::RunChunks(uint64_t gen, int index) {
+  uint64_t s = state_.load(std::memory_order_acquire);
   for (;;) {
-    const int64_t begin = next_.fetch_add(grain_);
-    if (begin >= n_) break;
-    (*fn_)(begin, std::min(n_, begin + grain_), index);
+    if (GenOf(s) != gen) return;
+    const Job& job = jobs_[gen & 1];
+    const int64_t chunk = static_cast<int64_t>(IndexOf(s));
+    if (chunk >= job.n_chunks) return;
+    if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    const int64_t begin = chunk * job.grain;
+    (*job.fn)(begin, std::min(job.n, begin + job.grain), index);
+    done_.fetch_add(1, std::memory_order_release);
+    s = state_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::WorkerLoop(int index) {
-  uint64_t seen = 0;
+  uint64_t last_gen = 0;
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      CpuRelax();
-      gen = generation_.load(std::memory_order_acquire);
+    int spin = 0;
+    uint64_t gen = GenOf(state_.load(std::memory_order_acquire));
+    while (gen == last_gen && !stop_.load(std::memory_order_relaxed)) {
+      if (++spin < kSpinIterations) {
+        CpuRelax();
+      } else {
+        const uint32_t w = wake_.load(std::memory_order_acquire);
+        sleepers_.fetch_add(1);
+        // Re-check after announcing ourselves: the caller bumps wake_ only
+        // when it sees a sleeper, after publishing the new state.
+        if (GenOf(state_.load(std::memory_order_acquire)) == last_gen && !stop_.load()) wake_.wait(w);
+        sleepers_.fetch_sub(1);
+        spin = 0;
+      }
+      gen = GenOf(state_.load(std::memory_order_acquire));
     }
-    while (gen == seen) {
-      generation_.wait(seen);
-      gen = generation_.load(std::memory_order_acquire);
-    }
-    seen = gen;
     if (stop_.load()) return;
-    RunChunks(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    RunChunks(gen, index);
+    last_gen = gen;
   }
 }
 
@@ -66,16 +81,28 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n, 0);
     return;
   }
-  fn_ = &fn;
-  n_ = n;
-  grain_ = grain;
-  next_.store(0);
-  pending_.store(static_cast<int>(workers_.size()));
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
-  RunChunks(0);
-  while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
-  fn_ = nullptr;
+  const uint64_t gen = ++gen_;
+  Job& job = jobs_[gen & 1];
+  job.fn = &fn;
+  job.n = n;
+  job.grain = grain;
+  job.n_chunks = (n + grain - 1) / grain;
+  done_.store(0, std::memory_order_relaxed);
+  state_.store(gen << 32, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    wake_.fetch_add(1, std::memory_order_release);
+    wake_.notify_all();
+  }
+  RunChunks(gen, 0);
+  // Every chunk is claimed; wait for the ones other threads are running.
+  int spin = 0;
+  while (done_.load(std::memory_order_acquire) != job.n_chunks) {
+    if (++spin < 1000) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 }  // namespace beacon

@@ -1,10 +1,12 @@
-// A small fork-join pool for the CPU kernels: ParallelFor splits a range over
-// the pool's threads and the calling thread, and returns when all are done.
+// A small fork-join pool for the CPU kernels: ParallelFor splits a range into
+// chunks that the calling thread and the workers claim dynamically, and
+// returns when every chunk is done.
 //
-// Built for many short parallel regions per step (hundreds per decode step):
-// workers spin briefly before sleeping, so waking them costs microseconds.
-// Thread ownership: one caller at a time (the engine thread); ParallelFor is
-// not reentrant.
+// Built for many short parallel regions per step (hundreds per decode step)
+// on machines that may be shared: the caller never waits for a worker that
+// has not started (it claims the chunks itself), only for chunks already
+// being run. Workers spin briefly before sleeping, so waking them is cheap.
+// Thread ownership: one caller at a time (the engine thread); not reentrant.
 #ifndef BEACON_KERNELS_CPU_THREAD_POOL_H_
 #define BEACON_KERNELS_CPU_THREAD_POOL_H_
 
@@ -28,23 +30,35 @@ class ThreadPool {
   int n_threads() const { return n_threads_; }
 
   // Calls fn(begin, end, thread_index) over [0, n) in chunks of `grain`
-  // items, handed out dynamically; thread_index is in [0, n_threads()).
+  // items; thread_index is in [0, n_threads()) and unique among concurrent
+  // calls, so it can index per-thread scratch.
   void ParallelFor(int64_t n, int64_t grain,
                    const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:
+  // A job's parameters, double-buffered by generation parity: a worker that
+  // read the state of generation g and then claims a chunk by CAS knows the
+  // slot was not rewritten (that needs generation g + 2 to be published).
+  struct Job {
+    const std::function<void(int64_t, int64_t, int)>* fn = nullptr;
+    int64_t n = 0;
+    int64_t grain = 1;
+    int64_t n_chunks = 0;
+  };
+
   void WorkerLoop(int index);
-  void RunChunks(int index);
+  // Claims and runs chunks of the job published in state_ as generation
+  // `gen`, until none is left or the generation changes.
+  void RunChunks(uint64_t gen, int index);
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  // The current job; written by the caller before bumping generation_.
-  const std::function<void(int64_t, int64_t, int)>* fn_ = nullptr;
-  int64_t n_ = 0;
-  int64_t grain_ = 1;
-  std::atomic<int64_t> next_{0};
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  Job jobs_[2];
+  uint64_t gen_ = 0;                 // caller-side generation counter
+  std::atomic<uint64_t> state_{0};   // generation << 32 | next chunk index
+  std::atomic<int64_t> done_{0};     // chunks finished in the current job
+  std::atomic<uint32_t> wake_{0};    // bumped to wake sleeping workers
+  std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
 };
 

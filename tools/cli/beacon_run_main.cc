@@ -12,6 +12,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "engine/batch_runner.h"
 #include "engine/runtime.h"
 #include "nlohmann/json.hpp"
@@ -36,6 +38,7 @@ int Main(int argc, char** argv) {
   args.Declare("model", false, "models/default.gguf", "GGUF file, HF directory or dummy:config.json");
   args.Declare("prompt", false, "", "prompt text");
   args.Declare("prompt-file", false, "", "read the prompt from this file");
+  args.Declare("prompt-tokens", false, "", "the prompt as comma-separated token ids (no template)");
   args.Declare("chat", true, "", "wrap the prompt as a user turn of the model's chat template");
   args.Declare("system", false, "", "system message (with --chat)");
   args.Declare("max-tokens", false, "256", "tokens to generate at most");
@@ -75,7 +78,20 @@ int Main(int argc, char** argv) {
     ss << in.rdbuf();
     prompt = ss.str();
   }
-  if (prompt.empty()) return Fail(absl::InvalidArgumentError("the prompt is empty: pass --prompt or --prompt-file"));
+  std::vector<int32_t> prompt_ids;
+  for (absl::string_view p : absl::StrSplit(args.Str("prompt-tokens"), ',', absl::SkipEmpty())) {
+    int32_t id;
+    if (!absl::SimpleAtoi(p, &id)) {
+      return Fail(absl::InvalidArgumentError("--prompt-tokens: '" + std::string(p) + "' is not a token id"));
+    }
+    prompt_ids.push_back(id);
+  }
+  if (!prompt_ids.empty() && !prompt.empty()) {
+    return Fail(absl::InvalidArgumentError("give a text prompt or --prompt-tokens, not both"));
+  }
+  if (prompt.empty() && prompt_ids.empty()) {
+    return Fail(absl::InvalidArgumentError("the prompt is empty: pass --prompt, --prompt-file or --prompt-tokens"));
+  }
 
   GenerationOptions opts;
   absl::StatusOr<int64_t> max_tokens = args.Int("max-tokens"), top_k = args.Int("top-k"),
@@ -116,9 +132,20 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
   const ModelConfig& cfg = (*rt)->config();
+  if ((*rt)->tokenizer() == nullptr) {
+    return Fail(absl::FailedPreconditionError(
+        "model " + ro.model + " has no tokenizer (dummy weights); use beacon-bench to run it"));
+  }
   if (absl::Status s = opts.Validate(cfg.vocab_size); !s.ok()) return Fail(s);
-  absl::StatusOr<std::vector<int32_t>> ids = (*rt)->EncodePrompt(prompt, args.Flag("chat"), args.Str("system"));
+  absl::StatusOr<std::vector<int32_t>> ids = prompt_ids;
+  if (prompt_ids.empty()) ids = (*rt)->EncodePrompt(prompt, args.Flag("chat"), args.Str("system"));
   if (!ids.ok()) return Fail(ids.status());
+  for (int32_t id : *ids) {
+    if (id < 0 || id >= cfg.vocab_size) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--prompt-tokens: token id ", id, " is outside the vocabulary [0, ", cfg.vocab_size, ")")));
+    }
+  }
   if (static_cast<int64_t>(ids->size()) >= cfg.context_length) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("the prompt has ", ids->size(),
                                                         " tokens; the model's context is ", cfg.context_length)));

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Side-by-side CPU decode throughput: beacon-bench against llama.cpp
+# (llama-cpp-python) on the same GGUF, thread count and workload.
+#
+#   tools/compare-llamacpp.sh            # after `make build model`
+#   THREADS=4 BATCHES=1,8 tools/compare-llamacpp.sh
+#
+# Environment: THREADS (default 2), BATCHES (default 1,4,16,64), PROMPT_LEN
+# (default 32), STEPS (default 32), MODEL (default models/default.gguf),
+# BUILD_DIR (default build), PYTHON (default python3), LLAMACPP_ARGS (extra
+# flags for tools/llamacpp_bench.py, e.g. "--kv-unified" or "--flash-attn off").
+# Builds nothing. Writes $BUILD_DIR/compare-llamacpp.json.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+MODEL=${MODEL:-models/default.gguf}
+THREADS=${THREADS:-2}
+BATCHES=${BATCHES:-1,4,16,64}
+PROMPT_LEN=${PROMPT_LEN:-32}
+STEPS=${STEPS:-32}
+PY=${PYTHON:-python3}
+BENCH=$BUILD_DIR/bin/beacon-bench
+OUT=$BUILD_DIR/compare-llamacpp.json
+
+die() { echo "compare-llamacpp: $*" >&2; exit 1; }
+
+[ -x "$BENCH" ] || die "$BENCH not found; run \`make build\` first"
+[ -f "$MODEL" ] || die "$MODEL not found; run \`make model\` first"
+"$PY" -c "import llama_cpp, numpy" 2>/dev/null ||
+  die "llama_cpp (llama-cpp-python) is not importable by $PY; run \`BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh\`"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+common=(--model "$MODEL" --batches "$BATCHES" --threads "$THREADS" --prompt-len "$PROMPT_LEN" --steps "$STEPS")
+
+echo "== beacon-bench (threads $THREADS) =="
+"$BENCH" decode "${common[@]}" --json "$tmp/beacon.json" || die "beacon-bench failed"
+echo
+echo "== llama.cpp (threads $THREADS) =="
+# shellcheck disable=SC2086  # LLAMACPP_ARGS is a flag list
+"$PY" tools/llamacpp_bench.py "${common[@]}" ${LLAMACPP_ARGS:-} --json "$tmp/llamacpp.json" ||
+  die "tools/llamacpp_bench.py failed"
+echo
+
+"$PY" - "$tmp/beacon.json" "$tmp/llamacpp.json" "$OUT" <<'EOF'
+import json, sys
+
+beacon = json.load(open(sys.argv[1]))
+llama = json.load(open(sys.argv[2]))
+out_path = sys.argv[3]
+
+by_batch_b = {r["batch"]: r for r in beacon.get("decode", [])}
+by_batch_l = {r["batch"]: r for r in llama.get("decode", [])}
+batches = sorted(set(by_batch_b) | set(by_batch_l))
+
+# Beacon's batch-1 fraction of the bandwidth roofline: its own figure if it
+# reports one, else weight bytes / copy bandwidth / step time.
+roof = None
+b1 = by_batch_b.get(1)
+if b1:
+    roof = b1.get("roofline_fraction")
+    if roof is None and beacon.get("weight_bytes") and beacon.get("copy_bandwidth_gbps"):
+        roof = beacon["weight_bytes"] / (beacon["copy_bandwidth_gbps"] * 1e9) * 1e3 / b1["step_ms"]
+
+def fmt(x, spec):
+    return format(x, spec) if x is not None else "-"
+
+print(f"decode tokens/s, threads {beacon.get('threads')} (beacon) / {llama.get('threads')} (llama.cpp "
+      f"{llama.get('llama_cpp_version')}, kv {'unified' if llama.get('kv_unified') else 'per-seq'}, "
+      f"flash-attn {llama.get('flash_attn')})")
+print(f"{'batch':>6} {'beacon tok/s':>13} {'llama.cpp tok/s':>16} {'beacon/llama':>13} "
+      f"{'beacon ms':>10} {'llama ms':>9}")
+rows = []
+for b in batches:
+    rb, rl = by_batch_b.get(b), by_batch_l.get(b)
+    tb = rb["tokens_per_second"] if rb else None
+    tl = rl["tokens_per_second"] if rl else None
+    ratio = tb / tl if tb and tl else None
+    print(f"{b:>6} {fmt(tb, '13.1f')} {fmt(tl, '16.1f')} {fmt(ratio, '12.2f') + ('x' if ratio else ''):>13} "
+          f"{fmt(rb['step_ms'] if rb else None, '10.2f')} {fmt(rl['step_ms'] if rl else None, '9.2f')}")
+    rows.append({"batch": b, "beacon_tokens_per_second": tb, "llamacpp_tokens_per_second": tl,
+                 "ratio_beacon_over_llamacpp": ratio,
+                 "beacon_step_ms": rb["step_ms"] if rb else None,
+                 "llamacpp_step_ms": rl["step_ms"] if rl else None})
+if roof is not None:
+    print(f"beacon batch-1 roofline fraction: {roof * 100:.0f}% "
+          f"(copy bandwidth {beacon.get('copy_bandwidth_gbps', 0):.2f} GB/s)")
+else:
+    print("beacon batch-1 roofline fraction: - (no batch-1 result)")
+
+with open(out_path, "w") as f:
+    json.dump({"threads": beacon.get("threads"), "batches": rows,
+               "beacon_batch1_roofline_fraction": roof,
+               "beacon": beacon, "llamacpp": llama}, f, indent=2)
+    f.write("\n")
+print(f"wrote {out_path}")
+EOF
