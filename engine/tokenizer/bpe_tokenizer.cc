@@ -142,12 +142,12 @@ void BpeTokenizer::Init() {
     }
   }
   special_ = SpecialTokenSplitter(std::move(candidates));
+  data_.merges = {};  // now held by model_ as id pairs
   if (data_.eos_id >= 0) end_of_generation_.insert(data_.eos_id);
   for (int32_t id : data_.extra_eos_ids) end_of_generation_.insert(id);
   // A template's BOS marker is rendered only when the vocabulary does not
   // prepend BOS itself, so Encode(rendered, parse_special=true, add_bos=true)
-  // yields exactly one BOS either way (llama.cpp's server avoids the double
-  // BOS the same way).
+  // yields exactly one BOS either way.
   const bool render_bos = !data_.add_bos && data_.bos_id >= 0;
   chat_template_ = ChatTemplate::FromSource(data_.chat_template,
                                             render_bos ? data_.tokens[data_.bos_id] : std::string());

@@ -1,5 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
+#include "kernels/cpu/matmul_tiled.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -230,6 +232,8 @@ void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, in
   }
 }
 
+bool MatMulIsTiled(DType w, int64_t n_tokens) { return n_tokens >= kTiledMinTokens; }
+
 void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool,
             QuantizedRows* scratch) {
   if (n_tokens <= 0 || w.rows <= 0) return;
@@ -238,11 +242,27 @@ void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
     QuantizeRowsQ8(x, n_tokens, w.cols, scratch);
     xq = scratch;
   }
+  const bool tiled = MatMulIsTiled(w.dtype, n_tokens);
+  const float* x_tiled = x;
+  if (tiled && xq != nullptr) {
+    // The tiled path multiplies f32 activations; give it exactly the values
+    // the int8 path would use, so results do not depend on the batch width.
+    scratch->dequantized.resize(n_tokens * w.cols);
+    for (int64_t i = 0; i < n_tokens * w.cols; ++i) {
+      scratch->dequantized[i] = xq->d[i / kQuantBlock] * static_cast<float>(xq->q[i]);
+    }
+    x_tiled = scratch->dequantized.data();
+  }
   // Row chunks small enough to balance two threads, large enough that the
   // per-chunk overhead is negligible; wider batches need fewer rows per chunk.
-  const int64_t grain = std::max<int64_t>(8, 256 / std::max<int64_t>(1, n_tokens));
+  const int64_t grain = tiled ? 4 * kTiledRowTile
+                              : std::max<int64_t>(8, 256 / std::max<int64_t>(1, n_tokens));
   auto body = [&](int64_t begin, int64_t end, int) {
-    MatMulRows(w, x, xq, n_tokens, begin, end, y + begin, w.rows);
+    if (tiled) {
+      MatMulRowsTiled(w, x_tiled, n_tokens, begin, end, y + begin, w.rows);
+    } else {
+      MatMulRows(w, x, xq, n_tokens, begin, end, y + begin, w.rows);
+    }
   };
   if (pool == nullptr) {
     body(0, w.rows, 0);

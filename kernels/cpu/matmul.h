@@ -37,7 +37,14 @@ struct QuantizedRows {
   std::vector<int8_t> q;    // [n_rows][cols]
   std::vector<float> d;     // [n_rows][cols / 32]: block scale
   std::vector<float> sum;   // [n_rows][cols / 32]: d * sum(q), for offset terms
+  std::vector<float> dequantized;  // d * q as f32, for the tiled path
 };
+
+// From this many activation rows on, MatMul dequantises weight tiles to f32
+// and runs register-tiled FMAs (matmul_tiled.h) instead of int8 dot
+// products per (block, token). Both compute the same products.
+inline constexpr int64_t kTiledMinTokens = 4;
+bool MatMulIsTiled(DType w, int64_t n_tokens);
 
 // REQUIRES cols % 32 == 0.
 void QuantizeRowsQ8(const float* x, int64_t n_rows, int64_t cols, QuantizedRows* out);

@@ -1,5 +1,6 @@
 // The GGUF loader on synthetic tiny models (one thing broken per error test)
-// and on the real default model.
+// and LoadModel's dispatch to it. Files from other writers:
+// gguf_model_files_test.cc.
 #include "engine/model/gguf_loader.h"
 
 #include <cstdio>

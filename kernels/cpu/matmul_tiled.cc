@@ -1,0 +1,148 @@
+#include "kernels/cpu/matmul_tiled.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace beacon {
+namespace {
+
+// Vector of 8 floats; with AVX-512 in the target the compiler has 32 of
+// these registers, enough for the 4x4 accumulator tile plus operands.
+using V = __m256;
+constexpr int kLanes = 8;
+constexpr int kTokTile = 4;
+
+inline float Reduce(V v) {
+  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+// 16 nibbles (low halves or high halves of 16 bytes) as floats: two vectors.
+inline void NibblesToFloat(__m128i nib, V* out_lo8, V* out_hi8) {
+  *out_lo8 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(nib));
+  *out_hi8 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(nib, 8)));
+}
+
+template <DType T>
+void DequantBlocks(const uint8_t* src, float* dst, int64_t n) {
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+    float* o = dst + b * kQuantBlock;
+    if constexpr (T == DType::kQ8_0) {
+      const auto* blk = reinterpret_cast<const BlockQ8_0*>(src) + b;
+      const V d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+      for (int k = 0; k < 4; ++k) {
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk->qs + 8 * k));
+        _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
+      }
+    } else {
+      const uint8_t* qs;
+      V d, m;
+      if constexpr (T == DType::kQ4_1) {
+        const auto* blk = reinterpret_cast<const BlockQ4_1*>(src) + b;
+        qs = blk->qs;
+        d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+        m = _mm256_set1_ps(_cvtsh_ss(blk->m));
+      } else {
+        const auto* blk = reinterpret_cast<const BlockQ4_0*>(src) + b;
+        qs = blk->qs;
+        const float df = _cvtsh_ss(blk->d);
+        d = _mm256_set1_ps(df);
+        m = _mm256_set1_ps(-8.0f * df);
+      }
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+      V v[4];
+      NibblesToFloat(_mm_and_si128(bytes, mask), &v[0], &v[1]);
+      NibblesToFloat(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), &v[2], &v[3]);
+      // d * n + m, as the scalar reference computes it (up to FMA contraction:
+      // the two may differ in the last bit).
+      for (int k = 0; k < 4; ++k) _mm256_storeu_ps(o + 8 * k, _mm256_add_ps(_mm256_mul_ps(d, v[k]), m));
+    }
+  }
+}
+
+}  // namespace
+
+void DequantizeRowFast(DType t, const void* src, float* dst, int64_t n) {
+  const auto* s = static_cast<const uint8_t*>(src);
+  switch (t) {
+    case DType::kQ4_1: return DequantBlocks<DType::kQ4_1>(s, dst, n);
+    case DType::kQ4_0: return DequantBlocks<DType::kQ4_0>(s, dst, n);
+    case DType::kQ8_0: return DequantBlocks<DType::kQ8_0>(s, dst, n);
+    case DType::kF16: {
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * i))));
+      }
+      DequantizeRow(t, s + 2 * i, dst + i, n - i);
+      return;
+    }
+    case DType::kBF16: {
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 2 * i));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+      }
+      DequantizeRow(t, s + 2 * i, dst + i, n - i);
+      return;
+    }
+    case DType::kF32:
+      std::memcpy(dst, src, n * sizeof(float));
+      return;
+  }
+}
+
+void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int64_t row_begin,
+                     int64_t row_end, float* y, int64_t y_stride) {
+  const int64_t cols = w.cols;
+  const int64_t vec_cols = cols / kLanes * kLanes;
+  const size_t row_bytes = DTypeRowBytes(w.dtype, cols);
+  thread_local std::vector<float> tile;
+  tile.resize(kTiledRowTile * cols);
+
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kTiledRowTile) {
+    const int nr = static_cast<int>(std::min<int64_t>(kTiledRowTile, row_end - r0));
+    const float* wr[kTiledRowTile];
+    for (int i = 0; i < kTiledRowTile; ++i) {
+      const int64_t r = r0 + std::min(i, nr - 1);  // pad a short tile by repeating its last row
+      const uint8_t* src = static_cast<const uint8_t*>(w.data) + row_bytes * r;
+      if (w.dtype == DType::kF32) {
+        wr[i] = reinterpret_cast<const float*>(src);
+      } else {
+        if (i < nr) DequantizeRowFast(w.dtype, src, tile.data() + i * cols, cols);
+        wr[i] = tile.data() + std::min(i, nr - 1) * cols;
+      }
+    }
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokTile) {
+      const int nt = static_cast<int>(std::min<int64_t>(kTokTile, n_tokens - t0));
+      const float* xr[kTokTile];
+      for (int j = 0; j < kTokTile; ++j) xr[j] = x + (t0 + std::min(j, nt - 1)) * cols;
+      V acc[kTiledRowTile][kTokTile];
+      for (auto& row : acc) {
+        for (V& a : row) a = _mm256_setzero_ps();
+      }
+      for (int64_t c = 0; c < vec_cols; c += kLanes) {
+        V xv[kTokTile];
+        for (int j = 0; j < kTokTile; ++j) xv[j] = _mm256_loadu_ps(xr[j] + c);
+        for (int i = 0; i < kTiledRowTile; ++i) {
+          const V wv = _mm256_loadu_ps(wr[i] + c);
+          for (int j = 0; j < kTokTile; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+        }
+      }
+      for (int i = 0; i < nr; ++i) {
+        for (int j = 0; j < nt; ++j) {
+          float s = Reduce(acc[i][j]);
+          for (int64_t c = vec_cols; c < cols; ++c) s += wr[i][c] * xr[j][c];
+          y[(t0 + j) * y_stride + (r0 + i - row_begin)] = s;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace beacon
