@@ -9,21 +9,33 @@
 namespace beacon {
 namespace {
 
-// Vector of 8 floats; with AVX-512 in the target the compiler has 32 of
-// these registers, enough for the 4x4 accumulator tile plus operands.
-using V = __m256;
-constexpr int kLanes = 8;
 constexpr int kTokTile = 4;
 
+// The FMA tile's vector: 16 floats with AVX-512 (32 registers: the 4x4
+// accumulators plus operands fit), else 8.
+#if defined(__AVX512F__)
+using V = __m512;
+constexpr int kLanes = 16;
+inline V Load(const float* p) { return _mm512_loadu_ps(p); }
+inline V Zero() { return _mm512_setzero_ps(); }
+inline V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline float Reduce(V v) { return _mm512_reduce_add_ps(v); }
+#else
+using V = __m256;
+constexpr int kLanes = 8;
+inline V Load(const float* p) { return _mm256_loadu_ps(p); }
+inline V Zero() { return _mm256_setzero_ps(); }
+inline V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 inline float Reduce(V v) {
   __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
   lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
   return _mm_cvtss_f32(lo);
 }
+#endif
 
 // 16 nibbles (low halves or high halves of 16 bytes) as floats: two vectors.
-inline void NibblesToFloat(__m128i nib, V* out_lo8, V* out_hi8) {
+inline void NibblesToFloat(__m128i nib, __m256* out_lo8, __m256* out_hi8) {
   *out_lo8 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(nib));
   *out_hi8 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(nib, 8)));
 }
@@ -35,14 +47,14 @@ void DequantBlocks(const uint8_t* src, float* dst, int64_t n) {
     float* o = dst + b * kQuantBlock;
     if constexpr (T == DType::kQ8_0) {
       const auto* blk = reinterpret_cast<const BlockQ8_0*>(src) + b;
-      const V d = _mm256_set1_ps(_cvtsh_ss(blk->d));
+      const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk->d));
       for (int k = 0; k < 4; ++k) {
         const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk->qs + 8 * k));
         _mm256_storeu_ps(o + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))));
       }
     } else {
       const uint8_t* qs;
-      V d, m;
+      __m256 d, m;
       if constexpr (T == DType::kQ4_1) {
         const auto* blk = reinterpret_cast<const BlockQ4_1*>(src) + b;
         qs = blk->qs;
@@ -56,7 +68,7 @@ void DequantBlocks(const uint8_t* src, float* dst, int64_t n) {
         m = _mm256_set1_ps(-8.0f * df);
       }
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-      V v[4];
+      __m256 v[4];
       NibblesToFloat(_mm_and_si128(bytes, mask), &v[0], &v[1]);
       NibblesToFloat(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), &v[2], &v[3]);
       // d * n + m, as the scalar reference computes it (up to FMA contraction:
@@ -124,14 +136,14 @@ void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int6
       for (int j = 0; j < kTokTile; ++j) xr[j] = x + (t0 + std::min(j, nt - 1)) * cols;
       V acc[kTiledRowTile][kTokTile];
       for (auto& row : acc) {
-        for (V& a : row) a = _mm256_setzero_ps();
+        for (V& a : row) a = Zero();
       }
       for (int64_t c = 0; c < vec_cols; c += kLanes) {
         V xv[kTokTile];
-        for (int j = 0; j < kTokTile; ++j) xv[j] = _mm256_loadu_ps(xr[j] + c);
+        for (int j = 0; j < kTokTile; ++j) xv[j] = Load(xr[j] + c);
         for (int i = 0; i < kTiledRowTile; ++i) {
-          const V wv = _mm256_loadu_ps(wr[i] + c);
-          for (int j = 0; j < kTokTile; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+          const V wv = Load(wr[i] + c);
+          for (int j = 0; j < kTokTile; ++j) acc[i][j] = Fma(wv, xv[j], acc[i][j]);
         }
       }
       for (int i = 0; i < nr; ++i) {
