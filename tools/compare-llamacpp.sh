@@ -8,7 +8,13 @@
 # Environment: THREADS (default 2), BATCHES (default 1,4,16,64), PROMPT_LEN
 # (default 32), STEPS (default 32), MODEL (default models/default.gguf),
 # BUILD_DIR (default build), PYTHON (default python3), LLAMACPP_ARGS (extra
-# flags for tools/llamacpp_bench.py, e.g. "--kv-unified" or "--flash-attn off").
+# flags for tools/llamacpp_bench.py, e.g. "--kv-unified" or "--flash-attn off"),
+# LLAMACPP_OMP_WAIT (default passive; "default" leaves OMP_WAIT_POLICY alone).
+# llama.cpp's OpenMP threads spin at a barrier after every op by default; on a
+# busy machine that collapses its throughput 10-40x (a descheduled thread
+# stalls them all), while beacon's pool is built for shared machines. Passive
+# waiting keeps the comparison about the kernels; on an idle machine compare
+# with LLAMACPP_OMP_WAIT=default too.
 # Builds nothing. Writes $BUILD_DIR/compare-llamacpp.json.
 set -euo pipefail
 
@@ -40,7 +46,7 @@ echo "== beacon-bench (threads $THREADS) =="
 echo
 echo "== llama.cpp (threads $THREADS) =="
 # shellcheck disable=SC2086  # LLAMACPP_ARGS is a flag list
-"$PY" tools/llamacpp_bench.py "${common[@]}" ${LLAMACPP_ARGS:-} --json "$tmp/llamacpp.json" ||
+"$PY" tools/llamacpp_bench.py "${common[@]}" --omp-wait "${LLAMACPP_OMP_WAIT:-passive}" ${LLAMACPP_ARGS:-} --json "$tmp/llamacpp.json" ||
   die "tools/llamacpp_bench.py failed"
 echo
 
@@ -69,7 +75,7 @@ def fmt(x, spec):
 
 print(f"decode tokens/s, threads {beacon.get('threads')} (beacon) / {llama.get('threads')} (llama.cpp "
       f"{llama.get('llama_cpp_version')}, kv {'unified' if llama.get('kv_unified') else 'per-seq'}, "
-      f"flash-attn {llama.get('flash_attn')})")
+      f"flash-attn {llama.get('flash_attn')}, OMP_WAIT_POLICY {llama.get('omp_wait_policy')})")
 print(f"{'batch':>6} {'beacon tok/s':>13} {'llama.cpp tok/s':>16} {'beacon/llama':>13} "
       f"{'beacon ms':>10} {'llama ms':>9}")
 rows = []
@@ -89,6 +95,11 @@ if roof is not None:
           f"(copy bandwidth {beacon.get('copy_bandwidth_gbps', 0):.2f} GB/s)")
 else:
     print("beacon batch-1 roofline fraction: - (no batch-1 result)")
+
+noisy = [r["batch"] for r in llama.get("decode", []) if r.get("step_ms_median") and r["step_ms"] > 1.5 * r["step_ms_median"]]
+if noisy:
+    print(f"warning: llama.cpp step times were erratic at batch {noisy} (mean > 1.5x median); "
+          "the machine is busy, rerun when it is idle")
 
 with open(out_path, "w") as f:
     json.dump({"threads": beacon.get("threads"), "batches": rows,

@@ -23,22 +23,24 @@ is what llama.cpp does for independent parallel sequences and what keeps the
 attention cost per sequence (a unified cache makes every token of the batch
 attend over the cells of all B sequences, masked). --kv-unified measures the
 other layout.
+
+llama.cpp's CPU backend (this build uses OpenMP) splits every op statically
+over the threads and meets at a barrier after it; by default the threads spin
+there. When the machine is busy (other builds on a 2-core box) a descheduled
+thread stalls every barrier and steps become 10-40x slower and erratic;
+--omp-wait passive makes them sleep instead. The table shows the median and
+minimum step next to the mean so such noise is visible.
 """
 import argparse
 import ctypes
 import json
-import math
 import os
 import sys
 import time
 
 import numpy as np
 
-try:
-    import llama_cpp as L
-except ImportError:  # pragma: no cover - reported to the user
-    sys.exit("llamacpp_bench: llama_cpp is not importable; run "
-             "`BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh`")
+L = None  # llama_cpp, imported in main() once OMP_WAIT_POLICY is settled
 
 
 def prompt_tokens(b, prompt_len, n_vocab):
@@ -181,6 +183,10 @@ def main():
     ap.add_argument("--kv-unified", action="store_true",
                     help="one KV cache shared by all sequences (default: one stream per sequence)")
     ap.add_argument("--flash-attn", choices=["auto", "on", "off"], default="auto")
+    ap.add_argument("--omp-wait", choices=["default", "active", "passive"], default="default",
+                    help="OMP_WAIT_POLICY for llama.cpp's OpenMP threads (default: leave the "
+                         "environment alone). On a loaded machine 'passive' avoids spin-wait "
+                         "collapse at the per-op barriers")
     ap.add_argument("--json", default="")
     ap.add_argument("--verbose", action="store_true", help="keep llama.cpp's own log")
     args = ap.parse_args()
@@ -192,6 +198,16 @@ def main():
         sys.exit("llamacpp_bench: batches, threads, prompt-len and steps must be >= 1")
     if not os.path.isfile(args.model):
         sys.exit(f"llamacpp_bench: no model at {args.model}")
+    # libgomp reads its settings when the library loads, so before the import.
+    if args.omp_wait != "default":
+        os.environ["OMP_WAIT_POLICY"] = args.omp_wait.upper()
+    omp_wait = os.environ.get("OMP_WAIT_POLICY", "") or "unset"
+    global L
+    try:
+        import llama_cpp as L
+    except ImportError:
+        sys.exit("llamacpp_bench: llama_cpp is not importable; run "
+                 "`BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh`")
     flash = {"auto": L.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": L.LLAMA_FLASH_ATTN_TYPE_ENABLED,
              "off": L.LLAMA_FLASH_ATTN_TYPE_DISABLED}[args.flash_attn]
 
@@ -216,7 +232,8 @@ def main():
 
     print(f"llama.cpp (llama-cpp-python {L.__version__}): {model_desc}, vocab {n_vocab}")
     print(f"threads {args.threads}, prompt {args.prompt_len}, {args.steps} timed steps, "
-          f"kv {'unified' if args.kv_unified else 'per-sequence streams'}, flash-attn {args.flash_attn}")
+          f"kv {'unified' if args.kv_unified else 'per-sequence streams'}, flash-attn {args.flash_attn}, "
+          f"OMP_WAIT_POLICY {omp_wait}")
     print(f"{'batch':>6} {'step ms':>10} {'tokens/s':>12} {'median ms':>10} {'min ms':>8}")
     results = []
     for b in batches:
@@ -234,6 +251,11 @@ def main():
         if r["seq0_tokens"] != ref:
             print(f"note: sequence 0 continues {r['seq0_tokens']} at batch {r['batch']} vs {ref} at "
                   f"batch {results[0]['batch']}", file=sys.stderr)
+    noisy = [r["batch"] for r in results if r["step_ms"] > 1.5 * r["step_ms_median"]]
+    if noisy:
+        print(f"warning: mean step time is over 1.5x the median at batch {noisy}: the machine is "
+              "busy or threads are being descheduled; the tokens/s above are not reliable"
+              + ("" if omp_wait.lower() == "passive" else " (try --omp-wait passive)"), file=sys.stderr)
     one = [r for r in results if r["batch"] == 1]
     if one and not (20 <= one[0]["tokens_per_second"] <= 2000):
         print(f"warning: batch-1 decode at {one[0]['tokens_per_second']:.1f} tok/s is far from the "
@@ -250,6 +272,7 @@ def main():
         "steps": args.steps,
         "kv_unified": args.kv_unified,
         "flash_attn": args.flash_attn,
+        "omp_wait_policy": omp_wait,
         "decode": results,
     }
     if args.json:

@@ -128,9 +128,11 @@ class GgufFile {
   absl::Status ParseTensorInfos(ByteCursor& c, uint64_t tensor_count);
   absl::Status ParseTensorInfo(ByteCursor& c, GgufTensorInfo& t);
   absl::Status CheckTensorExtents() const;
-  // The value of `key` or NOT_FOUND; `what` describes the request for errors.
+  // The value of `key`, or NOT_FOUND naming the file and key.
   absl::StatusOr<const GgufValue*> Require(std::string_view key) const;
+  // `cause` (a decoding error) with the file and key prefixed.
   absl::Status KeyError(std::string_view key, const absl::Status& cause) const;
+  // The value of `key` when it is an array; NOT_FOUND or INVALID_ARGUMENT else.
   absl::Status ArrayOf(std::string_view key, const GgufValue** out) const;
 
   std::string_view bytes_;

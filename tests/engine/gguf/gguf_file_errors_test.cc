@@ -181,8 +181,8 @@ TEST(GgufFileErrorsTest, AlignmentOfTheWrongType) {
 }
 
 TEST(GgufFileErrorsTest, UnknownGgmlTypeIsReportedWhenTheTensorIsRead) {
-  auto f = GgufFile::FromBuffer(GgufBuilder().TensorAt("odd.weight", {4}, 77, 0).Build(),
-                                "bad.gguf");
+  const std::string bytes = GgufBuilder().TensorAt("odd.weight", {4}, 77, 0).Build();
+  auto f = GgufFile::FromBuffer(bytes, "bad.gguf");
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_FALSE((*f)->tensor_infos()[0].size_known);
   ExpectError((*f)->FindTensor("odd.weight").status(), absl::StatusCode::kInvalidArgument,

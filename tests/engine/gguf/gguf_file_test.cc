@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -23,10 +25,16 @@ using test::GgufBuilder;
 
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8;
 
-std::unique_ptr<GgufFile> Parse(const std::string& bytes) {
-  auto file = GgufFile::FromBuffer(bytes, "test.gguf");
+// FromBuffer does not copy, so the result shares ownership of the bytes with
+// the file that views them.
+std::shared_ptr<const GgufFile> Parse(std::string bytes) {
+  auto holder = std::make_shared<std::pair<std::string, std::unique_ptr<GgufFile>>>();
+  holder->first = std::move(bytes);
+  auto file = GgufFile::FromBuffer(holder->first, "test.gguf");
   EXPECT_TRUE(file.ok()) << file.status();
-  return file.ok() ? std::move(*file) : nullptr;
+  if (!file.ok()) return nullptr;
+  holder->second = std::move(*file);
+  return std::shared_ptr<const GgufFile>(holder, holder->second.get());
 }
 
 TEST(GgufFileTest, EmptyFileWithHeaderOnly) {
@@ -212,7 +220,9 @@ TEST(GgufFileTest, TensorsRoundTripAtAlignedOffsets) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(Fp16ToFp32(reinterpret_cast<const uint16_t*>(c->data)[4]), 5.0f);
   // The last tensor's data ends exactly at the end of the file.
-  EXPECT_EQ(c->data + c->nbytes, reinterpret_cast<const uint8_t*>(bytes.data()) + bytes.size());
+  EXPECT_EQ(f->bytes().size(), bytes.size());
+  EXPECT_EQ(c->data + c->nbytes,
+            reinterpret_cast<const uint8_t*>(f->bytes().data()) + f->bytes().size());
 
   EXPECT_EQ(f->FindTensor("d").status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(f->HasTensor("c"));
