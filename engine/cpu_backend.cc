@@ -16,6 +16,14 @@ CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool)
   inv_freq_.resize(c.head_dim / 2);
   RopeInvFreq(c.rope_theta, c.head_dim, inv_freq_.data());
   scores_.resize(pool_ != nullptr ? pool_->n_threads() : 1);
+  auto pack = [&](const Tensor& t) {
+    if (t.empty() || !PackedMatrix::Supported(t.dtype) || packed_.contains(t.data)) return;
+    packed_[t.data] = PackedMatrix::Pack(t.dtype, t.rows, t.cols, t.data);
+  };
+  for (const LayerWeights& l : weights_->layers) {
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*t);
+  }
+  pack(weights_->output);
 }
 
 absl::Status CpuBackend::Validate(std::span<const ForwardEntry> batch) const {
@@ -63,7 +71,9 @@ void CpuBackend::Resize(int64_t n) {
 }
 
 void CpuBackend::Linear(const Tensor& w, const float* x, int64_t n, float* y) {
-  MatMul(MatrixView{w.dtype, w.rows, w.cols, w.data}, x, n, y, pool_, &xq_);
+  auto it = packed_.find(w.data);
+  MatMul(MatrixView{w.dtype, w.rows, w.cols, w.data, it != packed_.end() ? it->second.get() : nullptr}, x, n, y,
+         pool_, &xq_);
 }
 
 absl::Status CpuBackend::Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) {

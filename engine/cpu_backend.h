@@ -6,11 +6,15 @@
 #ifndef BEACON_ENGINE_CPU_BACKEND_H_
 #define BEACON_ENGINE_CPU_BACKEND_H_
 
+#include <memory>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "engine/backend.h"
 #include "engine/model/weights.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace beacon {
@@ -46,6 +50,9 @@ class CpuBackend : public Backend {
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_;
   std::vector<std::vector<float>> scores_;  // per pool thread
   QuantizedRows xq_;
+  // Quantised matrices repacked for the 16-row integer kernel, keyed by the
+  // tensor's data pointer (packed once at construction; see packed_matrix.h).
+  absl::flat_hash_map<const void*, std::unique_ptr<PackedMatrix>> packed_;
 };
 
 }  // namespace beacon

@@ -95,6 +95,7 @@ def bench_batch(model, n_vocab, batch, prompt_len, steps, threads, kv_unified, f
     ctx = L.llama_init_from_model(model, cp)
     if not ctx:
         raise RuntimeError(f"llama_init_from_model failed for batch {batch}")
+    bat = None
     try:
         got_ctx = L.llama_n_ctx(ctx)
         got_seq = L.llama_n_seq_max(ctx)
@@ -157,7 +158,6 @@ def bench_batch(model, n_vocab, batch, prompt_len, steps, threads, kv_unified, f
             marks[i] = clock()
         sec = marks[steps] - t0
         per_step = np.diff(np.array(marks)) * 1e3
-        bat.free()
         return {
             "batch": batch,
             "step_ms": sec / steps * 1e3,
@@ -170,6 +170,8 @@ def bench_batch(model, n_vocab, batch, prompt_len, steps, threads, kv_unified, f
             "seq0_tokens": seq0[:8],
         }
     finally:
+        if bat is not None:
+            bat.free()
         L.llama_free(ctx)
 
 

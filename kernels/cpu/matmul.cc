@@ -1,5 +1,6 @@
 #include "kernels/cpu/matmul.h"
 
+#include "kernels/cpu/matmul_packed.h"
 #include "kernels/cpu/matmul_tiled.h"
 
 #include <immintrin.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 namespace beacon {
 namespace {
@@ -176,6 +178,15 @@ void RowsKernel(const MatrixView& w, const float* x, const QuantizedRows* xq, in
 
 bool IsQuantized(DType t) { return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0; }
 
+void ParallelOrInline(ThreadPool* pool, int64_t n, int64_t grain,
+                    const std::function<void(int64_t, int64_t, int)>& fn) {
+  if (pool == nullptr) {
+    fn(0, n, 0);
+  } else {
+    pool->ParallelFor(n, grain, fn);
+  }
+}
+
 }  // namespace
 
 void QuantizeRowsQ8(const float* x, int64_t n_rows, int64_t cols, QuantizedRows* out) {
@@ -232,7 +243,7 @@ void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, in
   }
 }
 
-bool MatMulIsTiled(DType w, int64_t n_tokens) { return n_tokens >= kTiledMinTokens; }
+bool MatMulIsTiled(DType w, int64_t n_tokens) { return !IsQuantized(w) && n_tokens >= kTiledMinTokens; }
 
 void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool,
             QuantizedRows* scratch) {
@@ -242,33 +253,26 @@ void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
     QuantizeRowsQ8(x, n_tokens, w.cols, scratch);
     xq = scratch;
   }
-  const bool tiled = MatMulIsTiled(w.dtype, n_tokens);
-  const float* x_tiled = x;
-  if (tiled && xq != nullptr) {
-    // The tiled path multiplies f32 activations; give it exactly the values
-    // the int8 path would use, so results do not depend on the batch width.
-    scratch->dequantized.resize(n_tokens * w.cols);
-    for (int64_t i = 0; i < n_tokens * w.cols; ++i) {
-      scratch->dequantized[i] = xq->d[i / kQuantBlock] * static_cast<float>(xq->q[i]);
-    }
-    x_tiled = scratch->dequantized.data();
+  if (w.packed != nullptr) {
+    // A few groups (16 rows each) per chunk at batch 1, one when wider.
+    const int64_t grain = std::max<int64_t>(1, 8 / n_tokens);
+    ParallelOrInline(pool, w.packed->n_groups(), grain, [&](int64_t begin, int64_t end, int) {
+      MatMulPackedGroups(*w.packed, *xq, n_tokens, begin, end, y, w.rows);
+    });
+    return;
   }
+  const bool tiled = MatMulIsTiled(w.dtype, n_tokens);
   // Row chunks small enough to balance two threads, large enough that the
   // per-chunk overhead is negligible; wider batches need fewer rows per chunk.
   const int64_t grain = tiled ? 4 * kTiledRowTile
                               : std::max<int64_t>(8, 256 / std::max<int64_t>(1, n_tokens));
-  auto body = [&](int64_t begin, int64_t end, int) {
+  ParallelOrInline(pool, w.rows, grain, [&](int64_t begin, int64_t end, int) {
     if (tiled) {
-      MatMulRowsTiled(w, x_tiled, n_tokens, begin, end, y + begin, w.rows);
+      MatMulRowsTiled(w, x, n_tokens, begin, end, y + begin, w.rows);
     } else {
       MatMulRows(w, x, xq, n_tokens, begin, end, y + begin, w.rows);
     }
-  };
-  if (pool == nullptr) {
-    body(0, w.rows, 0);
-  } else {
-    pool->ParallelFor(w.rows, grain, body);
-  }
+  });
 }
 
 }  // namespace beacon

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace beacon {
@@ -28,6 +29,9 @@ struct MatrixView {
   int64_t rows;
   int64_t cols;
   const void* data;
+  // The same matrix repacked for the 16-row integer kernel, when the caller
+  // made one (packed_matrix.h); then it is used for every batch width.
+  const PackedMatrix* packed = nullptr;
 };
 
 // Activation rows quantised to int8 per block of 32 for the integer kernels.
@@ -37,12 +41,16 @@ struct QuantizedRows {
   std::vector<int8_t> q;    // [n_rows][cols]
   std::vector<float> d;     // [n_rows][cols / 32]: block scale
   std::vector<float> sum;   // [n_rows][cols / 32]: d * sum(q), for offset terms
-  std::vector<float> dequantized;  // d * q as f32, for the tiled path
 };
 
-// From this many activation rows on, MatMul dequantises weight tiles to f32
-// and runs register-tiled FMAs (matmul_tiled.h) instead of int8 dot
-// products per (block, token). Both compute the same products.
+// Float weights (F32, F16, BF16): from this many activation rows on, MatMul
+// converts weight tiles to f32 once and runs register-tiled FMAs
+// (matmul_tiled.h) instead of one dot product per (row, token).
+// Quantised weights always take the integer kernels (packed 16-row when the
+// CPU has AVX-512 VNNI, else per row): a token's result then never depends on
+// the batch it shares a step with. (Requantising activations to int8 at
+// every layer makes the model sensitive to the last bit: summation orders
+// that differ by batch width would change logits by several percent.)
 inline constexpr int64_t kTiledMinTokens = 4;
 bool MatMulIsTiled(DType w, int64_t n_tokens);
 

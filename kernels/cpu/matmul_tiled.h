@@ -1,15 +1,11 @@
 // The wide-batch path of MatMul (internal to kernels/cpu).
 //
-// With several activation rows, the int8 dot-product kernel pays its
-// per-block scale arithmetic once per (block, token). This path instead
-// dequantises a tile of weight rows to f32 once (thread-local scratch, L1
-// resident) and multiplies it with every activation row in 4x4 register tiles
-// of f32 FMAs, so the per-token cost is pure FMA throughput.
-//
-// For quantised weights the caller passes the activations *as the int8 kernel
-// sees them* (d * q per block): both paths then compute the same products and
-// differ only in float summation order (~1e-6 relative), so a sequence's
-// logits do not depend on how many other tokens share its batch.
+// With several activation rows, a per-(row, token) dot product re-converts
+// every weight once per token. This path converts a tile of weight rows to
+// f32 once (thread-local scratch, L1 resident) and multiplies it with every
+// activation row in 4x4 register tiles of f32 FMAs, so the per-token cost is
+// pure FMA throughput. MatMul uses it for float weight types; it also accepts
+// quantised types (DequantizeRowFast), for callers that want f32 products.
 #ifndef BEACON_KERNELS_CPU_MATMUL_TILED_H_
 #define BEACON_KERNELS_CPU_MATMUL_TILED_H_
 

@@ -1,0 +1,73 @@
+#include "kernels/cpu/packed_matrix.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace beacon {
+
+bool PackedMatrix::Supported(DType t) {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0;
+#else
+  return false;
+#endif
+}
+
+void PackedMatrix::Free::operator()(uint8_t* p) const { std::free(p); }
+
+std::unique_ptr<PackedMatrix> PackedMatrix::Pack(DType t, int64_t rows, int64_t cols, const void* data) {
+  auto pm = std::unique_ptr<PackedMatrix>(new PackedMatrix());
+  pm->dtype_ = t;
+  pm->rows_ = rows;
+  pm->cols_ = cols;
+  const size_t total = pm->bytes();
+  // 64-byte alignment: every packed q[] row is one aligned AVX-512 load.
+  pm->data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (total + 63) / 64 * 64)));
+  std::memset(pm->data_.get(), 0, total);  // padding rows: zero weights, zero scales
+  const size_t row_bytes = DTypeRowBytes(t, cols);
+  const int64_t nb = pm->n_blocks();
+  const size_t bb = BlockBytes(t);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t g = r / kPackRows;
+    const int l = static_cast<int>(r % kPackRows);
+    const uint8_t* src_row = static_cast<const uint8_t*>(data) + row_bytes * r;
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* dst = pm->data_.get() + (g * nb + b) * bb;
+      if (t == DType::kQ8_0) {
+        BlockQ8_0 blk;
+        std::memcpy(&blk, src_row + b * sizeof(BlockQ8_0), sizeof blk);
+        int32_t sum = 0;
+        for (int k = 0; k < 8; ++k) {
+          for (int i = 0; i < 4; ++i) {
+            dst[k * 64 + 4 * l + i] = static_cast<uint8_t>(blk.qs[4 * k + i]);
+            sum += blk.qs[4 * k + i];
+          }
+        }
+        std::memcpy(dst + 512 + 2 * l, &blk.d, 2);
+        const int32_t c = -128 * sum;
+        std::memcpy(dst + 544 + 4 * l, &c, 4);
+      } else {
+        uint16_t d, m;
+        if (t == DType::kQ4_1) {
+          BlockQ4_1 blk;
+          std::memcpy(&blk, src_row + b * sizeof(BlockQ4_1), sizeof blk);
+          d = blk.d;
+          m = blk.m;
+          for (int j = 0; j < 4; ++j) std::memcpy(dst + j * 64 + 4 * l, blk.qs + 4 * j, 4);
+        } else {
+          BlockQ4_0 blk;
+          std::memcpy(&blk, src_row + b * sizeof(BlockQ4_0), sizeof blk);
+          d = blk.d;
+          // -8 d is exact in fp16 (a power-of-two scaling) below overflow.
+          m = Fp32ToFp16(-8.0f * Fp16ToFp32(blk.d));
+          for (int j = 0; j < 4; ++j) std::memcpy(dst + j * 64 + 4 * l, blk.qs + 4 * j, 4);
+        }
+        std::memcpy(dst + 256 + 2 * l, &d, 2);
+        std::memcpy(dst + 288 + 2 * l, &m, 2);
+      }
+    }
+  }
+  return pm;
+}
+
+}  // namespace beacon
