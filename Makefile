@@ -44,7 +44,7 @@ fuzz: deps
 # regenerates the tokenisation and greedy-continuation fixtures in tests/fixtures/.
 oracle: build model
 	BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh
-	python3 tools/make_llamacpp_fixtures.py --model models/default.gguf --out tests/fixtures/llamacpp
+	python3 tools/make_llamacpp_fixtures.py --model models/default.gguf --out tests/fixtures/llamacpp --chat --greedy
 
 compare-llamacpp: build model
 	BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh

@@ -29,9 +29,11 @@ class Tokenizer {
 
   virtual ~Tokenizer() = default;
 
-  // Encodes text. With `parse_special`, control/user-defined token texts in
-  // `text` (e.g. "<|im_start|>") become their ids; otherwise they are plain
-  // text. `add_bos` prepends BOS when the vocabulary asks for it (add_bos).
+  // Encodes text. With `parse_special`, control token texts in `text` (e.g.
+  // "<|im_start|>") become their ids; otherwise they are plain text.
+  // User-defined (added) tokens are matched in both modes, as llama.cpp and
+  // HF tokenizers do. `add_bos` prepends BOS when the vocabulary asks for it
+  // (TokenizerData::add_bos).
   virtual std::vector<int32_t> Encode(std::string_view text, bool parse_special,
                                       bool add_bos) const = 0;
 
