@@ -16,6 +16,7 @@ absl::StatusOr<bool> RunStep(Backend* backend, std::span<Generation* const> gens
     e.kv = g->kv();
     e.tokens = g->PendingInput(options.prefill_chunk);
     e.start_pos = g->next_position();
+    e.policy = g->policy();
     entries.push_back(e);
     owner.push_back(i);
   }

@@ -162,12 +162,13 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
       AddInPlace(k, w.bk.f32(), c.kv_dim());
       AddInPlace(v, w.bv.f32(), c.kv_dim());
     }
-    for (int h = 0; h < c.n_heads; ++h) {
-      if (c.qk_norm) RmsNorm(q + h * d, w.q_norm.f32(), d, c.rms_eps, q + h * d);
-      Rope(q + h * d, d, tokens_[t].pos, inv_freq_.data(), interleaved);
-    }
-    // Write this token's K (after RoPE) and V into its slot of every KV head.
     const TokenRef& ref = tokens_[t];
+    if (c.qk_norm) {
+      for (int h = 0; h < c.n_heads; ++h) RmsNorm(q + h * d, w.q_norm.f32(), d, c.rms_eps, q + h * d);
+    }
+    if (KvPolicy* policy = batch[ref.entry].policy; policy != nullptr) policy->ObserveQuery(l, q, ref.pos);
+    for (int h = 0; h < c.n_heads; ++h) Rope(q + h * d, d, ref.pos, inv_freq_.data(), interleaved);
+    // Write this token's K (after RoPE) and V into its slot of every KV head.
     SequenceKv* kv = batch[ref.entry].kv;
     KvCache* cache = kv->cache();
     const int bs = cache->shape().block_size;
@@ -221,6 +222,12 @@ void CpuBackend::Attention(int l, std::span<const ForwardEntry> batch) {
       if (scores.size() < static_cast<size_t>(group) * n_keys) scores.resize(static_cast<size_t>(group) * n_keys);
       PagedAttention(&q_[t * c.q_dim() + h * group * d], group, view, n_keys, scale, scores.data(),
                      &att_[t * c.q_dim() + h * group * d]);
+      // Decode steps only (one token per entry): tasks of one entry are then
+      // distinct KV heads, which a policy may observe concurrently.
+      const ForwardEntry& entry = batch[ref.entry];
+      if (entry.policy != nullptr && entry.tokens.size() == 1 && entry.policy->wants_attention()) {
+        entry.policy->ObserveAttention(l, h, scores.data(), group, n_keys);
+      }
     }
   };
   if (pool_ != nullptr) {

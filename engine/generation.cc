@@ -19,6 +19,7 @@ std::string_view FinishReasonName(FinishReason r) {
 
 absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
   if (absl::Status s = sampling.Validate(); !s.ok()) return s;
+  if (absl::Status s = kv.Validate(); !s.ok()) return s;
   if (max_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("max_tokens must be >= 1, got %d", max_tokens));
   }
@@ -34,13 +35,42 @@ absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
   return absl::OkStatus();
 }
 
+PolicyModelInfo PolicyInfoFor(const ModelConfig& c) {
+  PolicyModelInfo m;
+  m.n_layers = c.n_layers;
+  m.n_heads = c.n_heads;
+  m.n_kv_heads = c.n_kv_heads;
+  m.head_dim = c.head_dim;
+  m.rope_theta = c.rope_theta;
+  m.rope_interleaved = c.rope_style == RopeStyle::kInterleaved;
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* tokenizer, KvCache* cache,
+                                                               const ModelConfig& config,
+                                                               std::vector<int32_t> prompt,
+                                                               GenerationOptions options) {
+  if (prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");
+  if (absl::Status s = options.Validate(config.vocab_size); !s.ok()) return s;
+  std::unique_ptr<SequenceCompressor> compressor;
+  if (options.kv.compresses()) {
+    auto c = SequenceCompressor::Create(options.kv, PolicyInfoFor(config), static_cast<int32_t>(prompt.size()));
+    if (!c.ok()) return c.status();
+    compressor = std::move(*c);
+  }
+  return std::unique_ptr<Generation>(new Generation(tokenizer, cache, config.context_length, std::move(prompt),
+                                                    std::move(options), std::move(compressor)));
+}
+
 Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length,
-                       std::vector<int32_t> prompt, GenerationOptions options)
+                       std::vector<int32_t> prompt, GenerationOptions options,
+                       std::unique_ptr<SequenceCompressor> compressor)
     : tokenizer_(tokenizer),
       context_length_(context_length),
       prompt_(std::move(prompt)),
       options_(std::move(options)),
       kv_(cache),
+      compressor_(std::move(compressor)),
       sampler_(options_.sampling),
       detok_(tokenizer),
       stop_checker_(options_.stop) {}
@@ -80,6 +110,9 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
   }
   const int32_t id = sampler_.Sample(logits, prompt_, generated_);
   generated_.push_back(id);
+  // The step's K/V is in the cache: the moment to evict, before the next
+  // step appends more.
+  if (compressor_ != nullptr) compressor_->AfterDecodeStep(&kv_, next_position());
   ev.id = id;
 
   const bool eos = !options_.ignore_eos && tokenizer_->IsEndOfGeneration(id);

@@ -11,6 +11,7 @@
 #define BEACON_ENGINE_GENERATION_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,7 +21,10 @@
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/model/model_config.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_policy.h"
+#include "kv/sequence_compressor.h"
 
 namespace beacon {
 
@@ -39,6 +43,7 @@ struct GenerationOptions {
   bool ignore_eos = false;              // keep going past EOS (benchmarks, long CoT)
   std::vector<std::string> stop;        // stop strings, never streamed
   std::vector<int32_t> stop_token_ids;  // end generation, not streamed
+  KvPolicyOptions kv;                   // KV compression; policy "full" = none
 
   // INVALID_ARGUMENT naming the field.
   absl::Status Validate(int32_t vocab_size) const;
@@ -50,12 +55,17 @@ struct TokenEvent {
   FinishReason finish = FinishReason::kNone;
 };
 
+// What a KV policy needs to know of a model.
+PolicyModelInfo PolicyInfoFor(const ModelConfig& config);
+
 class Generation {
  public:
-  // REQUIRES options.Validate(...) ok, prompt non-empty, tokenizer and cache
-  // outlive this object.
-  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length,
-             std::vector<int32_t> prompt, GenerationOptions options);
+  // INVALID_ARGUMENT for invalid options (GenerationOptions::Validate) or an
+  // empty prompt. The tokenizer and cache must outlive the generation.
+  static absl::StatusOr<std::unique_ptr<Generation>> Create(const Tokenizer* tokenizer, KvCache* cache,
+                                                            const ModelConfig& config,
+                                                            std::vector<int32_t> prompt,
+                                                            GenerationOptions options);
 
   bool finished() const { return finish_ != FinishReason::kNone; }
   bool prefilling() const { return prompt_done_ < static_cast<int32_t>(prompt_.size()); }
@@ -73,11 +83,17 @@ class Generation {
   TokenEvent Advance(int32_t n_fed, std::span<const float> logits);
 
   SequenceKv* kv() { return &kv_; }
+  // The KV policy to hand the backend (null under `full`).
+  KvPolicy* policy() { return compressor_ != nullptr ? compressor_->policy() : nullptr; }
+  // Null under `full`.
+  const SequenceCompressor* compressor() const { return compressor_.get(); }
   const std::vector<int32_t>& prompt() const { return prompt_; }
   const std::vector<int32_t>& generated() const { return generated_; }
   FinishReason finish_reason() const { return finish_; }
 
  private:
+  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, std::vector<int32_t> prompt,
+             GenerationOptions options, std::unique_ptr<SequenceCompressor> compressor);
   TokenEvent Finish(TokenEvent ev, FinishReason reason);
 
   const Tokenizer* tokenizer_;
@@ -85,6 +101,7 @@ class Generation {
   std::vector<int32_t> prompt_;
   GenerationOptions options_;
   SequenceKv kv_;
+  std::unique_ptr<SequenceCompressor> compressor_;
   Sampler sampler_;
   IncrementalDetokenizer detok_;
   StopChecker stop_checker_;

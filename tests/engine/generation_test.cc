@@ -40,7 +40,9 @@ class GenerationTest : public ::testing::Test {
   Out Run(const std::string& prompt, const GenerationOptions& opts, bool chat = true) {
     auto ids = rt_->EncodePrompt(prompt, chat, "");
     EXPECT_TRUE(ids.ok()) << ids.status();
-    Generation g(rt_->tokenizer(), cache_.get(), rt_->config().context_length, *ids, opts);
+    auto created = Generation::Create(rt_->tokenizer(), cache_.get(), rt_->config(), *ids, opts);
+    EXPECT_TRUE(created.ok()) << created.status();
+    Generation& g = **created;
     Generation* gens[] = {&g};
     Out out;
     absl::Status s = RunToCompletion(rt_->backend(), gens, {}, [&](size_t, const TokenEvent& ev) {

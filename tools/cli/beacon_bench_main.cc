@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "engine/runtime.h"
+#include "tools/bench/policy_bench.h"
 #include "nlohmann/json.hpp"
 #include "tools/cli/cli_args.h"
 
@@ -88,6 +89,51 @@ absl::StatusOr<DecodeResult> BenchDecode(Runtime* rt, int batch, int prompt_len,
   return DecodeResult{batch, sec / steps * 1e3, batch * steps / sec};
 }
 
+// beacon-bench policy: each policy's cost per decode step and per eviction
+// as a share of the decode step time, on one sequence.
+int PolicyMain(const cli::Args& args) {
+  absl::StatusOr<int64_t> budget = args.Int("kv-budget"), interval = args.Int("kv-interval"),
+                          steps = args.Int("decode-steps"), prompt_len = args.Int("prompt-len"),
+                          threads = args.Int("threads");
+  for (const absl::Status& s : {budget.status(), interval.status(), steps.status(), prompt_len.status(),
+                                threads.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  std::vector<KvPolicyOptions> policies;
+  for (absl::string_view p : absl::StrSplit(args.Str("policies"), ',', absl::SkipEmpty())) {
+    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(std::string(p));
+    o.budget = static_cast<int32_t>(*budget);
+    o.interval = static_cast<int32_t>(*interval);
+    if (absl::Status s = o.Validate(); !s.ok()) return Fail(s);
+    policies.push_back(o);
+  }
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+  std::printf("model %s, prompt %lld, %lld decode steps, budget %lld, interval %lld, threads %d\n",
+              ro.model.c_str(), static_cast<long long>(*prompt_len), static_cast<long long>(*steps),
+              static_cast<long long>(*budget), static_cast<long long>(*interval), (*rt)->pool()->n_threads());
+  std::printf("%-10s %10s %10s %12s %12s %12s %10s\n", "policy", "step ms", "evictions", "observe/step",
+              "evict/step", "total", "peak KV");
+  nlohmann::json out;
+  for (const KvPolicyOptions& o : policies) {
+    absl::StatusOr<PolicyBenchResult> r =
+        BenchPolicy(rt->get(), o, static_cast<int32_t>(*prompt_len), static_cast<int32_t>(*steps));
+    if (!r.ok()) return Fail(r.status());
+    const double step_ms = (r->decode_s - r->observe_s) / r->steps * 1e3;
+    std::printf("%-10s %10.2f %10lld %11.2f%% %11.2f%% %11.2f%% %10d\n", o.policy.c_str(), step_ms,
+                static_cast<long long>(r->evictions), 100 * r->observe_share(), 100 * r->evict_share(),
+                100 * (r->observe_share() + r->evict_share()), r->peak_slots);
+    out["policies"].push_back({{"policy", o.policy}, {"step_ms", step_ms}, {"evictions", r->evictions},
+                               {"observe_share", r->observe_share()}, {"evict_share", r->evict_share()},
+                               {"peak_slots", r->peak_slots}});
+  }
+  if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   cli::Args args;
   args.Declare("model", false, "models/default.gguf", "model spec");
@@ -96,11 +142,17 @@ int Main(int argc, char** argv) {
   args.Declare("steps", false, "32", "timed decode steps per batch size");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
   args.Declare("json", false, "", "also write the results to this JSON file");
+  args.Declare("policies", false, "beacon,h2o,snapkv,rkv,streaming,random", "policy: KV policies to measure");
+  args.Declare("kv-budget", false, "512", "policy: KV budget");
+  args.Declare("kv-interval", false, "128", "policy: eviction interval");
+  args.Declare("decode-steps", false, "1024", "policy: decode steps per policy");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
-  if (args.positional().size() != 1 || args.positional()[0] != "decode") {
-    std::fprintf(stderr, "usage: beacon-bench decode [options]\n%s", args.Usage().c_str());
+  const std::string mode = args.positional().size() == 1 ? args.positional()[0] : "";
+  if (mode != "decode" && mode != "policy") {
+    std::fprintf(stderr, "usage: beacon-bench decode|policy [options]\n%s", args.Usage().c_str());
     return 2;
   }
+  if (mode == "policy") return PolicyMain(args);
   absl::StatusOr<int64_t> prompt_len = args.Int("prompt-len"), steps = args.Int("steps"), threads = args.Int("threads");
   for (const absl::Status& s : {prompt_len.status(), steps.status(), threads.status()}) {
     if (!s.ok()) return Fail(s);

@@ -1,0 +1,148 @@
+#include "eval/model_eval.h"
+
+#include <chrono>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "eval/free_run.h"
+#include "eval/policy_grid.h"
+#include "eval/replay.h"
+
+namespace beacon::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Progress lines with an ETA. Work is counted in "replay-step equivalents":
+// a replay step runs every configuration; a pass-1 step runs only the
+// configurations that still agree, which measured about a third of the
+// cost on average (the batch shrinks as configurations diverge).
+class Progress {
+ public:
+  Progress(std::FILE* log, int n_prompts, int32_t steps_per_pass)
+      : log_(log), total_(n_prompts * steps_per_pass * (kPass1Weight + 1.0)), t0_(Clock::now()) {}
+
+  void Report(int prompt, int n_prompts, const char* pass, int32_t step, int32_t steps, int batch,
+              double done_units) {
+    const double elapsed = Since(t0_);
+    // At most one line every 5 seconds, and the last step of each pass.
+    if (step != steps && elapsed - last_ < 5.0) return;
+    last_ = elapsed;
+    const double eta = done_units > 0 ? elapsed / done_units * (total_ - done_units) : 0.0;
+    std::fprintf(log_, "[model] prompt %d/%d  %s step %d/%d  batch %d  elapsed %.0fs  ETA %.0fs\n", prompt,
+                 n_prompts, pass, step, steps, batch, elapsed, eta);
+    std::fflush(log_);
+  }
+  static constexpr double kPass1Weight = 1.0 / 3.0;
+
+ private:
+  std::FILE* log_;
+  double total_;
+  Clock::time_point t0_;
+  double last_ = -1e9;
+};
+
+}  // namespace
+
+double DistinctNgramRatio(const std::vector<int32_t>& ids, int n) {
+  if (static_cast<int>(ids.size()) < n) return 1.0;
+  std::set<std::vector<int32_t>> seen;
+  const size_t total = ids.size() - n + 1;
+  for (size_t i = 0; i < total; ++i) seen.emplace(ids.begin() + i, ids.begin() + i + n);
+  return static_cast<double>(seen.size()) / static_cast<double>(total);
+}
+
+absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<EvalPrompt>& prompts,
+                                             const ModelEvalOptions& options, std::FILE* log) {
+  absl::StatusOr<std::vector<PolicySpec>> grid = MakePolicyGrid(options.policies, options.budgets, options.interval);
+  if (!grid.ok()) return grid.status();
+  if (rt->tokenizer() == nullptr) return absl::FailedPreconditionError("the model has no tokenizer");
+  // Encode (and so check) every prompt before the long work starts.
+  std::vector<std::vector<int32_t>> encoded;
+  for (const EvalPrompt& p : prompts) {
+    absl::StatusOr<std::vector<int32_t>> ids = rt->EncodePrompt(p.prompt, /*chat=*/true, p.system);
+    if (!ids.ok()) return ids.status();
+    if (static_cast<int64_t>(ids->size()) + options.tokens > rt->config().context_length) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt '", p.id, "' (", ids->size(), " tokens) + --tokens ",
+                                                     options.tokens, " exceeds the model's context ",
+                                                     rt->config().context_length));
+    }
+    encoded.push_back(std::move(*ids));
+  }
+
+  const Clock::time_point t0 = Clock::now();
+  const int n = static_cast<int>(prompts.size());
+  Progress progress(log, n, options.tokens);
+  ModelEvalReport report;
+    // Per configuration, the per-prompt values of ModelResult's fields in
+  // declaration order, then the steps after the first eviction.
+  constexpr int kMetrics = 10;
+  std::vector<std::vector<Mean>> acc(grid->size(), std::vector<Mean>(kMetrics));
+  for (int i = 0; i < n; ++i) {
+    PromptSummary summary;
+    summary.id = prompts[i].id;
+    summary.prompt_tokens = static_cast<int32_t>(encoded[i].size());
+    const double base = i * options.tokens * (Progress::kPass1Weight + 1.0);
+    std::fprintf(log, "[model] prompt %d/%d '%s': %d prompt tokens, T=%d, %zu configurations\n", i + 1, n,
+                 summary.id.c_str(), summary.prompt_tokens, options.tokens, grid->size());
+
+    Clock::time_point tp = Clock::now();
+    absl::StatusOr<FreeRunResult> free_run = RunTraceAndFreeRuns(
+        rt, encoded[i], *grid, options.tokens, options.prefill_chunk, [&](int32_t step, int32_t steps, int batch) {
+          progress.Report(i + 1, n, "trace+free-run", step, steps, batch, base + step * Progress::kPass1Weight);
+        });
+    if (!free_run.ok()) return free_run.status();
+    summary.trace_seconds = Since(tp);
+
+    tp = Clock::now();
+    const double base2 = base + options.tokens * Progress::kPass1Weight;
+    absl::StatusOr<ReplayResult> replay = RunReplay(
+        rt, encoded[i], free_run->trace, *grid, options.prefill_chunk, [&](int32_t step, int32_t steps, int batch) {
+          progress.Report(i + 1, n, "replay", step, steps, batch, base2 + step);
+        });
+    if (!replay.ok()) return replay.status();
+    summary.replay_seconds = Since(tp);
+    summary.reference_mismatches = replay->reference_mismatches;
+    summary.distinct_4grams = DistinctNgramRatio(free_run->trace, 4);
+    summary.text = rt->tokenizer()->Decode(free_run->trace);
+
+    for (size_t c = 0; c < grid->size(); ++c) {
+      const ReplayStats& st = replay->stats[c];
+      if (st.agreement != free_run->agreement[c]) {
+        ++summary.agreement_mismatches;
+        std::fprintf(log, "[model] note: %s@%d free-run agreement %d != replay-derived %d\n",
+                     (*grid)[c].policy.c_str(), (*grid)[c].budget, free_run->agreement[c], st.agreement);
+      }
+      const double values[] = {st.kl.value(),
+                               st.top1.value(),
+                               st.recall.value(),
+                               st.kl_post.value(),
+                               st.top1_post.value(),
+                               st.recall_post.value(),
+                               static_cast<double>(free_run->agreement[c]),
+                               static_cast<double>(st.peak_slots),
+                               static_cast<double>(st.evictions),
+                               static_cast<double>(st.kl_post.count())};
+      for (int k = 0; k < kMetrics; ++k) {
+        // A prompt without a single eviction has no "post" average to add.
+        if (k >= 3 && k <= 5 && st.kl_post.count() == 0) continue;
+        acc[c][k].Add(values[k]);
+      }
+    }
+    std::fprintf(log, "[model] prompt %d/%d done: trace %.0fs, replay %.0fs, distinct 4-grams %.2f\n", i + 1, n,
+                 summary.trace_seconds, summary.replay_seconds, summary.distinct_4grams);
+    report.prompts.push_back(std::move(summary));
+  }
+  for (size_t c = 0; c < grid->size(); ++c) {
+    const std::vector<Mean>& a = acc[c];
+    report.results.push_back(ModelResult{(*grid)[c].policy, (*grid)[c].budget, a[0].value(), a[1].value(),
+                                         a[2].value(), a[3].value(), a[4].value(), a[5].value(), a[6].value(),
+                                         a[7].value(), a[8].value(), a[9].value()});
+  }
+  report.seconds = Since(t0);
+  return report;
+}
+
+}  // namespace beacon::eval

@@ -1,0 +1,32 @@
+// The (policy, budget) configurations an evaluation rates, each with the
+// options every tool uses for it: the policy's published defaults
+// (KvPolicyOptions::DefaultsFor, DESIGN.md section 6) with only the budget
+// and the eviction interval set, so that no policy is tuned and the others
+// not.
+#ifndef BEACON_EVAL_POLICY_GRID_H_
+#define BEACON_EVAL_POLICY_GRID_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kv/kv_policy.h"
+
+namespace beacon::eval {
+
+struct PolicySpec {
+  std::string policy;
+  int32_t budget = 0;
+  KvPolicyOptions options;
+};
+
+// Policies outer, budgets inner, in the given orders. INVALID_ARGUMENT for
+// an empty list, "full" (the reference every policy is rated against), an
+// unknown policy, a duplicate, or a budget the options reject (naming it).
+absl::StatusOr<std::vector<PolicySpec>> MakePolicyGrid(const std::vector<std::string>& policies,
+                                                       const std::vector<int32_t>& budgets, int32_t interval);
+
+}  // namespace beacon::eval
+
+#endif  // BEACON_EVAL_POLICY_GRID_H_

@@ -1,0 +1,58 @@
+#include "kv/attention_scoring.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/ops.h"
+
+namespace beacon {
+
+QueryRotator::QueryRotator(const PolicyModelInfo& model)
+    : head_dim_(model.head_dim), interleaved_(model.rope_interleaved), inv_freq_(model.head_dim / 2) {
+  RopeInvFreq(model.rope_theta, model.head_dim, inv_freq_.data());
+}
+
+void QueryRotator::Rotate(const float* q, int32_t position, float* out) const {
+  if (out != q) std::memcpy(out, q, sizeof(float) * head_dim_);
+  Rope(out, head_dim_, position, inv_freq_.data(), interleaved_);
+}
+
+void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head,
+                     ScoreAggregate aggregate, float* scores, std::vector<float>* scratch) {
+  const int32_t n = keys.n_slots();
+  if (n <= 0) return;
+  const int d = keys.head_dim();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  scratch->resize(static_cast<size_t>(n_queries) * n);
+  float* logits = scratch->data();
+  for (int32_t s = 0; s < n; ++s) {
+    const float* k = keys.key(kv_head, s);
+    for (int j = 0; j < n_queries; ++j) logits[static_cast<size_t>(j) * n + s] = scale * Dot(queries + j * d, k, d);
+  }
+  std::fill(scores, scores + n, 0.0f);
+  for (int j = 0; j < n_queries; ++j) {
+    float* p = logits + static_cast<size_t>(j) * n;
+    SoftmaxInPlace(p, n);
+    for (int32_t s = 0; s < n; ++s) {
+      scores[s] = aggregate == ScoreAggregate::kMax ? std::max(scores[s], p[s]) : scores[s] + p[s];
+    }
+  }
+  if (aggregate == ScoreAggregate::kMean && n_queries > 0) {
+    for (int32_t s = 0; s < n; ++s) scores[s] /= static_cast<float>(n_queries);
+  }
+}
+
+void MaxPool1D(float* scores, int32_t n, int kernel) {
+  if (kernel <= 1 || n == 0) return;
+  const int half = kernel / 2;
+  std::vector<float> in(scores, scores + n);
+  for (int32_t s = 0; s < n; ++s) {
+    const int32_t lo = std::max<int32_t>(0, s - half), hi = std::min<int32_t>(n - 1, s + half);
+    float m = in[lo];
+    for (int32_t t = lo + 1; t <= hi; ++t) m = std::max(m, in[t]);
+    scores[s] = m;
+  }
+}
+
+}  // namespace beacon

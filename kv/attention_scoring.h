@@ -1,0 +1,43 @@
+// Shared scoring arithmetic of the query-based policies (snapkv, rkv,
+// beacon): rotate stored pre-RoPE queries, take each query's softmax over a
+// KV head's cached keys, aggregate over queries, and max-pool along token
+// order.
+#ifndef BEACON_KV_ATTENTION_SCORING_H_
+#define BEACON_KV_ATTENTION_SCORING_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_policy.h"
+
+namespace beacon {
+
+enum class ScoreAggregate { kMax, kSum, kMean };
+
+// RoPE tables of a model, built once per policy.
+class QueryRotator {
+ public:
+  explicit QueryRotator(const PolicyModelInfo& model);
+  // out = RoPE(q, position); out may equal q.
+  void Rotate(const float* q, int32_t position, float* out) const;
+
+ private:
+  int head_dim_;
+  bool interleaved_;
+  std::vector<float> inv_freq_;
+};
+
+// For `n_queries` rotated query vectors [n_queries][head_dim], every query's
+// attention distribution p_j = softmax(q_j . k / sqrt(d)) over the slots of
+// (keys, kv_head); scores[s] = aggregate over j of p_j[s].
+// `scratch` is resized as needed.
+void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head,
+                     ScoreAggregate aggregate, float* scores, std::vector<float>* scratch);
+
+// In place: scores[s] = max of scores over [s - kernel/2, s + kernel/2]
+// (clipped at the ends). kernel <= 1 leaves scores unchanged.
+void MaxPool1D(float* scores, int32_t n, int kernel);
+
+}  // namespace beacon
+
+#endif  // BEACON_KV_ATTENTION_SCORING_H_

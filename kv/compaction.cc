@@ -1,0 +1,31 @@
+#include "kv/compaction.h"
+
+#include <cassert>
+#include <cstring>
+
+namespace beacon {
+
+void CompactLayer(KvCache* cache, const SequenceKv& seq, int layer, std::span<const std::vector<int32_t>> keep) {
+  const KvCacheShape& shape = cache->shape();
+  const int bs = shape.block_size;
+  const int d = shape.head_dim;
+  const std::vector<int32_t>& blocks = seq.block_ids();
+  assert(static_cast<int>(keep.size()) == shape.n_kv_heads);
+  for (int h = 0; h < shape.n_kv_heads; ++h) {
+    // Ascending sources and i <= keep[h][i]: moving front to back never
+    // overwrites a slot that is still to be read.
+    for (size_t i = 0; i < keep[h].size(); ++i) {
+      const int32_t from = keep[h][i];
+      const int32_t to = static_cast<int32_t>(i);
+      assert(from >= to && from < seq.num_slots());
+      if (from == to) continue;
+      const int32_t fb = blocks[from / bs], tb = blocks[to / bs];
+      const int fo = from % bs, to_off = to % bs;
+      std::memcpy(cache->K(layer, tb, h) + to_off * d, cache->K(layer, fb, h) + fo * d, sizeof(float) * d);
+      std::memcpy(cache->V(layer, tb, h) + to_off * d, cache->V(layer, fb, h) + fo * d, sizeof(float) * d);
+      cache->Positions(layer, tb, h)[to_off] = cache->Positions(layer, fb, h)[fo];
+    }
+  }
+}
+
+}  // namespace beacon

@@ -1,0 +1,133 @@
+// The KV eviction policy interface and its options.
+//
+// A policy sees what the engine computes anyway (the pre-RoPE query of every
+// query head of every token, and, for policies that ask, the attention
+// probabilities of each decode step) and, when the SequenceCompressor decides
+// to evict (every `interval` decode steps once the cache exceeds its bound),
+// scores every cached slot of one (layer, KV head). Which slots survive is
+// decided by the common selection rule (selection.h): protected slots (the
+// prompt when keep_prompt, the first `sinks` tokens, the last `window` slots)
+// plus the top-scoring rest, the same count for every KV head.
+//
+// One policy object per sequence; thread ownership: the engine thread, except
+// ObserveAttention, which the backend may call concurrently for *different*
+// KV heads of one layer (policies keep per-(layer, head) state apart).
+#ifndef BEACON_KV_KV_POLICY_H_
+#define BEACON_KV_KV_POLICY_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kv/kv_cache.h"
+
+namespace beacon {
+
+enum class BeaconFilter {
+  kAll,     // every decode query enters the FPS buffer
+  kGlobal,  // only queries whose attention mass beyond the recent window
+            // exceeds `global_threshold` (the paper's "global queries")
+};
+
+// Every parameter of every policy. Defaults are DESIGN.md's; DefaultsFor()
+// applies the published per-policy settings (section 6) so that a
+// comparison gives each policy its own paper's configuration.
+struct KvPolicyOptions {
+  std::string policy = "full";  // full, streaming, h2o, snapkv, rkv, random, beacon
+  int32_t budget = 512;         // slots kept per KV head after an eviction: generated
+                                // tokens only when keep_prompt, all tokens otherwise
+  int32_t interval = 128;       // decode steps between evictions
+  int32_t sinks = 4;            // first tokens always kept (attention sinks)
+  int32_t window = 32;          // most recent slots always kept
+  bool keep_prompt = true;      // never evict prompt tokens
+  int32_t recent_queries = 16;  // R: recent queries that score the cache
+  int32_t beacons = 16;         // K: FPS-selected beacon queries per query head
+  int32_t fps_bound = 64;       // U: FPS buffer size that triggers a shrink to K
+  BeaconFilter beacon_filter = BeaconFilter::kAll;
+  float global_threshold = 0.5f;  // attention mass beyond `window` for kGlobal
+  int32_t pool_kernel = 1;      // 1-D max-pool over token order (odd; 1 = off)
+  float lambda = 0.1f;          // rkv: weight of attention importance against redundancy
+  uint64_t seed = 0;            // random policy
+
+  // The options with `name`'s published defaults (R, pool kernel, lambda).
+  static KvPolicyOptions DefaultsFor(std::string_view name);
+  // INVALID_ARGUMENT naming the field.
+  absl::Status Validate() const;
+  bool compresses() const { return policy != "full"; }
+};
+
+// The policy names, in the order tools report them.
+std::span<const std::string_view> KvPolicyNames();
+
+// What a policy needs to know of the model.
+struct PolicyModelInfo {
+  int n_layers = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  float rope_theta = 10000.0f;
+  bool rope_interleaved = false;
+  int group() const { return n_heads / n_kv_heads; }
+};
+
+// Read access to one layer of one sequence's cached keys (after RoPE) and
+// slot positions.
+class KeysView {
+ public:
+  KeysView(const KvCache* cache, const SequenceKv* seq, int layer)
+      : cache_(cache), seq_(seq), layer_(layer) {}
+  int32_t n_slots() const { return seq_->num_slots(); }
+  int head_dim() const { return cache_->shape().head_dim; }
+  const float* key(int kv_head, int32_t slot) const {
+    const int bs = cache_->shape().block_size;
+    return cache_->K(layer_, seq_->block_ids()[slot / bs], kv_head) + (slot % bs) * head_dim();
+  }
+  int32_t position(int kv_head, int32_t slot) const {
+    const int bs = cache_->shape().block_size;
+    return cache_->Positions(layer_, seq_->block_ids()[slot / bs], kv_head)[slot % bs];
+  }
+
+ private:
+  const KvCache* cache_;
+  const SequenceKv* seq_;
+  int layer_;
+};
+
+class KvPolicy {
+ public:
+  virtual ~KvPolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  // Every token run (prefill and decode), every layer: the pre-RoPE query
+  // of every query head, [n_heads][head_dim], of the token at `position`.
+  virtual void ObserveQuery(int layer, const float* q, int32_t position) {}
+
+  // Decode steps only, when wants_attention(): for one (layer, KV head), the
+  // attention probabilities of the group's query heads over the sequence's
+  // slots, [group][n_slots] (slot order = cache order).
+  virtual bool wants_attention() const { return false; }
+  virtual void ObserveAttention(int layer, int kv_head, const float* probs, int group, int32_t n_slots) {}
+
+  // Scores the slots [0, keys.n_slots()) of (layer, kv_head); higher means
+  // more worth keeping. `position` is the position of the next token.
+  virtual void Score(int layer, int kv_head, const KeysView& keys, int32_t position, float* scores) = 0;
+
+  // After a layer was compacted: keep[h] lists, ascending, the old slots of
+  // KV head h that now occupy slots 0, 1, ... Policies with per-slot state
+  // remap it here.
+  virtual void OnCompacted(int layer, std::span<const std::vector<int32_t>> keep) {}
+};
+
+// Builds the named policy (options.policy). INVALID_ARGUMENT for an unknown
+// name or invalid options.
+absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& options,
+                                                         const PolicyModelInfo& model);
+
+}  // namespace beacon
+
+#endif  // BEACON_KV_KV_POLICY_H_

@@ -1,0 +1,87 @@
+// KvPolicyOptions defaults, validation and the policy factory.
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "kv/kv_policy.h"
+#include "kv/policies.h"
+
+namespace beacon {
+namespace {
+
+constexpr std::array<std::string_view, 7> kNames = {"full", "streaming", "h2o", "snapkv",
+                                                    "rkv",  "random",    "beacon"};
+
+// `full` never evicts: the compressor does not call Score on it.
+class FullPolicy : public KvPolicy {
+ public:
+  std::string_view name() const override { return "full"; }
+  void Score(int, int, const KeysView& keys, int32_t, float* scores) override {
+    for (int32_t s = 0; s < keys.n_slots(); ++s) scores[s] = 1.0f;
+  }
+};
+
+}  // namespace
+
+std::span<const std::string_view> KvPolicyNames() { return kNames; }
+
+KvPolicyOptions KvPolicyOptions::DefaultsFor(std::string_view name) {
+  KvPolicyOptions o;
+  o.policy = std::string(name);
+  if (name == "snapkv") {
+    o.recent_queries = 32;  // SnapKV: observation window 32
+    o.pool_kernel = 7;      // pooling kernel 5-7
+  } else if (name == "rkv") {
+    o.recent_queries = 8;   // R-KV: 8 recent queries, max-pool 7, lambda 0.1
+    o.pool_kernel = 7;
+    o.lambda = 0.1f;
+  }
+  return o;
+}
+
+absl::Status KvPolicyOptions::Validate() const {
+  bool known = false;
+  std::string names;  // (Debian's abseil string_view is not std::string_view.)
+  for (std::string_view n : kNames) {
+    known |= n == policy;
+    names += (names.empty() ? "" : ", ") + std::string(n);
+  }
+  if (!known) {
+    return absl::InvalidArgumentError(absl::StrCat("kv_policy: unknown policy '", policy, "' (known: ", names, ")"));
+  }
+  auto bad = [](const char* field, auto value, const std::string& rule) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " ", rule));
+  };
+  if (budget < 1) return bad("kv_budget", budget, "must be >= 1");
+  if (interval < 1) return bad("kv_interval", interval, "must be >= 1");
+  if (sinks < 0) return bad("kv_sinks", sinks, "must be >= 0");
+  if (window < 0) return bad("kv_window", window, "must be >= 0");
+  if (!keep_prompt && sinks + window > budget) {
+    return bad("kv_budget", budget, absl::StrCat("must hold sinks + window (", sinks + window, ")"));
+  }
+  if (keep_prompt && window > budget) return bad("kv_budget", budget, absl::StrCat("must hold the window (", window, ")"));
+  if (recent_queries < 1 || recent_queries > 1024) return bad("kv_recent_queries", recent_queries, "must be in [1, 1024]");
+  if (beacons < 1) return bad("kv_beacons", beacons, "must be >= 1");
+  if (fps_bound <= beacons) return bad("kv_fps_bound", fps_bound, absl::StrCat("must exceed kv_beacons (", beacons, ")"));
+  if (fps_bound > 4096) return bad("kv_fps_bound", fps_bound, "must be <= 4096");
+  if (!(global_threshold >= 0.0f && global_threshold <= 1.0f)) {
+    return bad("kv_global_threshold", global_threshold, "must be in [0, 1]");
+  }
+  if (pool_kernel < 1 || pool_kernel % 2 == 0 || pool_kernel > 63) {
+    return bad("kv_pool_kernel", pool_kernel, "must be odd, in [1, 63]");
+  }
+  if (!(lambda >= 0.0f && lambda <= 1.0f)) return bad("kv_lambda", lambda, "must be in [0, 1]");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m) {
+  if (absl::Status s = o.Validate(); !s.ok()) return s;
+  if (o.policy == "full") return std::unique_ptr<KvPolicy>(new FullPolicy());
+  if (o.policy == "streaming") return NewStreamingPolicy(o, m);
+  if (o.policy == "h2o") return NewH2oPolicy(o, m);
+  if (o.policy == "snapkv") return NewSnapKvPolicy(o, m);
+  if (o.policy == "rkv") return NewRkvPolicy(o, m);
+  if (o.policy == "random") return NewRandomPolicy(o, m);
+  return NewBeaconPolicy(o, m);
+}
+
+}  // namespace beacon

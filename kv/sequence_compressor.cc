@@ -1,0 +1,69 @@
+#include "kv/sequence_compressor.h"
+
+#include <algorithm>
+
+#include "kv/compaction.h"
+
+namespace beacon {
+
+absl::StatusOr<std::unique_ptr<SequenceCompressor>> SequenceCompressor::Create(const KvPolicyOptions& options,
+                                                                              const PolicyModelInfo& model,
+                                                                              int32_t prompt_len) {
+  absl::StatusOr<std::unique_ptr<KvPolicy>> policy = CreateKvPolicy(options, model);
+  if (!policy.ok()) return policy.status();
+  return std::unique_ptr<SequenceCompressor>(
+      new SequenceCompressor(options, model, prompt_len, std::move(*policy)));
+}
+
+SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const PolicyModelInfo& model,
+                                       int32_t prompt_len, std::unique_ptr<KvPolicy> policy)
+    : options_(options), model_(model), prompt_len_(prompt_len), policy_(std::move(policy)) {
+  protection_.prompt_len = prompt_len;
+  protection_.keep_prompt = options.keep_prompt;
+  protection_.sinks = options.sinks;
+  protection_.window = options.window;
+  keep_.resize(model.n_kv_heads);
+}
+
+int32_t SequenceCompressor::bound() const {
+  return options_.keep_prompt ? prompt_len_ + options_.budget : options_.budget;
+}
+
+int64_t SequenceCompressor::PeakSlots(const KvPolicyOptions& o, int32_t prompt_len, int32_t max_tokens) {
+  const int64_t total = static_cast<int64_t>(prompt_len) + max_tokens;
+  if (!o.compresses()) return total;
+  const int64_t bound = o.keep_prompt ? int64_t{prompt_len} + o.budget : o.budget;
+  return std::min(total, std::max<int64_t>(prompt_len + 1, bound + o.interval));
+}
+
+void SequenceCompressor::AfterDecodeStep(SequenceKv* kv, int32_t next_position) {
+  if (!options_.compresses()) return;
+  ++steps_since_eviction_;
+  const int32_t n = kv->num_slots();
+  if (n <= bound()) return;
+  if (steps_since_eviction_ >= options_.interval || n >= bound() + options_.interval) Evict(kv, next_position);
+}
+
+int32_t SequenceCompressor::Evict(SequenceKv* kv, int32_t next_position) {
+  const int32_t n = kv->num_slots();
+  const int32_t n_keep = bound();
+  if (n <= n_keep || !options_.compresses()) return 0;
+  scores_.resize(n);
+  KvCache* cache = kv->cache();
+  for (int l = 0; l < model_.n_layers; ++l) {
+    KeysView keys(cache, kv, l);
+    for (int h = 0; h < model_.n_kv_heads; ++h) {
+      policy_->Score(l, h, keys, next_position, scores_.data());
+      SelectKeep(scores_.data(), keys, h, protection_, n_keep, &keep_[h]);
+    }
+    CompactLayer(cache, *kv, l, keep_);
+    policy_->OnCompacted(l, keep_);
+  }
+  kv->Truncate(n_keep);
+  steps_since_eviction_ = 0;
+  ++evictions_;
+  evicted_slots_ += n - n_keep;
+  return n - n_keep;
+}
+
+}  // namespace beacon

@@ -1,0 +1,66 @@
+// Drives one sequence's KV compression: owns its policy, decides when to
+// evict (every `interval` decode steps once the cache exceeds its bound, or
+// at once when it reaches bound + interval), and evicts: scores every
+// (layer, KV head), selects (selection.h), compacts (compaction.h) and
+// returns whole tail blocks to the pool.
+//
+// The bound: kept prompt + budget when keep_prompt, budget otherwise. A
+// sequence never holds more than max(prompt + 1, bound + interval) slots.
+// Thread ownership: the engine thread.
+#ifndef BEACON_KV_SEQUENCE_COMPRESSOR_H_
+#define BEACON_KV_SEQUENCE_COMPRESSOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kv/kv_policy.h"
+#include "kv/selection.h"
+
+namespace beacon {
+
+class SequenceCompressor {
+ public:
+  // INVALID_ARGUMENT for invalid options or an unknown policy.
+  static absl::StatusOr<std::unique_ptr<SequenceCompressor>> Create(const KvPolicyOptions& options,
+                                                                    const PolicyModelInfo& model,
+                                                                    int32_t prompt_len);
+
+  // The peak slot count of a sequence with this prompt and output length:
+  // what admission must reserve. prompt + max_tokens under `full`; constant
+  // in max_tokens under a compressing policy.
+  static int64_t PeakSlots(const KvPolicyOptions& options, int32_t prompt_len, int32_t max_tokens);
+
+  KvPolicy* policy() { return policy_.get(); }
+  const KvPolicyOptions& options() const { return options_; }
+  // Slots kept after an eviction.
+  int32_t bound() const;
+
+  // Called once after every decode step, when the step's K/V is in `kv`.
+  void AfterDecodeStep(SequenceKv* kv, int32_t next_position);
+  // Evicts down to bound() now, if above it. Returns slots evicted per head.
+  int32_t Evict(SequenceKv* kv, int32_t next_position);
+
+  int64_t evictions() const { return evictions_; }
+  int64_t evicted_slots() const { return evicted_slots_; }
+
+ private:
+  SequenceCompressor(const KvPolicyOptions& options, const PolicyModelInfo& model, int32_t prompt_len,
+                     std::unique_ptr<KvPolicy> policy);
+
+  KvPolicyOptions options_;
+  PolicyModelInfo model_;
+  int32_t prompt_len_;
+  std::unique_ptr<KvPolicy> policy_;
+  Protection protection_;
+  int32_t steps_since_eviction_ = 0;
+  int64_t evictions_ = 0;
+  int64_t evicted_slots_ = 0;
+  std::vector<float> scores_;
+  std::vector<std::vector<int32_t>> keep_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_KV_SEQUENCE_COMPRESSOR_H_

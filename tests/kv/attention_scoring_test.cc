@@ -1,0 +1,127 @@
+// The shared scoring helpers against naive double-precision references.
+#include "kv/attention_scoring.h"
+
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/kv/policy_test_util.h"
+
+namespace beacon {
+namespace {
+
+using kvtest::NaiveDot;
+using kvtest::NaiveMaxPool;
+using kvtest::NaiveRope;
+using kvtest::NaiveSoftmax;
+
+class QueryRotatorTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(QueryRotatorTest, MatchesNaiveRope) {
+  const bool interleaved = GetParam();
+  for (int d : {8, 64}) {
+    PolicyModelInfo m = kvtest::SmallModel(interleaved);
+    m.head_dim = d;
+    m.rope_theta = d == 8 ? 10000.0f : 1000000.0f;
+    QueryRotator rot(m);
+    std::mt19937 rng(d);
+    for (int32_t pos : {0, 1, 7, 513, 32768, 131071}) {
+      const std::vector<float> q = kvtest::RandomVector(d, rng);
+      std::vector<float> out(d);
+      rot.Rotate(q.data(), pos, out.data());
+      const std::vector<double> want = NaiveRope(q.data(), d, pos, m.rope_theta, interleaved);
+      for (int c = 0; c < d; ++c) EXPECT_NEAR(out[c], want[c], 2e-5) << "d=" << d << " pos=" << pos << " c=" << c;
+      // In place gives the same.
+      std::vector<float> inplace = q;
+      rot.Rotate(inplace.data(), pos, inplace.data());
+      EXPECT_EQ(inplace, out);
+    }
+  }
+}
+
+TEST_P(QueryRotatorTest, StylesDiffer) {
+  // Guards the naive reference itself: the two pairings are different maps.
+  const std::vector<float> q = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<double> a = NaiveRope(q.data(), 8, 5, 10000.0, false);
+  const std::vector<double> b = NaiveRope(q.data(), 8, 5, 10000.0, true);
+  EXPECT_NE(a, b);
+  // Position 0 is the identity in both.
+  EXPECT_EQ(NaiveRope(q.data(), 8, 0, 10000.0, GetParam()), std::vector<double>(q.begin(), q.end()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Styles, QueryRotatorTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "Interleaved" : "NeoX"; });
+
+TEST(AttentionScores, MatchesNaiveForEveryAggregate) {
+  const PolicyModelInfo m = kvtest::SmallModel();
+  std::mt19937 rng(3);
+  kvtest::TestSequence seq(m, 4, 32);
+  const std::vector<int32_t> pos = kvtest::AscendingPositions(45, 3, rng);
+  seq.Append(pos, rng);
+  const int d = m.head_dim;
+  const int n_queries = 5;
+  const std::vector<float> queries = kvtest::RandomVector(static_cast<size_t>(n_queries) * d, rng, 2.0f);
+  std::vector<float> scratch;
+  for (int layer = 0; layer < m.n_layers; ++layer) {
+    const KeysView keys = seq.keys(layer);
+    for (int h = 0; h < m.n_kv_heads; ++h) {
+      // Naive: per query, softmax of q.k / sqrt(d) over all slots.
+      std::vector<std::vector<double>> p(n_queries);
+      for (int j = 0; j < n_queries; ++j) {
+        std::vector<double> q(queries.begin() + j * d, queries.begin() + (j + 1) * d);
+        std::vector<double> logits(keys.n_slots());
+        for (int32_t s = 0; s < keys.n_slots(); ++s) logits[s] = NaiveDot(q, keys.key(h, s)) / std::sqrt(double(d));
+        p[j] = NaiveSoftmax(logits);
+      }
+      for (ScoreAggregate agg : {ScoreAggregate::kMax, ScoreAggregate::kSum, ScoreAggregate::kMean}) {
+        std::vector<float> got(keys.n_slots(), -1.0f);
+        AttentionScores(queries.data(), n_queries, keys, h, agg, got.data(), &scratch);
+        for (int32_t s = 0; s < keys.n_slots(); ++s) {
+          double want = 0.0;
+          for (int j = 0; j < n_queries; ++j) want = agg == ScoreAggregate::kMax ? std::max(want, p[j][s]) : want + p[j][s];
+          if (agg == ScoreAggregate::kMean) want /= n_queries;
+          EXPECT_NEAR(got[s], want, 1e-6 + 1e-5 * want) << "agg=" << int(agg) << " slot " << s;
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionScores, SumOfOneQueryIsADistribution) {
+  const PolicyModelInfo m = kvtest::SmallModel();
+  std::mt19937 rng(5);
+  kvtest::TestSequence seq(m, 4, 8);
+  seq.Append(kvtest::AscendingPositions(13, 1, rng), rng);
+  const std::vector<float> q = kvtest::RandomVector(m.head_dim, rng);
+  std::vector<float> got(13), scratch;
+  AttentionScores(q.data(), 1, seq.keys(1), 1, ScoreAggregate::kSum, got.data(), &scratch);
+  double total = 0;
+  for (float v : got) total += v;
+  EXPECT_NEAR(total, 1.0, 1e-5);
+}
+
+TEST(MaxPool1D, MatchesNaive) {
+  std::mt19937 rng(9);
+  for (int n : {0, 1, 2, 5, 6, 7, 40}) {
+    for (int kernel : {1, 3, 5, 7, 9, 63}) {
+      std::vector<float> x = kvtest::RandomVector(n, rng);
+      // Ties and plateaus as well as distinct values.
+      if (n > 3) x[2] = x[3];
+      const std::vector<double> want = NaiveMaxPool(std::vector<double>(x.begin(), x.end()), kernel);
+      MaxPool1D(x.data(), n, kernel);
+      for (int s = 0; s < n; ++s) EXPECT_EQ(x[s], static_cast<float>(want[s])) << "n=" << n << " k=" << kernel << " s=" << s;
+    }
+  }
+}
+
+TEST(MaxPool1D, KernelOneAndPrefixOnly) {
+  std::vector<float> x = {1, 5, 2, 0, 0, 9, 0};
+  MaxPool1D(x.data(), 7, 1);
+  EXPECT_EQ(x, (std::vector<float>{1, 5, 2, 0, 0, 9, 0}));
+  // Pooling a prefix leaves the rest alone and does not read past n.
+  MaxPool1D(x.data(), 4, 3);
+  EXPECT_EQ(x, (std::vector<float>{5, 5, 5, 2, 0, 9, 0}));
+}
+
+}  // namespace
+}  // namespace beacon
