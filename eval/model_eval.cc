@@ -1,6 +1,7 @@
 #include "eval/model_eval.h"
 
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -137,8 +138,10 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
   }
   for (size_t c = 0; c < grid->size(); ++c) {
     const std::vector<Mean>& a = acc[c];
+    // NaN marks a "post" metric no prompt had a step for (no eviction).
+    auto post = [](const Mean& m) { return m.count() > 0 ? m.value() : std::nan(""); };
     report.results.push_back(ModelResult{(*grid)[c].policy, (*grid)[c].budget, a[0].value(), a[1].value(),
-                                         a[2].value(), a[3].value(), a[4].value(), a[5].value(), a[6].value(),
+                                         a[2].value(), post(a[3]), post(a[4]), post(a[5]), a[6].value(),
                                          a[7].value(), a[8].value(), a[9].value()});
   }
   report.seconds = Since(t0);

@@ -34,7 +34,7 @@ struct ModelResult {
   std::string policy;
   int32_t budget = 0;
   double kl = 0, top1 = 0, recall = 0;                 // over all T-1 teacher-forced steps
-  double kl_post = 0, top1_post = 0, recall_post = 0;  // over the steps after the first eviction
+  double kl_post = 0, top1_post = 0, recall_post = 0;  // over the steps after the first eviction; NaN if none
   double agreement = 0;                                // free-running agreement length (tokens)
   double peak_slots = 0;                               // peak KV slots per KV head (prompt included)
   double evictions = 0;                                // eviction rounds over the trace

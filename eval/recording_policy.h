@@ -46,6 +46,16 @@ class RecordingPolicy : public KvPolicy {
   std::vector<int32_t> n_slots_;
 };
 
+// The attention-mass recall of a compressed sequence `kv` against the
+// reference's latest record: for every (layer, KV head) and query head g of
+// its group, the recorded probability summed over the positions `kv` holds
+// for that (layer, KV head) (KvCache::Positions over its slots), averaged
+// over layers and query heads. 1 when `kv` holds every position the
+// reference attended to. `scratch` is reused between calls.
+// REQUIRES the reference recorded a decode step; kv of the same model shape.
+double AttentionRecall(const RecordingPolicy& ref, const SequenceKv& kv, const PolicyModelInfo& model,
+                       std::vector<int32_t>* scratch);
+
 }  // namespace beacon::eval
 
 #endif  // BEACON_EVAL_RECORDING_POLICY_H_

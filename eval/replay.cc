@@ -17,23 +17,6 @@ struct Replay {
   std::vector<uint8_t> agrees;  // per step: 1 when the greedy choice == the next trace token
 };
 
-// The attention-mass recall of one replay at one step: per (layer, KV head),
-// the reference's probabilities of each query head of the group summed over
-// the positions the replay's cache holds, averaged over query heads.
-double StepRecall(const RecordingPolicy& ref, const SequenceKv& kv, const PolicyModelInfo& m,
-                  std::vector<int32_t>* positions) {
-  double sum = 0.0;
-  for (int l = 0; l < m.n_layers; ++l) {
-    const KeysView keys(kv.cache(), &kv, l);
-    for (int h = 0; h < m.n_kv_heads; ++h) {
-      positions->resize(keys.n_slots());
-      for (int32_t s = 0; s < keys.n_slots(); ++s) (*positions)[s] = keys.position(h, s);
-      for (int g = 0; g < m.group(); ++g) sum += MassOnPositions(ref.Probs(l, h, g), *positions);
-    }
-  }
-  return sum / (static_cast<double>(m.n_layers) * m.n_heads);
-}
-
 }  // namespace
 
 absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& prompt,
@@ -106,7 +89,7 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
         ReplayStats& st = result.stats[i];
         const double kl = ref.KlTo(q_logits);
         const int32_t top = ArgMax(q_logits);
-        const double recall = StepRecall(recorder, *r.kv, info, &scratch[thread]);
+        const double recall = AttentionRecall(recorder, *r.kv, info, &scratch[thread]);
         st.kl.Add(kl);
         st.top1.Add(top == ref_top ? 1.0 : 0.0);
         st.recall.Add(recall);

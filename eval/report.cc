@@ -1,5 +1,6 @@
 #include "eval/report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -37,8 +38,11 @@ int ResultTable::Find(const std::string& key) const {
   return -1;
 }
 
+Cell NumberOrNone(double v) { return std::isnan(v) ? Cell(std::monostate()) : Cell(v); }
+
 std::string ResultTable::Format(const Cell& c, int precision) const {
   if (const std::string* s = std::get_if<std::string>(&c)) return *s;
+  if (std::holds_alternative<std::monostate>(c)) return "-";
   const double v = std::get<double>(c);
   if (precision == 0) return absl::StrFormat("%.0f", v);
   return absl::StrFormat("%.*f", precision, v);
@@ -51,8 +55,9 @@ std::string ResultTable::ToCsv() const {
   for (const std::vector<Cell>& row : rows_) {
     for (size_t i = 0; i < row.size(); ++i) {
       // CSV keeps full precision for numbers: plots and reanalysis want it.
-      const std::string f = std::holds_alternative<double>(row[i]) ? absl::StrFormat("%.9g", std::get<double>(row[i]))
-                                                                   : std::get<std::string>(row[i]);
+      std::string f;
+      if (const double* v = std::get_if<double>(&row[i])) f = absl::StrFormat("%.9g", *v);
+      if (const std::string* s = std::get_if<std::string>(&row[i])) f = *s;
       absl::StrAppend(&out, i ? "," : "", CsvField(f));
     }
     out += "\n";
@@ -82,8 +87,10 @@ nlohmann::json ResultTable::ToJson() const {
     for (size_t i = 0; i < row.size(); ++i) {
       if (const std::string* s = std::get_if<std::string>(&row[i])) {
         o[columns_[i].key] = *s;
+      } else if (const double* v = std::get_if<double>(&row[i])) {
+        o[columns_[i].key] = *v;
       } else {
-        o[columns_[i].key] = std::get<double>(row[i]);
+        o[columns_[i].key] = nullptr;
       }
     }
     rows.push_back(std::move(o));

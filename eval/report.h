@@ -19,7 +19,12 @@ struct Column {
   int precision = 4;   // digits after the point for numbers; 0 prints an integer
 };
 
-using Cell = std::variant<std::string, double>;
+// A string, a number, or nothing (a metric without samples): CSV leaves it
+// empty, markdown prints "-", JSON null.
+using Cell = std::variant<std::string, double, std::monostate>;
+
+// `v`, or nothing when it is NaN.
+Cell NumberOrNone(double v);
 
 // A table of rows keyed by (policy, budget) in its first two columns.
 class ResultTable {

@@ -55,6 +55,13 @@ def main():
         expect_error("beacon-run", ["--model", MODEL, "--prompt-file", long_prompt], "context", code=2)
         expect_error("beacon-run", ["--model", "dummy:" + os.path.join(SRC, "tests/data/tiny-llama.json"),
                                     "--prompt", "hi"], "no tokenizer")
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "lru"], "unknown policy 'lru'", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon", "--kv-budget", "0"],
+                     "kv_budget", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon", "--kv-pool-kernel", "4"],
+                     "kv_pool_kernel", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
+                                    "--kv-beacon-filter", "some"], "--kv-beacon-filter", code=2)
         expect_error("beacon-logits", ["--model", MODEL, "--tokens", "1,x", "--out", os.path.join(tmp, "o")], "bad id")
         expect_error("beacon-bench", ["--model", MODEL, "decode", "--batches", "0"], "--batches")
 
@@ -72,6 +79,17 @@ def main():
             assert key in summary, summary
         assert summary["finish_reason"] == "length" and summary["completion_tokens"] == 4, summary
         assert summary["kv_peak_tokens"] == summary["prompt_tokens"] + 3, summary
+        assert summary["evictions"] == 0 and summary["kv_policy"] == "full", summary
+
+        # Under compression the summary shows evictions and the bounded peak.
+        rc, out, err = run("beacon-run", "--model", MODEL, "--prompt", "Tell me a long story.", "--max-tokens", "150",
+                           "--ignore-eos", "--output-format", "jsonl", "--kv-policy", "beacon", "--kv-budget", "40",
+                           "--kv-interval", "16", "--kv-window", "8")
+        assert rc == 0, err
+        summary = json.loads(out.splitlines()[-1])
+        assert summary["completion_tokens"] == 150, summary
+        assert summary["evictions"] > 0, summary
+        assert summary["kv_peak_tokens"] == summary["prompt_tokens"] + 40 + 16, summary
     print("cli error cases: all gave clear errors")
 
 

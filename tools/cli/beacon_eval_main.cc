@@ -119,8 +119,9 @@ int Model(const cli::Args& args) {
                            {"evictions", "evictions", 1},
                            {"post_steps", "post steps", 0}});
   for (const eval::ModelResult& r : report->results) {
-    table.AddRow({r.policy, static_cast<double>(r.budget), r.kl, r.top1, r.recall, r.kl_post, r.top1_post,
-                  r.recall_post, r.agreement, r.peak_slots, r.evictions, r.post_steps});
+    table.AddRow({r.policy, static_cast<double>(r.budget), r.kl, r.top1, r.recall, eval::NumberOrNone(r.kl_post),
+                  eval::NumberOrNone(r.top1_post), eval::NumberOrNone(r.recall_post), r.agreement, r.peak_slots,
+                  r.evictions, r.post_steps});
   }
   nlohmann::json settings = {{"model", ro.model},         {"prompts_file", args.Str("prompts")},
                              {"tokens", o.tokens},         {"interval", o.interval},
