@@ -77,7 +77,7 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
   const int n = static_cast<int>(prompts.size());
   Progress progress(log, n, options.tokens);
   ModelEvalReport report;
-    // Per configuration, the per-prompt values of ModelResult's fields in
+  // Per configuration, the per-prompt values of ModelResult's fields in
   // declaration order, then the steps after the first eviction.
   constexpr int kMetrics = 10;
   std::vector<std::vector<Mean>> acc(grid->size(), std::vector<Mean>(kMetrics));

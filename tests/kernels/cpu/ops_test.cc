@@ -58,10 +58,13 @@ TEST(Ops, SiluMul) {
 
 // Paged attention equals a naive loop over contiguous keys, whatever the
 // block order in the table.
-TEST(Attention, PagedMatchesNaive) {
+// head_dim 16 takes the generic path; 64 and 128 the AVX-512 one.
+class AttentionTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AttentionTest, PagedMatchesNaive) {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd;
-  const int d = 16, G = 3, bs = 4, n_keys = 13, n_blocks = 6;
+  const int d = GetParam(), G = 3, bs = 4, n_keys = 13, n_blocks = 6;
   std::vector<float> kstore(n_blocks * bs * d), vstore(n_blocks * bs * d);
   for (float& v : kstore) v = nd(rng);
   for (float& v : vstore) v = nd(rng);
@@ -90,6 +93,8 @@ TEST(Attention, PagedMatchesNaive) {
     for (int s = 0; s < n_keys; ++s) EXPECT_NEAR(scores[g * n_keys + s], p[s] / sum, 1e-6);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, AttentionTest, ::testing::Values(16, 64, 128));
 
 TEST(ThreadPool, CoversTheRangeExactlyOnce) {
   ThreadPool pool(2);
