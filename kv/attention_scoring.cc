@@ -18,6 +18,21 @@ void QueryRotator::Rotate(const float* q, int32_t position, float* out) const {
   Rope(out, head_dim_, position, inv_freq_.data(), interleaved_);
 }
 
+RecentQueryRing::RecentQueryRing(int capacity, int n_heads, int head_dim)
+    : capacity_(capacity),
+      n_heads_(n_heads),
+      head_dim_(head_dim),
+      data_(static_cast<size_t>(capacity) * n_heads * head_dim),
+      positions_(capacity) {}
+
+void RecentQueryRing::Push(const float* q, int32_t position) {
+  std::memcpy(data_.data() + static_cast<size_t>(next_) * n_heads_ * head_dim_, q,
+              sizeof(float) * n_heads_ * head_dim_);
+  positions_[next_] = position;
+  next_ = (next_ + 1) % capacity_;
+  count_ = std::min(count_ + 1, capacity_);
+}
+
 void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head,
                      ScoreAggregate aggregate, float* scores, std::vector<float>* scratch) {
   const int32_t n = keys.n_slots();

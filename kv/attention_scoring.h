@@ -27,6 +27,27 @@ class QueryRotator {
   std::vector<float> inv_freq_;
 };
 
+// The pre-RoPE queries of the last `capacity` tokens of one layer, every
+// query head, with their positions: the "recent queries" that snapkv, rkv
+// and beacon score with. Entries are addressed by storage index j <
+// size() (ring order, not time order: the aggregates are order-free).
+class RecentQueryRing {
+ public:
+  RecentQueryRing(int capacity, int n_heads, int head_dim);
+  // q: [n_heads][head_dim] of the token at `position`; overwrites the oldest.
+  void Push(const float* q, int32_t position);
+  int size() const { return count_; }
+  const float* query(int j, int head) const { return data_.data() + (static_cast<size_t>(j) * n_heads_ + head) * head_dim_; }
+  int32_t position(int j) const { return positions_[j]; }
+
+ private:
+  int capacity_, n_heads_, head_dim_;
+  std::vector<float> data_;          // [capacity][n_heads][head_dim]
+  std::vector<int32_t> positions_;   // [capacity]
+  int next_ = 0;
+  int count_ = 0;
+};
+
 // For `n_queries` rotated query vectors [n_queries][head_dim], every query's
 // attention distribution p_j = softmax(q_j . k / sqrt(d)) over the slots of
 // (keys, kv_head); scores[s] = aggregate over j of p_j[s].

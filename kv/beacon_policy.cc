@@ -46,6 +46,7 @@
 // one FPS per head and (R + K) * n_slots * d per head (AttentionScores).
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "kv/attention_scoring.h"
@@ -61,8 +62,7 @@ class BeaconPolicy : public KvPolicy {
       : options_(o), model_(m), rotator_(m), row_(static_cast<size_t>(m.n_heads) * m.head_dim),
         layers_(m.n_layers) {
     for (LayerState& l : layers_) {
-      l.ring.resize(static_cast<size_t>(o.recent_queries) * row_);
-      l.ring_pos.resize(o.recent_queries);
+      l.ring = std::make_unique<RecentQueryRing>(o.recent_queries, m.n_heads, m.head_dim);
       l.fps.reserve(m.n_heads);
       for (int h = 0; h < m.n_heads; ++h) l.fps.emplace_back(m.head_dim, o.fps_bound, o.beacons);
       if (global()) {
@@ -77,11 +77,7 @@ class BeaconPolicy : public KvPolicy {
 
   void ObserveQuery(int layer, const float* q, int32_t position) override {
     LayerState& l = layers_[layer];
-    const int R = options_.recent_queries;
-    std::memcpy(l.ring.data() + static_cast<size_t>(l.ring_next) * row_, q, sizeof(float) * row_);
-    l.ring_pos[l.ring_next] = position;
-    l.ring_next = (l.ring_next + 1) % R;
-    l.ring_count = std::min(l.ring_count + 1, R);
+    l.ring->Push(q, position);
     const int d = model_.head_dim;
     if (!global()) {
       for (int h = 0; h < model_.n_heads; ++h) l.fps[h].Add(q + static_cast<size_t>(h) * d, position);
@@ -124,13 +120,11 @@ class BeaconPolicy : public KvPolicy {
       // Scoring set of head h: recent queries at their own positions, then
       // the beacons at the current position.
       l.fps[h].Beacons(&beacon_idx_);
-      const int n_queries = l.ring_count + static_cast<int>(beacon_idx_.size());
+      const int n_queries = l.ring->size() + static_cast<int>(beacon_idx_.size());
       if (n_queries == 0) continue;
       queries_.resize(static_cast<size_t>(n_queries) * d);
       float* out = queries_.data();
-      for (int j = 0; j < l.ring_count; ++j, out += d) {
-        rotator_.Rotate(l.ring.data() + static_cast<size_t>(j) * row_ + static_cast<size_t>(h) * d, l.ring_pos[j], out);
-      }
+      for (int j = 0; j < l.ring->size(); ++j, out += d) rotator_.Rotate(l.ring->query(j, h), l.ring->position(j), out);
       for (int b : beacon_idx_) {
         rotator_.Rotate(l.fps[h].point(b), position, out);
         out += d;
@@ -146,12 +140,8 @@ class BeaconPolicy : public KvPolicy {
   bool global() const { return options_.beacon_filter == BeaconFilter::kGlobal; }
 
   struct LayerState {
-    // The last R tokens' queries [R][n_heads][head_dim] in ring order
-    // (order is irrelevant to the max aggregate) and their positions.
-    std::vector<float> ring;
-    std::vector<int32_t> ring_pos;
-    int ring_next = 0;
-    int ring_count = 0;
+    // The last R tokens' queries (order is irrelevant to the max aggregate).
+    std::unique_ptr<RecentQueryRing> ring;
     std::vector<ContinualFps> fps;  // per query head
     // kGlobal: the latest token's queries awaiting their attention mass.
     // parked_live is char, not bool: concurrent writers of different heads

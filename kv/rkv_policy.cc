@@ -64,24 +64,11 @@ class RkvPolicy final : public KvPolicy {
         pool_kernel_(o.pool_kernel),
         lambda_(o.lambda),
         rotator_(m),
-        rings_(m.n_layers) {
-    const size_t width = static_cast<size_t>(m.n_heads) * m.head_dim;
-    for (Ring& r : rings_) {
-      r.queries.resize(width * capacity_);
-      r.positions.resize(capacity_);
-    }
-  }
+        rings_(m.n_layers, RecentQueryRing(capacity_, m.n_heads, m.head_dim)) {}
 
   std::string_view name() const override { return "rkv"; }
 
-  void ObserveQuery(int layer, const float* q, int32_t position) override {
-    Ring& r = rings_[layer];
-    const size_t width = static_cast<size_t>(model_.n_heads) * model_.head_dim;
-    std::memcpy(r.queries.data() + width * r.next, q, sizeof(float) * width);
-    r.positions[r.next] = position;
-    r.next = (r.next + 1) % capacity_;
-    r.count = std::min(r.count + 1, capacity_);
-  }
+  void ObserveQuery(int layer, const float* q, int32_t position) override { rings_[layer].Push(q, position); }
 
   void Score(int layer, int kv_head, const KeysView& keys, int32_t position, float* scores) override {
     const int32_t n = keys.n_slots();
@@ -93,27 +80,21 @@ class RkvPolicy final : public KvPolicy {
   }
 
  private:
-  struct Ring {
-    std::vector<float> queries;     // [capacity][n_heads][head_dim], pre-RoPE
-    std::vector<int32_t> positions;  // [capacity]
-    int next = 0;                    // slot the next query overwrites
-    int count = 0;                   // valid entries, <= capacity
-  };
 
   // importance_[0, past) = pooled mean attention of the ring's queries.
   void Importance(int layer, int kv_head, const KeysView& keys, int32_t past) {
-    const Ring& r = rings_[layer];
-    if (past == 0 || r.count == 0) return;
+    const RecentQueryRing& r = rings_[layer];
+    if (past == 0 || r.size() == 0) return;
     const int d = model_.head_dim;
     const int group = model_.group();
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     rotated_.resize(static_cast<size_t>(group) * d);
     logits_.resize(past);
-    for (int j = 0; j < r.count; ++j) {
-      const int32_t qpos = r.positions[j];
+    for (int j = 0; j < r.size(); ++j) {
+      const int32_t qpos = r.position(j);
       for (int i = 0; i < group; ++i) {
         const int h = kv_head * group + i;
-        rotator_.Rotate(r.queries.data() + (static_cast<size_t>(j) * model_.n_heads + h) * d, qpos,
+        rotator_.Rotate(r.query(j, h), qpos,
                         rotated_.data() + static_cast<size_t>(i) * d);
       }
       float mx = -std::numeric_limits<float>::infinity();
@@ -132,7 +113,7 @@ class RkvPolicy final : public KvPolicy {
         logits_[s] = std::exp(logits_[s] - mx);  // exp(-inf) = 0 for masked keys
         total += logits_[s];
       }
-      const float w = 1.0f / (total * static_cast<float>(r.count));
+      const float w = 1.0f / (total * static_cast<float>(r.size()));
       for (int32_t s = 0; s < past; ++s) importance_[s] += logits_[s] * w;
     }
     MaxPool1D(importance_.data(), past, pool_kernel_);
@@ -171,7 +152,7 @@ class RkvPolicy final : public KvPolicy {
   int pool_kernel_;
   float lambda_;
   QueryRotator rotator_;
-  std::vector<Ring> rings_;  // per layer
+  std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
   std::vector<float> importance_, redundancy_, unit_, row_, logits_, rotated_;
 };

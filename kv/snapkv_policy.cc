@@ -54,24 +54,11 @@ class SnapKvPolicy final : public KvPolicy {
         window_(o.window),
         pool_kernel_(o.pool_kernel),
         rotator_(m),
-        rings_(m.n_layers) {
-    const size_t width = static_cast<size_t>(m.n_heads) * m.head_dim;
-    for (Ring& r : rings_) {
-      r.queries.resize(width * capacity_);
-      r.positions.resize(capacity_);
-    }
-  }
+        rings_(m.n_layers, RecentQueryRing(capacity_, m.n_heads, m.head_dim)) {}
 
   std::string_view name() const override { return "snapkv"; }
 
-  void ObserveQuery(int layer, const float* q, int32_t position) override {
-    Ring& r = rings_[layer];
-    const size_t width = static_cast<size_t>(model_.n_heads) * model_.head_dim;
-    std::memcpy(r.queries.data() + width * r.next, q, sizeof(float) * width);
-    r.positions[r.next] = position;
-    r.next = (r.next + 1) % capacity_;
-    r.count = std::min(r.count + 1, capacity_);
-  }
+  void ObserveQuery(int layer, const float* q, int32_t position) override { rings_[layer].Push(q, position); }
 
   void Score(int layer, int kv_head, const KeysView& keys, int32_t position, float* scores) override {
     const int32_t n = keys.n_slots();
@@ -79,7 +66,7 @@ class SnapKvPolicy final : public KvPolicy {
     const int group = model_.group();
     const int32_t past = std::max<int32_t>(0, n - window_);
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    const Ring& r = rings_[layer];
+    const RecentQueryRing& r = rings_[layer];
 
     key_pos_.resize(n);
     for (int32_t s = 0; s < n; ++s) key_pos_[s] = keys.position(kv_head, s);
@@ -91,9 +78,9 @@ class SnapKvPolicy final : public KvPolicy {
     for (int i = 0; i < group; ++i) {
       const int h = kv_head * group + i;
       std::fill(head_sum_.begin(), head_sum_.end(), 0.0f);
-      for (int j = 0; j < r.count; ++j) {
-        const int32_t qpos = r.positions[j];
-        rotator_.Rotate(r.queries.data() + (static_cast<size_t>(j) * model_.n_heads + h) * d, qpos,
+      for (int j = 0; j < r.size(); ++j) {
+        const int32_t qpos = r.position(j);
+        rotator_.Rotate(r.query(j, h), qpos,
                         rotated_.data());
         float mx = -std::numeric_limits<float>::infinity();
         for (int32_t s = 0; s < n; ++s) {
@@ -119,19 +106,13 @@ class SnapKvPolicy final : public KvPolicy {
   }
 
  private:
-  struct Ring {
-    std::vector<float> queries;     // [capacity][n_heads][head_dim], pre-RoPE
-    std::vector<int32_t> positions;  // [capacity]
-    int next = 0;                    // slot the next query overwrites
-    int count = 0;                   // valid entries, <= capacity
-  };
 
   PolicyModelInfo model_;
   int capacity_;
   int32_t window_;
   int pool_kernel_;
   QueryRotator rotator_;
-  std::vector<Ring> rings_;  // per layer
+  std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
   std::vector<int32_t> key_pos_;
   std::vector<float> head_sum_, probs_, rotated_;

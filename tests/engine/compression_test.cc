@@ -2,32 +2,19 @@
 // whole sequence every policy is token-identical to `full`; under a tight
 // budget the cache never exceeds the policy's peak bound, evictions happen,
 // and every block is returned at the end.
-#include <filesystem>
-
 #include "engine/batch_runner.h"
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "tests/engine/default_model.h"
 
 namespace beacon {
 namespace {
 
 class CompressionTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(BEACON_MODEL_PATH)) return;
-    RuntimeOptions o;
-    o.model = BEACON_MODEL_PATH;
-    o.threads = 2;
-    auto rt = Runtime::Create(o);
-    ASSERT_TRUE(rt.ok()) << rt.status();
-    rt_ = rt->release();
-  }
-  static void TearDownTestSuite() {
-    delete rt_;
-    rt_ = nullptr;
-  }
   void SetUp() override {
+    rt_ = testing::DefaultModel();
     if (rt_ == nullptr) GTEST_SKIP() << "default model not present at " << BEACON_MODEL_PATH;
   }
 
@@ -68,9 +55,8 @@ class CompressionTest : public ::testing::Test {
     return run;
   }
 
-  static Runtime* rt_;
+  Runtime* rt_ = nullptr;
 };
-Runtime* CompressionTest::rt_ = nullptr;
 
 TEST_F(CompressionTest, AmpleBudgetIsTokenIdenticalToFull) {
   const Run full = Generate(KvPolicyOptions::DefaultsFor("full"), 40);

@@ -3,31 +3,18 @@
 // strings never streamed, stop token ids), with the KV returned at the end.
 #include "engine/generation.h"
 
-#include <filesystem>
-
 #include "engine/batch_runner.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "tests/engine/default_model.h"
 
 namespace beacon {
 namespace {
 
 class GenerationTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    if (!std::filesystem::exists(BEACON_MODEL_PATH)) return;
-    RuntimeOptions o;
-    o.model = BEACON_MODEL_PATH;
-    o.threads = 2;
-    auto rt = Runtime::Create(o);
-    ASSERT_TRUE(rt.ok()) << rt.status();
-    rt_ = rt->release();
-  }
-  static void TearDownTestSuite() {
-    delete rt_;
-    rt_ = nullptr;
-  }
   void SetUp() override {
+    rt_ = testing::DefaultModel();
     if (rt_ == nullptr) GTEST_SKIP() << "default model not present at " << BEACON_MODEL_PATH;
     cache_ = rt_->MakeKvCache(2048);
   }
@@ -55,10 +42,9 @@ class GenerationTest : public ::testing::Test {
     return out;
   }
 
-  static Runtime* rt_;
+  Runtime* rt_ = nullptr;
   std::unique_ptr<KvCache> cache_;
 };
-Runtime* GenerationTest::rt_ = nullptr;
 
 TEST_F(GenerationTest, GreedyAnswerIsCoherent) {
   GenerationOptions o;
