@@ -45,6 +45,42 @@ class Progress {
   double last_ = -1e9;
 };
 
+// One prompt's result for one configuration. "post" metrics are NaN when
+// the configuration never evicted on this prompt.
+ModelResult ResultOf(const PolicySpec& spec, const ReplayStats& st, int32_t agreement) {
+  auto post = [](const Mean& m) { return m.count() > 0 ? m.value() : std::nan(""); };
+  return ModelResult{spec.policy,
+                     spec.budget,
+                     st.kl.value(),
+                     st.top1.value(),
+                     st.recall.value(),
+                     post(st.kl_post),
+                     post(st.top1_post),
+                     post(st.recall_post),
+                     static_cast<double>(agreement),
+                     static_cast<double>(st.peak_slots),
+                     static_cast<double>(st.evictions),
+                     static_cast<double>(st.kl_post.count())};
+}
+
+// The mean of configuration c's results over prompts, each prompt weighing
+// the same; a "post" metric averages the prompts that have it (NaN if none).
+ModelResult MeanOverPrompts(const std::vector<PromptSummary>& prompts, size_t c) {
+  ModelResult out = prompts.front().results[c];
+  double ModelResult::*fields[] = {&ModelResult::kl,        &ModelResult::top1,        &ModelResult::recall,
+                                   &ModelResult::kl_post,   &ModelResult::top1_post,   &ModelResult::recall_post,
+                                   &ModelResult::agreement, &ModelResult::peak_slots,  &ModelResult::evictions,
+                                   &ModelResult::post_steps};
+  for (double ModelResult::*f : fields) {
+    Mean m;
+    for (const PromptSummary& p : prompts) {
+      if (!std::isnan(p.results[c].*f)) m.Add(p.results[c].*f);
+    }
+    out.*f = m.count() > 0 ? m.value() : std::nan("");
+  }
+  return out;
+}
+
 }  // namespace
 
 double DistinctNgramRatio(const std::vector<int32_t>& ids, int n) {
@@ -60,6 +96,7 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
   absl::StatusOr<std::vector<PolicySpec>> grid = MakePolicyGrid(options.policies, options.budgets, options.interval);
   if (!grid.ok()) return grid.status();
   if (rt->tokenizer() == nullptr) return absl::FailedPreconditionError("the model has no tokenizer");
+  if (prompts.empty()) return absl::InvalidArgumentError("prompts: none given");
   // Encode (and so check) every prompt before the long work starts.
   std::vector<std::vector<int32_t>> encoded;
   for (const EvalPrompt& p : prompts) {
@@ -77,10 +114,6 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
   const int n = static_cast<int>(prompts.size());
   Progress progress(log, n, options.tokens);
   ModelEvalReport report;
-  // Per configuration, the per-prompt values of ModelResult's fields in
-  // declaration order, then the steps after the first eviction.
-  constexpr int kMetrics = 10;
-  std::vector<std::vector<Mean>> acc(grid->size(), std::vector<Mean>(kMetrics));
   for (int i = 0; i < n; ++i) {
     PromptSummary summary;
     summary.id = prompts[i].id;
@@ -116,34 +149,13 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
         std::fprintf(log, "[model] note: %s@%d free-run agreement %d != replay-derived %d\n",
                      (*grid)[c].policy.c_str(), (*grid)[c].budget, free_run->agreement[c], st.agreement);
       }
-      const double values[] = {st.kl.value(),
-                               st.top1.value(),
-                               st.recall.value(),
-                               st.kl_post.value(),
-                               st.top1_post.value(),
-                               st.recall_post.value(),
-                               static_cast<double>(free_run->agreement[c]),
-                               static_cast<double>(st.peak_slots),
-                               static_cast<double>(st.evictions),
-                               static_cast<double>(st.kl_post.count())};
-      for (int k = 0; k < kMetrics; ++k) {
-        // A prompt without a single eviction has no "post" average to add.
-        if (k >= 3 && k <= 5 && st.kl_post.count() == 0) continue;
-        acc[c][k].Add(values[k]);
-      }
+      summary.results.push_back(ResultOf((*grid)[c], st, free_run->agreement[c]));
     }
     std::fprintf(log, "[model] prompt %d/%d done: trace %.0fs, replay %.0fs, distinct 4-grams %.2f\n", i + 1, n,
                  summary.trace_seconds, summary.replay_seconds, summary.distinct_4grams);
     report.prompts.push_back(std::move(summary));
   }
-  for (size_t c = 0; c < grid->size(); ++c) {
-    const std::vector<Mean>& a = acc[c];
-    // NaN marks a "post" metric no prompt had a step for (no eviction).
-    auto post = [](const Mean& m) { return m.count() > 0 ? m.value() : std::nan(""); };
-    report.results.push_back(ModelResult{(*grid)[c].policy, (*grid)[c].budget, a[0].value(), a[1].value(),
-                                         a[2].value(), post(a[3]), post(a[4]), post(a[5]), a[6].value(),
-                                         a[7].value(), a[8].value(), a[9].value()});
-  }
+  for (size_t c = 0; c < grid->size(); ++c) report.results.push_back(MeanOverPrompts(report.prompts, c));
   report.seconds = Since(t0);
   return report;
 }

@@ -50,6 +50,7 @@ struct PromptSummary {
   int32_t agreement_mismatches = 0;  // configurations whose free-run and derived agreement differ (0 expected)
   double distinct_4grams = 0;  // distinct / all 4-grams of the trace: 1 = no repetition, near 0 = a loop
   std::string text;            // the trace, decoded
+  std::vector<ModelResult> results;  // this prompt's, per configuration
 };
 
 struct ModelEvalReport {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/matmul_tiled.h"
 #include "kernels/cpu/ops.h"
 
 namespace beacon {
@@ -41,10 +42,15 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   scratch->resize(static_cast<size_t>(n_queries) * n);
   float* logits = scratch->data();
-  for (int32_t s = 0; s < n; ++s) {
-    const float* k = keys.key(kv_head, s);
-    for (int j = 0; j < n_queries; ++j) logits[static_cast<size_t>(j) * n + s] = scale * Dot(queries + j * d, k, d);
+  // Keys are contiguous within a cache block: each block is a small f32
+  // matrix for the register-tiled kernel, all queries at once.
+  const int bs = keys.block_size();
+  for (int32_t s0 = 0; s0 < n; s0 += bs) {
+    const int32_t rows = std::min<int32_t>(bs, n - s0);
+    MatMulRowsTiled(MatrixView{DType::kF32, rows, d, keys.key(kv_head, s0)}, queries, n_queries, 0, rows,
+                    logits + s0, n);
   }
+  for (size_t i = 0; i < static_cast<size_t>(n_queries) * n; ++i) logits[i] *= scale;
   std::fill(scores, scores + n, 0.0f);
   for (int j = 0; j < n_queries; ++j) {
     float* p = logits + static_cast<size_t>(j) * n;

@@ -83,6 +83,9 @@ class KeysView {
       : cache_(cache), seq_(seq), layer_(layer) {}
   int32_t n_slots() const { return seq_->num_slots(); }
   int head_dim() const { return cache_->shape().head_dim; }
+  // Slots [s, s + block_size - s % block_size) of one head are contiguous:
+  // key(h, s + i) == key(h, s) + i * head_dim within a block.
+  int block_size() const { return cache_->shape().block_size; }
   const float* key(int kv_head, int32_t slot) const {
     const int bs = cache_->shape().block_size;
     return cache_->K(layer_, seq_->block_ids()[slot / bs], kv_head) + (slot % bs) * head_dim();

@@ -74,6 +74,29 @@ int Finish(const cli::Args& args, const eval::ResultTable& table, const std::str
   return 0;
 }
 
+// The model results as a table; the column keys are what
+// tools/plot_fidelity.py reads.
+eval::ResultTable ModelTable(const std::vector<eval::ModelResult>& results) {
+  eval::ResultTable table({{"policy", "policy", 0},
+                           {"budget", "budget", 0},
+                           {"kl", "KL (nats)", 4},
+                           {"top1", "top-1", 3},
+                           {"recall", "attn recall", 3},
+                           {"kl_post", "KL post", 4},
+                           {"top1_post", "top-1 post", 3},
+                           {"recall_post", "recall post", 3},
+                           {"agreement", "agree len", 0},
+                           {"peak_slots", "peak slots", 0},
+                           {"evictions", "evictions", 1},
+                           {"post_steps", "post steps", 0}});
+  for (const eval::ModelResult& r : results) {
+    table.AddRow({r.policy, static_cast<double>(r.budget), r.kl, r.top1, r.recall, eval::NumberOrNone(r.kl_post),
+                  eval::NumberOrNone(r.top1_post), eval::NumberOrNone(r.recall_post), r.agreement, r.peak_slots,
+                  r.evictions, r.post_steps});
+  }
+  return table;
+}
+
 int Model(const cli::Args& args) {
   eval::ModelEvalOptions o;
   absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets");
@@ -106,23 +129,7 @@ int Model(const cli::Args& args) {
   absl::StatusOr<eval::ModelEvalReport> report = eval::RunModelEval(rt->get(), *prompts, o, stderr);
   if (!report.ok()) return Fail(report.status());
 
-  eval::ResultTable table({{"policy", "policy", 0},
-                           {"budget", "budget", 0},
-                           {"kl", "KL (nats)", 4},
-                           {"top1", "top-1", 3},
-                           {"recall", "attn recall", 3},
-                           {"kl_post", "KL post", 4},
-                           {"top1_post", "top-1 post", 3},
-                           {"recall_post", "recall post", 3},
-                           {"agreement", "agree len", 0},
-                           {"peak_slots", "peak slots", 0},
-                           {"evictions", "evictions", 1},
-                           {"post_steps", "post steps", 0}});
-  for (const eval::ModelResult& r : report->results) {
-    table.AddRow({r.policy, static_cast<double>(r.budget), r.kl, r.top1, r.recall, eval::NumberOrNone(r.kl_post),
-                  eval::NumberOrNone(r.top1_post), eval::NumberOrNone(r.recall_post), r.agreement, r.peak_slots,
-                  r.evictions, r.post_steps});
-  }
+  const eval::ResultTable table = ModelTable(report->results);
   nlohmann::json settings = {{"model", ro.model},         {"prompts_file", args.Str("prompts")},
                              {"tokens", o.tokens},         {"interval", o.interval},
                              {"threads", (*rt)->pool()->n_threads()}, {"seconds", report->seconds}};
@@ -136,7 +143,8 @@ int Model(const cli::Args& args) {
                                    {"trace_seconds", p.trace_seconds}, {"replay_seconds", p.replay_seconds},
                                    {"reference_mismatches", p.reference_mismatches},
                                    {"agreement_mismatches", p.agreement_mismatches},
-                                   {"distinct_4grams", p.distinct_4grams}, {"text", p.text}});
+                                   {"distinct_4grams", p.distinct_4grams}, {"text", p.text},
+                                   {"results", ModelTable(p.results).ToJson()}});
     absl::StrAppendFormat(&md, "| %s | %d | %.2f | %.0f | %.0f | %d | %d |\n", p.id, p.prompt_tokens,
                           p.distinct_4grams, p.trace_seconds, p.replay_seconds, p.reference_mismatches,
                           p.agreement_mismatches);
@@ -149,6 +157,13 @@ int Model(const cli::Args& args) {
            {"recall_post", "Attention-mass recall after the first eviction"},
            {"agreement", "Free-running greedy agreement length (tokens)"}}) {
     absl::StrAppend(&md, "\n## ", title, "\n\n", table.PivotMarkdown("policy", "budget", key));
+  }
+  for (const eval::PromptSummary& p : report->prompts) {
+    const eval::ResultTable per_prompt = ModelTable(p.results);
+    absl::StrAppend(&md, "\n## Prompt ", p.id, ": KL after the first eviction\n\n",
+                    per_prompt.PivotMarkdown("policy", "budget", "kl_post"), "\n## Prompt ", p.id,
+                    ": attention-mass recall after the first eviction\n\n",
+                    per_prompt.PivotMarkdown("policy", "budget", "recall_post"));
   }
   absl::StrAppend(&md, "\n## All metrics\n\n", table.ToMarkdown());
   return Finish(args, table, md, settings, "model",
