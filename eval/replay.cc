@@ -36,7 +36,8 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
   std::vector<Replay> replays(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     replays[i].kv = std::make_unique<SequenceKv>(cache.get());
-    absl::StatusOr<std::unique_ptr<SequenceCompressor>> c = SequenceCompressor::Create(specs[i].options, info, n_prompt);
+    absl::StatusOr<std::unique_ptr<SequenceCompressor>> c =
+        SequenceCompressor::Create(specs[i].options, info, n_prompt);
     if (!c.ok()) return c.status();
     replays[i].compressor = std::move(*c);
   }

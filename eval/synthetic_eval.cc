@@ -32,7 +32,9 @@ absl::Status EvalTrace(const SyntheticTrace& trace, std::vector<Run>& runs, std:
   // Every key rotated once, [pos][kv_head][d]: the full cache's view.
   std::vector<float> rk(trace.k.size());
   for (int pos = 0; pos < n; ++pos) {
-    for (int h = 0; h < o.n_kv_heads; ++h) rope.Apply(trace.key(pos, h), pos, &rk[(static_cast<size_t>(pos) * o.n_kv_heads + h) * d]);
+    for (int h = 0; h < o.n_kv_heads; ++h) {
+      rope.Apply(trace.key(pos, h), pos, &rk[(static_cast<size_t>(pos) * o.n_kv_heads + h) * d]);
+    }
   }
   std::vector<float> rq(static_cast<size_t>(o.n_heads) * d);
   std::vector<float> full(static_cast<size_t>(o.n_heads) * n);  // [query head][position]

@@ -40,12 +40,16 @@ absl::Status SyntheticTraceOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", v, " ", rule));
   };
   if (n_kv_heads < 1) return bad("n_kv_heads", n_kv_heads, "must be >= 1");
-  if (n_heads < n_kv_heads || n_heads % n_kv_heads != 0) return bad("n_heads", n_heads, "must be a multiple of n_kv_heads");
+  if (n_heads < n_kv_heads || n_heads % n_kv_heads != 0) {
+    return bad("n_heads", n_heads, "must be a multiple of n_kv_heads");
+  }
   if (head_dim < 16 || head_dim % 2 != 0) return bad("head_dim", head_dim, "must be even and >= 16");
   if (!(rope_theta > 1.0f)) return bad("rope_theta", rope_theta, "must be > 1");
   if (prompt_len < 1) return bad("prompt_len", prompt_len, "must be >= 1");
   if (plan_steps < 1) return bad("plan_steps", plan_steps, "must be >= 1");
-  if (plan_len < plan_steps || plan_len % plan_steps != 0) return bad("plan_len", plan_len, "must be a multiple of plan_steps");
+  if (plan_len < plan_steps || plan_len % plan_steps != 0) {
+    return bad("plan_len", plan_len, "must be a multiple of plan_steps");
+  }
   if (middle_len < 1) return bad("middle_len", middle_len, "must be >= 1");
   if (segment_len < 1) return bad("segment_len", segment_len, "must be >= 1");
   if (revisit_every < 2) return bad("revisit_every", revisit_every, "must be >= 2");

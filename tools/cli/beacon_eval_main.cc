@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "eval/model_eval.h"
+#include "eval/policy_grid.h"
 #include "eval/report.h"
 #include "eval/synthetic_eval.h"
 #include "tools/cli/cli_args.h"
@@ -114,6 +115,11 @@ int Model(const cli::Args& args) {
   o.tokens = static_cast<int32_t>(*tokens);
   o.interval = static_cast<int32_t>(*interval);
 
+  // Bad grids fail before the model loads.
+  if (absl::StatusOr<std::vector<eval::PolicySpec>> g = eval::MakePolicyGrid(o.policies, o.budgets, o.interval);
+      !g.ok()) {
+    return Fail(g.status());
+  }
   absl::StatusOr<std::vector<eval::EvalPrompt>> prompts = eval::LoadPrompts(args.Str("prompts"));
   if (!prompts.ok()) return Fail(prompts.status());
   if (*max_prompts > 0 && static_cast<size_t>(*max_prompts) < prompts->size()) prompts->resize(*max_prompts);
