@@ -32,12 +32,9 @@ int Main(int argc, char** argv) {
   args.Declare("companions", false, "0", "other sequences batched alongside");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
-  std::vector<int32_t> tokens;
-  for (absl::string_view p : absl::StrSplit(args.Str("tokens"), ',', absl::SkipEmpty())) {
-    int32_t id;
-    if (!absl::SimpleAtoi(p, &id)) return Fail(absl::InvalidArgumentError("--tokens: bad id '" + std::string(p) + "'"));
-    tokens.push_back(id);
-  }
+  absl::StatusOr<std::vector<int32_t>> parsed = args.IntList("tokens");
+  if (!parsed.ok()) return Fail(parsed.status());
+  const std::vector<int32_t> tokens = std::move(*parsed);
   if (tokens.empty()) return Fail(absl::InvalidArgumentError("--tokens is empty"));
   if (args.Str("out").empty()) return Fail(absl::InvalidArgumentError("--out is required"));
   absl::StatusOr<int64_t> chunk = args.Int("chunk"), companions = args.Int("companions"), threads = args.Int("threads");

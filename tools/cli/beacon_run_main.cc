@@ -130,14 +130,9 @@ int Main(int argc, char** argv) {
     ss << in.rdbuf();
     prompt = ss.str();
   }
-  std::vector<int32_t> prompt_ids;
-  for (absl::string_view p : absl::StrSplit(args.Str("prompt-tokens"), ',', absl::SkipEmpty())) {
-    int32_t id;
-    if (!absl::SimpleAtoi(p, &id)) {
-      return Fail(absl::InvalidArgumentError("--prompt-tokens: '" + std::string(p) + "' is not a token id"));
-    }
-    prompt_ids.push_back(id);
-  }
+  absl::StatusOr<std::vector<int32_t>> parsed_ids = args.IntList("prompt-tokens");
+  if (!parsed_ids.ok()) return Fail(parsed_ids.status());
+  const std::vector<int32_t> prompt_ids = std::move(*parsed_ids);
   if (!prompt_ids.empty() && !prompt.empty()) {
     return Fail(absl::InvalidArgumentError("give a text prompt or --prompt-tokens, not both"));
   }

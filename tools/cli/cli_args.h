@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace beacon::cli {
 
@@ -81,6 +82,19 @@ class Args {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " expects a number, got '", Str(name), "'"));
     }
     return v;
+  }
+  // A comma-separated list of integers (e.g. token ids); empty when unset.
+  absl::StatusOr<std::vector<int32_t>> IntList(const std::string& name) const {
+    std::vector<int32_t> out;
+    for (absl::string_view p : absl::StrSplit(Str(name), ',', absl::SkipEmpty())) {
+      int32_t v;
+      if (!absl::SimpleAtoi(p, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", name, ": bad id '", p, "' (expected comma-separated integers)"));
+      }
+      out.push_back(v);
+    }
+    return out;
   }
   const std::vector<std::string>& positional() const { return positional_; }
 
