@@ -58,15 +58,16 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* 
     if (!c.ok()) return c.status();
     compressor = std::move(*c);
   }
-  return std::unique_ptr<Generation>(new Generation(tokenizer, cache, config.context_length, std::move(prompt),
-                                                    std::move(options), std::move(compressor)));
+  return std::unique_ptr<Generation>(new Generation(tokenizer, cache, config.context_length, PolicyInfoFor(config),
+                                                    std::move(prompt), std::move(options), std::move(compressor)));
 }
 
 Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length,
-                       std::vector<int32_t> prompt, GenerationOptions options,
+                       const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
                        std::unique_ptr<SequenceCompressor> compressor)
     : tokenizer_(tokenizer),
       context_length_(context_length),
+      model_(model),
       prompt_(std::move(prompt)),
       options_(std::move(options)),
       kv_(cache),
@@ -75,7 +76,29 @@ Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t conte
       detok_(tokenizer),
       stop_checker_(options_.stop) {}
 
+int32_t Generation::Preempt() {
+  kv_.Release();
+  if (compressor_ != nullptr) {
+    // Same options and prompt as at creation, which succeeded then.
+    compressor_ = std::move(*SequenceCompressor::Create(options_.kv, model_, static_cast<int32_t>(prompt_.size())));
+  }
+  if (generated_.empty()) {  // preempted mid-prompt: plain prefill again
+    prompt_done_ = 0;
+    replay_.clear();
+    replay_done_ = 0;
+    return static_cast<int32_t>(prompt_.size());
+  }
+  replay_ = prompt_;
+  replay_.insert(replay_.end(), generated_.begin(), generated_.end() - 1);
+  replay_done_ = 0;
+  return static_cast<int32_t>(replay_.size());
+}
+
 std::span<const int32_t> Generation::PendingInput(int32_t max_chunk) const {
+  if (replaying()) {
+    const int32_t n = std::min<int32_t>(max_chunk, static_cast<int32_t>(replay_.size()) - replay_done_);
+    return std::span<const int32_t>(replay_).subspan(replay_done_, n);
+  }
   if (prefilling()) {
     const int32_t n = std::min<int32_t>(max_chunk, static_cast<int32_t>(prompt_.size()) - prompt_done_);
     return std::span<const int32_t>(prompt_).subspan(prompt_done_, n);
@@ -104,6 +127,19 @@ TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
 
 TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
   TokenEvent ev;
+  if (replaying()) {
+    replay_done_ += n_fed;
+    // Keep a compressing sequence near its bound while it recomputes.
+    if (compressor_ != nullptr && replay_done_ > static_cast<int32_t>(prompt_.size()) &&
+        kv_.num_slots() > compressor_->bound()) {
+      compressor_->Evict(&kv_, replay_done_);
+    }
+    if (!replaying()) {
+      replay_.clear();
+      replay_done_ = 0;
+    }
+    return ev;  // the recompute's last logits predict a token already sampled
+  }
   if (prefilling()) {
     prompt_done_ += n_fed;
     if (prefilling()) return ev;  // mid-prompt chunk: nothing to sample yet

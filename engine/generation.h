@@ -68,15 +68,30 @@ class Generation {
                                                             GenerationOptions options);
 
   bool finished() const { return finish_ != FinishReason::kNone; }
-  bool prefilling() const { return prompt_done_ < static_cast<int32_t>(prompt_.size()); }
+  // True while prompt tokens, or the tokens of a recompute, remain to run.
+  bool prefilling() const {
+    return replaying() || prompt_done_ < static_cast<int32_t>(prompt_.size());
+  }
   // Tokens to run next: up to `max_chunk` prompt tokens, or the last sample.
   std::span<const int32_t> PendingInput(int32_t max_chunk) const;
   // RoPE position of the first token PendingInput() returns. Positions count
   // tokens, not KV slots: once eviction drops slots the two differ.
   int32_t next_position() const {
+    if (replaying()) return replay_done_;
     return prefilling() ? prompt_done_
                         : static_cast<int32_t>(prompt_.size() + generated_.size()) - 1;
   }
+
+  // Preemption by recompute: gives every KV block back and restarts the
+  // sequence's cache from scratch. The tokens to run again (returned) are the
+  // prompt and every generated token but the last, which is fed next as a
+  // normal decode step; the last chunk of a recompute samples nothing. The
+  // compressor starts afresh and evicts after every recompute chunk past the
+  // prompt, so the cache holds at most max(prompt, bound) + one chunk (attention-statistics policies such as h2o lose
+  // their accumulated scores). Sampler, detokenizer and stop state are kept:
+  // output is the same as without preemption, up to the batch-invariant
+  // kernels' exactness (bit-identical on the CPU backend).
+  int32_t Preempt();
 
   // Consumes the logits of the last of `n_fed` tokens just run. Returns the
   // sampled token's event, or nullopt-like event (id -1) mid-prompt.
@@ -92,12 +107,15 @@ class Generation {
   FinishReason finish_reason() const { return finish_; }
 
  private:
-  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, std::vector<int32_t> prompt,
-             GenerationOptions options, std::unique_ptr<SequenceCompressor> compressor);
+  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, const PolicyModelInfo& model,
+             std::vector<int32_t> prompt, GenerationOptions options,
+             std::unique_ptr<SequenceCompressor> compressor);
   TokenEvent Finish(TokenEvent ev, FinishReason reason);
+  bool replaying() const { return replay_done_ < static_cast<int32_t>(replay_.size()); }
 
   const Tokenizer* tokenizer_;
   int32_t context_length_;
+  PolicyModelInfo model_;
   std::vector<int32_t> prompt_;
   GenerationOptions options_;
   SequenceKv kv_;
@@ -107,6 +125,8 @@ class Generation {
   StopChecker stop_checker_;
   std::vector<int32_t> generated_;
   int32_t prompt_done_ = 0;
+  std::vector<int32_t> replay_;  // recompute after preemption: prompt + generated[:-1]
+  int32_t replay_done_ = 0;
   FinishReason finish_ = FinishReason::kNone;
 };
 

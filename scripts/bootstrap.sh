@@ -18,7 +18,9 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
 )
-PIP_PACKAGES=(numpy gguf)
+# pip name:import name. grpcio and friends: the gRPC end-to-end tests' client.
+PIP_PACKAGES=(numpy:numpy gguf:gguf grpcio:grpc grpcio-tools:grpc_tools grpcio-health-checking:grpc_health
+  grpcio-reflection:grpc_reflection)
 
 log() { echo "[bootstrap] $*"; }
 
@@ -38,10 +40,10 @@ fi
 PY=${PYTHON:-python3}
 if [ "${BEACON_SKIP_PIP:-0}" != 1 ]; then
   want=("${PIP_PACKAGES[@]}")
-  [ "${BEACON_WITH_LLAMACPP:-0}" = 1 ] && want+=(llama-cpp-python)
+  [ "${BEACON_WITH_LLAMACPP:-0}" = 1 ] && want+=(llama-cpp-python:llama_cpp)
   missing_pip=()
-  for p in "${want[@]}"; do
-    mod=${p//-/_}; [ "$p" = llama-cpp-python ] && mod=llama_cpp
+  for entry in "${want[@]}"; do
+    p=${entry%%:*}; mod=${entry#*:}
     $PY -c "import $mod" 2>/dev/null || missing_pip+=("$p")
   done
   if [ ${#missing_pip[@]} -gt 0 ]; then

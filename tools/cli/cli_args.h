@@ -4,6 +4,7 @@
 #ifndef BEACON_TOOLS_CLI_CLI_ARGS_H_
 #define BEACON_TOOLS_CLI_CLI_ARGS_H_
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -54,6 +55,18 @@ class Args {
       values_[name].push_back(value);
     }
     return absl::OkStatus();
+  }
+
+  // Every declared option not given on the command line is taken from the
+  // environment variable `prefix` + NAME (upper case, '-' -> '_'), e.g.
+  // --kv-policy from BEACON_KV_POLICY. The command line wins.
+  void ApplyEnvironment(const std::string& prefix) {
+    for (const auto& [name, spec] : specs_) {
+      if (values_.count(name) > 0) continue;
+      std::string var = prefix;
+      for (char c : name) var += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      if (const char* v = std::getenv(var.c_str()); v != nullptr && *v != '\0') values_[name].push_back(v);
+    }
   }
 
   bool Has(const std::string& name) const { return values_.count(name) > 0; }

@@ -1,0 +1,275 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace beacon {
+
+std::string_view RequestStateName(RequestState s) {
+  switch (s) {
+    case RequestState::kWaiting: return "waiting";
+    case RequestState::kRunning: return "running";
+    case RequestState::kPreempted: return "preempted";
+    case RequestState::kFinishedStopped: return "stopped";
+    case RequestState::kFinishedLength: return "length";
+    case RequestState::kFinishedTimeLimit: return "time_limit";
+    case RequestState::kFinishedCancelled: return "cancelled";
+    case RequestState::kFinishedError: return "error";
+  }
+  return "?";
+}
+
+std::string_view AdmissionModeName(AdmissionMode m) {
+  return m == AdmissionMode::kReserve ? "reserve" : "optimistic";
+}
+
+absl::StatusOr<AdmissionMode> ParseAdmissionMode(std::string_view name) {
+  if (name == "reserve") return AdmissionMode::kReserve;
+  if (name == "optimistic") return AdmissionMode::kOptimistic;
+  return absl::InvalidArgumentError(
+      absl::StrCat("admission: '", std::string(name), "' is not a mode (reserve, optimistic)"));
+}
+
+absl::Status SchedulerConfig::Validate() const {
+  if (max_running < 1) return absl::InvalidArgumentError(absl::StrCat("max_running must be >= 1, got ", max_running));
+  if (max_waiting < 0) return absl::InvalidArgumentError(absl::StrCat("max_waiting must be >= 0, got ", max_waiting));
+  // Every running sequence decodes every step; a smaller budget would leave
+  // the newest ones behind for good.
+  if (max_step_tokens < max_running) {
+    return absl::InvalidArgumentError(absl::StrCat("max_step_tokens (", max_step_tokens,
+                                                   ") must be >= max_running (", max_running, ")"));
+  }
+  if (prefill_chunk < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("prefill_chunk must be >= 1, got ", prefill_chunk));
+  }
+  if (!(watermark >= 0.0 && watermark < 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("watermark must be in [0, 1), got ", watermark));
+  }
+  return absl::OkStatus();
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, StepEngine* engine) : config_(config), engine_(engine) {}
+
+Scheduler::~Scheduler() { AbortAll(RequestState::kFinishedCancelled); }
+
+int32_t Scheduler::BlocksFor(int64_t slots) const {
+  const int64_t bs = engine_->BlockSize();
+  return static_cast<int32_t>((slots + bs - 1) / bs);
+}
+
+const SchedRequest* Scheduler::Find(RequestId id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+absl::Status Scheduler::Add(const SchedRequest& request) {
+  if (requests_.contains(request.id)) {
+    return absl::AlreadyExistsError(absl::StrCat("request id ", request.id, " is already queued or running"));
+  }
+  // Checked before the queue bound: a request that can never run is the
+  // client's error whatever the load.
+  const int32_t need = BlocksFor(request.peak_slots);
+  if (need > engine_->TotalBlocks()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the request needs ", request.peak_slots, " KV slots (prompt ", request.prompt_tokens, " + max_tokens ",
+        request.max_new_tokens, " under its KV policy) but the whole KV pool holds ",
+        int64_t{engine_->TotalBlocks()} * engine_->BlockSize(),
+        ": lower max_tokens or the prompt, or choose a compressing kv_policy"));
+  }
+  if (static_cast<int32_t>(waiting_.size()) >= config_.max_waiting) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the waiting queue is full (", config_.max_waiting, " requests); retry later"));
+  }
+  SchedRequest r = request;
+  r.state = RequestState::kWaiting;
+  r.prefill_target = r.prompt_tokens;
+  r.prefill_done = 0;
+  r.generated = 0;
+  r.reserved_blocks = 0;
+  requests_.emplace(r.id, r);
+  waiting_.push_back(r.id);
+  return absl::OkStatus();
+}
+
+void Scheduler::Finish(RequestId id, RequestState state) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  SchedRequest& r = it->second;
+  const bool was_running = r.state == RequestState::kRunning;
+  if (was_running) {
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+  } else {
+    auto w = std::find(waiting_.begin(), waiting_.end(), id);
+    if (w != waiting_.end()) waiting_.erase(w);
+  }
+  r.state = state;
+  engine_->Remove(r);  // frees its KV now; sees what was reserved for it
+  reserved_blocks_ -= r.reserved_blocks;
+  requests_.erase(it);
+}
+
+bool Scheduler::Abort(RequestId id, RequestState final_state) {
+  if (!requests_.contains(id)) return false;
+  Finish(id, final_state);
+  return true;
+}
+
+void Scheduler::AbortAll(RequestState final_state) {
+  std::vector<RequestId> ids(running_.begin(), running_.end());
+  ids.insert(ids.end(), waiting_.begin(), waiting_.end());
+  for (RequestId id : ids) Finish(id, final_state);
+}
+
+void Scheduler::Expire(SchedClock::time_point now, StepReport* report) {
+  std::vector<RequestId> expired;
+  for (const auto& [id, r] : requests_) {
+    if (r.deadline <= now) expired.push_back(id);
+  }
+  for (RequestId id : expired) Finish(id, RequestState::kFinishedTimeLimit);
+  report->finished += static_cast<int32_t>(expired.size());
+}
+
+bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
+  if (config_.admission == AdmissionMode::kReserve) {
+    const int32_t need = BlocksFor(r->peak_slots);
+    if (reserved_blocks_ + need > engine_->TotalBlocks()) return false;
+    r->reserved_blocks = need;
+    reserved_blocks_ += need;
+    return true;
+  }
+  // Optimistic: the whole (re)prefill must fit now, beside what this step's
+  // work already takes and a watermark kept free for the running sequences'
+  // growth.
+  const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * engine_->TotalBlocks()));
+  // A compressing sequence evicts while it recomputes: it never holds more
+  // than its peak plus one chunk.
+  const int32_t need = BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk));
+  const int32_t free_after = engine_->FreeBlocks() - *step_blocks - need;
+  // With nothing running the watermark protects no one: admit if it fits.
+  if (free_after < (running_.empty() ? 0 : watermark)) return false;
+  *step_blocks += need;
+  return true;
+}
+
+void Scheduler::PreemptNewest(StepReport* report) {
+  auto newest = std::max_element(running_.begin(), running_.end(), [&](RequestId a, RequestId b) {
+    return requests_.at(a).admit_seq < requests_.at(b).admit_seq;
+  });
+  const RequestId id = *newest;
+  running_.erase(newest);
+  SchedRequest& r = requests_.at(id);
+  r.prefill_target = engine_->Preempt(id);
+  r.prefill_done = 0;
+  r.state = RequestState::kPreempted;
+  ++r.preemptions;
+  waiting_.push_front(id);
+  ++report->preempted;
+}
+
+StepReport Scheduler::Step(SchedClock::time_point now) {
+  StepReport report;
+  Expire(now, &report);
+
+  std::vector<SeqWork> work;
+  int32_t budget = config_.max_step_tokens;
+  int32_t step_blocks = 0;  // optimistic mode: blocks this step's work may take
+
+  // 1. Decode: one token per decoding sequence, oldest first. In optimistic
+  //    mode a step that would not fit preempts the newest sequences.
+  if (config_.admission == AdmissionMode::kOptimistic) {
+    for (;;) {
+      int32_t need = 0;
+      for (RequestId id : running_) {
+        const SchedRequest& r = requests_.at(id);
+        need += engine_->BlocksToAppend(id, r.prefilling() ? std::min(config_.prefill_chunk,
+                                                                      r.prefill_target - r.prefill_done)
+                                                          : 1);
+      }
+      if (need <= engine_->FreeBlocks() || running_.empty()) {
+        step_blocks = need;
+        break;
+      }
+      PreemptNewest(&report);
+    }
+  }
+  std::vector<RequestId> order = running_;
+  std::sort(order.begin(), order.end(),
+            [&](RequestId a, RequestId b) { return requests_.at(a).admit_seq < requests_.at(b).admit_seq; });
+  for (RequestId id : order) {
+    const SchedRequest& r = requests_.at(id);
+    if (r.prefilling() || budget < 1) continue;
+    work.push_back({id, 1, false});
+    --budget;
+    ++report.decode_seqs;
+  }
+  // 2. Prefill chunks of running sequences.
+  for (RequestId id : order) {
+    const SchedRequest& r = requests_.at(id);
+    if (!r.prefilling() || budget < 1) continue;
+    const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, budget});
+    work.push_back({id, n, true});
+    budget -= n;
+    ++report.prefill_seqs;
+  }
+  // 3. Admit waiting requests FCFS while capacity, the running cap and the
+  //    token budget allow; the head blocks the rest (no starvation).
+  while (!waiting_.empty() && budget >= 1 && static_cast<int32_t>(running_.size()) < config_.max_running) {
+    SchedRequest& r = requests_.at(waiting_.front());
+    if (!TryAdmit(&r, &step_blocks)) break;
+    waiting_.pop_front();
+    r.state = RequestState::kRunning;
+    r.admit_seq = next_admit_seq_++;
+    if (!r.scheduled_once) {
+      r.scheduled_once = true;
+      r.first_scheduled = now;
+    }
+    running_.push_back(r.id);
+    ++report.admitted;
+    const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, budget});
+    work.push_back({r.id, n, true});
+    budget -= n;
+    ++report.prefill_seqs;
+  }
+  if (work.empty()) return report;
+
+  // 4. Run and apply.
+  std::vector<SeqOutcome> outcomes;
+  outcomes.reserve(work.size());
+  report.ran = true;
+  for (const SeqWork& w : work) report.tokens += w.n_tokens;
+  absl::Status s = engine_->Run(work, &outcomes);
+  if (!s.ok()) {
+    report.engine_status = s;
+    for (const SeqWork& w : work) {
+      if (requests_.contains(w.id)) {
+        Finish(w.id, RequestState::kFinishedError);
+        ++report.finished;
+      }
+    }
+    return report;
+  }
+  for (size_t i = 0; i < work.size() && i < outcomes.size(); ++i) {
+    const SeqOutcome& o = outcomes[i];
+    auto it = requests_.find(o.id);
+    if (it == requests_.end()) continue;
+    SchedRequest& r = it->second;
+    if (work[i].prefill) r.prefill_done += work[i].n_tokens;
+    if (o.sampled) ++r.generated;
+    RequestState end = RequestState::kRunning;
+    switch (o.result) {
+      case SeqResult::kContinue: break;
+      case SeqResult::kStopped: end = RequestState::kFinishedStopped; break;
+      case SeqResult::kLength: end = RequestState::kFinishedLength; break;
+      case SeqResult::kError: end = RequestState::kFinishedError; break;
+    }
+    if (IsFinished(end)) {
+      Finish(o.id, end);
+      ++report.finished;
+    }
+  }
+  return report;
+}
+
+}  // namespace beacon

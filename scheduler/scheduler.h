@@ -1,0 +1,122 @@
+// Iteration-level continuous batching (DESIGN.md section 2).
+//
+// Every Step():
+//   1. expires requests whose deadline passed (state kFinishedTimeLimit);
+//   2. schedules: every decoding sequence gets one token, then prefilling
+//      sequences get prompt chunks, then waiting requests are admitted FCFS
+//      and get chunks, all within `max_step_tokens` and `max_running`;
+//   3. runs the step on the StepEngine and applies the outcomes.
+// Requests that finish are handed to StepEngine::Remove with their final
+// state, which frees their KV.
+//
+// Capacity (what fits in the KV pool) is kept apart from the token budget
+// (what fits in one step):
+//   - kReserve (default): a request is admitted only when its peak footprint
+//     (SchedRequest::peak_slots, in blocks) fits beside the footprints
+//     already reserved. Under a compressing policy the footprint is constant
+//     in the output length, so the same pool admits many more long-output
+//     requests. Admitted sequences can never run out of blocks.
+//   - kOptimistic: admitted when the pool has room for the prompt now (plus a
+//     watermark); when a decode step would not fit, the newest running
+//     sequence is preempted (its KV freed, recomputed later), as vLLM does.
+// FCFS: the head of the queue blocks those behind it, so no request starves.
+//
+// Thread ownership: the engine thread.
+#ifndef BEACON_SCHEDULER_SCHEDULER_H_
+#define BEACON_SCHEDULER_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "scheduler/request.h"
+#include "scheduler/step_engine.h"
+
+namespace beacon {
+
+enum class AdmissionMode { kReserve, kOptimistic };
+std::string_view AdmissionModeName(AdmissionMode m);
+absl::StatusOr<AdmissionMode> ParseAdmissionMode(std::string_view name);
+
+struct SchedulerConfig {
+  int32_t max_running = 64;        // sequences in the running set at most
+  int32_t max_waiting = 1024;      // waiting queue bound; past it Add() fails
+  int32_t max_step_tokens = 512;   // tokens per step (decode + prefill)
+  int32_t prefill_chunk = 256;     // prompt tokens per sequence per step
+  AdmissionMode admission = AdmissionMode::kReserve;
+  // kOptimistic: fraction of the pool kept free when admitting.
+  double watermark = 0.01;
+
+  // INVALID_ARGUMENT naming the field.
+  absl::Status Validate() const;
+};
+
+// What one Step() did, for the caller's bookkeeping and metrics.
+struct StepReport {
+  int32_t decode_seqs = 0;
+  int32_t prefill_seqs = 0;
+  int32_t tokens = 0;               // tokens run (prefill + decode)
+  int32_t admitted = 0;
+  int32_t preempted = 0;
+  int32_t finished = 0;             // any terminal state, expiries included
+  bool ran = false;                 // an engine step ran
+  absl::Status engine_status;       // the engine's error, if the step failed
+};
+
+class Scheduler {
+ public:
+  // `engine` must outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, StepEngine* engine);
+  // Aborts (kFinishedCancelled) whatever is still queued or running.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request (the engine already knows its id). Errors, after which
+  // the caller still owns the engine-side state (no Remove() is called):
+  //   RESOURCE_EXHAUSTED  the waiting queue is full;
+  //   INVALID_ARGUMENT    its footprint exceeds the whole pool: it could never run.
+  absl::Status Add(const SchedRequest& request);
+
+  // Ends a request now with `final_state` (terminal), wherever it is: its KV
+  // is freed before Abort returns. False if the id is unknown (already over).
+  bool Abort(RequestId id, RequestState final_state);
+  // Aborts every request (drain timeout, shutdown).
+  void AbortAll(RequestState final_state);
+
+  // One iteration; `now` drives deadlines and timings.
+  StepReport Step(SchedClock::time_point now);
+
+  bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  // Blocks set aside by reserve-mode admission.
+  int32_t reserved_blocks() const { return reserved_blocks_; }
+  const SchedulerConfig& config() const { return config_; }
+  // The scheduler's record of a live request; null when unknown or over.
+  const SchedRequest* Find(RequestId id) const;
+  // Blocks a footprint of `slots` takes.
+  int32_t BlocksFor(int64_t slots) const;
+
+ private:
+  void Expire(SchedClock::time_point now, StepReport* report);
+  bool TryAdmit(SchedRequest* r, int32_t* step_blocks);
+  void PreemptNewest(StepReport* report);
+  void Finish(RequestId id, RequestState state);
+
+  SchedulerConfig config_;
+  StepEngine* engine_;
+  absl::flat_hash_map<RequestId, SchedRequest> requests_;
+  std::deque<RequestId> waiting_;   // FCFS; preempted requests go to the front
+  std::vector<RequestId> running_;  // admission order
+  int32_t reserved_blocks_ = 0;
+  uint64_t next_admit_seq_ = 0;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_SCHEDULER_SCHEDULER_H_

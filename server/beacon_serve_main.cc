@@ -1,0 +1,310 @@
+// beacon-serve: the BeaconKV serving process. Loads a model, starts the
+// engine loop (scheduler + KV + model on one thread), the beacon.v1 gRPC API
+// (with grpc.health.v1 and reflection) and the HTTP port (/health, /ready),
+// and drains gracefully on SIGTERM/SIGINT.
+//
+// Every flag can also come from the environment: --kv-policy from
+// BEACON_KV_POLICY, --grpc-port from BEACON_GRPC_PORT, ... (flags win).
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "engine/runtime.h"
+#include "server/grpc_service.h"
+#include "server/http_server.h"
+#include "tools/cli/cli_args.h"
+#include "tools/cli/kv_flags.h"
+
+namespace beacon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "beacon-serve: %s\n", std::string(s.message()).c_str());
+  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void DeclareFlags(cli::Args* a) {
+  a->Declare("model", false, "models/default.gguf", "GGUF file, HF directory or dummy:config.json");
+  a->Declare("host", false, "0.0.0.0", "address to listen on (gRPC and HTTP)");
+  a->Declare("grpc-port", false, "50051", "gRPC port (0 = pick a free one; the chosen port is logged)");
+  a->Declare("http-port", false, "8080", "HTTP port for /health and /ready (0 = pick a free one)");
+  a->Declare("threads", false, "0", "CPU threads of the engine (0 = all)");
+  a->Declare("http-threads", false, "2", "HTTP IO threads");
+  a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
+  a->Declare("kv-block-size", false, "16", "KV slots per block");
+  a->Declare("kv-allowed-policies", false, "", "comma-separated policies a request may choose (default: all)");
+  a->Declare("kv-min-budget", false, "32", "smallest kv budget a request may ask for");
+  a->Declare("kv-max-budget", false, "65536", "largest kv budget a request may ask for");
+  a->Declare("max-running", false, "64", "sequences in the running batch at most");
+  a->Declare("max-waiting", false, "1024", "waiting queue bound; past it RESOURCE_EXHAUSTED");
+  a->Declare("max-step-tokens", false, "512", "tokens per engine step (decode + prefill chunks)");
+  a->Declare("prefill-chunk", false, "256", "prompt tokens per sequence per step");
+  a->Declare("admission", false, "reserve", "reserve (peak KV footprint) or optimistic (preempt by recompute)");
+  a->Declare("default-max-tokens", false, "256", "max_tokens of a request that gives none");
+  a->Declare("max-tokens-limit", false, "0", "largest max_tokens accepted (0 = the context length)");
+  a->Declare("drain-timeout-s", false, "30", "on SIGTERM, seconds running streams get to finish");
+  a->Declare("api-key", false, "", "require 'authorization: Bearer KEY' (gRPC metadata / HTTP header)");
+  a->Declare("api-key-file", false, "", "read the API key from this file");
+  a->Declare("tls-cert", false, "", "PEM certificate chain: serve gRPC over TLS");
+  a->Declare("tls-key", false, "", "PEM private key of --tls-cert");
+  a->Declare("help", true, "", "show this help");
+  DeclareKvFlags(a, "beacon");
+}
+
+struct IntFlag {
+  const char* name;
+  int64_t min;
+  int64_t* out;
+};
+
+absl::Status ParseInts(const cli::Args& args, std::initializer_list<IntFlag> flags) {
+  for (const IntFlag& f : flags) {
+    absl::StatusOr<int64_t> v = args.Int(f.name);
+    if (!v.ok()) return v.status();
+    if (*v < f.min) return absl::InvalidArgumentError(absl::StrCat("--", f.name, " must be >= ", f.min, ", got ", *v));
+    *f.out = *v;
+  }
+  return absl::OkStatus();
+}
+
+v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, const Tokenizer& tok,
+                            const ServeLimits& limits, const SchedulerConfig& sched, int block_size,
+                            int64_t pool_tokens) {
+  v1::ModelInfo m;
+  m.set_model(model);
+  m.set_architecture(std::string(ModelFamilyName(c.family)));
+  m.set_context_length(c.context_length);
+  m.set_vocab_size(c.vocab_size);
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    if (tok.IsEndOfGeneration(id)) m.add_eos_token_ids(id);
+  }
+  m.set_has_chat_template(true);
+  m.set_kv_block_size(block_size);
+  m.set_kv_pool_tokens(static_cast<int32_t>(pool_tokens));
+  m.set_max_tokens_default(limits.default_max_tokens);
+  m.set_max_tokens_limit(limits.max_tokens_limit > 0 ? limits.max_tokens_limit : c.context_length);
+  for (std::string_view name : KvPolicyNames()) {
+    v1::KvPolicyInfo* p = m.add_kv_policies();
+    p->set_name(std::string(name));
+    const auto& allowed = limits.kv_limits.allowed_policies;
+    p->set_allowed(name == limits.kv_default.policy || allowed.empty() ||
+                   std::find(allowed.begin(), allowed.end(), name) != allowed.end());
+    p->set_is_default(name == limits.kv_default.policy);
+  }
+  m.set_default_kv_policy(limits.kv_default.policy);
+  m.set_default_kv_budget(limits.kv_default.compresses() ? limits.kv_default.budget : 0);
+  m.set_kv_budget_min(limits.kv_limits.min_budget);
+  m.set_kv_budget_max(limits.kv_limits.max_budget);
+  m.set_kv_interval(limits.kv_default.interval);
+  m.set_admission(std::string(AdmissionModeName(sched.admission)));
+  return m;
+}
+
+int Main(int argc, char** argv) {
+  // Signals are taken synchronously by the main thread (sigwait below); every
+  // thread started from here on inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  cli::Args args;
+  DeclareFlags(&args);
+  if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
+  if (args.Flag("help")) {
+    std::printf("usage: beacon-serve [options]   (each also from BEACON_<OPTION>)\n%s", args.Usage().c_str());
+    return 0;
+  }
+  args.ApplyEnvironment("BEACON_");
+  if (!args.positional().empty()) {
+    return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
+  }
+  int64_t grpc_port, http_port, threads, http_threads, pool_tokens, block_size, min_budget, max_budget, max_running,
+      max_waiting, step_tokens, chunk, def_max, max_limit, drain_s;
+  if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port}, {"http-port", 0, &http_port},
+                                        {"threads", 0, &threads}, {"http-threads", 1, &http_threads},
+                                        {"kv-pool-tokens", 1, &pool_tokens}, {"kv-block-size", 1, &block_size},
+                                        {"kv-min-budget", 1, &min_budget}, {"kv-max-budget", 1, &max_budget},
+                                        {"max-running", 1, &max_running}, {"max-waiting", 0, &max_waiting},
+                                        {"max-step-tokens", 1, &step_tokens}, {"prefill-chunk", 1, &chunk},
+                                        {"default-max-tokens", 1, &def_max}, {"max-tokens-limit", 0, &max_limit},
+                                        {"drain-timeout-s", 0, &drain_s}});
+      !s.ok()) {
+    return Fail(s);
+  }
+  if (grpc_port > 65535 || http_port > 65535) return Fail(absl::InvalidArgumentError("ports must be <= 65535"));
+
+  SchedulerConfig sched;
+  sched.max_running = static_cast<int32_t>(max_running);
+  sched.max_waiting = static_cast<int32_t>(max_waiting);
+  sched.max_step_tokens = static_cast<int32_t>(step_tokens);
+  sched.prefill_chunk = static_cast<int32_t>(chunk);
+  absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
+  if (!mode.ok()) return Fail(mode.status());
+  sched.admission = *mode;
+  if (absl::Status s = sched.Validate(); !s.ok()) return Fail(s);
+
+  ServeLimits limits;
+  if (absl::Status s = ParseKvOptions(args, &limits.kv_default); !s.ok()) return Fail(s);
+  for (absl::string_view p : absl::StrSplit(args.Str("kv-allowed-policies"), ',', absl::SkipEmpty())) {
+    limits.kv_limits.allowed_policies.push_back(std::string(p));
+  }
+  limits.kv_limits.min_budget = static_cast<int32_t>(min_budget);
+  limits.kv_limits.max_budget = static_cast<int32_t>(max_budget);
+  if (absl::Status s = limits.kv_limits.Validate(); !s.ok()) return Fail(s);
+  limits.default_max_tokens = static_cast<int32_t>(def_max);
+  limits.max_tokens_limit = static_cast<int32_t>(max_limit);
+
+  std::string api_key = args.Str("api-key");
+  if (args.Has("api-key-file")) {
+    absl::StatusOr<std::string> key = ReadFile("api-key-file", args.Str("api-key-file"));
+    if (!key.ok()) return Fail(key.status());
+    api_key = std::string(absl::StripAsciiWhitespace(*key));
+  }
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (args.Has("tls-cert") != args.Has("tls-key")) {
+    return Fail(absl::InvalidArgumentError("--tls-cert and --tls-key go together"));
+  }
+  if (args.Has("tls-cert")) {
+    absl::StatusOr<std::string> cert = ReadFile("tls-cert", args.Str("tls-cert"));
+    absl::StatusOr<std::string> key = ReadFile("tls-key", args.Str("tls-key"));
+    if (!cert.ok()) return Fail(cert.status());
+    if (!key.ok()) return Fail(key.status());
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+
+  const auto t0 = Clock::now();
+  absl::StatusOr<std::unique_ptr<Runtime>> rt =
+      Runtime::Create(RuntimeOptions{args.Str("model"), static_cast<int>(threads)});
+  if (!rt.ok()) return Fail(rt.status());
+  if ((*rt)->tokenizer() == nullptr) {
+    return Fail(absl::InvalidArgumentError("--model: this model has no tokenizer (dummy weights cannot be served)"));
+  }
+  const ModelConfig& config = (*rt)->config();
+  limits.context_length = config.context_length;
+  std::unique_ptr<KvCache> cache = (*rt)->MakeKvCache(pool_tokens, static_cast<int>(block_size));
+  EngineLoop loop((*rt)->backend(), cache.get(), (*rt)->tokenizer(), config, sched);
+
+  GrpcServiceOptions gopts;
+  gopts.limits = limits;
+  gopts.api_key = api_key;
+  gopts.model_info = MakeModelInfo(args.Str("model"), config, *(*rt)->tokenizer(), limits, sched,
+                                   static_cast<int>(block_size), int64_t{cache->pool().num_blocks()} * block_size);
+  BeaconGrpcService service(&loop, (*rt)->tokenizer(), gopts);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int bound_grpc = 0;
+  const std::string host = args.Str("host");
+  builder.AddListeningPort(absl::StrCat(host, ":", grpc_port), creds, &bound_grpc);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_grpc == 0) {
+    return Fail(absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", host, ":", grpc_port)));
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus("beacon.v1.BeaconService", true);
+  health->SetServingStatus(true);
+
+  std::atomic<bool> ready{true};
+  Router routes;
+  routes.Handle("GET", "/health", [](const HttpRequest&, HttpResponder& r) {
+    r.Reply(HttpResponse{200, "application/json", {}, "{\"status\":\"ok\"}"});
+  });
+  routes.Handle("GET", "/ready", [&ready, &loop](const HttpRequest&, HttpResponder& r) {
+    if (ready.load() && !loop.draining()) {
+      r.Reply(HttpResponse{200, "application/json", {}, "{\"status\":\"ready\"}"});
+    } else {
+      r.Reply(HttpResponse{503, "application/json", {}, "{\"status\":\"draining\"}"});
+    }
+  });
+  // The engine's live state as JSON: operators' quick look, and how the
+  // end-to-end tests check that the KV pool returns to baseline.
+  routes.Handle("GET", "/v1/engine/stats", [&loop](const HttpRequest&, HttpResponder& r) {
+    const LoopStats s = loop.Stats();
+    r.Reply(HttpResponse{
+        200, "application/json", {},
+        absl::StrCat("{\"running\":", s.running, ",\"waiting\":", s.waiting, ",\"inflight\":", s.inflight,
+                     ",\"kv_blocks_total\":", s.kv_blocks_total, ",\"kv_blocks_free\":", s.kv_blocks_free,
+                     ",\"kv_blocks_reserved\":", s.kv_blocks_reserved, ",\"compressing\":", s.compressing,
+                     ",\"finished\":", s.finished, ",\"rejected\":", s.rejected,
+                     ",\"prompt_tokens\":", s.totals.prompt_tokens,
+                     ",\"generation_tokens\":", s.totals.generation_tokens,
+                     ",\"preemptions\":", s.totals.preemptions, ",\"evictions\":", s.totals.evictions,
+                     ",\"steps\":", s.totals.steps, ",\"draining\":", loop.draining() ? "true" : "false", "}")});
+  });
+  HttpServerOptions hopts;
+  hopts.host = host;
+  hopts.port = static_cast<int>(http_port);
+  hopts.threads = static_cast<int>(http_threads);
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(hopts, std::move(routes));
+  if (!http.ok()) {
+    server->Shutdown();
+    return Fail(http.status());
+  }
+  std::fprintf(stderr,
+               "beacon-serve: ready grpc=%s:%d http=%s:%d model=%s kv_policy=%s kv_pool_tokens=%lld "
+               "admission=%s (%.1f s)\n",
+               host.c_str(), bound_grpc, host.c_str(), (*http)->port(), args.Str("model").c_str(),
+               limits.kv_default.policy.c_str(), static_cast<long long>(cache->pool().num_blocks() * block_size),
+               std::string(AdmissionModeName(sched.admission)).c_str(),
+               std::chrono::duration<double>(Clock::now() - t0).count());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "beacon-serve: %s: draining (%lld s at most)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+               static_cast<long long>(drain_s));
+  // Drain: stop being ready, refuse new work, let running streams finish.
+  ready.store(false);
+  health->SetServingStatus("beacon.v1.BeaconService", false);
+  health->SetServingStatus(false);
+  loop.BeginDrain();
+  const auto drain_end = Clock::now() + std::chrono::seconds(drain_s);
+  while (loop.Stats().inflight > 0 && Clock::now() < drain_end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const int32_t left = loop.Stats().inflight;
+  if (left > 0) {
+    std::fprintf(stderr, "beacon-serve: drain timeout: cancelling %d requests\n", left);
+    loop.CancelAll();
+    const auto cancel_end = Clock::now() + std::chrono::seconds(2);
+    while (loop.Stats().inflight > 0 && Clock::now() < cancel_end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  (*http)->Stop();
+  loop.Stop();
+  std::fprintf(stderr, "beacon-serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace beacon
+
+int main(int argc, char** argv) { return beacon::Main(argc, argv); }

@@ -1,0 +1,106 @@
+// The engine thread: owns the scheduler, the GenerationEngine and with them
+// every KV block and model state. Front-end threads only post to its inbox
+// (Submit, Cancel) and hear back through each request's RequestSink.
+//
+// Each iteration drains the inbox (so a cancel frees its blocks before the
+// next step runs), then runs one scheduler step; with nothing to do it
+// sleeps on a condition variable.
+//
+// Thread ownership: Submit/Cancel/BeginDrain/Stats from any thread; the rest
+// of the state belongs to the loop thread.
+#ifndef BEACON_SERVER_ENGINE_LOOP_H_
+#define BEACON_SERVER_ENGINE_LOOP_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+#include "absl/status/statusor.h"
+#include "scheduler/scheduler.h"
+#include "server/generation_engine.h"
+
+namespace beacon {
+
+// A snapshot for health checks, metrics and tests; updated every iteration.
+struct LoopStats {
+  int32_t running = 0;
+  int32_t waiting = 0;
+  int32_t inflight = 0;           // submitted and not yet finished or rejected
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_free = 0;
+  int32_t kv_blocks_reserved = 0;
+  int32_t compressing = 0;        // running sequences under a compressing policy
+  EngineTotals totals;
+  int64_t finished = 0;           // requests that reached a final record
+  int64_t rejected = 0;
+  int32_t last_step_batch = 0;    // sequences in the last step
+  int32_t last_step_tokens = 0;
+};
+
+class EngineLoop {
+ public:
+  // Pointers must outlive the loop. Starts the thread.
+  EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config,
+             const SchedulerConfig& scheduler_config);
+  // Stop()s.
+  ~EngineLoop();
+
+  // Queues a validated request. UNAVAILABLE (synchronously) while draining
+  // or stopped. Otherwise the sink hears OnRejected (queue full, footprint
+  // larger than the pool) or tokens and exactly one OnFinish.
+  absl::StatusOr<RequestId> Submit(PreparedRequest request, std::shared_ptr<RequestSink> sink);
+  // Ends a request (client gone): its final record says `cancelled`, its
+  // blocks are free before the next step. Unknown or finished ids: no-op.
+  void Cancel(RequestId id);
+
+  // Refuses new requests from now on; running ones go on.
+  void BeginDrain();
+  bool draining() const { return draining_.load(); }
+  // Cancels every request (drain timeout).
+  void CancelAll();
+  // Cancels everything and joins the thread. Idempotent.
+  void Stop();
+
+  LoopStats Stats() const;
+
+ private:
+  struct SubmitCmd {
+    RequestId id;
+    PreparedRequest request;
+    std::shared_ptr<RequestSink> sink;
+  };
+  struct CancelCmd {
+    RequestId id;
+  };
+  struct CancelAllCmd {};
+  using Command = std::variant<SubmitCmd, CancelCmd, CancelAllCmd>;
+
+  void Post(Command c);
+  void Run();
+  void Handle(SubmitCmd& c);
+  void PublishStats(const StepReport* report);
+
+  GenerationEngine engine_;
+  Scheduler scheduler_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Command> inbox_;
+  bool stop_ = false;
+  LoopStats stats_;  // guarded by mu_
+  std::atomic<bool> draining_{false};
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<int32_t> inflight_{0};
+  std::atomic<int64_t> finished_{0};
+  std::atomic<int64_t> rejected_{0};
+  std::thread thread_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_SERVER_ENGINE_LOOP_H_

@@ -1,0 +1,180 @@
+#include "server/generation_engine.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace beacon {
+namespace {
+
+double Seconds(SchedClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+ServeFinish FromGeneration(FinishReason r) {
+  switch (r) {
+    case FinishReason::kEos: return ServeFinish::kEos;
+    case FinishReason::kStop: return ServeFinish::kStop;
+    case FinishReason::kStopSequence: return ServeFinish::kStopSequence;
+    case FinishReason::kLength:
+    case FinishReason::kNone: return ServeFinish::kLength;
+  }
+  return ServeFinish::kLength;
+}
+
+}  // namespace
+
+std::string_view ServeFinishName(ServeFinish f) {
+  switch (f) {
+    case ServeFinish::kStop: return "stop";
+    case ServeFinish::kLength: return "length";
+    case ServeFinish::kEos: return "eos";
+    case ServeFinish::kStopSequence: return "stop_sequence";
+    case ServeFinish::kTimeLimit: return "time_limit";
+    case ServeFinish::kCancelled: return "cancelled";
+    case ServeFinish::kError: return "error";
+  }
+  return "?";
+}
+
+GenerationEngine::GenerationEngine(Backend* backend, KvCache* cache, const Tokenizer* tokenizer,
+                                   const ModelConfig& config)
+    : backend_(backend), cache_(cache), tokenizer_(tokenizer), config_(config) {}
+
+GenerationEngine::~GenerationEngine() = default;
+
+absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink) {
+  if (seqs_.contains(id)) return absl::AlreadyExistsError(absl::StrCat("sequence ", id, " exists"));
+  absl::StatusOr<std::unique_ptr<Generation>> gen =
+      Generation::Create(tokenizer_, cache_, config_, std::move(request.prompt), std::move(request.options));
+  if (!gen.ok()) return gen.status();
+  Seq s;
+  s.gen = std::move(*gen);
+  s.sink = std::move(sink);
+  s.request_id = std::move(request.request_id);
+  s.arrival = request.arrival;
+  seqs_.emplace(id, std::move(s));
+  return absl::OkStatus();
+}
+
+void GenerationEngine::Forget(RequestId id) { seqs_.erase(id); }
+
+int32_t GenerationEngine::num_compressing() const {
+  int32_t n = 0;
+  for (const auto& [id, s] : seqs_) n += s.gen->compressor() != nullptr;
+  return n;
+}
+
+int32_t GenerationEngine::BlocksToAppend(RequestId id, int32_t n) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return 0;
+  const SequenceKv* kv = it->second.gen->kv();
+  const int32_t bs = BlockSize();
+  const int32_t need = (kv->num_slots() + n + bs - 1) / bs - kv->num_blocks();
+  return need > 0 ? need : 0;
+}
+
+int32_t GenerationEngine::Preempt(RequestId id) {
+  Seq& s = seqs_.at(id);
+  ++s.preemptions;
+  ++totals_.preemptions;
+  return s.gen->Preempt();
+}
+
+absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+  std::vector<ForwardEntry> entries;
+  std::vector<Seq*> owners;
+  entries.reserve(work.size());
+  for (const SeqWork& w : work) {
+    Seq& s = seqs_.at(w.id);
+    ForwardEntry e;
+    e.kv = s.gen->kv();
+    e.tokens = s.gen->PendingInput(w.n_tokens);
+    e.start_pos = s.gen->next_position();
+    e.policy = s.gen->policy();
+    entries.push_back(e);
+    owners.push_back(&s);
+    if (w.prefill) totals_.prompt_tokens += static_cast<int64_t>(e.tokens.size());
+  }
+  if (absl::Status st = backend_->Forward(entries, &logits_); !st.ok()) {
+    last_error_ = std::string(st.message());
+    return st;
+  }
+  ++totals_.steps;
+  const size_t vocab = static_cast<size_t>(config_.vocab_size);
+  const SchedClock::time_point now = SchedClock::now();
+  for (size_t i = 0; i < work.size(); ++i) {
+    Seq& s = *owners[i];
+    Generation& g = *s.gen;
+    const int64_t evictions_before = g.compressor() != nullptr ? g.compressor()->evictions() : 0;
+    const int64_t evicted_before = g.compressor() != nullptr ? g.compressor()->evicted_slots() : 0;
+    TokenEvent ev = g.Advance(static_cast<int32_t>(entries[i].tokens.size()),
+                              std::span<const float>(logits_.data() + i * vocab, vocab));
+    if (g.compressor() != nullptr) {
+      totals_.evictions += g.compressor()->evictions() - evictions_before;
+      totals_.evicted_tokens += g.compressor()->evicted_slots() - evicted_before;
+    }
+    SeqOutcome o;
+    o.id = work[i].id;
+    if (ev.id >= 0) {
+      o.sampled = true;
+      ++totals_.generation_tokens;
+      if (!s.has_first_token) {
+        s.has_first_token = true;
+        s.first_token = now;
+      }
+      // EOS and stop token ids end generation without being streamed (their
+      // text is empty); the final record counts them.
+      const bool hidden = ev.finish == FinishReason::kEos || ev.finish == FinishReason::kStop;
+      if (hidden) {
+        if (!ev.text.empty()) s.sink->OnTokens({}, ev.text);
+      } else {
+        const int32_t id = ev.id;
+        s.sink->OnTokens(std::span<const int32_t>(&id, 1), ev.text);
+      }
+    }
+    if (ev.finish != FinishReason::kNone) {
+      o.result = ev.finish == FinishReason::kLength ? SeqResult::kLength : SeqResult::kStopped;
+    }
+    outcomes->push_back(o);
+  }
+  return absl::OkStatus();
+}
+
+void GenerationEngine::Remove(const SchedRequest& request) {
+  auto it = seqs_.find(request.id);
+  if (it == seqs_.end()) return;
+  Seq& s = it->second;
+  Generation& g = *s.gen;
+  StreamFinal f;
+  f.request_id = s.request_id;
+  switch (request.state) {
+    case RequestState::kFinishedStopped:
+    case RequestState::kFinishedLength: f.reason = FromGeneration(g.finish_reason()); break;
+    case RequestState::kFinishedTimeLimit: f.reason = ServeFinish::kTimeLimit; break;
+    case RequestState::kFinishedCancelled: f.reason = ServeFinish::kCancelled; break;
+    default:
+      f.reason = ServeFinish::kError;
+      f.error = last_error_.empty() ? "the engine failed this request" : last_error_;
+      break;
+  }
+  f.prompt_tokens = static_cast<int32_t>(g.prompt().size());
+  f.completion_tokens = static_cast<int32_t>(g.generated().size());
+  const SchedClock::time_point now = SchedClock::now();
+  f.total_seconds = Seconds(now - s.arrival);
+  f.queue_seconds = request.scheduled_once ? Seconds(request.first_scheduled - s.arrival) : f.total_seconds;
+  f.ttft_seconds = s.has_first_token ? Seconds(s.first_token - s.arrival) : 0.0;
+  const KvPolicyOptions& kv = g.compressor() != nullptr ? g.compressor()->options() : KvPolicyOptions();
+  f.kv.policy = kv.policy;
+  f.kv.budget = kv.compresses() ? kv.budget : 0;
+  f.kv.peak_cached_tokens = g.kv()->peak_slots();
+  if (g.compressor() != nullptr) {
+    f.kv.evictions = g.compressor()->evictions();
+    f.kv.evicted_tokens = g.compressor()->evicted_slots();
+  }
+  f.kv.reserved_tokens = request.reserved_blocks * BlockSize();
+  f.kv.preemptions = s.preemptions;
+  std::shared_ptr<RequestSink> sink = std::move(s.sink);
+  seqs_.erase(it);  // frees the KV blocks
+  sink->OnFinish(f);
+}
+
+}  // namespace beacon

@@ -1,0 +1,81 @@
+// The real StepEngine: Generations (engine/generation.h) on a Backend over a
+// shared KvCache. Runs the step's ragged batch, samples, compresses, streams
+// each sampled token to the request's sink, and on Remove() reports the
+// request's final record and frees its KV.
+//
+// Thread ownership: the engine thread (EngineLoop).
+#ifndef BEACON_SERVER_GENERATION_ENGINE_H_
+#define BEACON_SERVER_GENERATION_ENGINE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "engine/backend.h"
+#include "engine/generation.h"
+#include "scheduler/step_engine.h"
+#include "server/request_sink.h"
+#include "server/serve_request.h"
+
+namespace beacon {
+
+// Totals since start, for metrics and tests.
+struct EngineTotals {
+  int64_t prompt_tokens = 0;      // prompt tokens run (recomputes included)
+  int64_t generation_tokens = 0;  // tokens sampled
+  int64_t evictions = 0;
+  int64_t evicted_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+};
+
+class GenerationEngine : public StepEngine {
+ public:
+  // All pointers must outlive the engine.
+  GenerationEngine(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config);
+  ~GenerationEngine() override;
+
+  // Creates the request's sequence (no KV yet). INVALID_ARGUMENT if the
+  // generation options are invalid.
+  absl::Status Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink);
+  // Drops a sequence the scheduler refused, without a final record.
+  void Forget(RequestId id);
+
+  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
+  int32_t TotalBlocks() const override { return cache_->pool().num_blocks(); }
+  int32_t FreeBlocks() const override { return cache_->pool().num_free(); }
+  int32_t BlockSize() const override { return cache_->shape().block_size; }
+  int32_t BlocksToAppend(RequestId id, int32_t n) const override;
+  int32_t Preempt(RequestId id) override;
+  void Remove(const SchedRequest& request) override;
+
+  int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
+  // Sequences whose KV policy compresses.
+  int32_t num_compressing() const;
+  const EngineTotals& totals() const { return totals_; }
+
+ private:
+  struct Seq {
+    std::unique_ptr<Generation> gen;
+    std::shared_ptr<RequestSink> sink;
+    std::string request_id;
+    SchedClock::time_point arrival;
+    SchedClock::time_point first_token{};
+    bool has_first_token = false;
+    int32_t preemptions = 0;
+  };
+
+  Backend* backend_;
+  KvCache* cache_;
+  const Tokenizer* tokenizer_;
+  const ModelConfig& config_;
+  absl::flat_hash_map<RequestId, Seq> seqs_;
+  std::vector<float> logits_;
+  std::string last_error_;  // the failed step's error, for its sequences' final records
+  EngineTotals totals_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_SERVER_GENERATION_ENGINE_H_

@@ -1,0 +1,113 @@
+#include "server/grpc_convert.h"
+
+namespace beacon {
+namespace {
+
+std::vector<ChatMessage> Messages(const v1::ChatInput& chat) {
+  std::vector<ChatMessage> out;
+  out.reserve(chat.messages_size());
+  for (const v1::ChatMessage& m : chat.messages()) out.push_back({m.role(), m.content()});
+  return out;
+}
+
+}  // namespace
+
+ServeRequest FromProto(const v1::GenerateRequest& q) {
+  ServeRequest r;
+  r.request_id = q.request_id();
+  switch (q.input_case()) {
+    case v1::GenerateRequest::kText:
+      r.input = ServeRequest::Input::kText;
+      r.text = q.text();
+      break;
+    case v1::GenerateRequest::kChat:
+      r.input = ServeRequest::Input::kChat;
+      r.messages = Messages(q.chat());
+      r.add_generation_prompt = !q.chat().has_add_generation_prompt() || q.chat().add_generation_prompt();
+      break;
+    case v1::GenerateRequest::kTokens:
+      r.input = ServeRequest::Input::kTokens;
+      r.token_ids.assign(q.tokens().ids().begin(), q.tokens().ids().end());
+      break;
+    case v1::GenerateRequest::INPUT_NOT_SET:
+      break;
+  }
+  const v1::SamplingParams& s = q.sampling();
+  r.sampling.temperature = s.temperature();
+  r.sampling.top_p = s.has_top_p() ? s.top_p() : 1.0f;
+  r.sampling.top_k = s.top_k();
+  r.sampling.min_p = s.min_p();
+  r.sampling.repetition_penalty = s.has_repetition_penalty() ? s.repetition_penalty() : 1.0f;
+  r.sampling.presence_penalty = s.presence_penalty();
+  r.sampling.frequency_penalty = s.frequency_penalty();
+  if (s.has_seed()) r.sampling.seed = s.seed();
+  const v1::StoppingCriteria& st = q.stopping();
+  r.max_tokens = st.max_tokens();
+  r.stop.assign(st.stop().begin(), st.stop().end());
+  r.stop_token_ids.assign(st.stop_token_ids().begin(), st.stop_token_ids().end());
+  r.ignore_eos = st.ignore_eos();
+  r.time_limit_ms = st.time_limit_ms();
+  if (q.kv().has_policy()) r.kv_policy = q.kv().policy();
+  if (q.kv().has_budget()) r.kv_budget = q.kv().budget();
+  return r;
+}
+
+ServeRequest FromProto(const v1::TokenizeRequest& q) {
+  ServeRequest r;
+  if (q.input_case() == v1::TokenizeRequest::kText) {
+    r.input = ServeRequest::Input::kText;
+    r.text = q.text();
+  } else if (q.input_case() == v1::TokenizeRequest::kChat) {
+    r.input = ServeRequest::Input::kChat;
+    r.messages = Messages(q.chat());
+    r.add_generation_prompt = !q.chat().has_add_generation_prompt() || q.chat().add_generation_prompt();
+  }
+  return r;
+}
+
+v1::FinishReason ToProto(ServeFinish reason) {
+  switch (reason) {
+    case ServeFinish::kStop: return v1::FINISH_REASON_STOP;
+    case ServeFinish::kLength: return v1::FINISH_REASON_LENGTH;
+    case ServeFinish::kEos: return v1::FINISH_REASON_EOS;
+    case ServeFinish::kStopSequence: return v1::FINISH_REASON_STOP_SEQUENCE;
+    case ServeFinish::kTimeLimit: return v1::FINISH_REASON_TIME_LIMIT;
+    case ServeFinish::kCancelled: return v1::FINISH_REASON_CANCELLED;
+    case ServeFinish::kError: return v1::FINISH_REASON_ERROR;
+  }
+  return v1::FINISH_REASON_ERROR;
+}
+
+void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
+  out->set_finish_reason(ToProto(f.reason));
+  if (!f.error.empty()) out->set_error(f.error);
+  out->mutable_usage()->set_prompt_tokens(f.prompt_tokens);
+  out->mutable_usage()->set_completion_tokens(f.completion_tokens);
+  v1::Timings* t = out->mutable_timings();
+  t->set_queue_seconds(f.queue_seconds);
+  t->set_time_to_first_token_seconds(f.ttft_seconds);
+  t->set_total_seconds(f.total_seconds);
+  v1::KvStats* kv = out->mutable_kv();
+  kv->set_policy(f.kv.policy);
+  kv->set_budget(f.kv.budget);
+  kv->set_peak_cached_tokens(f.kv.peak_cached_tokens);
+  kv->set_evictions(f.kv.evictions);
+  kv->set_evicted_tokens(f.kv.evicted_tokens);
+  kv->set_reserved_tokens(f.kv.reserved_tokens);
+  kv->set_preemptions(f.kv.preemptions);
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+SchedClock::time_point SteadyDeadline(std::chrono::system_clock::time_point deadline) {
+  const auto sys_now = std::chrono::system_clock::now();
+  // gRPC reports "no deadline" as a time point decades away.
+  if (deadline - sys_now > std::chrono::hours(24 * 365)) return SchedClock::time_point::max();
+  return SchedClock::now() + std::chrono::duration_cast<SchedClock::duration>(deadline - sys_now);
+}
+
+}  // namespace beacon

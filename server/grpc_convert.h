@@ -1,0 +1,31 @@
+// Conversions between beacon.v1 messages and the server's protocol-neutral
+// types (serve_request.h, request_sink.h), and absl::Status to grpc::Status.
+#ifndef BEACON_SERVER_GRPC_CONVERT_H_
+#define BEACON_SERVER_GRPC_CONVERT_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "proto/beacon/v1/beacon.pb.h"
+#include "server/request_sink.h"
+#include "server/serve_request.h"
+
+namespace beacon {
+
+// Fills the request's fields; the deadline and arrival are the caller's.
+ServeRequest FromProto(const v1::GenerateRequest& request);
+// Text or chat input of a Tokenize call, as a ServeRequest.
+ServeRequest FromProto(const v1::TokenizeRequest& request);
+
+v1::FinishReason ToProto(ServeFinish reason);
+// The last message of a stream: finish reason, usage, timings, KV stats.
+void FillFinal(const StreamFinal& final, v1::GenerateResponse* out);
+
+grpc::Status ToGrpc(const absl::Status& status);
+
+// The gRPC deadline as a steady-clock time point (max() when none).
+SchedClock::time_point SteadyDeadline(std::chrono::system_clock::time_point deadline);
+
+}  // namespace beacon
+
+#endif  // BEACON_SERVER_GRPC_CONVERT_H_

@@ -1,0 +1,275 @@
+#include "server/grpc_service.h"
+
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "engine/tokenizer/unicode.h"
+#include "server/grpc_convert.h"
+
+namespace beacon {
+namespace {
+
+using v1::GenerateResponse;
+
+// A stream that ends at once with an error status (no messages).
+class ErrorStream : public grpc::ServerWriteReactor<GenerateResponse> {
+ public:
+  explicit ErrorStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+std::string NewRequestId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrFormat("beacon-%016x", rng());
+}
+
+// The state one Generate stream shares between the gRPC side (the reactor)
+// and the engine side (the RequestSink it implements). Every gRPC operation
+// (StartWrite, Finish) is decided under `mu_` but issued outside it, so a
+// reaction that gRPC runs inline can never deadlock on it.
+class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
+ public:
+  // The engine-facing half; outlives the reactor if the engine still holds it.
+  // Its mutex is recursive: a write issued under it may complete inline and
+  // run OnDone (which detaches) on the same thread. Every path issues its
+  // gRPC operation last and touches nothing of the stream afterwards.
+  class Sink : public RequestSink {
+   public:
+    explicit Sink(GenerateStream* stream) : stream_(stream) {}
+    void OnTokens(std::span<const int32_t> ids, std::string_view text) override {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (stream_ != nullptr) stream_->PushTokens(ids, text);
+    }
+    void OnFinish(const StreamFinal& f) override {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (stream_ != nullptr) stream_->PushFinal(f);
+    }
+    void OnRejected(const absl::Status& s) override {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (stream_ != nullptr) stream_->PushReject(s);
+    }
+    void Detach() {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      stream_ = nullptr;
+    }
+
+   private:
+    std::recursive_mutex mu_;
+    GenerateStream* stream_;
+  };
+
+  GenerateStream(EngineLoop* loop, std::string request_id)
+      : loop_(loop), request_id_(std::move(request_id)), sink_(std::make_shared<Sink>(this)) {}
+
+  void Start(PreparedRequest request) {
+    absl::StatusOr<RequestId> id = loop_->Submit(std::move(request), sink_);
+    Action a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!id.ok()) {
+        reject_ = ToGrpc(id.status());
+      } else {
+        id_ = *id;
+      }
+      a = Next();
+    }
+    Act(a);  // last: OnDone may run inline and delete this
+  }
+
+  void OnWriteDone(bool ok) override {
+    Action a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) cancelled_ = true;  // the client is gone
+      a = Next();
+    }
+    if (!ok) CancelInEngine();
+    Act(a);
+  }
+
+  void OnCancel() override {
+    Action a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      a = Next();
+    }
+    CancelInEngine();
+    Act(a);
+  }
+
+  void OnDone() override {
+    sink_->Detach();
+    delete this;
+  }
+
+ private:
+  struct Action {
+    enum { kNone, kWrite, kWriteLast, kFinish } kind = kNone;
+    grpc::Status status;
+  };
+
+  // Engine thread, via Sink (whose lock keeps `this` alive).
+  void PushTokens(std::span<const int32_t> ids, std::string_view text) {
+    Action a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int32_t id : ids) pending_.add_token_ids(id);
+      pending_.mutable_text()->append(text.data(), text.size());
+      has_pending_ = true;
+      a = Next();
+    }
+    Act(a);
+  }
+  void PushFinal(const StreamFinal& f) {
+    Action a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      FillFinal(f, &pending_);
+      has_pending_ = true;
+      final_ready_ = true;
+      a = Next();
+    }
+    Act(a);
+  }
+  void PushReject(const absl::Status& s) {
+    Action a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reject_ = ToGrpc(s);
+      a = Next();
+    }
+    Act(a);
+  }
+
+  // Decides the next gRPC operation. REQUIRES mu_.
+  Action Next() {
+    Action a;
+    if (finish_called_ || writing_) return a;
+    if (cancelled_) {
+      finish_called_ = true;
+      a.kind = Action::kFinish;
+      a.status = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+      return a;
+    }
+    if (reject_.has_value()) {
+      finish_called_ = true;
+      a.kind = Action::kFinish;
+      a.status = *reject_;
+      return a;
+    }
+    if (!has_pending_) return a;
+    in_flight_ = std::move(pending_);
+    pending_.Clear();
+    has_pending_ = false;
+    in_flight_.set_request_id(request_id_);
+    if (final_ready_) {
+      finish_called_ = true;
+      a.kind = Action::kWriteLast;
+    } else {
+      writing_ = true;
+      a.kind = Action::kWrite;
+    }
+    return a;
+  }
+
+  // Issues the operation; never under mu_.
+  void Act(const Action& a) {
+    switch (a.kind) {
+      case Action::kNone: break;
+      case Action::kWrite: StartWrite(&in_flight_); break;
+      case Action::kWriteLast: StartWriteAndFinish(&in_flight_, grpc::WriteOptions(), grpc::Status::OK); break;
+      case Action::kFinish: Finish(a.status); break;
+    }
+  }
+
+  void CancelInEngine() {
+    std::optional<RequestId> id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      id = id_;
+    }
+    if (id.has_value()) loop_->Cancel(*id);
+  }
+
+  EngineLoop* loop_;
+  const std::string request_id_;
+  std::shared_ptr<Sink> sink_;
+
+  std::mutex mu_;
+  std::optional<RequestId> id_;
+  GenerateResponse pending_;    // tokens not yet written (merged while a write is in flight)
+  GenerateResponse in_flight_;  // the message being written
+  bool has_pending_ = false;
+  bool final_ready_ = false;
+  bool writing_ = false;
+  bool finish_called_ = false;
+  bool cancelled_ = false;
+  std::optional<grpc::Status> reject_;
+};
+
+}  // namespace
+
+BeaconGrpcService::BeaconGrpcService(EngineLoop* loop, const Tokenizer* tokenizer, GrpcServiceOptions options)
+    : loop_(loop), tokenizer_(tokenizer), options_(std::move(options)) {}
+
+grpc::Status BeaconGrpcService::Authorize(const grpc::CallbackServerContext* context) const {
+  if (options_.api_key.empty()) return grpc::Status::OK;
+  const auto& md = context->client_metadata();
+  auto it = md.find("authorization");
+  if (it != md.end() && std::string_view(it->second.data(), it->second.size()) == "Bearer " + options_.api_key) {
+    return grpc::Status::OK;
+  }
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "missing or wrong API key: send metadata 'authorization: Bearer <key>'");
+}
+
+grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::CallbackServerContext* context,
+                                                                        const v1::GenerateRequest* request) {
+  if (grpc::Status auth = Authorize(context); !auth.ok()) return new ErrorStream(auth);
+  ServeRequest r = FromProto(*request);
+  r.arrival = SchedClock::now();
+  r.deadline = SteadyDeadline(context->deadline());
+  if (r.request_id.empty()) r.request_id = NewRequestId();
+  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(r, *tokenizer_, options_.limits);
+  if (!prepared.ok()) return new ErrorStream(ToGrpc(prepared.status()));
+  auto* stream = new GenerateStream(loop_, r.request_id);
+  stream->Start(std::move(*prepared));
+  return stream;
+}
+
+grpc::ServerUnaryReactor* BeaconGrpcService::Tokenize(grpc::CallbackServerContext* context,
+                                                      const v1::TokenizeRequest* request,
+                                                      v1::TokenizeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status auth = Authorize(context); !auth.ok()) {
+    reactor->Finish(auth);
+    return reactor;
+  }
+  absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(FromProto(*request), *tokenizer_);
+  if (!ids.ok()) {
+    reactor->Finish(ToGrpc(ids.status()));
+    return reactor;
+  }
+  for (int32_t id : *ids) {
+    response->add_ids(id);
+    response->add_pieces(SanitizeUtf8(tokenizer_->TokenBytes(id, /*render_special=*/true)));
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BeaconGrpcService::GetModelInfo(grpc::CallbackServerContext* context,
+                                                          const v1::GetModelInfoRequest* request,
+                                                          v1::ModelInfo* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::Status auth = Authorize(context);
+  if (auth.ok()) *response = options_.model_info;
+  reactor->Finish(auth);
+  return reactor;
+}
+
+}  // namespace beacon

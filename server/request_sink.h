@@ -1,0 +1,57 @@
+// How the engine thread hands a request's results back to its front end
+// (a gRPC write reactor, an HTTP stream): tokens as they are sampled, then
+// one final record. Implementations queue and return at once: they run on
+// the engine thread, which must never wait on a client.
+#ifndef BEACON_SERVER_REQUEST_SINK_H_
+#define BEACON_SERVER_REQUEST_SINK_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace beacon {
+
+enum class ServeFinish { kStop, kLength, kEos, kStopSequence, kTimeLimit, kCancelled, kError };
+std::string_view ServeFinishName(ServeFinish f);
+
+struct RequestKvStats {
+  std::string policy;
+  int32_t budget = 0;             // 0 under full
+  int32_t peak_cached_tokens = 0;
+  int64_t evictions = 0;
+  int64_t evicted_tokens = 0;
+  int32_t reserved_tokens = 0;    // KV slots admission set aside (reserve mode)
+  int32_t preemptions = 0;
+};
+
+struct StreamFinal {
+  std::string request_id;
+  ServeFinish reason = ServeFinish::kError;
+  std::string error;              // with kError
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+  double queue_seconds = 0;       // arrival to first scheduled step
+  double ttft_seconds = 0;        // arrival to first token (0 if none)
+  double total_seconds = 0;
+  RequestKvStats kv;
+};
+
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  // New tokens and the text they completed (may be empty while a UTF-8
+  // character or a possible stop string is held back).
+  virtual void OnTokens(std::span<const int32_t> ids, std::string_view text) = 0;
+  // Exactly once, last, for every request the engine accepted.
+  virtual void OnFinish(const StreamFinal& final) = 0;
+  // Instead of the above when the request is refused before it runs
+  // (RESOURCE_EXHAUSTED: queue full; INVALID_ARGUMENT: it can never fit).
+  virtual void OnRejected(const absl::Status& status) = 0;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_SERVER_REQUEST_SINK_H_

@@ -1,0 +1,159 @@
+#include "server/serve_request.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "kv/sequence_compressor.h"
+
+namespace beacon {
+namespace {
+
+absl::Status Invalid(std::string_view field, std::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": ", std::string(what)));
+}
+
+absl::Status CheckUtf8(std::string_view field, std::string_view s) {
+  if (IsValidUtf8(s)) return absl::OkStatus();
+  return Invalid(field, "is not valid UTF-8");
+}
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    int len;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (int k = 1; k < len; ++k) {
+      const unsigned char d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer) {
+  switch (r.input) {
+    case ServeRequest::Input::kNone:
+      return Invalid("input", "give one of text, chat messages or token ids");
+    case ServeRequest::Input::kText: {
+      if (r.text.empty()) return Invalid("text", "is empty");
+      if (absl::Status s = CheckUtf8("text", r.text); !s.ok()) return s;
+      return tokenizer.Encode(r.text, /*parse_special=*/false, /*add_bos=*/true);
+    }
+    case ServeRequest::Input::kChat: {
+      if (r.messages.empty()) return Invalid("messages", "is empty");
+      for (size_t i = 0; i < r.messages.size(); ++i) {
+        const ChatMessage& m = r.messages[i];
+        const std::string field = absl::StrCat("messages[", i, "]");
+        if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+          return Invalid(field + ".role", absl::StrCat("'", m.role, "' is not one of system, user, assistant"));
+        }
+        if (absl::Status s = CheckUtf8(field + ".content", m.content); !s.ok()) return s;
+      }
+      absl::StatusOr<std::string> rendered = tokenizer.ApplyChatTemplate(r.messages, r.add_generation_prompt);
+      if (!rendered.ok()) return Invalid("messages", std::string(rendered.status().message()));
+      // The template's markers are special tokens; user content is parsed the
+      // same way, as HF apply_chat_template + encode does.
+      return tokenizer.Encode(*rendered, /*parse_special=*/true, /*add_bos=*/true);
+    }
+    case ServeRequest::Input::kTokens: {
+      if (r.token_ids.empty()) return Invalid("tokens", "is empty");
+      for (size_t i = 0; i < r.token_ids.size(); ++i) {
+        const int32_t id = r.token_ids[i];
+        if (id < 0 || id >= tokenizer.vocab_size()) {
+          return Invalid(absl::StrCat("tokens[", i, "]"),
+                         absl::StrCat(id, " is outside the vocabulary [0, ", tokenizer.vocab_size(), ")"));
+        }
+      }
+      return r.token_ids;
+    }
+  }
+  return Invalid("input", "unknown kind");
+}
+
+absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Tokenizer& tokenizer,
+                                               const ServeLimits& limits) {
+  PreparedRequest p;
+  p.request_id = r.request_id;
+  if (absl::Status s = CheckUtf8("request_id", r.request_id); !s.ok()) return s;
+  if (r.request_id.size() > 256) return Invalid("request_id", "is longer than 256 bytes");
+
+  absl::StatusOr<std::vector<int32_t>> prompt = TokenizeInput(r, tokenizer);
+  if (!prompt.ok()) return prompt.status();
+  p.prompt = std::move(*prompt);
+  const int32_t n_prompt = static_cast<int32_t>(p.prompt.size());
+  if (n_prompt >= limits.context_length) {
+    return Invalid("prompt", absl::StrCat("is ", n_prompt, " tokens; the model's context is ", limits.context_length,
+                                          " tokens and generation needs at least one more"));
+  }
+
+  const int32_t limit = limits.max_tokens_limit > 0 ? limits.max_tokens_limit : limits.context_length;
+  int32_t max_tokens = r.max_tokens == 0 ? limits.default_max_tokens : r.max_tokens;
+  if (max_tokens < 1 || max_tokens > limit) {
+    return Invalid("max_tokens", absl::StrCat(r.max_tokens, " is outside [1, ", limit, "] (0 = the default, ",
+                                              limits.default_max_tokens, ")"));
+  }
+  // Generation ends with `length` when the context fills; the footprint
+  // never counts past it.
+  max_tokens = std::min(max_tokens, limits.context_length - n_prompt);
+
+  if (static_cast<int32_t>(r.stop.size()) > limits.max_stop_strings) {
+    return Invalid("stop", absl::StrCat("has ", r.stop.size(), " strings; at most ", limits.max_stop_strings));
+  }
+  for (size_t i = 0; i < r.stop.size(); ++i) {
+    const std::string field = absl::StrCat("stop[", i, "]");
+    if (r.stop[i].empty()) return Invalid(field, "is empty");
+    if (static_cast<int32_t>(r.stop[i].size()) > limits.max_stop_string_bytes) {
+      return Invalid(field, absl::StrCat("is longer than ", limits.max_stop_string_bytes, " bytes"));
+    }
+    if (absl::Status s = CheckUtf8(field, r.stop[i]); !s.ok()) return s;
+  }
+
+  absl::StatusOr<KvPolicyOptions> kv =
+      ResolveRequestKvOptions(limits.kv_default, limits.kv_limits, r.kv_policy, r.kv_budget);
+  if (!kv.ok()) return kv.status();
+
+  p.options.sampling = r.sampling;
+  p.options.max_tokens = max_tokens;
+  p.options.ignore_eos = r.ignore_eos;
+  p.options.stop = r.stop;
+  p.options.stop_token_ids = r.stop_token_ids;
+  p.options.kv = *kv;
+  // Sampling ranges and stop token ids (names the field).
+  if (absl::Status s = p.options.Validate(tokenizer.vocab_size()); !s.ok()) return s;
+
+  p.peak_slots = static_cast<int32_t>(std::min<int64_t>(
+      SequenceCompressor::PeakSlots(p.options.kv, n_prompt, max_tokens), limits.context_length));
+  p.arrival = r.arrival;
+  p.deadline = r.deadline;
+  if (r.time_limit_ms > 0) {
+    p.deadline = std::min(p.deadline, r.arrival + std::chrono::milliseconds(r.time_limit_ms));
+  }
+  return p;
+}
+
+}  // namespace beacon

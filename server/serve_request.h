@@ -1,0 +1,85 @@
+// A generation request independent of the wire protocol: the gRPC service
+// (beacon.v1) and the OpenAI-compatible HTTP routes both fill a ServeRequest,
+// and PrepareRequest validates and tokenises it into what the engine runs.
+// Error messages name the request field, in the snake_case both APIs use.
+//
+// Thread ownership: PrepareRequest runs on front-end threads; it only reads
+// the tokenizer (immutable) and the limits.
+#ifndef BEACON_SERVER_SERVE_REQUEST_H_
+#define BEACON_SERVER_SERVE_REQUEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/generation.h"
+#include "engine/model/model_config.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "kv/kv_policy.h"
+#include "kv/kv_policy_limits.h"
+#include "scheduler/request.h"
+
+namespace beacon {
+
+struct ServeRequest {
+  std::string request_id;  // the client's; the server makes one when empty
+  enum class Input { kNone, kText, kChat, kTokens } input = Input::kNone;
+  std::string text;                    // kText: raw text, no template
+  std::vector<ChatMessage> messages;   // kChat: rendered with the chat template
+  bool add_generation_prompt = true;   // kChat
+  std::vector<int32_t> token_ids;      // kTokens
+
+  SamplingParams sampling;
+  int32_t max_tokens = 0;              // 0: the server's default
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  uint32_t time_limit_ms = 0;          // 0: none
+  std::optional<std::string> kv_policy;
+  std::optional<int32_t> kv_budget;
+
+  SchedClock::time_point arrival = SchedClock::now();
+  // The transport's deadline (gRPC deadline); time_limit_ms tightens it.
+  SchedClock::time_point deadline = SchedClock::time_point::max();
+};
+
+// What an operator allows (beacon-serve flags).
+struct ServeLimits {
+  int32_t context_length = 0;          // the model's
+  int32_t default_max_tokens = 256;
+  int32_t max_tokens_limit = 0;        // 0: the context length
+  int32_t max_stop_strings = 16;
+  int32_t max_stop_string_bytes = 256;
+  KvPolicyOptions kv_default;          // --kv-policy and its settings
+  KvPolicyLimits kv_limits;
+};
+
+// A validated request, ready for the engine thread.
+struct PreparedRequest {
+  std::string request_id;
+  std::vector<int32_t> prompt;
+  GenerationOptions options;           // max_tokens clamped to the context
+  int32_t peak_slots = 0;              // admission footprint (SequenceCompressor::PeakSlots)
+  SchedClock::time_point arrival;
+  SchedClock::time_point deadline;
+};
+
+// INVALID_ARGUMENT naming the field for: no input or an empty one, invalid
+// UTF-8, chat messages with an unknown role, token ids outside the
+// vocabulary, a prompt that leaves no room in the context, max_tokens out of
+// range, sampling parameters out of range, stop strings empty/too many/too
+// long, an unknown or disallowed kv_policy, a kv_budget out of bounds.
+absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, const Tokenizer& tokenizer,
+                                               const ServeLimits& limits);
+
+// The token ids of a text or chat input, as PrepareRequest would make them.
+absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, const Tokenizer& tokenizer);
+
+// True when `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
+bool IsValidUtf8(std::string_view s);
+
+}  // namespace beacon
+
+#endif  // BEACON_SERVER_SERVE_REQUEST_H_

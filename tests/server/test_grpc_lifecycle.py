@@ -1,0 +1,135 @@
+"""beacon-serve's lifecycle over real gRPC: flags from the environment,
+optimistic admission with preemption by recompute (outputs unchanged), reserve
+admission's concurrency under a compressing policy, and graceful drain on
+SIGTERM (health NOT_SERVING, new requests UNAVAILABLE, running streams finish,
+exit 0)."""
+import concurrent.futures
+import threading
+import time
+
+from serve_util import Server, chat_request, collect, expect_rpc_error, pb
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+PROMPTS = ["Describe the water cycle.", "Explain photosynthesis briefly.", "Write a haiku about snow.",
+           "Give three tips for studying.", "What is a prime number?", "Name the planets."]
+
+
+def test_environment_flags():
+    with Server(env={"BEACON_KV_POLICY": "snapkv", "BEACON_KV_BUDGET": "96", "BEACON_ADMISSION": "optimistic"}) as srv:
+        info = srv.stub.GetModelInfo(pb.GetModelInfoRequest())
+        assert info.default_kv_policy == "snapkv" and info.default_kv_budget == 96, info
+        assert info.admission == "optimistic"
+    # The command line wins over the environment.
+    with Server("--kv-policy", "full", env={"BEACON_KV_POLICY": "snapkv"}) as srv:
+        assert srv.stub.GetModelInfo(pb.GetModelInfoRequest()).default_kv_policy == "full"
+
+
+def run_all(srv, n_tokens, kv):
+    def one(p):
+        return collect(srv.stub.Generate(chat_request(p, n_tokens, ignore_eos=True, kv=kv)))
+    with concurrent.futures.ThreadPoolExecutor(len(PROMPTS)) as ex:
+        return list(ex.map(one, PROMPTS))
+
+
+def test_preemption_keeps_outputs():
+    full = pb.KvOptions(policy="full")
+    with Server("--kv-pool-tokens", "4096") as big:
+        expected = [ids for ids, _, _ in run_all(big, 64, full)]
+    # 6 sequences of ~45 + 64 tokens need ~42 blocks; 24 blocks force preemption.
+    with Server("--kv-pool-tokens", "384", "--admission", "optimistic") as srv:
+        results = run_all(srv, 64, full)
+        preempted = sum(last.kv.preemptions for _, _, last in results)
+        assert preempted > 0, "the small pool should have forced preemptions"
+        for (ids, _, last), exp in zip(results, expected):
+            assert ids == exp, "a preempted sequence must continue exactly where it was"
+        stats = srv.wait_idle()
+        assert stats["preemptions"] == preempted
+
+
+def test_reserve_admits_by_footprint():
+    # Pool 1024 slots (64 blocks). Under full, each ~40 + 320 token request reserves 23 blocks: 2 fit.
+    # Under beacon (budget 32, interval 16) each reserves ~6 blocks: all 6 run together.
+    with Server("--kv-pool-tokens", "1024", "--kv-policy", "beacon", "--kv-budget", "32", "--kv-interval", "16") as srv:
+        peak = {"running": 0}
+        stop = threading.Event()
+
+        def watch():
+            while not stop.is_set():
+                peak["running"] = max(peak["running"], srv.stats()["running"])
+                time.sleep(0.005)
+
+        w = threading.Thread(target=watch)
+        w.start()
+        results = run_all(srv, 320, pb.KvOptions(policy="full"))
+        full_peak, peak["running"] = peak["running"], 0
+        results_b = run_all(srv, 320, None)
+        stop.set()
+        w.join()
+        assert full_peak == 2, full_peak
+        assert peak["running"] == len(PROMPTS), peak
+        assert all(len(ids) == 320 for ids, _, _ in results + results_b)
+        for _, _, last in results_b:  # kept prompt + budget + interval, in whole blocks
+            assert last.kv.reserved_tokens == -(-(last.usage.prompt_tokens + 32 + 16) // 16) * 16, last
+        for _, _, last in results:  # prompt + max_tokens
+            assert last.kv.reserved_tokens == -(-(last.usage.prompt_tokens + 320) // 16) * 16, last
+        srv.wait_idle()
+
+
+def test_drain():
+    srv = Server("--drain-timeout-s", "20")
+    try:
+        out = {}
+
+        def long_stream():
+            out["r"] = collect(srv.stub.Generate(chat_request("Tell a story.", 120, ignore_eos=True)))
+
+        t = threading.Thread(target=long_stream)
+        t.start()
+        end = time.time() + 10
+        while srv.stats()["running"] < 1 and time.time() < end:
+            time.sleep(0.01)
+        srv.terminate()
+        health = health_pb2_grpc.HealthStub(srv.channel)
+        end = time.time() + 5
+        while time.time() < end:
+            st = health.Check(health_pb2.HealthCheckRequest(service="")).status
+            if st == health_pb2.HealthCheckResponse.NOT_SERVING:
+                break
+            time.sleep(0.01)
+        assert st == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert srv.http("/ready")[0] == 503
+        expect_rpc_error(lambda: srv.stub.Generate(chat_request("hi", 4)), grpc.StatusCode.UNAVAILABLE, "draining")
+        t.join(60)
+        ids, _, last = out["r"]
+        assert len(ids) == 120 and last.finish_reason == pb.FINISH_REASON_LENGTH  # finished, not cut
+        assert srv.proc.wait(30) == 0
+        assert "stopped" in srv.read_log()
+    finally:
+        srv.stop()
+
+
+def test_drain_timeout_cancels():
+    srv = Server("--drain-timeout-s", "1")
+    try:
+        stream = srv.stub.Generate(chat_request("Tell a very long story.", 5000, ignore_eos=True))
+        it = iter(stream)
+        next(it)
+        srv.terminate()
+        ids, _, last = collect(it)
+        assert last.finish_reason == pb.FINISH_REASON_CANCELLED, last
+        assert srv.proc.wait(30) == 0
+    finally:
+        srv.stop()
+
+
+def main():
+    for t in (test_environment_flags, test_preemption_keeps_outputs, test_reserve_admits_by_footprint, test_drain,
+              test_drain_timeout_cancels):
+        t0 = time.time()
+        t()
+        print(f"ok {t.__name__} ({time.time() - t0:.1f}s)")
+
+
+if __name__ == "__main__":
+    main()
