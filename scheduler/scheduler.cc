@@ -78,7 +78,9 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
         int64_t{engine_->TotalBlocks()} * engine_->BlockSize(),
         ": lower max_tokens or the prompt, or choose a compressing kv_policy"));
   }
-  if (static_cast<int32_t>(waiting_.size()) >= config_.max_waiting) {
+  // Preempted requests wait too, but they were admitted once: they do not
+  // count against the bound on new arrivals.
+  if (static_cast<int32_t>(waiting_.size()) - preempted_waiting_ >= config_.max_waiting) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the waiting queue is full (", config_.max_waiting, " requests); retry later"));
   }
@@ -88,6 +90,9 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
   r.prefill_done = 0;
   r.generated = 0;
   r.reserved_blocks = 0;
+  r.preemptions = 0;
+  r.admit_seq = 0;
+  r.scheduled_once = false;
   requests_.emplace(r.id, r);
   waiting_.push_back(r.id);
   return absl::OkStatus();
@@ -103,6 +108,7 @@ void Scheduler::Finish(RequestId id, RequestState state) {
   } else {
     auto w = std::find(waiting_.begin(), waiting_.end(), id);
     if (w != waiting_.end()) waiting_.erase(w);
+    if (r.state == RequestState::kPreempted) --preempted_waiting_;
   }
   r.state = state;
   engine_->Remove(r);  // frees its KV now; sees what was reserved for it
@@ -127,6 +133,7 @@ void Scheduler::Expire(SchedClock::time_point now, StepReport* report) {
   for (const auto& [id, r] : requests_) {
     if (r.deadline <= now) expired.push_back(id);
   }
+  std::sort(expired.begin(), expired.end());  // deterministic order (hash order is not)
   for (RequestId id : expired) Finish(id, RequestState::kFinishedTimeLimit);
   report->finished += static_cast<int32_t>(expired.size());
 }
@@ -165,6 +172,7 @@ void Scheduler::PreemptNewest(StepReport* report) {
   r.state = RequestState::kPreempted;
   ++r.preemptions;
   waiting_.push_front(id);
+  ++preempted_waiting_;
   ++report->preempted;
 }
 
@@ -219,6 +227,7 @@ StepReport Scheduler::Step(SchedClock::time_point now) {
     SchedRequest& r = requests_.at(waiting_.front());
     if (!TryAdmit(&r, &step_blocks)) break;
     waiting_.pop_front();
+    if (r.state == RequestState::kPreempted) --preempted_waiting_;
     r.state = RequestState::kRunning;
     r.admit_seq = next_admit_seq_++;
     if (!r.scheduled_once) {

@@ -78,7 +78,8 @@ class Scheduler {
 
   // Queues a request (the engine already knows its id). Errors, after which
   // the caller still owns the engine-side state (no Remove() is called):
-  //   RESOURCE_EXHAUSTED  the waiting queue is full;
+  //   RESOURCE_EXHAUSTED  the waiting queue is full (preempted requests,
+  //                       which wait again, do not count);
   //   INVALID_ARGUMENT    its footprint exceeds the whole pool: it could never run.
   absl::Status Add(const SchedRequest& request);
 
@@ -114,6 +115,7 @@ class Scheduler {
   std::deque<RequestId> waiting_;   // FCFS; preempted requests go to the front
   std::vector<RequestId> running_;  // admission order
   int32_t reserved_blocks_ = 0;
+  int32_t preempted_waiting_ = 0;  // entries of waiting_ in state kPreempted
   uint64_t next_admit_seq_ = 0;
 };
 

@@ -56,7 +56,11 @@ class StepEngine {
   virtual int32_t BlocksToAppend(RequestId id, int32_t n) const = 0;
 
   // Gives back the sequence's KV; it will be recomputed. Returns how many
-  // tokens it must run again before it decodes (prompt + output so far - 1).
+  // tokens it must run again before it decodes (prompt + output so far - 1,
+  // or the prompt if nothing was sampled yet); the last recompute chunk
+  // samples nothing. A compressing sequence evicts after every recompute
+  // chunk that ends past the prompt, so it holds at most
+  // max(prompt, bound) + one chunk while recomputing.
   virtual int32_t Preempt(RequestId id) = 0;
   // The request is over: `request.state` is terminal and says why (finished,
   // cancelled, timed out, failed). Free everything it holds. The scheduler

@@ -1,0 +1,214 @@
+#include "scheduler/sim_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "kv/sequence_compressor.h"
+
+namespace beacon {
+
+SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec) {
+  SchedRequest r;
+  r.id = id;
+  r.prompt_tokens = spec.prompt_tokens;
+  r.max_new_tokens = spec.max_new_tokens;
+  r.peak_slots = static_cast<int32_t>(
+      SequenceCompressor::PeakSlots(spec.kv, spec.prompt_tokens, spec.max_new_tokens));
+  return r;
+}
+
+SimEngine::SimEngine(int32_t num_blocks, int32_t block_size)
+    : cache_(KvCacheShape{1, 1, 1, block_size}, num_blocks) {}
+
+SimEngine::~SimEngine() = default;
+
+absl::Status SimEngine::AddSequence(RequestId id, const SimSequenceSpec& spec) {
+  if (spec.prompt_tokens < 1 || spec.output_tokens < 1 || spec.max_new_tokens < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("sim sequence ", id, ": sizes must be >= 1"));
+  }
+  if (absl::Status st = spec.kv.Validate(); !st.ok()) return st;
+  if (seqs_.contains(id) || records_.contains(id)) {
+    return absl::AlreadyExistsError(absl::StrCat("sim sequence ", id, " already added"));
+  }
+  Seq& s = seqs_[id];
+  s.spec = spec;
+  s.kv = std::make_unique<SequenceKv>(&cache_);
+  s.bound = spec.kv.keep_prompt ? spec.prompt_tokens + spec.kv.budget : spec.kv.budget;
+  s.prefill_target = spec.prompt_tokens;
+  return absl::OkStatus();
+}
+
+absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+  // Protocol checks first, so that a broken step changes nothing.
+  absl::flat_hash_map<RequestId, int> seen;
+  for (const SeqWork& w : work) {
+    auto it = seqs_.find(w.id);
+    absl::Status bad;
+    if (it == seqs_.end()) {
+      bad = absl::FailedPreconditionError(absl::StrCat("run of unknown or removed id ", w.id));
+    } else if (++seen[w.id] > 1) {
+      bad = absl::InvalidArgumentError(absl::StrCat("id ", w.id, " twice in one step"));
+    } else if (it->second.finished) {
+      bad = absl::FailedPreconditionError(absl::StrCat("run of finished id ", w.id));
+    } else if (w.prefill) {
+      const Seq& s = it->second;
+      if (w.n_tokens < 1 || s.prefill_done + w.n_tokens > s.prefill_target) {
+        bad = absl::InvalidArgumentError(absl::StrCat("id ", w.id, ": prefill of ", w.n_tokens, " at ",
+                                                      s.prefill_done, "/", s.prefill_target));
+      }
+    } else if (w.n_tokens != 1 || it->second.prefill_done < it->second.prefill_target) {
+      bad = absl::FailedPreconditionError(absl::StrCat("id ", w.id, ": decode of ", w.n_tokens,
+                                                       " while prefilling or not 1 token"));
+    }
+    if (!bad.ok()) {
+      ++protocol_errors_;
+      return bad;
+    }
+  }
+  last_work_.assign(work.begin(), work.end());
+  for (const SeqWork& w : work) {
+    Seq& s = seqs_.find(w.id)->second;
+    SeqOutcome out;
+    if (absl::Status st = RunOne(w, s, &out); !st.ok()) {
+      if (absl::IsResourceExhausted(st)) ++exhausted_;
+      return st;
+    }
+    outcomes->push_back(out);
+  }
+  ++steps_;
+  peak_running_ = std::max(peak_running_, running_);
+  if (run_hook_) run_hook_(*this);
+  return absl::OkStatus();
+}
+
+absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
+  out->id = w.id;
+  if (!s.ever_ran) {
+    s.ever_ran = true;
+    first_run_order_.push_back(w.id);
+  }
+  if (auto it = std::find(inject_error_.begin(), inject_error_.end(), w.id); it != inject_error_.end()) {
+    inject_error_.erase(it);
+    Drop(s);
+    s.finished = true;
+    out->result = SeqResult::kError;
+    return absl::OkStatus();
+  }
+  SequenceKv& kv = *s.kv;
+  const int32_t n = kv.num_slots() + w.n_tokens;
+  if (absl::Status st = kv.Reserve(n); !st.ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat("id ", w.id, ": no blocks for ", n, " slots: ", st.message()));
+  }
+  kv.CommitSlots(n);
+  tokens_ += w.n_tokens;
+  s.max_slots = std::max(s.max_slots, n);
+  if (!s.holds_kv) {
+    s.holds_kv = true;
+    ++running_;
+  }
+  if (w.prefill) {
+    s.prefill_done += w.n_tokens;
+    // As engine/generation.cc: a compressing sequence evicts to its bound
+    // after every recompute chunk past the prompt, so it holds at most
+    // max(prompt, bound) + one chunk (optimistic admission counts on it).
+    if (s.recompute && s.spec.kv.compresses() && s.prefill_done > s.spec.prompt_tokens && n > s.bound) {
+      kv.Truncate(s.bound);
+      s.steps_since_eviction = 0;
+    }
+    if (s.prefill_done < s.prefill_target) return absl::OkStatus();  // mid-prefill
+    if (s.recompute) {  // the last sampled token is fed by the next decode step
+      s.recompute = false;
+      return absl::OkStatus();
+    }
+  } else {
+    // SequenceCompressor::AfterDecodeStep.
+    if (s.spec.kv.compresses()) {
+      ++s.steps_since_eviction;
+      if (n > s.bound && (s.steps_since_eviction >= s.spec.kv.interval || n >= s.bound + s.spec.kv.interval)) {
+        kv.Truncate(s.bound);
+        s.steps_since_eviction = 0;
+      }
+    }
+  }
+  ++s.generated;
+  out->sampled = true;
+  if (s.generated >= s.spec.max_new_tokens) {
+    out->result = SeqResult::kLength;
+  } else if (s.generated >= s.spec.output_tokens) {
+    out->result = SeqResult::kStopped;
+  }
+  s.finished = out->result != SeqResult::kContinue;
+  return absl::OkStatus();
+}
+
+void SimEngine::Drop(Seq& s) {
+  s.kv->Release();
+  if (s.holds_kv) {
+    s.holds_kv = false;
+    --running_;
+  }
+}
+
+int32_t SimEngine::BlocksToAppend(RequestId id, int32_t n) const {
+  const int32_t bs = BlockSize();
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return (n + bs - 1) / bs;
+  const SequenceKv& kv = *it->second.kv;
+  return std::max(0, (kv.num_slots() + n + bs - 1) / bs - kv.num_blocks());
+}
+
+int32_t SimEngine::Preempt(RequestId id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) {
+    ++unknown_removes_;
+    return 0;
+  }
+  Seq& s = it->second;
+  Drop(s);
+  ++s.preemptions;
+  s.steps_since_eviction = 0;
+  s.prefill_done = 0;
+  // Nothing sampled yet: the prompt again, and its last chunk samples.
+  s.recompute = s.generated > 0;
+  s.prefill_target = s.spec.prompt_tokens + std::max(0, s.generated - 1);
+  return s.prefill_target;
+}
+
+void SimEngine::Remove(const SchedRequest& request) {
+  auto it = seqs_.find(request.id);
+  if (it == seqs_.end()) {
+    auto rec = records_.find(request.id);
+    if (rec != records_.end()) {
+      ++rec->second.remove_calls;
+    } else {
+      ++unknown_removes_;
+    }
+    return;
+  }
+  Seq& s = it->second;
+  Drop(s);
+  Record& r = records_[request.id];
+  r.state = request.state;
+  r.generated = s.generated;
+  r.sched_generated = request.generated;
+  r.max_slots = s.max_slots;
+  r.preemptions = s.preemptions;
+  r.sched_preemptions = request.preemptions;
+  r.remove_calls = 1;
+  remove_order_.push_back(request.id);
+  seqs_.erase(it);
+}
+
+const SequenceKv* SimEngine::kv(RequestId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.kv.get();
+}
+
+int32_t SimEngine::generated(RequestId id) const {
+  if (auto it = seqs_.find(id); it != seqs_.end()) return it->second.generated;
+  if (auto it = records_.find(id); it != records_.end()) return it->second.generated;
+  return 0;
+}
+
+}  // namespace beacon

@@ -1,0 +1,146 @@
+// A simulated StepEngine for the scheduler's tests and the capacity planner.
+//
+// It runs no model but keeps real KV accounting: one KvCache of a tiny shape
+// (1 layer, 1 KV head, head_dim 1, the given block size) and one SequenceKv
+// per sequence, so blocks come from a real BlockPool and a leak shows as
+// UsedBlocks() != 0 once every request is over. Per sequence it is told what
+// to simulate (SimSequenceSpec) and behaves like the real engine:
+//   - a prefill chunk of n tokens takes n slots; the chunk that completes the
+//     prompt samples the first token (no slot: a sampled token's K/V is
+//     written by the decode step that feeds it);
+//   - a decode step appends one slot, samples a token, then compresses as
+//     SequenceCompressor::AfterDecodeStep does (count steps since the last
+//     eviction; when num_slots > bound and (steps >= interval or num_slots >=
+//     bound + interval), truncate to bound), so a sequence's slot count never
+//     exceeds SequenceCompressor::PeakSlots;
+//   - it stops (kStopped) after `output_tokens` tokens when that is below
+//     `max_new_tokens`, and ends by length (kLength) at `max_new_tokens`.
+//     There is no context length;
+//   - Preempt releases the KV and asks for prompt + generated - 1 tokens to be
+//     recomputed; the recompute prefill samples nothing (the next step decodes
+//     the last sampled token), as the real engine does. A compressing
+//     sequence starts its compressor afresh and, as engine/generation.cc does,
+//     truncates to bound after every recompute chunk that ends past the
+//     prompt, so it holds at most max(prompt, bound) + one chunk (what
+//     optimistic admission assumes).
+// Run fails the whole step with RESOURCE_EXHAUSTED when the pool cannot hold a
+// chunk or a decode slot, and with FAILED_PRECONDITION / INVALID_ARGUMENT when
+// the scheduler breaks the protocol (unknown id, decode while prefilling, a
+// chunk past the prefill target, an id twice in one step).
+//
+// Thread ownership: one thread (the test's or the planner's).
+#ifndef BEACON_SCHEDULER_SIM_ENGINE_H_
+#define BEACON_SCHEDULER_SIM_ENGINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_policy.h"
+#include "scheduler/request.h"
+#include "scheduler/step_engine.h"
+
+namespace beacon {
+
+struct SimSequenceSpec {
+  int32_t prompt_tokens = 1;   // >= 1
+  int32_t output_tokens = 1;   // tokens until the simulated EOS (>= 1); >= max_new_tokens: ends by length
+  int32_t max_new_tokens = 1;  // >= 1
+  KvPolicyOptions kv;          // policy name, budget, interval, keep_prompt
+};
+
+// The scheduler's view of a simulated sequence: sizes and peak footprint
+// (SequenceCompressor::PeakSlots); arrival and deadline are the caller's.
+SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec);
+
+class SimEngine : public StepEngine {
+ public:
+  // What the engine saw of a request once it was removed.
+  struct Record {
+    RequestState state = RequestState::kWaiting;  // the final state passed to Remove
+    int32_t generated = 0;        // tokens the engine sampled
+    int32_t sched_generated = 0;  // SchedRequest::generated as passed to Remove
+    int32_t max_slots = 0;        // most KV slots it ever held
+    int32_t preemptions = 0;      // Preempt calls
+    int32_t sched_preemptions = 0;  // SchedRequest::preemptions as passed to Remove
+    int32_t remove_calls = 0;     // Remove calls (the contract: exactly 1)
+  };
+
+  SimEngine(int32_t num_blocks, int32_t block_size);
+  ~SimEngine() override;
+
+  // Registers a sequence before the scheduler sees it. INVALID_ARGUMENT for
+  // bad sizes, ALREADY_EXISTS for a live or removed id.
+  absl::Status AddSequence(RequestId id, const SimSequenceSpec& spec);
+
+  // StepEngine.
+  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
+  int32_t TotalBlocks() const override { return cache_.pool().num_blocks(); }
+  int32_t FreeBlocks() const override { return cache_.pool().num_free(); }
+  int32_t BlockSize() const override { return cache_.shape().block_size; }
+  int32_t BlocksToAppend(RequestId id, int32_t n) const override;
+  int32_t Preempt(RequestId id) override;
+  void Remove(const SchedRequest& request) override;
+
+  // Called at the end of every successful Run, before the scheduler applies
+  // the outcomes: tests check invariants mid-step here.
+  void SetRunHook(std::function<void(const SimEngine&)> hook) { run_hook_ = std::move(hook); }
+  // The next Run that includes `id` fails that sequence alone (kError, KV released).
+  void InjectError(RequestId id) { inject_error_.push_back(id); }
+
+  // Stats.
+  int32_t UsedBlocks() const { return cache_.pool().num_used(); }
+  const KvCache& cache() const { return cache_; }
+  int32_t peak_running() const { return peak_running_; }  // most sequences holding KV after a Run
+  int32_t running() const { return running_; }            // sequences holding KV now
+  int64_t steps() const { return steps_; }                 // successful Runs
+  int64_t tokens() const { return tokens_; }               // tokens run (prefill + decode)
+  int64_t exhausted() const { return exhausted_; }         // Runs failed with RESOURCE_EXHAUSTED
+  int64_t protocol_errors() const { return protocol_errors_; }  // Runs failed for a protocol error
+  int64_t unknown_removes() const { return unknown_removes_; }  // Remove/Preempt of ids never added
+  const std::vector<SeqWork>& last_work() const { return last_work_; }
+  const std::vector<RequestId>& first_run_order() const { return first_run_order_; }
+  const std::vector<RequestId>& remove_order() const { return remove_order_; }
+  const absl::flat_hash_map<RequestId, Record>& records() const { return records_; }
+  // Null once removed (or never added).
+  const SequenceKv* kv(RequestId id) const;
+  int32_t generated(RequestId id) const;  // live or removed; 0 if unknown
+
+ private:
+  struct Seq {
+    SimSequenceSpec spec;
+    std::unique_ptr<SequenceKv> kv;
+    int32_t bound = 0;            // slots kept after an eviction
+    int32_t prefill_target = 0;   // tokens before decoding (prompt, or the recompute)
+    int32_t prefill_done = 0;
+    bool recompute = false;       // the current prefill is a recompute: it samples nothing
+    bool holds_kv = false;        // counted in running_
+    bool ever_ran = false;        // in first_run_order_
+    bool finished = false;        // reported kStopped / kLength / kError: must not run again
+    int32_t generated = 0;
+    int32_t steps_since_eviction = 0;
+    int32_t max_slots = 0;
+    int32_t preemptions = 0;
+  };
+  absl::Status RunOne(const SeqWork& w, Seq& s, SeqOutcome* out);
+  void Drop(Seq& s);  // releases the KV
+
+  KvCache cache_;
+  absl::flat_hash_map<RequestId, Seq> seqs_;  // declared after cache_: destroyed first
+  absl::flat_hash_map<RequestId, Record> records_;
+  std::function<void(const SimEngine&)> run_hook_;
+  std::vector<RequestId> inject_error_;
+  std::vector<SeqWork> last_work_;
+  std::vector<RequestId> first_run_order_, remove_order_;
+  int32_t running_ = 0, peak_running_ = 0;
+  int64_t steps_ = 0, tokens_ = 0, exhausted_ = 0, protocol_errors_ = 0, unknown_removes_ = 0;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_SCHEDULER_SIM_ENGINE_H_

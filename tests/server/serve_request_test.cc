@@ -1,0 +1,181 @@
+// PrepareRequest: every kind of bad input is INVALID_ARGUMENT naming the
+// field; good input becomes the prompt and options the engine runs, with the
+// admission footprint of its KV policy. Uses the default model's tokenizer.
+#include "server/serve_request.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kv/sequence_compressor.h"
+#include "tests/engine/default_model.h"
+
+namespace beacon {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PrepareRequestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rt_ = testing::DefaultModel();
+    if (rt_ == nullptr) GTEST_SKIP() << "models/default.gguf missing";
+    limits_.context_length = rt_->config().context_length;
+    limits_.default_max_tokens = 100;
+    limits_.max_tokens_limit = 4096;
+    limits_.kv_default = KvPolicyOptions::DefaultsFor("beacon");
+    limits_.kv_default.budget = 256;
+    limits_.kv_limits.min_budget = 32;
+    limits_.kv_limits.max_budget = 2048;
+  }
+  static ServeRequest Text(std::string text) {
+    ServeRequest r;
+    r.input = ServeRequest::Input::kText;
+    r.text = std::move(text);
+    return r;
+  }
+  // Expects INVALID_ARGUMENT whose message contains `field`.
+  void ExpectInvalid(const ServeRequest& r, const std::string& field) {
+    absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+    ASSERT_FALSE(p.ok()) << "accepted; expected an error naming " << field;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(field));
+  }
+
+  Runtime* rt_ = nullptr;
+  ServeLimits limits_;
+};
+
+TEST_F(PrepareRequestTest, GoodTextRequest) {
+  ServeRequest r = Text("Hello there");
+  r.max_tokens = 50;
+  r.time_limit_ms = 1000;
+  absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->prompt, rt_->tokenizer()->Encode("Hello there", false, true));
+  EXPECT_EQ(p->options.max_tokens, 50);
+  EXPECT_EQ(p->options.kv.policy, "beacon");
+  const int32_t n = static_cast<int32_t>(p->prompt.size());
+  EXPECT_EQ(p->peak_slots, SequenceCompressor::PeakSlots(p->options.kv, n, 50));
+  EXPECT_EQ(p->deadline, r.arrival + std::chrono::milliseconds(1000));
+}
+
+TEST_F(PrepareRequestTest, DefaultsAndContextClamp) {
+  absl::StatusOr<PreparedRequest> p = PrepareRequest(Text("hi"), *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->options.max_tokens, 100);  // the server's default
+  EXPECT_EQ(p->deadline, SchedClock::time_point::max());
+  // max_tokens within the limit but past the context: clamped, footprint too.
+  limits_.max_tokens_limit = 0;
+  ServeRequest r = Text("hi");
+  r.max_tokens = limits_.context_length;
+  r.kv_policy = "full";
+  p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->options.max_tokens, limits_.context_length - static_cast<int32_t>(p->prompt.size()));
+  EXPECT_EQ(p->peak_slots, limits_.context_length);
+}
+
+TEST_F(PrepareRequestTest, CompressingFootprintIsConstantInOutputLength) {
+  ServeRequest r = Text("hi");
+  r.max_tokens = 4000;
+  absl::StatusOr<PreparedRequest> a = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  r.max_tokens = 2000;
+  absl::StatusOr<PreparedRequest> b = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->peak_slots, b->peak_slots);
+  EXPECT_EQ(a->peak_slots, static_cast<int32_t>(a->prompt.size()) + 256 + limits_.kv_default.interval);
+}
+
+TEST_F(PrepareRequestTest, ChatUsesTheTemplate) {
+  ServeRequest r;
+  r.input = ServeRequest::Input::kChat;
+  r.messages = {{"system", "Be brief."}, {"user", "Hi"}};
+  absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<std::string> rendered = rt_->tokenizer()->ApplyChatTemplate(r.messages, true);
+  ASSERT_TRUE(rendered.ok());
+  EXPECT_EQ(p->prompt, rt_->tokenizer()->Encode(*rendered, true, true));
+}
+
+TEST_F(PrepareRequestTest, BadInputsNameTheField) {
+  ServeRequest none;
+  ExpectInvalid(none, "input");
+  ExpectInvalid(Text(""), "text");
+  ExpectInvalid(Text("a\xC3\x28"), "text: is not valid UTF-8");
+  ExpectInvalid(Text("\xED\xA0\x80"), "text");  // a UTF-16 surrogate
+  ExpectInvalid(Text("\xC0\xAF"), "text");      // overlong
+  ServeRequest chat;
+  chat.input = ServeRequest::Input::kChat;
+  ExpectInvalid(chat, "messages");
+  chat.messages = {{"user", "ok"}, {"wizard", "hi"}};
+  ExpectInvalid(chat, "messages[1].role");
+  chat.messages = {{"user", "bad \xFF byte"}};
+  ExpectInvalid(chat, "messages[0].content");
+  ServeRequest toks;
+  toks.input = ServeRequest::Input::kTokens;
+  ExpectInvalid(toks, "tokens");
+  toks.token_ids = {5, rt_->tokenizer()->vocab_size()};
+  ExpectInvalid(toks, "tokens[1]");
+
+  std::string long_text;
+  for (int i = 0; i < limits_.context_length; ++i) long_text += " a";
+  ExpectInvalid(Text(long_text), "prompt");
+
+  ServeRequest r = Text("hi");
+  r.max_tokens = -2;
+  ExpectInvalid(r, "max_tokens");
+  r.max_tokens = 5000;
+  ExpectInvalid(r, "max_tokens");
+  r = Text("hi");
+  r.stop = {"ok", ""};
+  ExpectInvalid(r, "stop[1]");
+  r.stop = std::vector<std::string>(17, "x");
+  ExpectInvalid(r, "stop");
+  r.stop = {"\xFF"};
+  ExpectInvalid(r, "stop[0]");
+  r = Text("hi");
+  r.stop_token_ids = {-1};
+  ExpectInvalid(r, "stop_token_ids");
+  r = Text("hi");
+  r.sampling.temperature = -0.5f;
+  ExpectInvalid(r, "temperature");
+  r = Text("hi");
+  r.sampling.top_p = 1.5f;
+  ExpectInvalid(r, "top_p");
+  r = Text("hi");
+  r.kv_policy = "lru";
+  ExpectInvalid(r, "lru");
+  r = Text("hi");
+  r.kv_budget = 8;
+  ExpectInvalid(r, "kv_budget");
+  r.kv_budget = 4096;
+  ExpectInvalid(r, "kv_budget");
+  r = Text("hi");
+  r.request_id = std::string(300, 'x');
+  ExpectInvalid(r, "request_id");
+}
+
+TEST_F(PrepareRequestTest, OperatorCanForbidPolicies) {
+  limits_.kv_limits.allowed_policies = {"beacon", "snapkv"};
+  limits_.kv_limits.allow_full = false;
+  ServeRequest r = Text("hi");
+  r.kv_policy = "full";
+  ExpectInvalid(r, "kv_policy");
+  r.kv_policy = "snapkv";
+  absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->options.kv.policy, "snapkv");
+  EXPECT_EQ(p->options.kv.budget, 256);  // the operator's budget
+}
+
+TEST(Utf8Test, Validity) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain"));
+  EXPECT_TRUE(IsValidUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xE2\x82"));          // truncated
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));      // overlong
+}
+
+}  // namespace
+}  // namespace beacon
