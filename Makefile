@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
 
-.PHONY: deps build model run test test-only bench fuzz oracle compare-llamacpp clean
+.PHONY: deps build model run generate test test-only bench fuzz oracle compare-llamacpp clean
 
 deps:
 	@scripts/bootstrap.sh
@@ -20,7 +20,14 @@ build: deps $(BUILD_DIR)/CMakeCache.txt
 model:
 	@scripts/get-model.sh
 
+# The server on the default model: gRPC on :50051, HTTP (/health, /ready) on
+# :8080; stop with Ctrl-C (graceful drain). Flags: SERVE_FLAGS="--kv-budget 256".
+SERVE_FLAGS ?=
 run: build model
+	$(BUILD_DIR)/bin/beacon-serve --model models/default.gguf $(SERVE_FLAGS)
+
+# One completion in-process, without the server.
+generate: build model
 	$(BUILD_DIR)/bin/beacon-run --model models/default.gguf --chat --max-tokens 200 --prompt "$(PROMPT)"
 
 test: build model test-only
