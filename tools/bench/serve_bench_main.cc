@@ -2,7 +2,7 @@
 // scheduler, in-process (no network): the same long-output workload under
 // `full` and under a compressing policy, on the same KV pool, in one run.
 //
-//   beacon-serve-bench --model M --requests 32 --prompt-tokens 64 --output-tokens 2048 \
+//   beacon-serve-bench --model M --requests 32 --prompt-tokens 64 --output-tokens 2048
 //       --pool-seqs 8 --policies full,beacon --kv-budget 256
 //
 // The pool holds --pool-seqs full-length sequences (prompt + output). Every
