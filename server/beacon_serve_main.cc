@@ -22,7 +22,9 @@
 #include "absl/strings/strip.h"
 #include "engine/runtime.h"
 #include "server/grpc_service.h"
+#include "server/http_routes.h"
 #include "server/http_server.h"
+#include "server/metrics.h"
 #include "tools/cli/cli_args.h"
 #include "tools/cli/kv_flags.h"
 
@@ -111,6 +113,17 @@ v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, cons
     p->set_allowed(name == limits.kv_default.policy || allowed.empty() ||
                    std::find(allowed.begin(), allowed.end(), name) != allowed.end());
     p->set_is_default(name == limits.kv_default.policy);
+    absl::StatusOr<KvPolicyOptions> o =
+        ResolveRequestKvOptions(limits.kv_default, KvPolicyLimits(), std::string(name), std::nullopt);
+    if (o.ok() && o->compresses()) {
+      p->set_budget(o->budget);
+      p->set_interval(o->interval);
+      p->set_sinks(o->sinks);
+      p->set_window(o->window);
+      p->set_keep_prompt(o->keep_prompt);
+      p->set_recent_queries(o->recent_queries);
+      p->set_beacons(name == "beacon" ? o->beacons : 0);
+    }
   }
   m.set_default_kv_policy(limits.kv_default.policy);
   m.set_default_kv_budget(limits.kv_default.compresses() ? limits.kv_default.budget : 0);
@@ -207,13 +220,25 @@ int Main(int argc, char** argv) {
   const ModelConfig& config = (*rt)->config();
   limits.context_length = config.context_length;
   std::unique_ptr<KvCache> cache = (*rt)->MakeKvCache(pool_tokens, static_cast<int>(block_size));
-  EngineLoop loop((*rt)->backend(), cache.get(), (*rt)->tokenizer(), config, sched);
+  const int64_t pool_slots = int64_t{cache->pool().num_blocks()} * block_size;
+  MetricsInfo minfo;
+  minfo.model = args.Str("model");
+  minfo.architecture = std::string(ModelFamilyName(config.family));
+  minfo.block_size = static_cast<int32_t>(block_size);
+  minfo.pool_tokens = pool_slots;
+  minfo.kv_bytes_per_token = static_cast<int64_t>(cache->BytesPerToken());
+  minfo.default_policy = limits.kv_default.policy;
+  minfo.default_budget = limits.kv_default.compresses() ? limits.kv_default.budget : 0;
+  minfo.admission = std::string(AdmissionModeName(sched.admission));
+  ServerMetrics metrics(minfo);
+  EngineLoop loop((*rt)->backend(), cache.get(), (*rt)->tokenizer(), config, sched, &metrics);
 
   GrpcServiceOptions gopts;
   gopts.limits = limits;
   gopts.api_key = api_key;
+  gopts.on_rejected = [&metrics](const absl::Status& s) { metrics.OnFrontEndRejected(s); };
   gopts.model_info = MakeModelInfo(args.Str("model"), config, *(*rt)->tokenizer(), limits, sched,
-                                   static_cast<int>(block_size), int64_t{cache->pool().num_blocks()} * block_size);
+                                   static_cast<int>(block_size), pool_slots);
   BeaconGrpcService service(&loop, (*rt)->tokenizer(), gopts);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -233,30 +258,10 @@ int Main(int argc, char** argv) {
 
   std::atomic<bool> ready{true};
   Router routes;
-  routes.Handle("GET", "/health", [](const HttpRequest&, HttpResponder& r) {
-    r.Reply(HttpResponse{200, "application/json", {}, "{\"status\":\"ok\"}"});
-  });
-  routes.Handle("GET", "/ready", [&ready, &loop](const HttpRequest&, HttpResponder& r) {
-    if (ready.load() && !loop.draining()) {
-      r.Reply(HttpResponse{200, "application/json", {}, "{\"status\":\"ready\"}"});
-    } else {
-      r.Reply(HttpResponse{503, "application/json", {}, "{\"status\":\"draining\"}"});
-    }
-  });
-  // The engine's live state as JSON: operators' quick look, and how the
-  // end-to-end tests check that the KV pool returns to baseline.
-  routes.Handle("GET", "/v1/engine/stats", [&loop](const HttpRequest&, HttpResponder& r) {
-    const LoopStats s = loop.Stats();
-    r.Reply(HttpResponse{
-        200, "application/json", {},
-        absl::StrCat("{\"running\":", s.running, ",\"waiting\":", s.waiting, ",\"inflight\":", s.inflight,
-                     ",\"kv_blocks_total\":", s.kv_blocks_total, ",\"kv_blocks_free\":", s.kv_blocks_free,
-                     ",\"kv_blocks_reserved\":", s.kv_blocks_reserved, ",\"compressing\":", s.compressing,
-                     ",\"finished\":", s.finished, ",\"rejected\":", s.rejected,
-                     ",\"prompt_tokens\":", s.totals.prompt_tokens,
-                     ",\"generation_tokens\":", s.totals.generation_tokens,
-                     ",\"preemptions\":", s.totals.preemptions, ",\"evictions\":", s.totals.evictions,
-                     ",\"steps\":", s.totals.steps, ",\"draining\":", loop.draining() ? "true" : "false", "}")});
+  AddOperationalRoutes(&routes, &loop, &ready, api_key);
+  // Prometheus scrapes without credentials, like the probes.
+  routes.Handle("GET", "/metrics", [&metrics, &loop](const HttpRequest&, HttpResponder& r) {
+    r.Reply(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics.Render(loop.Stats())});
   });
   HttpServerOptions hopts;
   hopts.host = host;

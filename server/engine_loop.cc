@@ -34,8 +34,9 @@ class CountingSink : public RequestSink {
 }  // namespace
 
 EngineLoop::EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config,
-                       const SchedulerConfig& scheduler_config)
-    : engine_(backend, cache, tokenizer, config), scheduler_(scheduler_config, &engine_) {
+                       const SchedulerConfig& scheduler_config, EngineObserver* observer)
+    : engine_(backend, cache, tokenizer, config), scheduler_(scheduler_config, &engine_), observer_(observer) {
+  engine_.set_observer(observer);
   PublishStats(nullptr);
   thread_ = std::thread([this] { Run(); });
 }
@@ -96,12 +97,13 @@ void EngineLoop::Handle(SubmitCmd& c) {
   r.arrival = c.request.arrival;
   r.deadline = c.request.deadline;
   auto sink = std::make_shared<CountingSink>(std::move(c.sink), &inflight_, &finished_, &rejected_);
-  if (absl::Status s = engine_.Add(c.id, std::move(c.request), sink); !s.ok()) {
-    sink->OnRejected(s);
-    return;
+  absl::Status s = engine_.Add(c.id, std::move(c.request), sink);
+  if (s.ok()) {
+    s = scheduler_.Add(r);
+    if (!s.ok()) engine_.Forget(c.id);
   }
-  if (absl::Status s = scheduler_.Add(r); !s.ok()) {
-    engine_.Forget(c.id);
+  if (!s.ok()) {
+    if (observer_ != nullptr) observer_->OnRejected(s);
     sink->OnRejected(s);
   }
 }
@@ -114,6 +116,7 @@ void EngineLoop::PublishStats(const StepReport* report) {
   s.kv_blocks_free = engine_.FreeBlocks();
   s.kv_blocks_reserved = scheduler_.reserved_blocks();
   s.compressing = engine_.num_compressing();
+  engine_.KvTokens(&s.kv_cached_tokens, &s.kv_logical_tokens);
   s.totals = engine_.totals();
   std::lock_guard<std::mutex> lock(mu_);
   s.last_step_batch = report != nullptr && report->ran ? report->decode_seqs + report->prefill_seqs
@@ -144,7 +147,13 @@ void EngineLoop::Run() {
     }
     batch.clear();
     StepReport report;
-    if (scheduler_.HasWork()) report = scheduler_.Step(SchedClock::now());
+    if (scheduler_.HasWork()) {
+      const SchedClock::time_point t0 = SchedClock::now();
+      report = scheduler_.Step(t0);
+      if (observer_ != nullptr && report.ran) {
+        observer_->OnStep(report, std::chrono::duration<double>(SchedClock::now() - t0).count());
+      }
+    }
     PublishStats(&report);
     if (scheduler_.HasWork() && !report.ran) {
       // Waiting requests that cannot be admitted yet and nothing running

@@ -35,6 +35,8 @@ struct LoopStats {
   int32_t kv_blocks_free = 0;
   int32_t kv_blocks_reserved = 0;
   int32_t compressing = 0;        // running sequences under a compressing policy
+  int64_t kv_cached_tokens = 0;   // KV slots held by live sequences
+  int64_t kv_logical_tokens = 0;  // what a full cache would hold for them
   EngineTotals totals;
   int64_t finished = 0;           // requests that reached a final record
   int64_t rejected = 0;
@@ -45,8 +47,9 @@ struct LoopStats {
 class EngineLoop {
  public:
   // Pointers must outlive the loop. Starts the thread.
+  // `observer` (optional) hears about tokens, finishes, rejections and steps.
   EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config,
-             const SchedulerConfig& scheduler_config);
+             const SchedulerConfig& scheduler_config, EngineObserver* observer = nullptr);
   // Stop()s.
   ~EngineLoop();
 
@@ -87,6 +90,7 @@ class EngineLoop {
 
   GenerationEngine engine_;
   Scheduler scheduler_;
+  EngineObserver* observer_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

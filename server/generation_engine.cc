@@ -1,5 +1,6 @@
 #include "server/generation_engine.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,17 @@ int32_t GenerationEngine::num_compressing() const {
   return n;
 }
 
+void GenerationEngine::KvTokens(int64_t* cached, int64_t* logical) const {
+  *cached = 0;
+  *logical = 0;
+  for (const auto& [id, s] : seqs_) {
+    const int32_t slots = s.gen->kv()->num_slots();
+    *cached += slots;
+    // Slots hold tokens [0, next_position) less the evicted ones.
+    *logical += slots > 0 ? std::max(slots, s.gen->next_position()) : 0;
+  }
+}
+
 int32_t GenerationEngine::BlocksToAppend(RequestId id, int32_t n) const {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return 0;
@@ -120,7 +132,11 @@ absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<Se
       if (!s.has_first_token) {
         s.has_first_token = true;
         s.first_token = now;
+        if (observer_ != nullptr) observer_->OnFirstToken(Seconds(now - s.arrival));
+      } else if (observer_ != nullptr) {
+        observer_->OnInterToken(Seconds(now - s.last_token));
       }
+      s.last_token = now;
       // EOS and stop token ids end generation without being streamed (their
       // text is empty); the final record counts them.
       const bool hidden = ev.finish == FinishReason::kEos || ev.finish == FinishReason::kStop;
@@ -174,6 +190,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   f.kv.preemptions = s.preemptions;
   std::shared_ptr<RequestSink> sink = std::move(s.sink);
   seqs_.erase(it);  // frees the KV blocks
+  if (observer_ != nullptr) observer_->OnFinish(f);
   sink->OnFinish(f);
 }
 

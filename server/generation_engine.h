@@ -15,6 +15,7 @@
 #include "engine/backend.h"
 #include "engine/generation.h"
 #include "scheduler/step_engine.h"
+#include "server/engine_observer.h"
 #include "server/request_sink.h"
 #include "server/serve_request.h"
 
@@ -50,9 +51,15 @@ class GenerationEngine : public StepEngine {
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
 
+  // Optional; must outlive the engine. Set before the first Add().
+  void set_observer(EngineObserver* observer) { observer_ = observer; }
+
   int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
   // Sequences whose KV policy compresses.
   int32_t num_compressing() const;
+  // Over live sequences: KV slots held, and the tokens a full cache would
+  // hold for them (their positions); the difference is what eviction saves.
+  void KvTokens(int64_t* cached, int64_t* logical) const;
   const EngineTotals& totals() const { return totals_; }
 
  private:
@@ -62,6 +69,7 @@ class GenerationEngine : public StepEngine {
     std::string request_id;
     SchedClock::time_point arrival;
     SchedClock::time_point first_token{};
+    SchedClock::time_point last_token{};
     bool has_first_token = false;
     int32_t preemptions = 0;
   };
@@ -74,6 +82,7 @@ class GenerationEngine : public StepEngine {
   std::vector<float> logits_;
   std::string last_error_;  // the failed step's error, for its sequences' final records
   EngineTotals totals_;
+  EngineObserver* observer_ = nullptr;
 };
 
 }  // namespace beacon

@@ -63,8 +63,10 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   GenerateStream(EngineLoop* loop, std::string request_id)
       : loop_(loop), request_id_(std::move(request_id)), sink_(std::make_shared<Sink>(this)) {}
 
-  void Start(PreparedRequest request) {
+  // `on_rejected` hears a synchronous refusal (draining).
+  void Start(PreparedRequest request, const std::function<void(const absl::Status&)>& on_rejected) {
     absl::StatusOr<RequestId> id = loop_->Submit(std::move(request), sink_);
+    if (!id.ok() && on_rejected) on_rejected(id.status());
     Action a;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -229,15 +231,21 @@ grpc::Status BeaconGrpcService::Authorize(const grpc::CallbackServerContext* con
 
 grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::CallbackServerContext* context,
                                                                         const v1::GenerateRequest* request) {
-  if (grpc::Status auth = Authorize(context); !auth.ok()) return new ErrorStream(auth);
+  if (grpc::Status auth = Authorize(context); !auth.ok()) {
+    if (options_.on_rejected) options_.on_rejected(absl::UnauthenticatedError(auth.error_message()));
+    return new ErrorStream(auth);
+  }
   ServeRequest r = FromProto(*request);
   r.arrival = SchedClock::now();
   r.deadline = SteadyDeadline(context->deadline());
   if (r.request_id.empty()) r.request_id = NewRequestId();
   absl::StatusOr<PreparedRequest> prepared = PrepareRequest(r, *tokenizer_, options_.limits);
-  if (!prepared.ok()) return new ErrorStream(ToGrpc(prepared.status()));
+  if (!prepared.ok()) {
+    if (options_.on_rejected) options_.on_rejected(prepared.status());
+    return new ErrorStream(ToGrpc(prepared.status()));
+  }
   auto* stream = new GenerateStream(loop_, r.request_id);
-  stream->Start(std::move(*prepared));
+  stream->Start(std::move(*prepared), options_.on_rejected);
   return stream;
 }
 

@@ -14,6 +14,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <string>
 
 #include "proto/beacon/v1/beacon.grpc.pb.h"
@@ -27,6 +28,9 @@ struct GrpcServiceOptions {
   v1::ModelInfo model_info;
   // When non-empty, every call must carry `authorization: Bearer <api_key>`.
   std::string api_key;
+  // Called (any thread) for each Generate refused before it reached the
+  // engine: bad input, unauthenticated, draining. For metrics; may be empty.
+  std::function<void(const absl::Status&)> on_rejected;
 };
 
 class BeaconGrpcService final : public v1::BeaconService::CallbackService {

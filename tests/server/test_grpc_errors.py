@@ -132,6 +132,11 @@ def test_api_key():
                                               metadata=[("authorization", "Bearer s3cret")]))
         assert len(ids) == 4
         assert srv.http("/health")[0] == 200  # probes stay open
+        assert srv.http("/ready")[0] == 200
+        status, body = srv.http("/v1/engine/stats")
+        assert status == 401 and body["error"]["type"] == "authentication_error", (status, body)
+        status, body = srv.http("/v1/engine/stats", headers={"Authorization": "Bearer s3cret"})
+        assert status == 200 and body["inflight"] == 0, (status, body)
 
 
 def main():

@@ -3,9 +3,12 @@ beacon-run, concurrent streams each equal to their solo run, the final
 message's contents, Tokenize, GetModelInfo, the standard health service and
 server reflection."""
 import concurrent.futures
+import json
+import os
+import subprocess
 import time
 
-from serve_util import Server, beacon_run_ids, chat_request, collect, pb
+from serve_util import BIN, Server, beacon_run_ids, chat_request, collect, pb
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
@@ -92,7 +95,10 @@ def test_model_info_health_reflection(srv):
     info = srv.stub.GetModelInfo(pb.GetModelInfoRequest())
     assert info.architecture == "llama" and info.vocab_size == 49152 and info.context_length >= 2048, info
     assert info.default_kv_policy == "beacon" and info.admission == "reserve"
-    assert {p.name for p in info.kv_policies} >= {"full", "beacon", "snapkv", "h2o"}
+    policies = {p.name: p for p in info.kv_policies}
+    assert set(policies) >= {"full", "beacon", "snapkv", "h2o"}
+    assert policies["beacon"].is_default and policies["beacon"].budget == 64 and policies["beacon"].interval == 16
+    assert policies["beacon"].beacons == 16 and policies["full"].budget == 0 and policies["snapkv"].allowed
     assert len(info.eos_token_ids) >= 1
     health = health_pb2_grpc.HealthStub(srv.channel)
     for service in ("", "beacon.v1.BeaconService"):
@@ -108,10 +114,26 @@ def test_model_info_health_reflection(srv):
     assert status == 200 and body["status"] == "ready"
 
 
+def test_beacon_client(srv):
+    client = os.path.join(BIN, "beacon-client")
+    addr = f"127.0.0.1:{srv.grpc_port}"
+    p = subprocess.run([client, "--server", addr, "--max-tokens", "16", "--ignore-eos", "--json", PROMPTS[1]],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(l) for l in p.stdout.splitlines()]
+    assert sum(len(l["token_ids"]) for l in lines) == 16 and lines[-1]["finish_reason"] == "length", lines[-1]
+    p = subprocess.run([client, "--server", addr, "--kv-policy", "lru", "hi"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and "kv_policy" in p.stderr, (p.returncode, p.stderr)
+    p = subprocess.run([client, "--server", addr, "tokenize", "hello world"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and json.loads(p.stdout)["pieces"] == ["hello", " world"], p.stdout
+
+
 def main():
     with Server("--kv-policy", "beacon", "--kv-budget", "64", "--kv-interval", "16") as srv:
         for t in (test_greedy_matches_beacon_run, test_concurrent_streams_equal_solo_runs, test_final_message,
-                  test_stop_strings_and_token_input, test_model_info_health_reflection):
+                  test_stop_strings_and_token_input, test_model_info_health_reflection, test_beacon_client):
             t0 = time.time()
             t(srv)
             print(f"ok {t.__name__} ({time.time() - t0:.1f}s)")

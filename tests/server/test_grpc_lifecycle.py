@@ -4,10 +4,13 @@ admission's concurrency under a compressing policy, and graceful drain on
 SIGTERM (health NOT_SERVING, new requests UNAVAILABLE, running streams finish,
 exit 0)."""
 import concurrent.futures
+import os
+import subprocess
+import tempfile
 import threading
 import time
 
-from serve_util import Server, chat_request, collect, expect_rpc_error, pb
+from serve_util import BIN, MODEL, Server, chat_request, collect, expect_rpc_error, pb, pb_grpc
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -123,9 +126,34 @@ def test_drain_timeout_cancels():
         srv.stop()
 
 
+def test_tls():
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                        "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+                       check=True, capture_output=True)
+        with Server("--tls-cert", cert, "--tls-key", key) as srv:
+            creds = grpc.ssl_channel_credentials(root_certificates=open(cert, "rb").read())
+            with grpc.secure_channel(f"localhost:{srv.grpc_port}", creds) as ch:
+                stub = pb_grpc.BeaconServiceStub(ch)
+                ids, _, _ = collect(stub.Generate(chat_request("hi", 4, ignore_eos=True)))
+                assert len(ids) == 4
+            # A plaintext client cannot talk to it.
+            expect_rpc_error(lambda: srv.stub.GetModelInfo(pb.GetModelInfoRequest(), timeout=5),
+                             grpc.StatusCode.UNAVAILABLE)
+            # beacon-client over TLS.
+            p = subprocess.run([os.path.join(BIN, "beacon-client"), "--server", f"localhost:{srv.grpc_port}",
+                                "--tls-ca", cert, "--max-tokens", "4", "hello"], capture_output=True, text=True,
+                               timeout=60)
+            assert p.returncode == 0 and p.stdout.strip(), (p.returncode, p.stdout, p.stderr)
+    r = subprocess.run([os.path.join(BIN, "beacon-serve"), "--model", MODEL, "--tls-cert", "/nonexistent.pem",
+                        "--tls-key", "/nonexistent.key"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "nonexistent.pem" in r.stderr, r.stderr
+
+
 def main():
     for t in (test_environment_flags, test_preemption_keeps_outputs, test_reserve_admits_by_footprint, test_drain,
-              test_drain_timeout_cancels):
+              test_drain_timeout_cancels, test_tls):
         t0 = time.time()
         t()
         print(f"ok {t.__name__} ({time.time() - t0:.1f}s)")
