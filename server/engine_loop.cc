@@ -119,9 +119,11 @@ void EngineLoop::PublishStats(const StepReport* report) {
   engine_.KvTokens(&s.kv_cached_tokens, &s.kv_logical_tokens);
   s.totals = engine_.totals();
   std::lock_guard<std::mutex> lock(mu_);
-  s.last_step_batch = report != nullptr && report->ran ? report->decode_seqs + report->prefill_seqs
-                                                       : stats_.last_step_batch;
-  s.last_step_tokens = report != nullptr && report->ran ? report->tokens : stats_.last_step_tokens;
+  // The last step's size; 0 once the engine is idle.
+  const bool ran = report != nullptr && report->ran;
+  const bool idle = !scheduler_.HasWork();
+  s.last_step_batch = ran ? report->decode_seqs + report->prefill_seqs : idle ? 0 : stats_.last_step_batch;
+  s.last_step_tokens = ran ? report->tokens : idle ? 0 : stats_.last_step_tokens;
   stats_ = s;
 }
 
@@ -171,8 +173,10 @@ void EngineLoop::Run() {
   }
   for (Command& c : rest) {
     if (auto* s = std::get_if<SubmitCmd>(&c)) {
+      const absl::Status st = absl::UnavailableError("the server is shutting down");
+      if (observer_ != nullptr) observer_->OnRejected(st);
       CountingSink sink(std::move(s->sink), &inflight_, &finished_, &rejected_);
-      sink.OnRejected(absl::UnavailableError("the server is shutting down"));
+      sink.OnRejected(st);
     }
   }
   PublishStats(nullptr);

@@ -66,7 +66,7 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
   };
   running_ = gauge("beacon_num_requests_running", "Requests in the running batch (prefilling or decoding)");
   waiting_ = gauge("beacon_num_requests_waiting", "Requests queued for admission (preempted ones included)");
-  blocks_total_ = gauge("beacon_kv_blocks_total", "KV cache blocks in the pool");
+  blocks_total_ = gauge("beacon_kv_pool_blocks", "KV cache blocks in the pool");
   blocks_used_ = gauge("beacon_kv_blocks_used", "KV cache blocks holding data");
   blocks_free_ = gauge("beacon_kv_blocks_free", "KV cache blocks free");
   blocks_reserved_ = gauge("beacon_kv_blocks_reserved", "KV cache blocks reserved by admission (reserve mode)");
@@ -131,7 +131,11 @@ void ServerMetrics::OnFinish(const StreamFinal& f) {
   finished_->Add({{"finished_reason", std::string(ServeFinishName(f.reason))}}).Increment();
   e2e_->Observe(f.total_seconds);
   queue_->Observe(f.queue_seconds);
-  if (f.completion_tokens > 1 && f.ttft_seconds > 0) {
+  // TPOT of requests that ran to their natural end: a cancel or a deadline
+  // would add the wait after the last token.
+  const bool natural = f.reason == ServeFinish::kStop || f.reason == ServeFinish::kLength ||
+                       f.reason == ServeFinish::kEos || f.reason == ServeFinish::kStopSequence;
+  if (natural && f.completion_tokens > 1 && f.ttft_seconds > 0) {
     tpot_->Observe((f.total_seconds - f.ttft_seconds) / (f.completion_tokens - 1));
   }
   if (f.kv.peak_cached_tokens > 0) {
@@ -148,7 +152,7 @@ void ServerMetrics::OnFrontEndRejected(const absl::Status& s) {
 }
 
 void ServerMetrics::OnStep(const StepReport& report, double seconds) {
-  if (!report.ran) return;
+  if (!report.ran || !report.engine_status.ok()) return;
   const char* kind = report.prefill_seqs == 0 ? "decode" : report.decode_seqs == 0 ? "prefill" : "mixed";
   step_seconds_->Add({{"kind", kind}}, kStep).Observe(seconds);
 }
