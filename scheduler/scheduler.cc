@@ -34,7 +34,9 @@ absl::StatusOr<AdmissionMode> ParseAdmissionMode(std::string_view name) {
 
 absl::Status SchedulerConfig::Validate() const {
   if (max_running < 1) return absl::InvalidArgumentError(absl::StrCat("max_running must be >= 1, got ", max_running));
-  if (max_waiting < 0) return absl::InvalidArgumentError(absl::StrCat("max_waiting must be >= 0, got ", max_waiting));
+  // Every request waits (at least until the next step admits it), so a bound
+  // of 0 would refuse everything.
+  if (max_waiting < 1) return absl::InvalidArgumentError(absl::StrCat("max_waiting must be >= 1, got ", max_waiting));
   // Every running sequence decodes every step; a smaller budget would leave
   // the newest ones behind for good.
   if (max_step_tokens < max_running) {

@@ -12,7 +12,7 @@
 set -euo pipefail
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git unzip python3 python3-pip openssl
+  build-essential cmake ninja-build pkg-config git unzip python3 python3-pip openssl curl
   libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-dev libboost-system-dev prometheus-cpp-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
@@ -21,7 +21,7 @@ APT_PACKAGES=(
 # prometheus: the real Prometheus server and promtool that tests/server/test_prometheus.py runs.
 # pip name:import name. grpcio and friends: the gRPC end-to-end tests' client.
 PIP_PACKAGES=(numpy:numpy gguf:gguf grpcio:grpc grpcio-tools:grpc_tools grpcio-health-checking:grpc_health
-  grpcio-reflection:grpc_reflection)
+  grpcio-reflection:grpc_reflection openai:openai)
 
 log() { echo "[bootstrap] $*"; }
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "server/http_routes.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/openai_routes.h"
 #include "tools/cli/cli_args.h"
 #include "tools/cli/kv_flags.h"
 
@@ -50,7 +52,7 @@ void DeclareFlags(cli::Args* a) {
   a->Declare("model", false, "models/default.gguf", "GGUF file, HF directory or dummy:config.json");
   a->Declare("host", false, "0.0.0.0", "address to listen on (gRPC and HTTP)");
   a->Declare("grpc-port", false, "50051", "gRPC port (0 = pick a free one; the chosen port is logged)");
-  a->Declare("http-port", false, "8080", "HTTP port for /health and /ready (0 = pick a free one)");
+  a->Declare("http-port", false, "8080", "HTTP port: OpenAI API, /metrics, /health, /ready (0 = pick a free one)");
   a->Declare("threads", false, "0", "CPU threads of the engine (0 = all)");
   a->Declare("http-threads", false, "2", "HTTP IO threads");
   a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
@@ -70,6 +72,7 @@ void DeclareFlags(cli::Args* a) {
   a->Declare("api-key-file", false, "", "read the API key from this file");
   a->Declare("tls-cert", false, "", "PEM certificate chain: serve gRPC over TLS");
   a->Declare("tls-key", false, "", "PEM private key of --tls-cert");
+  a->Declare("served-model-name", false, "", "model id of the OpenAI API (default: --model's file name, no extension)");
   a->Declare("help", true, "", "show this help");
   DeclareKvFlags(a, "beacon");
 }
@@ -160,7 +163,7 @@ int Main(int argc, char** argv) {
                                         {"threads", 0, &threads}, {"http-threads", 1, &http_threads},
                                         {"kv-pool-tokens", 1, &pool_tokens}, {"kv-block-size", 1, &block_size},
                                         {"kv-min-budget", 1, &min_budget}, {"kv-max-budget", 1, &max_budget},
-                                        {"max-running", 1, &max_running}, {"max-waiting", 0, &max_waiting},
+                                        {"max-running", 1, &max_running}, {"max-waiting", 1, &max_waiting},
                                         {"max-step-tokens", 1, &step_tokens}, {"prefill-chunk", 1, &chunk},
                                         {"default-max-tokens", 1, &def_max}, {"max-tokens-limit", 0, &max_limit},
                                         {"drain-timeout-s", 0, &drain_s}});
@@ -218,6 +221,11 @@ int Main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("--model: this model has no tokenizer (dummy weights cannot be served)"));
   }
   const ModelConfig& config = (*rt)->config();
+  std::string served_model = args.Str("served-model-name");
+  if (served_model.empty()) {
+    served_model = std::filesystem::path(args.Str("model")).filename().string();
+    if (size_t dot = served_model.rfind('.'); dot != std::string::npos && dot > 0) served_model.resize(dot);
+  }
   limits.context_length = config.context_length;
   std::unique_ptr<KvCache> cache = (*rt)->MakeKvCache(pool_tokens, static_cast<int>(block_size));
   const int64_t pool_slots = int64_t{cache->pool().num_blocks()} * block_size;
@@ -259,6 +267,12 @@ int Main(int argc, char** argv) {
   std::atomic<bool> ready{true};
   Router routes;
   AddOperationalRoutes(&routes, &loop, &ready, api_key);
+  OpenAiOptions oai;
+  oai.served_model = served_model;
+  oai.limits = limits;
+  oai.api_key = api_key;
+  oai.on_rejected = gopts.on_rejected;
+  AddOpenAiRoutes(&routes, &loop, (*rt)->tokenizer(), oai);
   // Prometheus scrapes without credentials, like the probes.
   routes.Handle("GET", "/metrics", [&metrics, &loop](const HttpRequest&, HttpResponder& r) {
     r.Reply(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics.Render(loop.Stats())});

@@ -66,6 +66,17 @@ class Server:
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
 
+    def http_post(self, path, body, headers=None):
+        """(status, parsed JSON body) of POST path with `body` (str or bytes)."""
+        data = body.encode() if isinstance(body, str) else body
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http_port}{path}", data=data, method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
     def stats(self):
         status, body = self.http("/v1/engine/stats")
         assert status == 200, (status, body)

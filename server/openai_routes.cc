@@ -1,0 +1,266 @@
+#include "server/openai_routes.h"
+
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "server/http_routes.h"
+#include "server/openai_request.h"
+
+namespace beacon {
+namespace {
+
+using nlohmann::json;
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string ErrorType(int status) {
+  switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 429: return "rate_limit_error";
+    case 503: return "service_unavailable";
+    default: return "server_error";
+  }
+}
+
+HttpResponse Error(const absl::Status& s) {
+  const int status = HttpStatusFor(s.code());
+  return JsonError(status, std::string(s.message()), ErrorType(status));
+}
+
+// OpenAI's finish reasons: time limits read as `length` (a limit was hit),
+// cancellation as `abort` (vLLM's word for it).
+const char* OpenAiFinish(ServeFinish f) {
+  switch (f) {
+    case ServeFinish::kStop:
+    case ServeFinish::kEos:
+    case ServeFinish::kStopSequence: return "stop";
+    case ServeFinish::kLength:
+    case ServeFinish::kTimeLimit: return "length";
+    case ServeFinish::kCancelled: return "abort";
+    case ServeFinish::kError: return "error";
+  }
+  return "stop";
+}
+
+json Usage(const StreamFinal& f) {
+  return {{"prompt_tokens", f.prompt_tokens},
+          {"completion_tokens", f.completion_tokens},
+          {"total_tokens", f.prompt_tokens + f.completion_tokens}};
+}
+
+// Hands the engine thread's events to the HTTP handler thread, which waits.
+class HttpSink : public RequestSink {
+ public:
+  struct Event {
+    enum { kTokens, kFinal, kRejected, kWake } kind;
+    std::string text;
+    int32_t n_tokens = 0;
+    StreamFinal final;
+    absl::Status status;
+  };
+
+  void OnTokens(std::span<const int32_t> ids, std::string_view text) override {
+    Push({Event::kTokens, std::string(text), static_cast<int32_t>(ids.size()), {}, {}});
+  }
+  void OnFinish(const StreamFinal& f) override { Push({Event::kFinal, {}, 0, f, {}}); }
+  void OnRejected(const absl::Status& s) override { Push({Event::kRejected, {}, 0, {}, s}); }
+  void Wake() { Push({Event::kWake, {}, 0, {}, {}}); }
+
+  Event Next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !events_.empty(); });
+    Event e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+
+ private:
+  void Push(Event e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(std::move(e));
+    }
+    cv_.notify_one();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+};
+
+class CompletionHandler {
+ public:
+  CompletionHandler(EngineLoop* loop, const Tokenizer* tokenizer, const OpenAiOptions* options,
+                    OpenAiEndpoint endpoint)
+      : loop_(loop), tokenizer_(tokenizer), options_(options), endpoint_(endpoint) {}
+
+  void operator()(const HttpRequest& req, HttpResponder& resp) const {
+    const bool chat = endpoint_ == OpenAiEndpoint::kChatCompletions;
+    absl::StatusOr<OpenAiRequest> parsed = ParseOpenAiRequest(endpoint_, req.body, options_->served_model);
+    if (!parsed.ok()) return Refuse(parsed.status(), resp);
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    parsed->serve.request_id = absl::StrFormat("%s-%016x", chat ? "chatcmpl" : "cmpl", rng());
+    parsed->serve.arrival = SchedClock::now();
+    absl::StatusOr<PreparedRequest> prepared = PrepareRequest(parsed->serve, *tokenizer_, options_->limits);
+    if (!prepared.ok()) return Refuse(prepared.status(), resp);
+
+    auto sink = std::make_shared<HttpSink>();
+    absl::StatusOr<RequestId> id = loop_->Submit(std::move(*prepared), sink);
+    if (!id.ok()) return Refuse(id.status(), resp);
+    EngineLoop* loop = loop_;
+    const RequestId rid = *id;
+    resp.OnDisconnect([loop, rid, sink] {
+      loop->Cancel(rid);
+      sink->Wake();
+    });
+
+    Context ctx{parsed->serve.request_id, parsed->model, static_cast<int64_t>(std::time(nullptr)), chat};
+    // The first event decides between an error status and a 200.
+    HttpSink::Event first = sink->Next();
+    while (first.kind == HttpSink::Event::kWake && !resp.Disconnected()) first = sink->Next();
+    if (first.kind == HttpSink::Event::kRejected) return (void)resp.Reply(Error(first.status));
+    if (resp.Disconnected()) return;
+    if (parsed->stream) {
+      Stream(ctx, parsed->include_usage, std::move(first), sink.get(), resp);
+    } else {
+      Whole(ctx, std::move(first), sink.get(), resp);
+    }
+  }
+
+ private:
+  struct Context {
+    std::string id;
+    std::string model;
+    int64_t created;
+    bool chat;
+  };
+
+  void Refuse(const absl::Status& s, HttpResponder& resp) const {
+    if (options_->on_rejected) options_->on_rejected(s);
+    resp.Reply(Error(s));
+  }
+
+  json Envelope(const Context& c, bool chunk) const {
+    return {{"id", c.id},
+            {"object", c.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+            {"created", c.created},
+            {"model", c.model}};
+  }
+
+  json Choice(const Context& c, const std::string& text, bool chunk, const char* finish) const {
+    json choice = {{"index", 0}, {"finish_reason", finish != nullptr ? json(finish) : json(nullptr)}};
+    if (!c.chat) {
+      choice["text"] = text;
+      choice["logprobs"] = nullptr;
+    } else if (chunk) {
+      choice["delta"] = text.empty() && finish != nullptr ? json::object() : json{{"content", text}};
+    } else {
+      choice["message"] = {{"role", "assistant"}, {"content", text}};
+      choice["logprobs"] = nullptr;
+    }
+    return choice;
+  }
+
+  void Whole(const Context& c, HttpSink::Event e, HttpSink* sink, HttpResponder& resp) const {
+    std::string text;
+    for (;; e = sink->Next()) {
+      if (e.kind == HttpSink::Event::kTokens) text += e.text;
+      if (e.kind == HttpSink::Event::kFinal) break;
+    }
+    if (e.final.reason == ServeFinish::kError) {
+      return (void)resp.Reply(JsonError(500, "generation failed: " + e.final.error, "server_error"));
+    }
+    json body = Envelope(c, false);
+    body["choices"] = json::array({Choice(c, text, false, OpenAiFinish(e.final.reason))});
+    body["usage"] = Usage(e.final);
+    resp.Reply(HttpResponse{200, "application/json", {}, Dump(body)});
+  }
+
+  // Server-sent events: one `data: <chunk>` per message, then `data: [DONE]`.
+  void Stream(const Context& c, bool include_usage, HttpSink::Event e, HttpSink* sink, HttpResponder& resp) const {
+    if (!resp.BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
+      return;
+    }
+    auto send = [&](const json& chunk) { return resp.Write("data: " + Dump(chunk) + "\n\n"); };
+    if (c.chat) {
+      json head = Envelope(c, true);
+      json choice = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"finish_reason", nullptr}};
+      head["choices"] = json::array({choice});
+      if (!send(head)) return;
+    }
+    for (;; e = sink->Next()) {
+      if (resp.Disconnected()) return;  // the disconnect callback cancelled the request
+      if (e.kind == HttpSink::Event::kTokens && !e.text.empty()) {
+        json chunk = Envelope(c, true);
+        chunk["choices"] = json::array({Choice(c, e.text, true, nullptr)});
+        if (!send(chunk)) return;
+      }
+      if (e.kind == HttpSink::Event::kFinal) break;
+    }
+    if (e.final.reason == ServeFinish::kError) {
+      send({{"error", {{"message", "generation failed: " + e.final.error}, {"type", "server_error"}, {"code", 500}}}});
+    } else {
+      json last = Envelope(c, true);
+      last["choices"] = json::array({Choice(c, "", true, OpenAiFinish(e.final.reason))});
+      if (!send(last)) return;
+      if (include_usage) {
+        json usage = Envelope(c, true);
+        usage["choices"] = json::array();
+        usage["usage"] = Usage(e.final);
+        if (!send(usage)) return;
+      }
+    }
+    if (resp.Write("data: [DONE]\n\n")) resp.End();
+  }
+
+  EngineLoop* loop_;
+  const Tokenizer* tokenizer_;
+  const OpenAiOptions* options_;
+  OpenAiEndpoint endpoint_;
+};
+
+}  // namespace
+
+int HttpStatusFor(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition: return 400;
+    case absl::StatusCode::kUnauthenticated: return 401;
+    case absl::StatusCode::kPermissionDenied: return 403;
+    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kResourceExhausted: return 429;
+    case absl::StatusCode::kUnavailable: return 503;
+    case absl::StatusCode::kDeadlineExceeded: return 504;
+    default: return 500;
+  }
+}
+
+void AddOpenAiRoutes(Router* router, EngineLoop* loop, const Tokenizer* tokenizer, OpenAiOptions options) {
+  auto opts = std::make_shared<const OpenAiOptions>(std::move(options));
+  for (auto [path, endpoint] : {std::pair{"/v1/completions", OpenAiEndpoint::kCompletions},
+                                std::pair{"/v1/chat/completions", OpenAiEndpoint::kChatCompletions}}) {
+    CompletionHandler h(loop, tokenizer, opts.get(), endpoint);
+    router->Handle("POST", path, RequireApiKey(opts->api_key, [h, opts](const HttpRequest& q, HttpResponder& r) {
+                     h(q, r);
+                   }));
+  }
+  router->Handle("GET", "/v1/models", RequireApiKey(opts->api_key, [opts](const HttpRequest&, HttpResponder& r) {
+                   json model = {{"id", opts->served_model},
+                                 {"object", "model"},
+                                 {"created", 0},
+                                 {"owned_by", "beacon-serve"},
+                                 {"max_model_len", opts->limits.context_length}};
+                   r.Reply(HttpResponse{200, "application/json", {},
+                                        Dump({{"object", "list"}, {"data", json::array({model})}})});
+                 }));
+}
+
+}  // namespace beacon
