@@ -1,6 +1,7 @@
 #include "engine/generation.h"
 
 #include <algorithm>
+#include <random>
 
 #include "absl/strings/str_format.h"
 
@@ -52,6 +53,12 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* 
                                                                GenerationOptions options) {
   if (prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");
   if (absl::Status s = options.Validate(config.vocab_size); !s.ok()) return s;
+  // A request without a seed gets a random one, fixed here so that it can be
+  // reported and the same output reproduced.
+  if (!options.sampling.seed.has_value()) {
+    std::random_device rd;
+    options.sampling.seed = (uint64_t{rd()} << 32) | rd();
+  }
   std::unique_ptr<SequenceCompressor> compressor;
   if (options.kv.compresses()) {
     auto c = SequenceCompressor::Create(options.kv, PolicyInfoFor(config), static_cast<int32_t>(prompt.size()));

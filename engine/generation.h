@@ -103,8 +103,18 @@ class Generation {
   // Null under `full`.
   const SequenceCompressor* compressor() const { return compressor_.get(); }
   const std::vector<int32_t>& prompt() const { return prompt_; }
+  // The sampler's seed (drawn at creation when the options gave none).
+  uint64_t sampling_seed() const { return options_.sampling.seed.value_or(0); }
   const std::vector<int32_t>& generated() const { return generated_; }
   FinishReason finish_reason() const { return finish_; }
+  // What ended generation: the stop string (kStopSequence) or the token
+  // (kEos, kStop; -1 otherwise).
+  const std::string& matched_stop() const { return stop_checker_.matched(); }
+  int32_t stop_token() const {
+    return (finish_ == FinishReason::kEos || finish_ == FinishReason::kStop) && !generated_.empty()
+               ? generated_.back()
+               : -1;
+  }
 
  private:
   Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, const PolicyModelInfo& model,

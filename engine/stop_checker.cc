@@ -52,6 +52,7 @@ StopChecker::Result StopChecker::Push(std::string_view delta) {
   // occurrence is also its earliest end.
   size_t best_start = std::string_view::npos;
   size_t best_end = std::string_view::npos;
+  const std::string* best = nullptr;
   for (const std::string& stop : stops_) {
     size_t pos = text.find(stop);
     while (pos != std::string_view::npos && !IsCharStart(text[pos])) {
@@ -62,12 +63,14 @@ StopChecker::Result StopChecker::Push(std::string_view delta) {
     if (end < best_end || (end == best_end && pos < best_start)) {
       best_start = pos;
       best_end = end;
+      best = &stop;
     }
   }
   if (best_start != std::string_view::npos) {
     result.text.assign(text.substr(0, best_start));
     result.stopped = true;
     stopped_ = true;
+    matched_ = *best;
     held_.clear();
     return result;
   }

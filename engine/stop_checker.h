@@ -26,11 +26,14 @@ class StopChecker {
   Result Push(std::string_view delta);
   // At the end of generation: releases whatever is held back.
   std::string Flush();
+  // The stop string that matched ("" while none has).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace beacon

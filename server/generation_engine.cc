@@ -52,6 +52,7 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   s.sink = std::move(sink);
   s.request_id = std::move(request.request_id);
   s.arrival = request.arrival;
+  s.seed = s.gen->sampling_seed();
   seqs_.emplace(id, std::move(s));
   return absl::OkStatus();
 }
@@ -172,6 +173,9 @@ void GenerationEngine::Remove(const SchedRequest& request) {
       f.error = last_error_.empty() ? "the engine failed this request" : last_error_;
       break;
   }
+  f.matched_stop = g.matched_stop();
+  f.stop_token_id = g.stop_token();
+  f.seed = s.seed;
   f.prompt_tokens = static_cast<int32_t>(g.prompt().size());
   f.completion_tokens = static_cast<int32_t>(g.generated().size());
   const SchedClock::time_point now = SchedClock::now();

@@ -72,6 +72,7 @@ class GenerationEngine : public StepEngine {
     SchedClock::time_point last_token{};
     bool has_first_token = false;
     int32_t preemptions = 0;
+    uint64_t seed = 0;
   };
 
   Backend* backend_;

@@ -81,6 +81,9 @@ v1::FinishReason ToProto(ServeFinish reason) {
 void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
   out->set_finish_reason(ToProto(f.reason));
   if (!f.error.empty()) out->set_error(f.error);
+  out->set_matched_stop(f.matched_stop);
+  if (f.stop_token_id >= 0) out->set_matched_stop_token_id(f.stop_token_id);
+  out->set_seed(f.seed);
   out->mutable_usage()->set_prompt_tokens(f.prompt_tokens);
   out->mutable_usage()->set_completion_tokens(f.completion_tokens);
   v1::Timings* t = out->mutable_timings();

@@ -31,6 +31,9 @@ struct StreamFinal {
   std::string request_id;
   ServeFinish reason = ServeFinish::kError;
   std::string error;              // with kError
+  std::string matched_stop;       // the stop string that ended it (kStopSequence)
+  int32_t stop_token_id = -1;     // the token that ended it (kEos, kStop)
+  uint64_t seed = 0;              // the sampling seed used
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
   double queue_seconds = 0;       // arrival to first scheduled step

@@ -109,6 +109,18 @@ const std::vector<Case>& Cases() {
   return *cases;
 }
 
+TEST(StopCheckerTest, ReportsWhichStopMatched) {
+  StopChecker none({"END", "stop"});
+  EXPECT_EQ(none.matched(), "");
+  StopChecker c({"END", "the e", "zzz"});
+  StopChecker::Result r = c.Push("see the");
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(c.matched(), "");
+  r = c.Push(" end END");  // "the e" ends before "END"
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(c.matched(), "the e");
+}
+
 TEST(StopCheckerTest, WholeTextInOneDelta) {
   for (const Case& c : Cases()) {
     const Outcome o = RunChecker(c.stops, {c.text});

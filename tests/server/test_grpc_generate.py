@@ -57,6 +57,9 @@ def test_concurrent_streams_equal_solo_runs(srv):
 def test_final_message(srv):
     ids, text, last = collect(srv.stub.Generate(chat_request(PROMPTS[2], 64)))
     assert last.finish_reason in (pb.FINISH_REASON_EOS, pb.FINISH_REASON_LENGTH), last
+    if last.finish_reason == pb.FINISH_REASON_EOS:  # the EOS token is named, not streamed
+        info = srv.stub.GetModelInfo(pb.GetModelInfoRequest())
+        assert last.matched_stop_token_id in info.eos_token_ids and last.matched_stop_token_id not in ids
     assert last.usage.prompt_tokens > 10
     assert last.usage.completion_tokens >= len(ids)
     assert len(text) > 0
@@ -76,6 +79,7 @@ def test_stop_strings_and_token_input(srv):
     stop = text[5:9]
     _, stopped_text, last = collect(srv.stub.Generate(chat_request(PROMPTS[3], 48, ignore_eos=True, stop=[stop])))
     assert last.finish_reason == pb.FINISH_REASON_STOP_SEQUENCE, last
+    assert last.matched_stop == stop and not last.HasField("matched_stop_token_id"), last
     assert stop not in stopped_text and text.startswith(stopped_text), (stopped_text, text)
     # Token-id input: the same ids Tokenize gives for the chat input.
     tok = srv.stub.Tokenize(pb.TokenizeRequest(chat=pb.ChatInput(messages=[pb.ChatMessage(role="user",
@@ -89,6 +93,12 @@ def test_stop_strings_and_token_input(srv):
     a, _, _ = collect(srv.stub.Generate(chat_request(PROMPTS[0], 24, sampling=samp, ignore_eos=True)))
     b, _, _ = collect(srv.stub.Generate(chat_request(PROMPTS[0], 24, sampling=samp, ignore_eos=True)))
     assert a == b
+    # Without a seed the server picks one and reports it: sending it back reproduces the output.
+    unseeded = pb.SamplingParams(temperature=0.9, top_p=0.95)
+    c, _, last_c = collect(srv.stub.Generate(chat_request(PROMPTS[0], 24, sampling=unseeded, ignore_eos=True)))
+    again = pb.SamplingParams(temperature=0.9, top_p=0.95, seed=last_c.seed)
+    d, _, last_d = collect(srv.stub.Generate(chat_request(PROMPTS[0], 24, sampling=again, ignore_eos=True)))
+    assert c == d and last_d.seed == last_c.seed
 
 
 def test_model_info_health_reflection(srv):
