@@ -68,6 +68,9 @@ void DeclareFlags(cli::Args* a) {
   a->Declare("default-max-tokens", false, "256", "max_tokens of a request that gives none");
   a->Declare("max-tokens-limit", false, "0", "largest max_tokens accepted (0 = the context length)");
   a->Declare("drain-timeout-s", false, "30", "on SIGTERM, seconds running streams get to finish");
+  a->Declare("drain-delay-s", false, "0",
+             "on SIGTERM, seconds to keep accepting requests after /ready turns 503 (for load balancers "
+             "that poll /ready; Kubernetes uses a preStop sleep instead)");
   a->Declare("api-key", false, "", "require 'authorization: Bearer KEY' (gRPC metadata / HTTP header)");
   a->Declare("api-key-file", false, "", "read the API key from this file");
   a->Declare("tls-cert", false, "", "PEM certificate chain: serve gRPC over TLS");
@@ -158,7 +161,7 @@ int Main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
   }
   int64_t grpc_port, http_port, threads, http_threads, pool_tokens, block_size, min_budget, max_budget, max_running,
-      max_waiting, step_tokens, chunk, def_max, max_limit, drain_s;
+      max_waiting, step_tokens, chunk, def_max, max_limit, drain_s, drain_delay_s;
   if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port}, {"http-port", 0, &http_port},
                                         {"threads", 0, &threads}, {"http-threads", 1, &http_threads},
                                         {"kv-pool-tokens", 1, &pool_tokens}, {"kv-block-size", 1, &block_size},
@@ -166,7 +169,7 @@ int Main(int argc, char** argv) {
                                         {"max-running", 1, &max_running}, {"max-waiting", 1, &max_waiting},
                                         {"max-step-tokens", 1, &step_tokens}, {"prefill-chunk", 1, &chunk},
                                         {"default-max-tokens", 1, &def_max}, {"max-tokens-limit", 0, &max_limit},
-                                        {"drain-timeout-s", 0, &drain_s}});
+                                        {"drain-timeout-s", 0, &drain_s}, {"drain-delay-s", 0, &drain_delay_s}});
       !s.ok()) {
     return Fail(s);
   }
@@ -298,10 +301,13 @@ int Main(int argc, char** argv) {
   sigwait(&signals, &sig);
   std::fprintf(stderr, "beacon-serve: %s: draining (%lld s at most)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                static_cast<long long>(drain_s));
-  // Drain: stop being ready, refuse new work, let running streams finish.
+  // Drain: stop being ready; after --drain-delay-s (load balancers polling
+  // /ready stop routing here meanwhile) refuse new work; let running
+  // streams finish.
   ready.store(false);
   health->SetServingStatus("beacon.v1.BeaconService", false);
   health->SetServingStatus(false);
+  if (drain_delay_s > 0) std::this_thread::sleep_for(std::chrono::seconds(drain_delay_s));
   loop.BeginDrain();
   const auto drain_end = Clock::now() + std::chrono::seconds(drain_s);
   while (loop.Stats().inflight > 0 && Clock::now() < drain_end) {

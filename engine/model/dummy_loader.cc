@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
+#include "kernels/cpu/thread_pool.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -85,7 +86,7 @@ absl::StatusOr<DType> ChooseDType(const nlohmann::json& config, const std::strin
 // Runs fn(begin, end) over [0, rows) on enough threads that each gets at
 // least ~1M elements; inline for small tensors.
 void ParallelRows(int64_t rows, int64_t cols, const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const int64_t hw = AvailableCpus();
   const int64_t threads = std::min({hw, rows, rows * cols / (int64_t{1} << 20) + 1});
   if (threads <= 1) {
     fn(0, rows);

@@ -1,6 +1,11 @@
 #include "kernels/cpu/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -20,8 +25,26 @@ inline uint64_t GenOf(uint64_t state) { return state >> 32; }
 inline uint64_t IndexOf(uint64_t state) { return state & 0xffffffffu; }
 }  // namespace
 
+int AvailableCpus() {
+  // The CPUs this process may run on (taskset, a container's cpuset)...
+  int n = 0;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // ...and no more than a cgroup v2 CPU quota allows (a Kubernetes CPU
+  // limit): "max 100000" means none, "150000 100000" one and a half CPUs.
+  std::ifstream quota("/sys/fs/cgroup/cpu.max");
+  std::string max_str;
+  int64_t period = 0;
+  if (quota >> max_str >> period && max_str != "max" && period > 0) {
+    const int64_t max_us = std::atoll(max_str.c_str());
+    if (max_us > 0) n = std::min<int>(n, std::max<int64_t>(1, (max_us + period - 1) / period));
+  }
+  return n;
+}
+
 ThreadPool::ThreadPool(int n_threads) {
-  if (n_threads <= 0) n_threads = std::max(1u, std::thread::hardware_concurrency());
+  if (n_threads <= 0) n_threads = AvailableCpus();
   n_threads_ = n_threads;
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }

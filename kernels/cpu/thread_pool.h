@@ -18,10 +18,15 @@
 
 namespace beacon {
 
+// CPUs this process may use: its affinity mask (taskset, a container's
+// cpuset), capped by a cgroup v2 CPU quota (a Kubernetes CPU limit), so
+// that "all threads" never oversubscribes a container.
+int AvailableCpus();
+
 class ThreadPool {
  public:
   // `n_threads` counts the caller: 1 means no worker threads at all.
-  // 0 picks std::thread::hardware_concurrency().
+  // 0 picks AvailableCpus().
   explicit ThreadPool(int n_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

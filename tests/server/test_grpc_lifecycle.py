@@ -112,6 +112,37 @@ def test_drain():
         srv.stop()
 
 
+def test_drain_delay():
+    # With --drain-delay-s, /ready turns 503 at once but requests are still
+    # served until the delay ends (load balancers polling /ready stop
+    # routing meanwhile); then new ones are refused.
+    srv = Server("--drain-delay-s", "2", "--drain-timeout-s", "30")
+    try:
+        out = {}
+
+        def long_stream():  # keeps the server draining past the delay
+            out["r"] = collect(srv.stub.Generate(chat_request("Tell a story.", 400, ignore_eos=True)))
+
+        t = threading.Thread(target=long_stream)
+        t.start()
+        while srv.stats()["running"] < 1:
+            time.sleep(0.01)
+        t0 = time.time()
+        srv.terminate()
+        while srv.http("/ready")[0] != 503:
+            time.sleep(0.01)
+        ids, _, _ = collect(srv.stub.Generate(chat_request("hi", 4, ignore_eos=True)))
+        assert len(ids) == 4 and time.time() - t0 < 2
+        while time.time() - t0 < 2.2:
+            time.sleep(0.05)
+        expect_rpc_error(lambda: srv.stub.Generate(chat_request("hi", 4)), grpc.StatusCode.UNAVAILABLE, "draining")
+        t.join(120)
+        assert len(out["r"][0]) == 400
+        assert srv.proc.wait(30) == 0
+    finally:
+        srv.stop()
+
+
 def test_drain_timeout_cancels():
     srv = Server("--drain-timeout-s", "1")
     try:
@@ -153,7 +184,7 @@ def test_tls():
 
 def main():
     for t in (test_environment_flags, test_preemption_keeps_outputs, test_reserve_admits_by_footprint, test_drain,
-              test_drain_timeout_cancels, test_tls):
+              test_drain_delay, test_drain_timeout_cancels, test_tls):
         t0 = time.time()
         t()
         print(f"ok {t.__name__} ({time.time() - t0:.1f}s)")

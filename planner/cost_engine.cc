@@ -1,0 +1,121 @@
+#include "planner/cost_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace beacon::planner {
+namespace {
+
+int32_t Blocks(int64_t slots, int32_t block_size) {
+  return static_cast<int32_t>((slots + block_size - 1) / block_size);
+}
+
+}  // namespace
+
+CostEngine::CostEngine(int32_t num_blocks, int32_t block_size, const CostModel& cost)
+    : sim_(num_blocks, block_size), cost_(cost) {}
+
+absl::Status CostEngine::AddSequence(RequestId id, const SimSequenceSpec& spec, double arrival_s) {
+  if (absl::Status s = sim_.AddSequence(id, spec); !s.ok()) return s;
+  RequestTiming& t = timings_[id];
+  t.arrival_s = arrival_s;
+  t.prompt_tokens = spec.prompt_tokens;
+  return absl::OkStatus();
+}
+
+absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+  slots_before_.resize(work.size());
+  for (size_t i = 0; i < work.size(); ++i) {
+    const SequenceKv* kv = sim_.kv(work[i].id);
+    slots_before_[i] = kv != nullptr ? kv->num_slots() : 0;
+  }
+  const size_t first_outcome = outcomes->size();
+  if (absl::Status s = sim_.Run(work, outcomes); !s.ok()) {
+    ++stats_.failed_steps;
+    return s;
+  }
+
+  StepLoad load;
+  int32_t decoding = 0;
+  int32_t transient_blocks = 0;  // blocks held mid-step by sequences that then evicted
+  const int32_t bs = sim_.BlockSize();
+  for (size_t i = 0; i < work.size(); ++i) {
+    const SeqWork& w = work[i];
+    const SeqOutcome& o = (*outcomes)[first_outcome + i];
+    const int64_t before = slots_before_[i];
+    const int64_t n = w.n_tokens;
+    const SequenceKv* kv = sim_.kv(w.id);
+    const int64_t after = kv != nullptr ? kv->num_slots() : 0;
+    load.tokens += n;
+    load.kv_write_slots += n;
+    load.kv_read_slots += before + n;
+    const int64_t pairs = n * before + n * (n + 1) / 2;
+    load.attn_pairs += pairs;
+    if (w.prefill) {
+      stats_.prefill_tokens += n;
+    } else {
+      stats_.decode_tokens += n;
+      load.observed_pairs += pairs;
+      ++decoding;
+    }
+    if (o.sampled) ++load.sampled;
+    if (o.result != SeqResult::kError && after < before + n) {  // evicted down to `after` this step
+      ++load.evictions;
+      load.evict_scored_slots += before + n;
+      load.evict_kept_slots += after;
+      load.evict_scored_sq += static_cast<double>(before + n) * static_cast<double>(before + n);
+      transient_blocks += Blocks(before + n, bs) - Blocks(after, bs);
+    }
+    auto it = timings_.find(w.id);
+    if (it != timings_.end()) it->second.max_slots = std::max<int32_t>(it->second.max_slots, before + n);
+  }
+
+  const StepCost c = cost_.Step(load);
+  last_step_ = c;
+  now_s_ += c.total_s;
+  ++stats_.steps;
+  stats_.busy_s += c.total_s;
+  stats_.memory_s += c.memory_s;
+  stats_.compute_s += c.compute_s;
+  stats_.overhead_s += c.overhead_s;
+  stats_.evict_s += c.evict_s;
+  stats_.bytes += c.bytes + c.evict_bytes;
+  stats_.flops += c.flops + c.evict_flops;
+  stats_.evictions += load.evictions;
+  stats_.decode_seq_seconds += decoding * c.total_s;
+  stats_.max_decode_batch = std::max(stats_.max_decode_batch, decoding);
+  if (c.compute_bound()) ++stats_.compute_bound_steps;
+  stats_.peak_used_blocks = std::max(stats_.peak_used_blocks, sim_.UsedBlocks() + transient_blocks);
+
+  for (size_t i = first_outcome; i < outcomes->size(); ++i) {
+    const SeqOutcome& o = (*outcomes)[i];
+    if (!o.sampled) continue;
+    auto it = timings_.find(o.id);
+    if (it == timings_.end()) continue;
+    if (it->second.first_token_s < 0) it->second.first_token_s = now_s_;
+    ++it->second.generated;
+  }
+  return absl::OkStatus();
+}
+
+int32_t CostEngine::Preempt(RequestId id) {
+  if (auto it = timings_.find(id); it != timings_.end()) ++it->second.preemptions;
+  return sim_.Preempt(id);
+}
+
+void CostEngine::Remove(const SchedRequest& request) {
+  sim_.Remove(request);
+  auto it = timings_.find(request.id);
+  if (it == timings_.end()) return;
+  it->second.finish_s = now_s_;
+  it->second.state = request.state;
+  finished_.push_back(request.id);
+}
+
+std::vector<RequestId> CostEngine::TakeFinished() {
+  std::vector<RequestId> out;
+  out.swap(finished_);
+  return out;
+}
+
+}  // namespace beacon::planner

@@ -1,0 +1,75 @@
+// A GPU as the capacity planner's cost model sees it: capacity, peak rates,
+// the fraction of them real kernels reach, and fixed overheads. Every
+// constant lives in one JSON profile file (configs/gpus/*.json) with its
+// source and whether it is a datasheet figure, a modelled assumption or a
+// measurement (tools/gpu-check.sh output, once the GPU backend has one).
+//
+// File format: an object with "name", optional "description", and
+// "constants": {KEY: {"value": number, "unit": text, "kind": "datasheet" |
+// "modelled" | "measured", "source": text}} for every KEY below. Unknown
+// keys are errors (a typo must not silently fall back to a default).
+#ifndef BEACON_PLANNER_GPU_PROFILE_H_
+#define BEACON_PLANNER_GPU_PROFILE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace beacon::planner {
+
+// Where a constant comes from.
+struct ConstantSource {
+  std::string kind;    // datasheet, modelled or measured
+  std::string unit;
+  std::string source;  // citation or reasoning, free text
+};
+
+struct GpuProfile {
+  std::string name;
+  std::string file;  // where it was loaded from
+
+  double memory_bytes = 0;              // HBM capacity
+  double hbm_bandwidth = 0;             // bytes/s, peak
+  double bf16_flops = 0;                // FLOP/s, dense bf16 tensor-core peak
+  double bandwidth_efficiency = 0;      // (0, 1]: share of peak bandwidth streaming kernels reach
+  double compute_efficiency = 0;        // (0, 1]: share of peak FLOP/s the matrix kernels reach
+  double launch_overhead_s = 0;         // per kernel launch
+  double kernels_per_layer = 0;         // launches per layer in one forward step
+  double step_host_overhead_s = 0;      // per step: scheduling, sampling, host/device sync
+  double evict_kernels_per_layer = 0;   // launches per layer for one step's evictions (batched)
+  double runtime_reserve_bytes = 0;     // memory kept from the KV pool: context, workspace, activations
+
+  std::map<std::string, ConstantSource> sources;  // by constant key
+
+  // Bytes/s and FLOP/s the cost model uses (peak x efficiency).
+  double effective_bandwidth() const { return hbm_bandwidth * bandwidth_efficiency; }
+  double effective_flops() const { return bf16_flops * compute_efficiency; }
+  // Keys whose kind is "measured" (empty: everything is datasheet or modelled).
+  std::vector<std::string> MeasuredKeys() const;
+};
+
+// The constant keys, in file order.
+const std::vector<std::string>& GpuProfileKeys();
+
+// INVALID_ARGUMENT naming `source` and the key for a missing, unknown,
+// mistyped or out-of-range constant.
+absl::StatusOr<GpuProfile> ParseGpuProfile(const nlohmann::json& j, const std::string& source);
+
+// `name_or_path`: a profile file, or the name of a shipped profile
+// (configs/gpus/<name>.json: "h100-sxm", "h200"), looked up in
+// $BEACON_GPU_PROFILE_DIR, then ./configs/gpus, then the source tree the tool
+// was built from. NOT_FOUND lists the places tried and the shipped names.
+absl::StatusOr<GpuProfile> LoadGpuProfile(const std::string& name_or_path);
+
+// A file shipped in the source tree (e.g. "configs/qwen3-4b.json"): the path
+// relative to the working directory when it exists there, else under the
+// source tree the tool was built from; empty when neither exists.
+std::string FindShippedFile(const std::string& relative);
+
+}  // namespace beacon::planner
+
+#endif  // BEACON_PLANNER_GPU_PROFILE_H_

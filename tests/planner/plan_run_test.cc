@@ -1,0 +1,160 @@
+// Whole simulated runs: admitted concurrency against the footprint
+// arithmetic, latencies against hand-priced steps, the published memory
+// figures, production scale, and the errors a user can hit.
+#include "planner/plan_run.h"
+
+#include "gtest/gtest.h"
+#include "planner/reproduce.h"
+#include "tests/planner/planner_test_util.h"
+
+namespace beacon::planner {
+namespace {
+
+using test::ShippedModel;
+using test::ToyGpu;
+using test::ToyModel;
+
+RunInputs ToyInputs(const KvPolicyOptions& kv, int32_t blocks, int32_t block_size = 16) {
+  RunInputs in;
+  in.model = ToyModel();
+  in.gpu = ToyGpu();
+  in.pool.blocks = blocks;
+  in.pool.block_size = block_size;
+  in.pool.bytes_per_block = block_size * in.model.kv_bytes_per_token();
+  in.pool.bytes = blocks * in.pool.bytes_per_block;
+  in.kv = kv;
+  return in;
+}
+
+WorkloadSpec Fixed(int32_t prompt, int32_t output, int32_t requests, int32_t concurrency) {
+  WorkloadSpec w;
+  w.arrival = ArrivalKind::kClosedLoop;
+  w.concurrency = concurrency;
+  w.num_requests = requests;
+  w.prompt = *ParseLengthDist(absl::StrCat("fixed:", prompt), "p");
+  w.output = *ParseLengthDist(absl::StrCat("fixed:", output), "o");
+  return w;
+}
+
+KvPolicyOptions Beacon(int32_t budget, int32_t interval = 128) {
+  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor("beacon");
+  kv.budget = budget;
+  kv.interval = interval;
+  return kv;
+}
+
+TEST(PlanRun, AdmittedConcurrencyEqualsTheFootprintArithmetic) {
+  // 1,000 blocks of 16 slots; 100-token prompts, 1,000-token outputs.
+  for (const KvPolicyOptions& kv : {KvPolicyOptions::DefaultsFor("full"), Beacon(256), Beacon(64, 32)}) {
+    RunInputs in = ToyInputs(kv, 1000);
+    in.sched.max_running = 64;
+    in.workload = Fixed(100, 1000, 200, 200);
+    absl::StatusOr<RunResult> r = RunPlan(in);
+    ASSERT_TRUE(r.ok()) << r.status();
+    // full: 1,100 slots = 69 blocks -> 14; beacon 256: 100 + 256 + 128 = 484
+    // slots = 31 blocks -> 32; beacon 64/32: 196 slots = 13 blocks -> 76, capped by max_running 64.
+    const int64_t footprint = kv.compresses() ? 100 + kv.budget + kv.interval : 1100;
+    const int64_t arithmetic = std::min<int64_t>(64, 1000 / ((footprint + 15) / 16));
+    EXPECT_EQ(r->footprint_slots, footprint) << kv.policy << " " << kv.budget;
+    EXPECT_EQ(r->admitted_by_footprint, arithmetic);
+    EXPECT_EQ(r->peak_running, arithmetic) << kv.policy << " " << kv.budget;
+    EXPECT_EQ(r->completed, 200);
+    EXPECT_EQ(r->engine.max_decode_batch, arithmetic);
+  }
+}
+
+TEST(PlanRun, LatenciesOfALoneRequestAreItsStepTimes) {
+  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor("full"), 100);
+  in.workload = Fixed(4, 3, 1, 1);
+  absl::StatusOr<RunResult> r = RunPlan(in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Hand-priced in cost_engine_test: 3,424 ps prefill, 3,168 and 3,296 ps decodes.
+  EXPECT_DOUBLE_EQ(r->ttft_s.p50, 3424e-12);
+  EXPECT_DOUBLE_EQ(r->e2e_s.p50, 9888e-12);
+  EXPECT_DOUBLE_EQ(r->tpot_s.p50, (9888e-12 - 3424e-12) / 2);
+  EXPECT_EQ(r->output_tokens, 3);
+  EXPECT_DOUBLE_EQ(r->output_tokens_per_s, 3 / 9888e-12);
+}
+
+TEST(PlanRun, PoissonArrivalsQueueAndOverflowTheWaitingBound) {
+  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor("full"), 40);
+  in.sched.max_running = 4;
+  in.sched.max_waiting = 5;
+  in.workload = Fixed(50, 100, 100, 1);
+  in.workload.arrival = ArrivalKind::kPoisson;
+  in.workload.rate = 1e12;  // everything arrives at once on this toy GPU
+  absl::StatusOr<RunResult> r = RunPlan(in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->rejected, 0);
+  EXPECT_EQ(r->completed + r->rejected, 100);
+  EXPECT_LE(r->peak_running, 4);
+  // A gentle rate: nobody waits for long, nobody is rejected.
+  in.workload.rate = 1e3;
+  r = RunPlan(in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rejected, 0);
+  EXPECT_EQ(r->completed, 100);
+}
+
+TEST(PlanRun, PublishedMemoryFiguresWithinFivePercent) {
+  const ModelCost model = ShippedModel("qwen3-4b.json");
+  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  absl::StatusOr<ResolvedPool> pool = ResolvePool(PoolSpec{}, *gpu, model);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const PublishedSetup setup = MakePublishedSetup(256);
+  std::vector<RunResult> runs;
+  for (const KvPolicyOptions& kv : setup.configs) {
+    RunInputs in{model, *gpu, *pool, SchedulerConfig{}, kv, setup.workload};
+    absl::StatusOr<RunResult> r = RunPlan(in);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->peak_running, 16);
+    EXPECT_EQ(r->output_tokens, 16 * 32768);
+    runs.push_back(*r);
+  }
+  // The footprint arithmetic exactly: 16 x (256 + 32,768) and 16 x (256 + 2,048 + 128) slots.
+  EXPECT_DOUBLE_EQ(runs[0].peak_kv_bytes, 16.0 * 33024 * 147456);
+  EXPECT_DOUBLE_EQ(runs[1].peak_kv_bytes, 16.0 * 2432 * 147456);
+  const Reproduction rep = CompareWithPublished(model, runs[0], runs[1], 256);
+  EXPECT_TRUE(rep.within_5pct) << rep.full_error << " " << rep.beacon_error;
+  EXPECT_NEAR(rep.modelled_full_gib, 77.0, 77.0 * 0.05);
+  EXPECT_NEAR(rep.modelled_beacon_gib, 13.3, 13.3 * 0.05);
+  // Compression buys throughput, though less than the published 4.3x (docs/capacity.md says why).
+  EXPECT_GT(rep.throughput_ratio(), 2.0);
+  EXPECT_LT(rep.throughput_ratio(), 4.3);
+}
+
+TEST(PlanRun, ProductionScaleRunsAreCheap) {
+  // 64 requests x 32K tokens: 2M decode-sequence-steps, O(batch) per step.
+  const ModelCost model = ShippedModel("qwen3-4b.json");
+  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
+  ASSERT_TRUE(gpu.ok());
+  RunInputs in{model, *gpu, *ResolvePool(PoolSpec{}, *gpu, model), SchedulerConfig{}, Beacon(2048),
+               Fixed(512, 32768, 64, 64)};
+  absl::StatusOr<RunResult> r = RunPlan(in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->engine.decode_tokens, 64LL * 32767);
+  EXPECT_EQ(r->peak_running, 64);
+}
+
+TEST(PlanRun, ErrorsAUserCanHit) {
+  const ModelCost model = ShippedModel("qwen3-4b.json");
+  GpuProfile small = ToyGpu();
+  small.memory_bytes = 8e9;  // less than the weights
+  PoolSpec spec;
+  absl::Status s = ResolvePool(spec, small, model).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_NE(s.message().find("weights"), std::string::npos) << s;
+  spec.mem_fraction = 1.5;
+  EXPECT_NE(ResolvePool(spec, ToyGpu(), model).status().message().find("mem_fraction"), std::string::npos);
+
+  // A request larger than the whole pool: the scheduler's own message.
+  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor("full"), 10);
+  in.workload = Fixed(100, 1000, 2, 2);
+  s = RunPlan(in).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("compressing kv_policy"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace beacon::planner
