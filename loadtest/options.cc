@@ -1,0 +1,360 @@
+#include "loadtest/options.h"
+
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "loadtest/arrival.h"
+#include "tools/cli/cli_args.h"
+
+namespace beacon::loadtest {
+namespace {
+
+void Declare(cli::Args* a) {
+  a->Declare("server", false, "127.0.0.1:50051", "");
+  a->Declare("api-key", false, "", "");
+  a->Declare("tls-ca", false, "", "");
+  a->Declare("connections", false, "4", "");
+  a->Declare("timeout-s", false, "600", "");
+  a->Declare("connect-timeout-s", false, "10", "");
+  a->Declare("rate", false, "", "");
+  a->Declare("burstiness", false, "1", "");
+  a->Declare("concurrency", false, "", "");
+  a->Declare("requests", false, "", "");
+  a->Declare("duration-s", false, "", "");
+  a->Declare("warmup", false, "0", "");
+  a->Declare("seed", false, "0", "");
+  a->Declare("prompt-len", false, "fixed:128", "");
+  a->Declare("output-len", false, "fixed:128", "");
+  a->Declare("ignore-eos", true, "", "");
+  a->Declare("prompts", false, "", "");
+  a->Declare("kv-mix", false, "", "");
+  a->Declare("kv-policy", false, "", "");
+  a->Declare("kv-budget", false, "", "");
+  a->Declare("temperature", false, "0", "");
+  a->Declare("slo", false, "", "");
+  a->Declare("waves", false, "", "");
+  a->Declare("slo-attainment", false, "0.9", "");
+  a->Declare("stop-after-fails", false, "1", "");
+  a->Declare("json", false, "", "");
+  a->Declare("csv", false, "", "");
+  a->Declare("plot", false, "", "");
+  a->Declare("label", false, "", "");
+  a->Declare("from", false, "", "");
+  a->Declare("names", false, "", "");
+  a->Declare("quiet", true, "", "");
+  a->Declare("help", true, "", "");
+}
+
+absl::StatusOr<double> Number(const cli::Args& a, const char* flag, double lo, bool lo_inclusive) {
+  absl::StatusOr<double> v = a.Double(flag);
+  if (!v.ok()) return v.status();
+  if (std::isnan(*v) || (lo_inclusive ? *v < lo : *v <= lo) || std::isinf(*v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be a number ", lo_inclusive ? ">= " : "> ", lo, ", got '", a.Str(flag), "'"));
+  }
+  return *v;
+}
+
+absl::StatusOr<int64_t> Integer(const cli::Args& a, const char* flag, int64_t lo, int64_t hi) {
+  absl::StatusOr<int64_t> v = a.Int(flag);
+  if (!v.ok()) return v.status();
+  if (*v < lo || *v > hi) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be in [", lo, ", ", hi, "], got ", *v));
+  }
+  return *v;
+}
+
+#define ASSIGN_OR_RETURN_IMPL(var, expr) \
+  auto var##_or = (expr);                \
+  if (!var##_or.ok()) return var##_or.status();
+#define ASSIGN_OR_RETURN(lhs, var, expr) \
+  ASSIGN_OR_RETURN_IMPL(var, expr)       \
+  lhs = *var##_or;
+
+}  // namespace
+
+absl::StatusOr<std::vector<double>> ParseLevels(absl::string_view spec, bool integer, absl::string_view flag) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": ", why, " in '", spec, "' (expected a list such as 1,2,4,8 or a range START:STOP:+STEP / :xFACTOR)"));
+  };
+  auto num = [&](absl::string_view s, double* v) {
+    return absl::SimpleAtod(s, v) && std::isfinite(*v) && *v > 0 && (!integer || *v == std::floor(*v));
+  };
+  const char* what = integer ? "an integer >= 1" : "a positive number";
+  std::vector<double> out;
+  std::vector<absl::string_view> range = absl::StrSplit(spec, ':');
+  if (range.size() == 3) {
+    double start, stop, step;
+    if (!num(range[0], &start) || !num(range[1], &stop)) return bad(absl::StrCat("START and STOP must be ", what));
+    if (stop < start) return bad("STOP must be >= START");
+    const bool geometric = !range[2].empty() && (range[2][0] == 'x' || range[2][0] == '*');
+    const bool additive = !range[2].empty() && range[2][0] == '+';
+    if (!geometric && !additive) return bad("the step must start with '+' or 'x'");
+    if (!absl::SimpleAtod(range[2].substr(1), &step) || !std::isfinite(step) ||
+        (geometric ? step <= 1 : step <= 0)) {
+      return bad(geometric ? "FACTOR must be > 1" : "STEP must be > 0");
+    }
+    for (double v = start; v <= stop * (1 + 1e-9) && out.size() < 1000; v = geometric ? v * step : v + step) {
+      out.push_back(integer ? std::round(v) : v);
+    }
+    if (out.size() >= 1000) return bad("more than 1000 levels");
+  } else if (range.size() == 1) {
+    for (absl::string_view p : absl::StrSplit(spec, ',')) {
+      double v;
+      if (!num(p, &v)) return bad(absl::StrCat("'", p, "' is not ", what));
+      out.push_back(v);
+    }
+  } else {
+    return bad("malformed");
+  }
+  for (size_t i = 1; i < out.size(); ++i) {
+    if (out[i] <= out[i - 1]) return bad("levels must be ascending and distinct");
+  }
+  return out;
+}
+
+absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
+  Config c;
+  for (int i = 0; i < argc; ++i) absl::StrAppend(&c.command_line, i > 0 ? " " : "", argv[i]);
+  cli::Args a;
+  Declare(&a);
+  if (absl::Status s = a.Parse(argc, argv); !s.ok()) return s;
+  if (a.Flag("help")) {
+    c.help = true;
+    return c;
+  }
+  a.ApplyEnvironment("BEACON_LOADTEST_");
+  std::vector<std::string> pos = a.positional();
+  if (!pos.empty() && (pos[0] == "run" || pos[0] == "sweep" || pos[0] == "plot")) {
+    c.sweep = pos[0] == "sweep";
+    c.plot_only = pos[0] == "plot";
+    pos.erase(pos.begin());
+  }
+  if (!pos.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", pos[0], "' (commands: run, sweep, plot; options start with --)"));
+  }
+  if (c.plot_only) {
+    c.plot_from = absl::StrSplit(a.Str("from"), ',', absl::SkipEmpty());
+    if (c.plot_from.empty()) return absl::InvalidArgumentError("plot needs --from SWEEP.json[,SWEEP2.json...]");
+    c.plot_path = a.Str("plot");
+    if (c.plot_path.empty()) return absl::InvalidArgumentError("plot needs --plot OUT.png");
+    if (a.Has("names")) {
+      c.plot_names = absl::StrSplit(a.Str("names"), ',');
+      if (c.plot_names.size() != c.plot_from.size()) {
+        return absl::InvalidArgumentError("--names needs one name per --from file");
+      }
+    }
+    return c;
+  }
+  for (const char* f : {"from", "names"}) {
+    if (a.Has(f)) return absl::InvalidArgumentError(absl::StrCat("--", f, " belongs to `beacon-loadtest plot`"));
+  }
+
+  // Server.
+  c.client.server = a.Str("server");
+  if (c.client.server.empty()) return absl::InvalidArgumentError("--server is empty");
+  c.client.api_key = a.Str("api-key");
+  if (a.Has("tls-ca")) {
+    std::ifstream in(a.Str("tls-ca"));
+    if (!in) return absl::NotFoundError(absl::StrCat("--tls-ca: cannot read ", a.Str("tls-ca")));
+    c.client.tls_ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSIGN_OR_RETURN(c.client.connections, conn, Integer(a, "connections", 1, 256));
+  ASSIGN_OR_RETURN(c.client.timeout_s, tmo, Number(a, "timeout-s", 0, false));
+  ASSIGN_OR_RETURN(c.client.connect_timeout_s, ctmo, Number(a, "connect-timeout-s", 0, false));
+
+  // Load shape.
+  const bool has_rate = a.Has("rate"), has_conc = a.Has("concurrency");
+  if (has_rate && has_conc) {
+    return absl::InvalidArgumentError("give --rate (open loop) or --concurrency (closed loop), not both");
+  }
+  if (!has_rate && !has_conc) {
+    return absl::InvalidArgumentError("give --rate R (open loop, requests/s) or --concurrency N (closed loop)");
+  }
+  c.by_concurrency = has_conc;
+  ASSIGN_OR_RETURN(c.load.burstiness, burst, Number(a, "burstiness", 0, false));
+  if (a.Has("burstiness") && has_conc) {
+    return absl::InvalidArgumentError("--burstiness shapes open-loop arrivals: use it with --rate");
+  }
+  if (c.sweep) {
+    ASSIGN_OR_RETURN(c.levels, lv,
+                     ParseLevels(a.Str(has_rate ? "rate" : "concurrency"), has_conc,
+                                 has_rate ? "--rate" : "--concurrency"));
+    if (has_conc && c.levels.back() > 100000) return absl::InvalidArgumentError("--concurrency: at most 100000");
+  } else if (has_rate) {
+    ASSIGN_OR_RETURN(c.load.rate, rate, a.Double("rate"));
+    if (absl::Status s = ValidateArrival(c.load.rate, c.load.burstiness); !s.ok()) return s;
+  } else {
+    ASSIGN_OR_RETURN(c.load.concurrency, conc, Integer(a, "concurrency", 1, 100000));
+  }
+  if (a.Has("requests") && a.Has("duration-s")) {
+    return absl::InvalidArgumentError("give --requests or --duration-s, not both");
+  }
+  if (a.Has("waves")) {
+    if (!c.sweep || !has_conc) {
+      return absl::InvalidArgumentError("--waves sizes each level of a closed-loop sweep (sweep --concurrency ...)");
+    }
+    if (a.Has("requests") || a.Has("duration-s")) {
+      return absl::InvalidArgumentError("give --waves or --requests / --duration-s, not both");
+    }
+    ASSIGN_OR_RETURN(c.waves, waves, Integer(a, "waves", 1, 1000));
+    c.load.requests = c.waves;  // per level: waves x the level's concurrency (sweep.cc)
+  } else if (a.Has("duration-s")) {
+    ASSIGN_OR_RETURN(c.load.duration_s, dur, Number(a, "duration-s", 0, false));
+  } else if (a.Has("requests")) {
+    ASSIGN_OR_RETURN(c.load.requests, req, Integer(a, "requests", 1, int64_t{1} << 40));
+  } else {
+    c.load.requests = 100;
+  }
+  ASSIGN_OR_RETURN(c.load.warmup, warm, Integer(a, "warmup", 0, int64_t{1} << 40));
+  ASSIGN_OR_RETURN(int64_t seed, seed, Integer(a, "seed", 0, INT64_MAX));
+  c.load.seed = static_cast<uint64_t>(seed);
+  c.load.progress = !a.Flag("quiet");
+
+  // Workload.
+  WorkloadOptions& w = c.workload;
+  w.seed = c.load.seed;
+  ASSIGN_OR_RETURN(w.prompt_len, plen, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
+  ASSIGN_OR_RETURN(w.output_len, olen, LengthDist::Parse(a.Str("output-len"), "--output-len"));
+  w.ignore_eos = a.Flag("ignore-eos");
+  if (a.Has("prompts")) {
+    if (a.Has("prompt-len")) {
+      return absl::InvalidArgumentError("--prompt-len sets synthetic prompts: not with --prompts");
+    }
+    ASSIGN_OR_RETURN(w.prompts, pr, LoadPromptsJsonl(a.Str("prompts")));
+  }
+  ASSIGN_OR_RETURN(double temp, temp, Number(a, "temperature", 0, true));
+  w.temperature = static_cast<float>(temp);
+  if (a.Has("kv-mix")) {
+    if (a.Has("kv-policy") || a.Has("kv-budget")) {
+      return absl::InvalidArgumentError("give --kv-mix or --kv-policy/--kv-budget, not both");
+    }
+    ASSIGN_OR_RETURN(w.kv_mix, mix, ParseKvMix(a.Str("kv-mix")));
+  } else if (a.Has("kv-policy") || a.Has("kv-budget")) {
+    std::string spec = a.Has("kv-policy") ? a.Str("kv-policy") : "default";
+    if (a.Has("kv-budget")) {
+      ASSIGN_OR_RETURN(int64_t budget, bud, Integer(a, "kv-budget", 1, INT32_MAX));
+      absl::StrAppend(&spec, "@", budget);
+    }
+    ASSIGN_OR_RETURN(w.kv_mix, single, ParseKvMix(spec, "--kv-policy"));
+    if (w.kv_mix.size() != 1) return absl::InvalidArgumentError("--kv-policy takes one policy (use --kv-mix)");
+  }
+
+  // SLO and sweep.
+  if (a.Has("slo")) {
+    ASSIGN_OR_RETURN(c.slo, slo, ParseSlo(a.Str("slo")));
+  }
+  ASSIGN_OR_RETURN(c.slo_attainment, att, Number(a, "slo-attainment", 0, false));
+  if (c.slo_attainment > 1) return absl::InvalidArgumentError("--slo-attainment must be in (0, 1]");
+  ASSIGN_OR_RETURN(c.stop_after_fails, saf, Integer(a, "stop-after-fails", 1, 1000));
+  if (c.sweep && c.slo.empty()) {
+    return absl::InvalidArgumentError("sweep needs --slo (e.g. --slo ttft_ms=1000,tpot_ms=50) to judge each level");
+  }
+  if (!c.sweep) {
+    for (const char* f : {"plot", "slo-attainment", "stop-after-fails"}) {
+      if (a.Has(f)) return absl::InvalidArgumentError(absl::StrCat("--", f, " belongs to `beacon-loadtest sweep`"));
+    }
+  }
+  c.json_path = a.Str("json");
+  c.csv_path = a.Str("csv");
+  c.plot_path = a.Str("plot");
+  c.label = a.Str("label");
+  return c;
+}
+
+absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
+  for (const KvChoice& k : c->workload.kv_mix) {
+    if (k.policy != "default") {
+      bool allowed = false;
+      for (const v1::KvPolicyInfo& p : info.kv_policies()) allowed |= p.name() == k.policy && p.allowed();
+      if (!allowed) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("KV policy '", k.policy, "' is not allowed by the server (see --kv-allowed-policies)"));
+      }
+    }
+    if (k.budget > 0 && (k.budget < info.kv_budget_min() || k.budget > info.kv_budget_max())) {
+      return absl::InvalidArgumentError(absl::StrCat("KV budget ", k.budget, " of '", k.Label(),
+                                                     "' is outside the server's range [", info.kv_budget_min(),
+                                                     ", ", info.kv_budget_max(), "]"));
+    }
+  }
+  const LengthDist& p = c->workload.prompt_len;
+  if (c->workload.prompts.empty() && p.kind() == LengthDist::Kind::kFixed &&
+      p.Mean() >= info.context_length()) {
+    return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", p.ToString(), " does not fit the model's context (",
+                                                   info.context_length(), " tokens)"));
+  }
+  if (info.vocab_size() > 0) {
+    c->workload.token_max = std::min(c->workload.token_max, info.vocab_size());
+    c->workload.token_min = std::min(c->workload.token_min, c->workload.token_max / 2);
+  }
+  return absl::OkStatus();
+}
+
+#undef ASSIGN_OR_RETURN
+#undef ASSIGN_OR_RETURN_IMPL
+
+std::string UsageText() {
+  return R"(usage: beacon-loadtest [run] (--rate R | --concurrency N) [options]
+       beacon-loadtest sweep (--rate LEVELS | --concurrency LEVELS) --slo SLO [options]
+       beacon-loadtest plot --from SWEEP.json[,SWEEP2.json...] --plot OUT.png [--names A,B]
+
+Streams Generate requests to beacon-serve over gRPC and reports TTFT, TPOT,
+inter-token latency, end-to-end latency (mean, median, p90, p99), request and
+token throughput, goodput under an SLO, and errors by gRPC code. `sweep` runs
+each load level in turn and finds the highest one that meets the SLO.
+
+Server:
+  --server HOST:PORT        beacon-serve's gRPC address (default 127.0.0.1:50051)
+  --api-key KEY             sent as 'authorization: Bearer KEY'
+  --tls-ca FILE             PEM CA certificate: connect over TLS
+  --connections N           gRPC channels / TCP connections (default 4)
+  --timeout-s S             per-request deadline (default 600)
+  --connect-timeout-s S     for the initial GetModelInfo (default 10)
+Load:
+  --rate R                  open loop: R requests/s ('inf': all at once); sweep: LEVELS
+  --burstiness K            gamma-distributed gaps, CV 1/sqrt(K); 1 = Poisson (default)
+  --concurrency N           closed loop: N requests in flight; sweep: LEVELS
+  --requests N              measured requests (default 100; per level in a sweep)
+  --duration-s S            or: issue measured requests for S seconds
+  --waves K                 closed-loop sweep: K x concurrency requests per level
+  --warmup N                requests run first and excluded from the figures (default 0)
+  --seed N                  seeds arrivals and the workload: runs repeat (default 0)
+Workload:
+  --prompt-len DIST         synthetic prompt of exactly this many token ids (default fixed:128)
+  --output-len DIST         max_tokens per request (default fixed:128)
+                            DIST: fixed:N | uniform:A:B | normal:MEAN:STD | lognormal:MEAN:STD
+  --ignore-eos              generate exactly max_tokens (reasoning-style long outputs)
+  --prompts FILE.jsonl      {"prompt": "..."} (raw text) or {"messages": [...]} (chat)
+                            lines, optional "max_tokens"; used in order, cycling
+  --kv-mix MIX              per-request KV policies: POLICY[@BUDGET][:WEIGHT],...
+                            e.g. full:1,beacon@256:1 (policy 'default': the server's)
+  --kv-policy P, --kv-budget B   one policy (and budget) for every request
+  --temperature T           sampling temperature (default 0: greedy)
+SLO and sweep:
+  --slo ttft_ms=..,tpot_ms=..,e2e_ms=..   bounds of a good request (any subset)
+  --slo-attainment F        sweep: a level passes when F of its requests are good (default 0.9)
+  --stop-after-fails N      sweep: stop after N failing levels in a row (default 1)
+                            LEVELS: 1,2,4,8 | START:STOP:+STEP | START:STOP:xFACTOR
+Output:
+  --json FILE, --csv FILE   results (run: per-request CSV; sweep: per-level CSV)
+  --plot FILE.png           sweep: latency percentiles and goodput against load
+  --from A.json,B.json      plot: re-plot a sweep's JSON, or compare several sweeps
+                            (TTFT p90, TPOT p90, goodput; one series per file)
+  --names A,B               plot: series names (default: each sweep's --label, else its KV policy)
+  --label TEXT              recorded in the JSON
+  --quiet                   no progress line
+Every option can also be set from the environment as BEACON_LOADTEST_<NAME>
+(e.g. BEACON_LOADTEST_SERVER); the command line wins.
+Exit status: 0 done, 2 bad arguments, 1 server unreachable or every request
+failed, 130 interrupted (Ctrl-C cancels what is in flight; results are still written).
+)";
+}
+
+}  // namespace beacon::loadtest
