@@ -8,20 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/cli/csv.h"
 
 namespace beacon::eval {
 namespace {
-
-// Quotes a CSV field when it holds a separator, quote or line break.
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string ShellQuote(const std::string& s) {
   std::string out = "'";
@@ -50,7 +40,7 @@ std::string ResultTable::Format(const Cell& c, int precision) const {
 
 std::string ResultTable::ToCsv() const {
   std::string out;
-  for (size_t i = 0; i < columns_.size(); ++i) absl::StrAppend(&out, i ? "," : "", CsvField(columns_[i].key));
+  for (size_t i = 0; i < columns_.size(); ++i) absl::StrAppend(&out, i ? "," : "", cli::CsvField(columns_[i].key));
   out += "\n";
   for (const std::vector<Cell>& row : rows_) {
     for (size_t i = 0; i < row.size(); ++i) {
@@ -58,7 +48,7 @@ std::string ResultTable::ToCsv() const {
       std::string f;
       if (const double* v = std::get_if<double>(&row[i])) f = absl::StrFormat("%.9g", *v);
       if (const std::string* s = std::get_if<std::string>(&row[i])) f = *s;
-      absl::StrAppend(&out, i ? "," : "", CsvField(f));
+      absl::StrAppend(&out, i ? "," : "", cli::CsvField(f));
     }
     out += "\n";
   }

@@ -1,20 +1,12 @@
 #include "loadtest/client.h"
 
-#include <cctype>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "proto/beacon/v1/finish_reason_name.h"
 
 namespace beacon::loadtest {
 namespace {
-
-std::string FinishName(v1::FinishReason r) {
-  std::string n = v1::FinishReason_Name(r);
-  const std::string prefix = "FINISH_REASON_";
-  if (n.rfind(prefix, 0) == 0) n = n.substr(prefix.size());
-  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -80,7 +72,7 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse> 
       if (on_tokens_) on_tokens_(n);
     }
     if (msg_.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
-      result_.finish_reason = FinishName(msg_.finish_reason());
+      result_.finish_reason = v1::FinishReasonName(msg_.finish_reason());
       result_.server_completion_tokens = msg_.usage().completion_tokens();
       if (result_.prompt_tokens == 0) result_.prompt_tokens = msg_.usage().prompt_tokens();
       if (!msg_.error().empty()) result_.error = msg_.error();

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/cli/csv.h"
 
 namespace beacon::loadtest {
 namespace {
@@ -22,16 +23,6 @@ std::string ErrorsLine(const RunSummary& s) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : s.errors) parts.push_back(absl::StrCat(k, " ", v));
   return absl::StrJoin(parts, ", ");
-}
-
-std::string CsvField(std::string s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 nlohmann::json Json(const Summary& s) {
@@ -188,12 +179,12 @@ std::string RequestsCsv(const std::vector<RequestResult>& results) {
   for (const RequestResult& r : results) {
     const Summary itl = Summary::Of(r.itl_s);
     absl::StrAppend(&out, absl::StrFormat("%d,%d,%s,%.6f,%s,%s,%.3f,%.3f,%.3f,%d,%d,%d,%s,%s,%s\n", r.index,
-                                          r.warmup ? 1 : 0, CsvField(r.kv), r.start_s,
+                                          r.warmup ? 1 : 0, cli::CsvField(r.kv), r.start_s,
                                           r.ttft_s >= 0 ? absl::StrFormat("%.3f", r.ttft_s * 1e3) : "",
                                           r.output_tokens > 1 ? absl::StrFormat("%.3f", r.TpotS() * 1e3) : "",
                                           r.e2e_s * 1e3, itl.mean * 1e3, itl.max * 1e3, r.prompt_tokens,
                                           r.output_tokens, r.max_tokens, GrpcCodeName(r.grpc_code),
-                                          r.finish_reason, CsvField(r.error)));
+                                          r.finish_reason, cli::CsvField(r.error)));
   }
   return out;
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "workload/slo.h"
 
 namespace beacon::loadtest {
 
@@ -66,16 +67,9 @@ struct Summary {
   static Summary Of(const std::vector<double>& values);
 };
 
-// Upper bounds a good request meets; unset ones are not checked.
-struct Slo {
-  std::optional<double> ttft_ms, tpot_ms, e2e_ms;
-  bool empty() const { return !ttft_ms && !tpot_ms && !e2e_ms; }
-  std::string ToString() const;  // "ttft_ms=500,tpot_ms=50" ("" when empty)
-};
-
-// Parses `ttft_ms=..,tpot_ms=..,e2e_ms=..` (any non-empty subset, each key at
-// most once, values > 0). Errors are INVALID_ARGUMENT starting "--slo".
-absl::StatusOr<Slo> ParseSlo(absl::string_view spec);
+// The SLO and its parser live in workload/slo.h (shared with the planner).
+using workload::ParseSlo;
+using workload::Slo;
 
 // Ok() and within every bound of `slo` (TPOT is not checked for requests
 // of fewer than 2 tokens).

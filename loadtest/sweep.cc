@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "loadtest/png_plot.h"
+#include "plot/png_plot.h"
 #include "loadtest/runner.h"
 #include "loadtest/workload.h"
 

@@ -16,9 +16,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "loadtest/length_dist.h"
+#include "workload/length_dist.h"
 
 namespace beacon::loadtest {
+
+// Prompt and output length distributions: workload/length_dist.h.
+using workload::LengthDist;
 
 // One entry of a KV mix: the policy a request names (or "default": send no
 // KV options, so the server's default applies), its budget (0: the policy's

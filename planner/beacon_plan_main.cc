@@ -149,12 +149,12 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
                           "kv-budget", "kv-interval", "kv-keep-prompt", "slo", "target-rate", "kv-pool-gb"}) {
       if (a.Has(f)) return absl::InvalidArgumentError(absl::StrCat("--reproduce fixes --", f, ": drop it"));
     }
-    absl::StatusOr<LengthDist> p = ParseLengthDist(a.Str("prompt-len"), "--prompt-len");
+    absl::StatusOr<LengthDist> p = LengthDist::Parse(a.Str("prompt-len"), "--prompt-len");
     if (!p.ok()) return p.status();
-    if (p->kind != LengthDist::Kind::kFixed) {
+    if (p->kind() != LengthDist::Kind::kFixed) {
       return absl::InvalidArgumentError("--prompt-len: --reproduce takes a fixed prompt length (fixed:N)");
     }
-    s.prompt_tokens = static_cast<int32_t>(p->a);
+    s.prompt_tokens = static_cast<int32_t>(p->Mean());  // fixed: the length
     published = MakePublishedSetup(s.prompt_tokens);
     model_path = FindShippedFile(published.model);
     if (model_path.empty()) return absl::NotFoundError(absl::StrCat("cannot find ", published.model));
@@ -218,14 +218,14 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
     }
     PLAN_ASSIGN(v, IntFlag(a, "requests", 1, 10'000'000));
     w.num_requests = static_cast<int32_t>(v);
-    PLAN_ASSIGN(w.prompt, ParseLengthDist(a.Str("prompt-len"), "--prompt-len"));
-    PLAN_ASSIGN(w.output, ParseLengthDist(a.Str("output-len"), "--output-len"));
+    PLAN_ASSIGN(w.prompt, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
+    PLAN_ASSIGN(w.output, LengthDist::Parse(a.Str("output-len"), "--output-len"));
     PLAN_ASSIGN(v, IntFlag(a, "max-tokens", 0, INT32_MAX / 2));
     w.max_tokens = static_cast<int32_t>(v);
     PLAN_ASSIGN(v, IntFlag(a, "seed", 0, INT64_MAX));
     w.seed = static_cast<uint64_t>(v);
-    if (w.prompt.kind == LengthDist::Kind::kFixed && w.prompt.a >= r.model.context_length) {
-      return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", w.prompt.spec, " does not fit the model's context (",
+    if (w.prompt.kind() == LengthDist::Kind::kFixed && w.prompt.Mean() >= r.model.context_length) {
+      return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", w.prompt.ToString(), " does not fit the model's context (",
                                                      r.model.context_length, " tokens)"));
     }
     PLAN_ASSIGN(s.configs, ParseConfigs(a));
@@ -335,7 +335,6 @@ int Main(int argc, char** argv) {
     if (absl::Status s = WritePlotFiles(report, setup->out_dir, &written); !s.ok()) return Fail(s);
     if (!quiet) {
       for (const std::string& w : written) std::fprintf(stderr, "wrote %s\n", w.c_str());
-      if (!PlotsAvailable()) std::fprintf(stderr, "(built without beacon_plot: CSV only, no PNG)\n");
     }
   }
   const nlohmann::json j = ToJson(report);

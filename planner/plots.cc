@@ -6,22 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "planner/report.h"
 
-#ifdef BEACON_PLAN_HAVE_PLOT
-#include "loadtest/png_plot.h"
-#endif
+#include "plot/png_plot.h"
 
 namespace beacon::planner {
-
-#ifndef BEACON_PLAN_HAVE_PLOT
-
-bool PlotsAvailable() { return false; }
-absl::Status WritePngPlots(const PlanReport&, const std::string&, std::vector<std::string>*) {
-  return absl::OkStatus();
-}
-
-#else
-
-bool PlotsAvailable() { return true; }
 
 absl::Status WritePngPlots(const PlanReport& r, const std::string& dir, std::vector<std::string>* written) {
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -69,7 +56,5 @@ absl::Status WritePngPlots(const PlanReport& r, const std::string& dir, std::vec
   written->push_back(path);
   return absl::OkStatus();
 }
-
-#endif
 
 }  // namespace beacon::planner

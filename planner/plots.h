@@ -1,7 +1,6 @@
-// PNG plots of a plan (beacon_plot, loadtest/png_plot.h): throughput and peak
+// PNG plots of a plan (beacon_plot, plot/png_plot.h): throughput and peak
 // memory against the KV budget, and replicas against the request rate. The
-// planner builds without the plot library; then these write nothing and the
-// CSV series (report.h) are the plot data.
+// CSV series (report.h) hold the same data.
 #ifndef BEACON_PLANNER_PLOTS_H_
 #define BEACON_PLANNER_PLOTS_H_
 
@@ -13,9 +12,6 @@
 namespace beacon::planner {
 
 struct PlanReport;
-
-// True when built with beacon_plot.
-bool PlotsAvailable();
 
 // Writes `dir`/budget_sweep.png and, with an SLO, `dir`/replicas_vs_rate.png;
 // appends their paths to `written`. `dir` exists.

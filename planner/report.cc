@@ -134,14 +134,14 @@ json ToJson(const PlanReport& r) {
                    {"rate", r.workload.rate},
                    {"concurrency", r.workload.concurrency},
                    {"requests", r.workload.num_requests},
-                   {"prompt", r.workload.prompt.spec},
-                   {"output", r.workload.output.spec},
+                   {"prompt", r.workload.prompt.ToString()},
+                   {"output", r.workload.output.ToString()},
                    {"max_tokens", r.workload.max_tokens},
                    {"seed", r.workload.seed}};
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  j["slo"] = {{"ttft_ms", opt(r.slo.ttft_ms)},
-              {"tpot_ms", opt(r.slo.tpot_ms)},
-              {"e2e_ms", opt(r.slo.e2e_ms)},
+  j["slo"] = {{"ttft_ms", opt(r.slo.bounds.ttft_ms)},
+              {"tpot_ms", opt(r.slo.bounds.tpot_ms)},
+              {"e2e_ms", opt(r.slo.bounds.e2e_ms)},
               {"attainment", r.slo.attainment}};
   j["target_rate"] = r.target_rate;
   json configs = json::array();

@@ -60,8 +60,8 @@ std::string FormatTable(const PlanReport& r);
 nlohmann::json ToJson(const PlanReport& r);
 
 // Writes `dir`/budget_sweep.csv (throughput and memory against budget) and,
-// with an SLO, `dir`/replicas_vs_rate.csv; and, when built with beacon_plot,
-// the PNG plots of both. Returns the files written in `written`.
+// with an SLO, `dir`/replicas_vs_rate.csv; and the PNG plots of both
+// (plots.h). Returns the files written in `written`.
 absl::Status WritePlotFiles(const PlanReport& r, const std::string& dir, std::vector<std::string>* written);
 
 }  // namespace beacon::planner

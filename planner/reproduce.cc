@@ -11,12 +11,8 @@ PublishedSetup MakePublishedSetup(int32_t prompt_tokens) {
   s.workload.arrival = ArrivalKind::kClosedLoop;
   s.workload.concurrency = 16;
   s.workload.num_requests = 16;
-  s.workload.prompt.kind = LengthDist::Kind::kFixed;
-  s.workload.prompt.a = prompt_tokens;
-  s.workload.prompt.spec = absl::StrFormat("fixed:%d", prompt_tokens);
-  s.workload.output.kind = LengthDist::Kind::kFixed;
-  s.workload.output.a = 32768;
-  s.workload.output.spec = "fixed:32768";
+  s.workload.prompt = LengthDist::Fixed(prompt_tokens);
+  s.workload.output = LengthDist::Fixed(32768);
   s.workload.max_tokens = 0;  // every request runs to its 32,768 tokens
   s.configs.push_back(KvPolicyOptions::DefaultsFor("full"));
   KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor("beacon");

@@ -5,54 +5,26 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 
 namespace beacon::planner {
 
-absl::StatusOr<SloSpec> ParseSlo(std::string_view spec_in, double attainment) {
-  const absl::string_view spec(spec_in.data(), spec_in.size());  // Debian's absl::string_view is its own type
+absl::StatusOr<SloSpec> ParseSlo(std::string_view spec, double attainment) {
   SloSpec slo;
-  if (absl::StripAsciiWhitespace(spec).empty()) {
-    return absl::InvalidArgumentError("--slo: empty (expected e.g. ttft_ms=2000,tpot_ms=50,e2e_ms=600000)");
-  }
-  for (absl::string_view item : absl::StrSplit(spec, ',')) {
-    item = absl::StripAsciiWhitespace(item);
-    const size_t eq = item.find('=');
-    if (eq == absl::string_view::npos) return absl::InvalidArgumentError(absl::StrCat("--slo: '", item, "' is not KEY=VALUE"));
-    const absl::string_view key = item.substr(0, eq), val = item.substr(eq + 1);
-    std::optional<double>* slot = key == "ttft_ms"   ? &slo.ttft_ms
-                                  : key == "tpot_ms" ? &slo.tpot_ms
-                                  : key == "e2e_ms"  ? &slo.e2e_ms
-                                                     : nullptr;
-    if (slot == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("--slo: unknown key '", key, "' (known: ttft_ms, tpot_ms, e2e_ms)"));
-    }
-    if (slot->has_value()) return absl::InvalidArgumentError(absl::StrCat("--slo: '", key, "' given twice"));
-    double v;
-    if (!absl::SimpleAtod(val, &v) || !std::isfinite(v) || !(v > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--slo: ", key, " must be a positive number of milliseconds, got '", val, "'"));
-    }
-    *slot = v;
-  }
+  absl::StatusOr<workload::Slo> bounds =
+      workload::ParseSlo(absl::string_view(spec.data(), spec.size()));  // Debian's absl::string_view is its own type
+  if (!bounds.ok()) return bounds.status();
   if (!(attainment > 0 && attainment <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("--slo-attainment: must be in (0, 1], got ", attainment));
   }
+  slo.bounds = *std::move(bounds);
   slo.attainment = attainment;
   return slo;
 }
 
 std::string SloSpec::Describe() const {
-  std::vector<std::string> parts;
-  if (ttft_ms) parts.push_back(absl::StrFormat("ttft_ms=%g", *ttft_ms));
-  if (tpot_ms) parts.push_back(absl::StrFormat("tpot_ms=%g", *tpot_ms));
-  if (e2e_ms) parts.push_back(absl::StrFormat("e2e_ms=%g", *e2e_ms));
-  if (parts.empty()) return "none";
-  return absl::StrFormat("%s for %g%% of requests", absl::StrJoin(parts, ","), attainment * 100);
+  if (!enabled()) return "none";
+  return absl::StrFormat("%s for %g%% of requests", bounds.ToString(), attainment * 100);
 }
 
 SloVerdict CheckSlo(const RunResult& r, const SloSpec& slo, int32_t warmup) {
@@ -63,9 +35,10 @@ SloVerdict CheckSlo(const RunResult& r, const SloSpec& slo, int32_t warmup) {
   for (size_t i = warmup; i < r.requests.size(); ++i) {
     const RequestSample& q = r.requests[i];
     if (!q.ok) continue;
-    const bool t1 = !slo.ttft_ms || q.ttft_s * 1e3 <= *slo.ttft_ms;
-    const bool t2 = !slo.tpot_ms || q.output_tokens < 2 || q.tpot_s * 1e3 <= *slo.tpot_ms;
-    const bool t3 = !slo.e2e_ms || q.e2e_s * 1e3 <= *slo.e2e_ms;
+    const workload::Slo& b = slo.bounds;
+    const bool t1 = !b.ttft_ms || q.ttft_s * 1e3 <= *b.ttft_ms;
+    const bool t2 = !b.tpot_ms || q.output_tokens < 2 || q.tpot_s * 1e3 <= *b.tpot_ms;
+    const bool t3 = !b.e2e_ms || q.e2e_s * 1e3 <= *b.e2e_ms;
     ttft_miss += !t1;
     tpot_miss += !t2;
     e2e_miss += !t3;

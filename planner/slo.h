@@ -1,7 +1,8 @@
 // Service-level objectives and the replicas they need.
 //
-// An SLO is beacon-loadtest's (loadtest/stats.h): upper bounds on TTFT, TPOT
-// and end-to-end latency, `ttft_ms=..,tpot_ms=..,e2e_ms=..` (any subset), and
+// An SLO is beacon-loadtest's bounds (workload/slo.h, one parser for both
+// tools): upper bounds on TTFT, TPOT and end-to-end latency,
+// `ttft_ms=..,tpot_ms=..,e2e_ms=..` (any subset), and
 // an attainment: a run meets the SLO when at least that share of its
 // requests finished within every bound (TPOT is not checked for one-token
 // outputs) and none was rejected.
@@ -22,24 +23,24 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "planner/plan_run.h"
+#include "workload/slo.h"
 
 namespace beacon::planner {
 
 struct SloSpec {
-  std::optional<double> ttft_ms, tpot_ms, e2e_ms;
+  workload::Slo bounds;     // empty: no SLO
   double attainment = 0.9;  // share of requests that must meet every bound
-  bool enabled() const { return ttft_ms || tpot_ms || e2e_ms; }
+  bool enabled() const { return !bounds.empty(); }
   std::string Describe() const;  // "ttft_ms=500,tpot_ms=50 for 90% of requests"
 };
 
-// `ttft_ms=..,tpot_ms=..,e2e_ms=..` (a non-empty subset, values > 0 ms) and an
-// attainment in (0, 1]. INVALID_ARGUMENT starting "--slo".
+// The bounds as workload::ParseSlo (INVALID_ARGUMENT starting "--slo") and an
+// attainment in (0, 1] (INVALID_ARGUMENT starting "--slo-attainment").
 absl::StatusOr<SloSpec> ParseSlo(std::string_view spec, double attainment);
 
 struct SloVerdict {

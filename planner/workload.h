@@ -2,8 +2,8 @@
 // syntax), arrivals in virtual time, and the requests they produce.
 //
 // Length distributions, in tokens, with beacon-loadtest's syntax and meaning
-// (loadtest/length_dist.h; a draw is rounded and clamped to >= 1; a bare
-// integer N means fixed:N):
+// (one implementation, workload/length_dist.h; a draw is rounded and clamped
+// to >= 1; a bare integer N means fixed:N):
 //   fixed:N          always N
 //   uniform:A:B      integers in [A, B]
 //   normal:M:S       mean M, standard deviation S
@@ -27,22 +27,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "workload/length_dist.h"
 
 namespace beacon::planner {
 
-struct LengthDist {
-  enum class Kind { kFixed, kUniform, kNormal, kLognormal };
-  Kind kind = Kind::kFixed;
-  double a = 1, b = 0;  // N | A, B | M, S | M, S
-  std::string spec;     // as given
-
-  int32_t Sample(std::mt19937_64& rng) const;
-  // Mean of the distribution before rounding and clamping.
-  double Mean() const;
-};
-
-// INVALID_ARGUMENT naming `field` and the expected forms.
-absl::StatusOr<LengthDist> ParseLengthDist(std::string_view spec, std::string_view field);
+// Length distributions: workload/length_dist.h (LengthDist::Parse errors
+// start with the field name).
+using workload::LengthDist;
 
 enum class ArrivalKind { kPoisson, kClosedLoop };
 

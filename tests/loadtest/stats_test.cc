@@ -1,4 +1,5 @@
-// Percentiles, summaries, SLO parsing and goodput against hand-computed values.
+// Percentiles, summaries and goodput against hand-computed values (SLO
+// parsing: tests/workload/slo_test.cc).
 #include "loadtest/stats.h"
 
 #include <gtest/gtest.h>
@@ -29,39 +30,6 @@ TEST(PercentileTest, SummaryOf) {
   EXPECT_NEAR(s.p99, 3.97, 1e-12);  // rank 2.97
   EXPECT_DOUBLE_EQ(s.max, 4);
   EXPECT_EQ(Summary::Of({}).count, 0);
-}
-
-TEST(SloTest, ParsesAnySubset) {
-  absl::StatusOr<Slo> s = ParseSlo("ttft_ms=500,tpot_ms=50.5,e2e_ms=20000");
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(*s->ttft_ms, 500);
-  EXPECT_EQ(*s->tpot_ms, 50.5);
-  EXPECT_EQ(*s->e2e_ms, 20000);
-  EXPECT_EQ(s->ToString(), "ttft_ms=500,tpot_ms=50.5,e2e_ms=20000");
-  s = ParseSlo(" tpot_ms = 40 ");
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(*s->tpot_ms, 40);
-  EXPECT_FALSE(s->ttft_ms.has_value());
-  EXPECT_FALSE(s->empty());
-  EXPECT_TRUE(Slo{}.empty());
-}
-
-TEST(SloTest, ErrorsNameTheProblem) {
-  struct Case {
-    const char* spec;
-    const char* needle;
-  };
-  for (const Case& c : {Case{"ttft=5", "unknown key 'ttft'"}, Case{"latency_ms=5", "unknown key"},
-                        Case{"ttft_ms", "not KEY=VALUE"}, Case{"ttft_ms=0", "positive"},
-                        Case{"tpot_ms=-3", "positive"}, Case{"e2e_ms=fast", "positive number"},
-                        Case{"ttft_ms=1,ttft_ms=2", "given twice"}, Case{"", "empty"},
-                        Case{"ttft_ms=1,", "not KEY=VALUE"}}) {
-    absl::StatusOr<Slo> s = ParseSlo(c.spec);
-    ASSERT_FALSE(s.ok()) << c.spec;
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(s.status().message().find("--slo"), absl::string_view::npos) << s.status();
-    EXPECT_NE(s.status().message().find(c.needle), absl::string_view::npos) << c.spec << ": " << s.status();
-  }
 }
 
 RequestResult Req(double start, double ttft, double e2e, int tokens, int code = 0,

@@ -31,8 +31,8 @@ WorkloadSpec Fixed(int32_t prompt, int32_t output, int32_t requests, int32_t con
   w.arrival = ArrivalKind::kClosedLoop;
   w.concurrency = concurrency;
   w.num_requests = requests;
-  w.prompt = *ParseLengthDist(absl::StrCat("fixed:", prompt), "p");
-  w.output = *ParseLengthDist(absl::StrCat("fixed:", output), "o");
+  w.prompt = *LengthDist::Parse(absl::StrCat("fixed:", prompt), "p");
+  w.output = *LengthDist::Parse(absl::StrCat("fixed:", output), "o");
   return w;
 }
 

@@ -80,9 +80,9 @@ def test_sweep_with_slo_writes_plot_data():
         with open(os.path.join(tmp, "budget_sweep.csv")) as f:
             rows = f.read().strip().splitlines()
         assert rows[0].startswith("policy,budget,") and len(rows) == 6
-        if "budget_sweep.png" in files:
-            with open(os.path.join(tmp, "budget_sweep.png"), "rb") as f:
-                assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+        assert {"budget_sweep.png", "replicas_vs_rate.png"} <= files, files
+        with open(os.path.join(tmp, "budget_sweep.png"), "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
         assert "replicas@4" in out
 
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "proto/beacon/v1/beacon.grpc.pb.h"
+#include "proto/beacon/v1/finish_reason_name.h"
 #include "tools/cli/cli_args.h"
 
 namespace beacon {
@@ -30,14 +31,6 @@ int Fail(const std::string& what, int code = 1) {
 int FailRpc(const grpc::Status& s) {
   return Fail(absl::StrCat("error ", s.error_code(), ": ", s.error_message()),
               s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? 2 : 1);
-}
-
-std::string FinishName(v1::FinishReason r) {
-  std::string n = v1::FinishReason_Name(r);
-  const std::string prefix = "FINISH_REASON_";
-  if (n.rfind(prefix, 0) == 0) n = n.substr(prefix.size());
-  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
 }
 
 void Authorize(const cli::Args& args, grpc::ClientContext* ctx) {
@@ -80,7 +73,7 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
     if (json) {
       nlohmann::json j = {{"request_id", msg.request_id()}, {"token_ids", msg.token_ids()}, {"text", msg.text()}};
       if (msg.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
-        j["finish_reason"] = FinishName(msg.finish_reason());
+        j["finish_reason"] = v1::FinishReasonName(msg.finish_reason());
         j["prompt_tokens"] = msg.usage().prompt_tokens();
         j["completion_tokens"] = msg.usage().completion_tokens();
         j["time_to_first_token_s"] = msg.timings().time_to_first_token_seconds();
@@ -96,7 +89,7 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
         std::fprintf(stderr, "\n[%d prompt + %d completion tokens, TTFT %.0f ms, %.2f s, finish: %s, kv: %s peak %d]\n",
                      msg.usage().prompt_tokens(), msg.usage().completion_tokens(),
                      msg.timings().time_to_first_token_seconds() * 1e3, msg.timings().total_seconds(),
-                     FinishName(msg.finish_reason()).c_str(), msg.kv().policy().c_str(),
+                     v1::FinishReasonName(msg.finish_reason()).c_str(), msg.kv().policy().c_str(),
                      msg.kv().peak_cached_tokens());
       }
     }

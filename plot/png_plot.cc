@@ -1,4 +1,4 @@
-#include "loadtest/png_plot.h"
+#include "plot/png_plot.h"
 
 #include <zlib.h>
 
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "loadtest/bitmap_font.h"
+#include "plot/bitmap_font.h"
 
 namespace beacon::plot {
 

@@ -12,8 +12,8 @@
 // pieces are usable alone: Image (an RGB raster with lines, rectangles and
 // bitmap-font text) and EncodePng() (an 8-bit RGB, non-interlaced PNG).
 // Everything here is single-threaded value code; no global state.
-#ifndef BEACON_LOADTEST_PNG_PLOT_H_
-#define BEACON_LOADTEST_PNG_PLOT_H_
+#ifndef BEACON_PLOT_PNG_PLOT_H_
+#define BEACON_PLOT_PNG_PLOT_H_
 
 #include <cstdint>
 #include <string>
@@ -134,4 +134,4 @@ std::string FormatTick(double v);
 
 }  // namespace beacon::plot
 
-#endif  // BEACON_LOADTEST_PNG_PLOT_H_
+#endif  // BEACON_PLOT_PNG_PLOT_H_

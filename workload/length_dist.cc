@@ -1,4 +1,4 @@
-#include "loadtest/length_dist.h"
+#include "workload/length_dist.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,14 +8,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace beacon::loadtest {
+namespace beacon::workload {
 namespace {
+
+// Larger parameters are typos, not workloads.
+constexpr double kMaxParam = 1e8;
 
 constexpr char kForms[] = "expected fixed:N, uniform:A:B, normal:MEAN:STD or lognormal:MEAN:STD";
 
 int32_t ClampRound(double v) {
   if (!std::isfinite(v)) return 1;
-  return static_cast<int32_t>(std::clamp(std::llround(v), 1LL, static_cast<long long>(INT32_MAX)));
+  return static_cast<int32_t>(std::clamp(std::llround(v), 1LL, static_cast<long long>(INT32_MAX / 2)));
 }
 
 }  // namespace
@@ -63,6 +66,9 @@ absl::StatusOr<LengthDist> LengthDist::Parse(absl::string_view spec, absl::strin
   } else {
     return bad(absl::StrCat("unknown distribution '", kind, "'"));
   }
+  for (double v : nums) {
+    if (v > kMaxParam) return bad("too large (over 1e8 tokens)");
+  }
   d.a_ = nums[0];
   d.b_ = nums.size() > 1 ? nums[1] : 0;
   return d;
@@ -104,4 +110,4 @@ std::string LengthDist::ToString() const {
   return "";
 }
 
-}  // namespace beacon::loadtest
+}  // namespace beacon::workload

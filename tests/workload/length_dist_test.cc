@@ -1,11 +1,14 @@
-#include "loadtest/length_dist.h"
+// Length distributions: the syntax and sampling shared by beacon-loadtest
+// and beacon-plan.
+#include "workload/length_dist.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
-namespace beacon::loadtest {
+namespace beacon::workload {
 namespace {
 
 std::vector<int32_t> Draw(const LengthDist& d, int n, uint64_t seed = 3) {
@@ -27,6 +30,22 @@ LengthDist Must(const char* spec) {
   absl::StatusOr<LengthDist> d = LengthDist::Parse(spec, "--prompt-len");
   EXPECT_TRUE(d.ok()) << d.status();
   return *d;
+}
+
+TEST(LengthDistTest, ParsesEveryForm) {
+  for (const char* spec : {"fixed:128", "128", "uniform:64:256", "normal:512:128", "lognormal:512:256"}) {
+    absl::StatusOr<LengthDist> d = LengthDist::Parse(spec, "--output-len");
+    ASSERT_TRUE(d.ok()) << spec << ": " << d.status();
+    // The canonical form parses back to the same distribution.
+    absl::StatusOr<LengthDist> back = LengthDist::Parse(d->ToString(), "--output-len");
+    ASSERT_TRUE(back.ok()) << d->ToString();
+    EXPECT_EQ(back->ToString(), d->ToString());
+    EXPECT_EQ(back->kind(), d->kind());
+  }
+  EXPECT_EQ(Must("uniform:64:256").kind(), LengthDist::Kind::kUniform);
+  EXPECT_EQ(Must("128").ToString(), "fixed:128");
+  EXPECT_EQ(LengthDist::Fixed(32768).ToString(), "fixed:32768");
+  EXPECT_EQ(LengthDist::Fixed(0).Mean(), 1);
 }
 
 TEST(LengthDistTest, FixedAndBareInteger) {
@@ -84,14 +103,50 @@ TEST(LengthDistTest, BadSpecsNameTheFlagAndTheProblem) {
                         Case{"fixed:1:2", "one value"}, Case{"uniform:9:3", "A <= B"},
                         Case{"uniform:3", "two values"}, Case{"normal:0:5", "MEAN must be > 0"},
                         Case{"lognormal:10:-1", "STD must be >= 0"}, Case{"normal:ten:1", "'ten' is not a number"},
-                        Case{"", "unknown distribution"}, Case{"fixed:nan", "not a number"}}) {
+                        Case{"", "unknown distribution"}, Case{"fixed:nan", "not a number"},
+                        Case{"zipf:2", "unknown distribution 'zipf'"}, Case{"uniform:1", "two values"},
+                        Case{"fixed:200000000", "too large"}, Case{"normal:100:1e9", "too large"}}) {
     absl::StatusOr<LengthDist> d = LengthDist::Parse(c.spec, "--output-len");
     ASSERT_FALSE(d.ok()) << c.spec;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(d.status().message().find("--output-len"), absl::string_view::npos) << d.status();
+    EXPECT_EQ(d.status().message().rfind("--output-len", 0), 0u) << d.status();
     EXPECT_NE(d.status().message().find(c.needle), absl::string_view::npos) << c.spec << ": " << d.status();
   }
 }
 
+TEST(LengthDistTest, LargeSamplesHaveTheStatedMomentsAndRange) {
+  std::mt19937_64 rng(7);
+  auto moments = [&](const char* spec, double* mean, double* sd, int32_t* lo, int32_t* hi) {
+    LengthDist d = Must(spec);
+    double s = 0, s2 = 0;
+    *lo = INT32_MAX, *hi = 0;
+    const int n = 40000;
+    for (int i = 0; i < n; ++i) {
+      const int32_t v = d.Sample(rng);
+      s += v, s2 += double{v} * v;
+      *lo = std::min(*lo, v), *hi = std::max(*hi, v);
+    }
+    *mean = s / n;
+    *sd = std::sqrt(s2 / n - *mean * *mean);
+  };
+  double mean, sd;
+  int32_t lo, hi;
+  moments("fixed:77", &mean, &sd, &lo, &hi);
+  EXPECT_EQ(lo, 77);
+  EXPECT_EQ(hi, 77);
+  moments("uniform:10:20", &mean, &sd, &lo, &hi);
+  EXPECT_EQ(lo, 10);
+  EXPECT_EQ(hi, 20);
+  EXPECT_NEAR(mean, 15, 0.1);
+  moments("normal:1000:100", &mean, &sd, &lo, &hi);
+  EXPECT_NEAR(mean, 1000, 3);
+  EXPECT_NEAR(sd, 100, 3);
+  // Lognormal: MEAN and STD of the lengths themselves, as beacon-loadtest.
+  moments("lognormal:4096:2048", &mean, &sd, &lo, &hi);
+  EXPECT_NEAR(mean, 4096, 4096 * 0.02);
+  EXPECT_NEAR(sd, 2048, 2048 * 0.05);
+  EXPECT_GE(lo, 1);
+}
+
 }  // namespace
-}  // namespace beacon::loadtest
+}  // namespace beacon::workload

@@ -1,7 +1,7 @@
 // beacon_plot: the PNG encoder checked by an independent decoder (chunk
 // CRCs, IHDR, zlib inflate of IDAT, filter bytes, every pixel), and the line
 // plot's output checked for its series colours, ticks and labels.
-#include "loadtest/png_plot.h"
+#include "plot/png_plot.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "loadtest/bitmap_font.h"
+#include "plot/bitmap_font.h"
 
 namespace beacon::plot {
 namespace {

@@ -2,8 +2,8 @@
 // LCD glyphs for printable ASCII (0x20..0x7E), with an eighth row for the
 // descenders of g, j, p, q, y, drawn in a 6x10 cell (one column and two rows
 // of spacing). No font files, no dependencies.
-#ifndef BEACON_LOADTEST_BITMAP_FONT_H_
-#define BEACON_LOADTEST_BITMAP_FONT_H_
+#ifndef BEACON_PLOT_BITMAP_FONT_H_
+#define BEACON_PLOT_BITMAP_FONT_H_
 
 #include <string_view>
 
@@ -27,4 +27,4 @@ inline int TextHeight(int scale = 1) { return kGlyphHeight * scale; }
 
 }  // namespace beacon::plot
 
-#endif  // BEACON_LOADTEST_BITMAP_FONT_H_
+#endif  // BEACON_PLOT_BITMAP_FONT_H_

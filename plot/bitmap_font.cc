@@ -1,4 +1,4 @@
-#include "loadtest/bitmap_font.h"
+#include "plot/bitmap_font.h"
 
 #include <cstdint>
 
