@@ -1,6 +1,7 @@
 #include "server/engine_loop.h"
 
 #include <chrono>
+#include <cstdio>
 
 namespace beacon {
 namespace {
@@ -154,6 +155,11 @@ void EngineLoop::Run() {
       report = scheduler_.Step(t0);
       if (observer_ != nullptr && report.ran) {
         observer_->OnStep(report, std::chrono::duration<double>(SchedClock::now() - t0).count());
+      }
+      if (!report.engine_status.ok()) {
+        // The step's requests ended with finish_reason error; say why here too.
+        std::fprintf(stderr, "beacon-serve: engine step failed (%d requests ended with an error): %s\n",
+                     report.finished, std::string(report.engine_status.message()).c_str());
       }
     }
     PublishStats(&report);
