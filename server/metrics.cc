@@ -114,11 +114,13 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
                "Per request: (end - first token) / (output tokens - 1)", kPerToken);
   e2e_ = hist("beacon_e2e_request_latency_seconds", "Arrival to finish", kLatency);
   queue_ = hist("beacon_request_queue_time_seconds", "Arrival to first scheduled step", kLatency);
-  step_seconds_ = &BuildHistogram()
-                       .Name("beacon_engine_step_seconds")
-                       .Help("Engine step duration, by kind: decode only, prefill only, or mixed")
-                       .Register(r);
-  for (const char* kind : {"decode", "prefill", "mixed"}) step_seconds_->Add({{"kind", kind}}, kStep);
+  auto& steps = BuildHistogram()
+                    .Name("beacon_engine_step_seconds")
+                    .Help("Engine step duration, by kind: decode only, prefill only, or mixed")
+                    .Register(r);
+  step_decode_ = &steps.Add({{"kind", "decode"}}, kStep);
+  step_prefill_ = &steps.Add({{"kind", "prefill"}}, kStep);
+  step_mixed_ = &steps.Add({{"kind", "mixed"}}, kStep);
   peak_kv_tokens_ = hist("beacon_request_peak_kv_tokens", "Per request: most KV slots it held", kKvTokens);
   compression_ratio_ = hist("beacon_request_kv_compression_ratio",
                             "Per request: (prompt + output tokens) / peak KV slots; 1 = nothing evicted", kRatio);
@@ -153,8 +155,8 @@ void ServerMetrics::OnFrontEndRejected(const absl::Status& s) {
 
 void ServerMetrics::OnStep(const StepReport& report, double seconds) {
   if (!report.ran || !report.engine_status.ok()) return;
-  const char* kind = report.prefill_seqs == 0 ? "decode" : report.decode_seqs == 0 ? "prefill" : "mixed";
-  step_seconds_->Add({{"kind", kind}}, kStep).Observe(seconds);
+  (report.prefill_seqs == 0 ? step_decode_ : report.decode_seqs == 0 ? step_prefill_ : step_mixed_)
+      ->Observe(seconds);
 }
 
 void ServerMetrics::Refresh(const LoopStats& s) {

@@ -93,7 +93,10 @@ class ServerMetrics : public EngineObserver {
   prometheus::Histogram* tpot_;
   prometheus::Histogram* e2e_;
   prometheus::Histogram* queue_;
-  prometheus::Family<prometheus::Histogram>* step_seconds_;
+  // beacon_engine_step_seconds by kind, resolved once: OnStep runs every step.
+  prometheus::Histogram* step_decode_;
+  prometheus::Histogram* step_prefill_;
+  prometheus::Histogram* step_mixed_;
   prometheus::Histogram* peak_kv_tokens_;
   prometheus::Histogram* compression_ratio_;
 
