@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
-#include "tests/kernels/cuda/cuda_test_util.h"
+#include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
 namespace {

@@ -5,8 +5,8 @@
 //
 // bf16 values live on the host as uint16_t bit patterns and are converted
 // with the project's Fp32ToBf16 / Bf16ToFp32 (kernels/cpu/dtype.h).
-#ifndef BEACON_TESTS_KERNELS_CUDA_CUDA_TEST_UTIL_H_
-#define BEACON_TESTS_KERNELS_CUDA_CUDA_TEST_UTIL_H_
+#ifndef BEACON_TESTS_CUDA_CUDA_TEST_UTIL_H_
+#define BEACON_TESTS_CUDA_CUDA_TEST_UTIL_H_
 
 #include <cuda_runtime.h>
 
@@ -120,4 +120,4 @@ inline void ExpectBf16Near(const std::vector<uint16_t>& got, const std::vector<d
 
 }  // namespace beacon::cuda_test
 
-#endif  // BEACON_TESTS_KERNELS_CUDA_CUDA_TEST_UTIL_H_
+#endif  // BEACON_TESTS_CUDA_CUDA_TEST_UTIL_H_
