@@ -7,7 +7,9 @@
 #define BEACON_ENGINE_BACKEND_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -41,8 +43,34 @@ class Backend {
   // hold the new slots) leave every sequence as it was.
   virtual absl::Status Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) = 0;
 
+  // Forward, then the greedy token (argmax of the logits, ties to the lowest
+  // id) of each entry's last row, into tokens[entry]. A device backend takes
+  // the argmax where the logits are and copies back only the ids.
+  // REQUIRES no entry has all_logits.
+  virtual absl::Status ForwardGreedy(std::span<const ForwardEntry> batch, std::vector<int32_t>* tokens);
+
+  // A KV cache of `num_blocks` blocks whose data this backend can read: host
+  // f32 for the CPU, device bf16 for CUDA.
+  virtual std::unique_ptr<KvCache> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks);
+
+  // Whether sequences under `options` can run here: UNIMPLEMENTED naming the
+  // policy (or option) when this backend cannot evict that way.
+  virtual absl::Status CheckPolicy(const KvPolicyOptions& options) const { return absl::OkStatus(); }
+
+  // "cpu" or "cuda".
+  virtual std::string_view device() const = 0;
   virtual const ModelConfig& config() const = 0;
 };
+
+// The checks every backend makes before a step (INVALID_ARGUMENT naming the
+// entry): a KV sequence and tokens per entry, a cache of the model's shape
+// and of `storage`, no sequence twice, token ids inside the vocabulary,
+// positions inside the context.
+absl::Status ValidateBatch(const ModelConfig& config, std::span<const ForwardEntry> batch, KvStorage storage);
+
+// Reserves every entry's new slots, all or nothing: on failure the entries
+// reserved so far are rolled back and the error (RESOURCE_EXHAUSTED) returned.
+absl::Status ReserveBatch(std::span<const ForwardEntry> batch);
 
 }  // namespace beacon
 

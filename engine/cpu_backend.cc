@@ -26,38 +26,6 @@ CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool)
   pack(weights_->output);
 }
 
-absl::Status CpuBackend::Validate(std::span<const ForwardEntry> batch) const {
-  const ModelConfig& c = weights_->config;
-  for (size_t e = 0; e < batch.size(); ++e) {
-    const ForwardEntry& en = batch[e];
-    if (en.kv == nullptr || en.tokens.empty()) {
-      return absl::InvalidArgumentError(absl::StrFormat("batch entry %d has no KV sequence or no tokens", e));
-    }
-    if (en.kv->cache()->shape().n_layers != c.n_layers ||
-        en.kv->cache()->shape().n_kv_heads != c.n_kv_heads ||
-        en.kv->cache()->shape().head_dim != c.head_dim) {
-      return absl::InvalidArgumentError("KV cache shape does not match the model");
-    }
-    for (size_t j = 0; j < e; ++j) {
-      if (batch[j].kv == en.kv) {
-        return absl::InvalidArgumentError(absl::StrFormat("batch entries %d and %d share a KV sequence", j, e));
-      }
-    }
-    for (int32_t id : en.tokens) {
-      if (id < 0 || id >= c.vocab_size) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("token id %d is outside the vocabulary [0, %d)", id, c.vocab_size));
-      }
-    }
-    const int64_t last = static_cast<int64_t>(en.start_pos) + en.tokens.size();
-    if (en.start_pos < 0 || last > c.context_length) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "positions [%d, %d) exceed the model's context length %d", en.start_pos, last, c.context_length));
-    }
-  }
-  return absl::OkStatus();
-}
-
 void CpuBackend::Resize(int64_t n) {
   const ModelConfig& c = weights_->config;
   x_.resize(n * c.hidden);
@@ -77,18 +45,12 @@ void CpuBackend::Linear(const Tensor& w, const float* x, int64_t n, float* y) {
 }
 
 absl::Status CpuBackend::Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) {
-  if (absl::Status s = Validate(batch); !s.ok()) return s;
+  if (absl::Status s = ValidateBatch(weights_->config, batch, KvStorage::kHost); !s.ok()) return s;
   const ModelConfig& c = weights_->config;
 
   // Reserve every sequence's new slots first, so a full pool fails the step
-  // before anything is written; roll back what was reserved on failure.
-  for (size_t e = 0; e < batch.size(); ++e) {
-    absl::Status s = batch[e].kv->Reserve(batch[e].kv->num_slots() + static_cast<int32_t>(batch[e].tokens.size()));
-    if (!s.ok()) {
-      for (size_t j = 0; j <= e; ++j) batch[j].kv->Truncate(batch[j].kv->num_slots());
-      return s;
-    }
-  }
+  // before anything is written.
+  if (absl::Status s = ReserveBatch(batch); !s.ok()) return s;
 
   tokens_.clear();
   int64_t n_logit_rows = 0;

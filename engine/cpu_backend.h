@@ -27,6 +27,7 @@ class CpuBackend : public Backend {
 
   absl::Status Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) override;
   const ModelConfig& config() const override { return weights_->config; }
+  std::string_view device() const override { return "cpu"; }
 
  private:
   // Per-token bookkeeping for one step, flattened over the batch.
@@ -36,7 +37,6 @@ class CpuBackend : public Backend {
     int32_t pos;   // RoPE position
   };
 
-  absl::Status Validate(std::span<const ForwardEntry> batch) const;
   void Resize(int64_t n_tokens);
   void Layer(int l, std::span<const ForwardEntry> batch);
   void Attention(int l, std::span<const ForwardEntry> batch);

@@ -1,6 +1,9 @@
 #include "engine/runtime.h"
 
 #include "absl/strings/str_cat.h"
+#ifdef BEACON_HAVE_CUDA
+#include "engine/cuda/cuda_backend.h"
+#endif
 
 namespace beacon {
 
@@ -18,7 +21,20 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& o
     rt->tokenizer_ = std::move(*tok);
   }
   rt->pool_ = std::make_unique<ThreadPool>(options.threads);
-  rt->backend_ = std::make_unique<CpuBackend>(&rt->model_->weights, rt->pool_.get());
+  if (options.device == "cpu") {
+    rt->backend_ = std::make_unique<CpuBackend>(&rt->model_->weights, rt->pool_.get());
+  } else if (options.device == "cuda") {
+#ifdef BEACON_HAVE_CUDA
+    absl::StatusOr<std::unique_ptr<Backend>> b = CreateCudaBackend(&rt->model_->weights);
+    if (!b.ok()) return b.status();
+    rt->backend_ = std::move(*b);
+#else
+    return absl::FailedPreconditionError("device \"cuda\": this build has no CUDA (configure with nvcc on the PATH)");
+#endif
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device \"", options.device, "\" is not one of: cpu, cuda"));
+  }
   return rt;
 }
 
@@ -29,7 +45,7 @@ std::unique_ptr<KvCache> Runtime::MakeKvCache(int64_t n_tokens, int block_size) 
   shape.head_dim = config().head_dim;
   shape.block_size = block_size;
   const int32_t blocks = static_cast<int32_t>((n_tokens + block_size - 1) / block_size);
-  return std::make_unique<KvCache>(shape, blocks);
+  return backend_->MakeKvCache(shape, blocks);
 }
 
 absl::StatusOr<std::vector<int32_t>> Runtime::EncodePrompt(const std::string& text, bool chat,

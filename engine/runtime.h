@@ -1,4 +1,4 @@
-// Everything a process needs to run a model on the CPU: the loaded weights,
+// Everything a process needs to run a model: the loaded weights,
 // the tokenizer, a thread pool and the backend, built in the right order from
 // one model spec. Shared by beacon-run, beacon-bench and beacon-logits (and
 // the server, which adds the scheduler on top).
@@ -21,6 +21,9 @@ namespace beacon {
 struct RuntimeOptions {
   std::string model = "models/default.gguf";  // see LoadModel for the forms
   int threads = 0;                            // 0: every hardware thread
+  // "cpu", or "cuda" (GPU 0; weights in bf16 on the device, engine/cuda/).
+  // "cuda" is FAILED_PRECONDITION in a build without CUDA or with no GPU.
+  std::string device = "cpu";
 };
 
 class Runtime {
@@ -34,7 +37,8 @@ class Runtime {
   Backend* backend() { return backend_.get(); }
   ThreadPool* pool() { return pool_.get(); }
 
-  // A KV cache able to hold `n_tokens` slots in blocks of `block_size`.
+  // A KV cache able to hold `n_tokens` slots in blocks of `block_size`, its
+  // data where the backend reads it (host f32, or device bf16).
   std::unique_ptr<KvCache> MakeKvCache(int64_t n_tokens, int block_size = 16) const;
 
   // Prompt text to ids: plain text, or as a single user turn of the model's
@@ -46,7 +50,7 @@ class Runtime {
   std::unique_ptr<LoadedModel> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Backend> backend_;
 };
 
 }  // namespace beacon

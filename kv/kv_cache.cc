@@ -5,10 +5,12 @@
 
 namespace beacon {
 
-KvCache::KvCache(const KvCacheShape& shape, int32_t num_blocks)
+KvCache::KvCache(const KvCacheShape& shape, int32_t num_blocks, KvStorage storage)
     : shape_(shape),
+      storage_(storage),
       block_stride_(static_cast<size_t>(shape.n_kv_heads) * shape.block_size * shape.head_dim),
       pool_(num_blocks) {
+  if (storage == KvStorage::kDevice) return;
   const size_t floats = block_stride_ * num_blocks;
   k_.resize(shape.n_layers);
   v_.resize(shape.n_layers);
@@ -20,8 +22,10 @@ KvCache::KvCache(const KvCacheShape& shape, int32_t num_blocks)
   }
 }
 
+KvCache::~KvCache() = default;
+
 size_t KvCache::BytesPerBlock() const {
-  return 2 * block_stride_ * sizeof(float) * shape_.n_layers;
+  return 2 * block_stride_ * static_cast<size_t>(shape_.element_bytes) * shape_.n_layers;
 }
 
 absl::Status SequenceKv::Reserve(int32_t n_slots) {

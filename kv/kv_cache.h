@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,12 +32,44 @@ struct KvCacheShape {
   int n_kv_heads = 0;
   int head_dim = 0;
   int block_size = 16;  // token slots per block
+  int element_bytes = 4;  // bytes of one K or V element: 4 (host f32), 2 (device bf16)
+};
+
+// Where the K/V data of a cache lives. A device cache keeps only the block
+// bookkeeping on the host (pool, block tables, slot counts); its data is
+// owned by a KvDeviceStorage that the device backend attaches.
+enum class KvStorage { kHost, kDevice };
+
+class SequenceKv;
+class KvPolicy;
+struct KvPolicyOptions;
+struct Protection;
+
+// The device side of a KvCache (engine/cuda/ implements it): owns the device
+// arrays and runs what must touch them, i.e. eviction.
+class KvDeviceStorage {
+ public:
+  virtual ~KvDeviceStorage() = default;
+  // Scores every (layer, KV head) of `seq` with `policy`, keeps `n_keep`
+  // slots per head under `protection` (kv/selection.h's rule) and compacts
+  // them to the front in order, on the device. The caller then truncates.
+  // Errors: UNIMPLEMENTED for a policy the device cannot run, INTERNAL for
+  // a device failure; the slots are then unchanged.
+  virtual absl::Status Evict(SequenceKv* seq, KvPolicy* policy, const KvPolicyOptions& options,
+                             const Protection& protection, int32_t n_keep, int32_t next_position) = 0;
 };
 
 class KvCache {
  public:
-  // Allocates num_blocks blocks of storage up front.
-  KvCache(const KvCacheShape& shape, int32_t num_blocks);
+  // Allocates num_blocks blocks of storage up front (host storage), or only
+  // the bookkeeping (kDevice: data comes with set_device_storage).
+  KvCache(const KvCacheShape& shape, int32_t num_blocks, KvStorage storage = KvStorage::kHost);
+  ~KvCache();
+
+  KvStorage storage() const { return storage_; }
+  // Null for host caches.
+  KvDeviceStorage* device_storage() const { return device_.get(); }
+  void set_device_storage(std::unique_ptr<KvDeviceStorage> d) { device_ = std::move(d); }
 
   const KvCacheShape& shape() const { return shape_; }
   BlockPool& pool() { return pool_; }
@@ -45,6 +78,7 @@ class KvCache {
   // Floats between the same (head, slot) of consecutive block ids.
   size_t block_stride() const { return block_stride_; }
   // Start of [slot_in_block][head_dim] of (layer, block, kv_head).
+  // REQUIRES storage() == kHost (K, V and Positions).
   float* K(int layer, int32_t block, int head) { return k_[layer].data() + Offset(block, head); }
   float* V(int layer, int32_t block, int head) { return v_[layer].data() + Offset(block, head); }
   const float* K(int layer, int32_t block, int head) const { return k_[layer].data() + Offset(block, head); }
@@ -67,9 +101,11 @@ class KvCache {
   }
 
   KvCacheShape shape_;
+  KvStorage storage_;
   size_t block_stride_;
   std::vector<std::vector<float>> k_, v_;
   std::vector<std::vector<int32_t>> pos_;
+  std::unique_ptr<KvDeviceStorage> device_;
   BlockPool pool_;  // declared last: destroyed first, after all sequences
 };
 

@@ -101,10 +101,25 @@ class KeysView {
   int layer_;
 };
 
+// What a device backend keeps for one policy object (BeaconKV's query ring
+// and FPS buffers in GPU memory, engine/cuda/): owned by the policy, so it
+// lives and dies with the sequence, preemption and abort included.
+class PolicyDeviceState {
+ public:
+  virtual ~PolicyDeviceState() = default;
+};
+
 class KvPolicy {
  public:
   virtual ~KvPolicy() = default;
   virtual std::string_view name() const = 0;
+
+  // The options the policy was created with (CreateKvPolicy sets them).
+  const KvPolicyOptions& options() const { return options_; }
+  void set_options(const KvPolicyOptions& o) { options_ = o; }
+  // Null until a device backend attaches its state.
+  PolicyDeviceState* device_state() const { return device_state_.get(); }
+  void set_device_state(std::unique_ptr<PolicyDeviceState> s) { device_state_ = std::move(s); }
 
   // Every token run (prefill and decode), every layer: the pre-RoPE query
   // of every query head, [n_heads][head_dim], of the token at `position`.
@@ -124,6 +139,10 @@ class KvPolicy {
   // KV head h that now occupy slots 0, 1, ... Policies with per-slot state
   // remap it here.
   virtual void OnCompacted(int layer, std::span<const std::vector<int32_t>> keep) {}
+
+ private:
+  KvPolicyOptions options_;
+  std::unique_ptr<PolicyDeviceState> device_state_;
 };
 
 // Builds the named policy (options.policy). INVALID_ARGUMENT for an unknown

@@ -75,13 +75,24 @@ absl::Status KvPolicyOptions::Validate() const {
 
 absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m) {
   if (absl::Status s = o.Validate(); !s.ok()) return s;
-  if (o.policy == "full") return std::unique_ptr<KvPolicy>(new FullPolicy());
-  if (o.policy == "streaming") return NewStreamingPolicy(o, m);
-  if (o.policy == "h2o") return NewH2oPolicy(o, m);
-  if (o.policy == "snapkv") return NewSnapKvPolicy(o, m);
-  if (o.policy == "rkv") return NewRkvPolicy(o, m);
-  if (o.policy == "random") return NewRandomPolicy(o, m);
-  return NewBeaconPolicy(o, m);
+  std::unique_ptr<KvPolicy> p;
+  if (o.policy == "full") {
+    p.reset(new FullPolicy());
+  } else if (o.policy == "streaming") {
+    p = NewStreamingPolicy(o, m);
+  } else if (o.policy == "h2o") {
+    p = NewH2oPolicy(o, m);
+  } else if (o.policy == "snapkv") {
+    p = NewSnapKvPolicy(o, m);
+  } else if (o.policy == "rkv") {
+    p = NewRkvPolicy(o, m);
+  } else if (o.policy == "random") {
+    p = NewRandomPolicy(o, m);
+  } else {
+    p = NewBeaconPolicy(o, m);
+  }
+  p->set_options(o);
+  return p;
 }
 
 }  // namespace beacon

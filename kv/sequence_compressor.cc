@@ -1,6 +1,8 @@
 #include "kv/sequence_compressor.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include "kv/compaction.h"
 
@@ -48,6 +50,29 @@ int32_t SequenceCompressor::Evict(SequenceKv* kv, int32_t next_position) {
   const int32_t n = kv->num_slots();
   const int32_t n_keep = bound();
   if (n <= n_keep || !options_.compresses()) return 0;
+  KvCache* cache = kv->cache();
+  if (KvDeviceStorage* device = cache->device_storage(); device != nullptr) {
+    // The data lives on a device: it scores, selects and compacts there. A
+    // failure leaves the slots as they were; the sequence then runs on
+    // uncompressed until the next attempt (or its pool reservation fails).
+    const absl::Status s = device->Evict(kv, policy_.get(), options_, protection_, n_keep, next_position);
+    if (!s.ok()) {
+      std::fprintf(stderr, "beacon: eviction on the device failed: %s\n", std::string(s.message()).c_str());
+      steps_since_eviction_ = 0;
+      return 0;
+    }
+  } else {
+    EvictOnHost(kv, n_keep, next_position);
+  }
+  kv->Truncate(n_keep);
+  steps_since_eviction_ = 0;
+  ++evictions_;
+  evicted_slots_ += n - n_keep;
+  return n - n_keep;
+}
+
+void SequenceCompressor::EvictOnHost(SequenceKv* kv, int32_t n_keep, int32_t next_position) {
+  const int32_t n = kv->num_slots();
   scores_.resize(n);
   KvCache* cache = kv->cache();
   for (int l = 0; l < model_.n_layers; ++l) {
@@ -59,11 +84,6 @@ int32_t SequenceCompressor::Evict(SequenceKv* kv, int32_t next_position) {
     CompactLayer(cache, *kv, l, keep_);
     policy_->OnCompacted(l, keep_);
   }
-  kv->Truncate(n_keep);
-  steps_since_eviction_ = 0;
-  ++evictions_;
-  evicted_slots_ += n - n_keep;
-  return n - n_keep;
 }
 
 }  // namespace beacon

@@ -40,6 +40,7 @@ class SequenceCompressor {
   // Called once after every decode step, when the step's K/V is in `kv`.
   void AfterDecodeStep(SequenceKv* kv, int32_t next_position);
   // Evicts down to bound() now, if above it. Returns slots evicted per head.
+  // A device cache (KvCache::device_storage()) evicts on its device.
   int32_t Evict(SequenceKv* kv, int32_t next_position);
 
   int64_t evictions() const { return evictions_; }
@@ -48,6 +49,8 @@ class SequenceCompressor {
  private:
   SequenceCompressor(const KvPolicyOptions& options, const PolicyModelInfo& model, int32_t prompt_len,
                      std::unique_ptr<KvPolicy> policy);
+  // Scores, selects and compacts every layer of a host cache.
+  void EvictOnHost(SequenceKv* kv, int32_t n_keep, int32_t next_position);
 
   KvPolicyOptions options_;
   PolicyModelInfo model_;

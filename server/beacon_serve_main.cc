@@ -54,6 +54,7 @@ void DeclareFlags(cli::Args* a) {
   a->Declare("grpc-port", false, "50051", "gRPC port (0 = pick a free one; the chosen port is logged)");
   a->Declare("http-port", false, "8080", "HTTP port: OpenAI API, /metrics, /health, /ready (0 = pick a free one)");
   a->Declare("threads", false, "0", "CPU threads of the engine (0 = all)");
+  a->Declare("device", false, "cpu", "engine device: cpu, or cuda (GPU 0; bf16 weights and KV)");
   a->Declare("http-threads", false, "2", "HTTP IO threads");
   a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
   a->Declare("kv-block-size", false, "16", "KV slots per block");
@@ -218,8 +219,26 @@ int Main(int argc, char** argv) {
 
   const auto t0 = Clock::now();
   absl::StatusOr<std::unique_ptr<Runtime>> rt =
-      Runtime::Create(RuntimeOptions{args.Str("model"), static_cast<int>(threads)});
+      Runtime::Create(RuntimeOptions{args.Str("model"), static_cast<int>(threads), args.Str("device")});
   if (!rt.ok()) return Fail(rt.status());
+  // Policies the backend cannot run (the CUDA backend evicts with BeaconKV
+  // only) leave the allowed list, so such requests are refused at validation
+  // naming kv_policy, never half-run; a default it cannot run is a start-up error.
+  if (absl::Status s = (*rt)->backend()->CheckPolicy(limits.kv_default); !s.ok()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--kv-policy: ", s.message())));
+  }
+  {
+    std::vector<std::string>& allowed = limits.kv_limits.allowed_policies;
+    std::vector<std::string> runnable = allowed;
+    if (runnable.empty()) {  // empty = every policy
+      for (std::string_view p : KvPolicyNames()) runnable.push_back(std::string(p));
+    }
+    const size_t listed = runnable.size();
+    std::erase_if(runnable, [&](const std::string& p) {
+      return !(*rt)->backend()->CheckPolicy(KvPolicyOptions::DefaultsFor(p)).ok();
+    });
+    if (runnable.size() != listed) allowed = runnable;
+  }
   if ((*rt)->tokenizer() == nullptr) {
     return Fail(absl::InvalidArgumentError("--model: this model has no tokenizer (dummy weights cannot be served)"));
   }

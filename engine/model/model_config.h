@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/rope_style.h"
 
 namespace beacon {
 
@@ -21,12 +22,10 @@ enum class ModelFamily { kLlama, kQwen2, kQwen3 };
 absl::StatusOr<ModelFamily> ParseModelFamily(std::string_view name);
 std::string_view ModelFamilyName(ModelFamily f);
 
-// How RoPE pairs the dimensions of a head.
-//   kInterleaved: pairs (2i, 2i+1). GGUF llama files store Q/K rows permuted
-//                 by the converter so that this is the correct pairing.
-//   kHalf:        pairs (i, i + d/2) ("rotate half"), as HF checkpoints and
-//                 GGUF qwen2/qwen3 files expect.
-enum class RopeStyle { kInterleaved, kHalf };
+// RopeStyle (kernels/rope_style.h) says how RoPE pairs a head's dimensions.
+//   kInterleaved: GGUF llama files store Q/K rows permuted by the converter
+//                 so that this is the correct pairing.
+//   kHalf:        as HF checkpoints and GGUF qwen2/qwen3 files expect.
 
 struct ModelConfig {
   ModelFamily family = ModelFamily::kLlama;

@@ -42,12 +42,10 @@
 
 #include <cstdint>
 
+#include "kernels/rope_style.h"
+
 namespace beacon {
 
-enum class RopeStyle : int32_t {
-  kInterleaved = 0,
-  kHalf = 1,
-};
 
 struct RopeParams {
   RopeStyle style = RopeStyle::kHalf;

@@ -1,7 +1,10 @@
-// beacon-bench: measured performance of the CPU engine.
+// beacon-bench: measured performance of the engine.
 //
 //   beacon-bench decode --model PATH [--batches 1,4,16,64] [--prompt-len 32]
 //                       [--steps 32] [--threads N] [--json FILE]
+//   beacon-bench policy ...   KV policies' cost on the CPU backend
+//   beacon-bench cuda ...     the CUDA backend (tools/bench/cuda_bench.h;
+//                             builds with CUDA only)
 //
 // Measures, in one run, this machine's memory bandwidth (a streaming copy of
 // a buffer far larger than the caches) and decode throughput at each batch
@@ -20,6 +23,9 @@
 #include "tools/cli/cli_args.h"
 
 namespace beacon {
+#ifdef BEACON_HAVE_CUDA
+int CudaBenchMain(const cli::Args& args);
+#endif
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -146,13 +152,25 @@ int Main(int argc, char** argv) {
   args.Declare("kv-budget", false, "512", "policy: KV budget");
   args.Declare("kv-interval", false, "128", "policy: eviction interval");
   args.Declare("decode-steps", false, "1024", "policy: decode steps per policy");
+  args.Declare("context", false, "1024", "cuda: cached slots per sequence in the decode benchmark");
+  args.Declare("pool-seqs", false, "16", "cuda: the throughput pool holds this many full sequences");
+  args.Declare("prompt-tokens", false, "256", "cuda: prompt tokens per request (throughput)");
+  args.Declare("output-tokens", false, "8192", "cuda: output tokens per request (throughput)");
+  args.Declare("throughput-steps", false, "512", "cuda: timed decode steps per policy (throughput)");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
   const std::string mode = args.positional().size() == 1 ? args.positional()[0] : "";
-  if (mode != "decode" && mode != "policy") {
-    std::fprintf(stderr, "usage: beacon-bench decode|policy [options]\n%s", args.Usage().c_str());
+  if (mode != "decode" && mode != "policy" && mode != "cuda") {
+    std::fprintf(stderr, "usage: beacon-bench decode|policy|cuda [options]\n%s", args.Usage().c_str());
     return 2;
   }
   if (mode == "policy") return PolicyMain(args);
+  if (mode == "cuda") {
+#ifdef BEACON_HAVE_CUDA
+    return CudaBenchMain(args);
+#else
+    return Fail(absl::FailedPreconditionError("this build has no CUDA (configure with nvcc on the PATH)"));
+#endif
+  }
   absl::StatusOr<int64_t> prompt_len = args.Int("prompt-len"), steps = args.Int("steps"), threads = args.Int("threads");
   for (const absl::Status& s : {prompt_len.status(), steps.status(), threads.status()}) {
     if (!s.ok()) return Fail(s);

@@ -56,6 +56,7 @@ int Main(int argc, char** argv) {
   args.Declare("stop-token-id", false, "", "stop token id (repeatable)");
   args.Declare("output-format", false, "text", "text or jsonl");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
+  args.Declare("device", false, "cpu", "engine device: cpu or cuda");
   args.Declare("prefill-chunk", false, "512", "prompt tokens per forward step");
   DeclareKvFlags(&args, "full");
   args.Declare("help", true, "", "show this help");
@@ -128,6 +129,7 @@ int Main(int argc, char** argv) {
   RuntimeOptions ro;
   ro.model = args.Str("model");
   ro.threads = static_cast<int>(*threads);
+  ro.device = args.Str("device");
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
   const ModelConfig& cfg = (*rt)->config();

@@ -1,0 +1,38 @@
+#include "engine/cuda/beacon_device_state.h"
+
+namespace beacon {
+
+absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::Create(const BeaconDims& dims) {
+  auto s = std::unique_ptr<BeaconDeviceState>(new BeaconDeviceState());
+  s->dims_ = dims;
+  const BeaconStateLayout layout = BeaconStateLayout::For(dims);
+  if (absl::Status st = s->memory_.Allocate(layout.total_bytes, "a BeaconKV query ring and FPS buffers"); !st.ok()) {
+    return st;
+  }
+  BEACON_CUDA_RETURN_IF_ERROR(cudaMemset(s->memory_.get(), 0, layout.total_bytes));
+  return s;
+}
+
+BeaconDims BeaconDimsFor(const KvPolicyOptions& o, const PolicyModelInfo& m) {
+  BeaconDims d{};
+  d.n_layers = m.n_layers;
+  d.n_heads = m.n_heads;
+  d.n_kv_heads = m.n_kv_heads;
+  d.head_dim = m.head_dim;
+  d.recent = o.recent_queries;
+  d.beacons = o.beacons;
+  d.fps_bound = o.fps_bound;
+  return d;
+}
+
+absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model) {
+  if (auto* s = dynamic_cast<BeaconDeviceState*>(policy->device_state()); s != nullptr) return s;
+  absl::StatusOr<std::unique_ptr<BeaconDeviceState>> created =
+      BeaconDeviceState::Create(BeaconDimsFor(policy->options(), model));
+  if (!created.ok()) return created.status();
+  BeaconDeviceState* raw = created->get();
+  policy->set_device_state(std::move(*created));
+  return raw;
+}
+
+}  // namespace beacon

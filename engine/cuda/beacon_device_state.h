@@ -1,0 +1,47 @@
+// BeaconKV's per-sequence state in device memory: the query ring and the
+// continual-FPS buffers of every (layer, query head), laid out by
+// kernels/cuda/beacon_state.h. Attached to the sequence's KvPolicy
+// (KvPolicy::set_device_state), so it is freed with the sequence.
+//
+// The host keeps one counter: how many tokens the ring has seen (every layer
+// sees every token, so one count serves all layers); the observe kernel
+// derives ring indices from it.
+#ifndef BEACON_ENGINE_CUDA_BEACON_DEVICE_STATE_H_
+#define BEACON_ENGINE_CUDA_BEACON_DEVICE_STATE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/cuda/device_memory.h"
+#include "kernels/cuda/beacon_state.h"
+#include "kv/kv_policy.h"
+
+namespace beacon {
+
+class BeaconDeviceState : public PolicyDeviceState {
+ public:
+  // Allocates and zeroes the state (synchronously: once per sequence).
+  static absl::StatusOr<std::unique_ptr<BeaconDeviceState>> Create(const BeaconDims& dims);
+
+  const BeaconDims& dims() const { return dims_; }
+  void* data() const { return memory_.get(); }
+  // Tokens observed so far.
+  int32_t ring_count() const { return ring_count_; }
+  void Observed(int32_t n_tokens) { ring_count_ += n_tokens; }
+
+ private:
+  BeaconDims dims_{};
+  DeviceAllocation memory_;
+  int32_t ring_count_ = 0;
+};
+
+// The dims of `options` (beacon policy) for a model.
+BeaconDims BeaconDimsFor(const KvPolicyOptions& options, const PolicyModelInfo& model);
+
+// The state attached to `policy`, created on first use.
+absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model);
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_CUDA_BEACON_DEVICE_STATE_H_

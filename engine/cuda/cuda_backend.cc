@@ -1,0 +1,288 @@
+#include "engine/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/cuda/beacon_device_state.h"
+#include "engine/cuda/cuda_status.h"
+#include "engine/generation.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cuda/paged_attention.h"
+
+namespace beacon {
+namespace {
+
+size_t Align256(size_t n) { return (n + 255) / 256 * 256; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights* weights) {
+  absl::StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::Create(weights);
+  if (!b.ok()) return b.status();
+  return std::unique_ptr<Backend>(std::move(*b));
+}
+
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelWeights* weights,
+                                                                 const CudaBackendOptions& options) {
+  int count = 0;
+  if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "device \"cuda\": no usable CUDA device (", err != cudaSuccess ? cudaGetErrorString(err) : "none found", ")"));
+  }
+  if (options.device < 0 || options.device >= count) {
+    return absl::InvalidArgumentError(absl::StrFormat("CUDA device %d does not exist (%d visible)", options.device, count));
+  }
+  auto b = std::unique_ptr<CudaBackend>(new CudaBackend());
+  if (absl::Status s = b->Init(weights, options); !s.ok()) return s;
+  return b;
+}
+
+absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOptions& options) {
+  options_ = options;
+  config_ = weights->config;
+  model_ = PolicyInfoFor(config_);
+  BEACON_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  cudaDeviceProp prop{};
+  BEACON_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
+  device_name_ = prop.name;
+  BEACON_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (absl::Status s = gemm_.Init(stream_); !s.ok()) return s;
+  if (absl::Status s = weights_.Upload(*weights); !s.ok()) return s;
+  // The CPU backend's RoPE frequencies, uploaded, so both rotate alike.
+  std::vector<float> inv_freq(config_.head_dim / 2);
+  RopeInvFreq(config_.rope_theta, config_.head_dim, inv_freq.data());
+  if (absl::Status s = inv_freq_.Allocate(inv_freq.size() * sizeof(float), "RoPE frequencies"); !s.ok()) return s;
+  BEACON_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
+  evict_ctx_.stream = stream_;
+  evict_ctx_.model = model_;
+  evict_ctx_.rope.style = config_.rope_style;
+  evict_ctx_.rope.theta = config_.rope_theta;
+  evict_ctx_.rope.inv_freq = inv_freq_.as<float>();
+  return absl::OkStatus();
+}
+
+CudaBackend::~CudaBackend() {
+  DropGraphs();
+  if (stream_ != nullptr) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+std::unique_ptr<KvCache> CudaBackend::MakeKvCache(const KvCacheShape& shape_in, int32_t num_blocks) {
+  KvCacheShape shape = shape_in;
+  shape.element_bytes = 2;
+  auto cache = std::make_unique<KvCache>(shape, num_blocks, KvStorage::kDevice);
+  absl::StatusOr<std::unique_ptr<DeviceKvStorage>> storage = DeviceKvStorage::Create(shape, num_blocks, &evict_ctx_);
+  if (!storage.ok()) {
+    std::fprintf(stderr, "beacon: cannot place a KV pool of %d blocks (%.1f GiB) on %s: %s\n", num_blocks,
+                 cache->BytesPerBlock() * static_cast<double>(num_blocks) / (1 << 30), device_name_.c_str(),
+                 std::string(storage.status().message()).c_str());
+    std::exit(EXIT_FAILURE);
+  }
+  cache->set_device_storage(std::move(*storage));
+  return cache;
+}
+
+absl::Status CudaBackend::CheckPolicy(const KvPolicyOptions& o) const {
+  if (o.policy == "full") return absl::OkStatus();
+  if (o.policy != "beacon") {
+    return absl::UnimplementedError(absl::StrCat("KV policy \"", o.policy,
+                                                 "\" does not run on the CUDA backend (full and beacon do)"));
+  }
+  if (o.beacon_filter != BeaconFilter::kAll) {
+    return absl::UnimplementedError(
+        "beacon_filter global does not run on the CUDA backend (it needs per-step attention probabilities)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) {
+  return Step(batch, /*greedy=*/false, logits, nullptr);
+}
+
+absl::Status CudaBackend::ForwardGreedy(std::span<const ForwardEntry> batch, std::vector<int32_t>* tokens) {
+  return Step(batch, /*greedy=*/true, nullptr, tokens);
+}
+
+absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, bool greedy, const PagedKv** kv) {
+  if (absl::Status s = ValidateBatch(config_, batch, KvStorage::kDevice); !s.ok()) return s;
+  const DeviceKvStorage* storage = nullptr;
+  for (size_t e = 0; e < batch.size(); ++e) {
+    const auto* d = dynamic_cast<const DeviceKvStorage*>(batch[e].kv->cache()->device_storage());
+    if (d == nullptr || d->context() != &evict_ctx_) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("batch entry %d: its KV cache was not made by this CUDA backend", e));
+    }
+    if (storage != nullptr && d != storage) {
+      return absl::InvalidArgumentError("the entries of one CUDA step must share one KV cache");
+    }
+    storage = d;
+    if (batch[e].policy != nullptr) {
+      if (absl::Status s = CheckPolicy(batch[e].policy->options()); !s.ok()) return s;
+    }
+    if (greedy && batch[e].all_logits) {
+      return absl::InvalidArgumentError(absl::StrFormat("batch entry %d asks for all logits in a greedy step", e));
+    }
+  }
+  if (storage == nullptr) return absl::InvalidArgumentError("empty batch");
+  *kv = &storage->paged();
+  // The sequences' BeaconKV states, grouped by dims (one observe launch per
+  // group and layer).
+  observe_.clear();
+  groups_.clear();
+  observe_states_.clear();
+  struct Group {
+    BeaconDims dims;
+    std::vector<BeaconObserveEntry> entries;
+    std::vector<BeaconDeviceState*> states;
+  };
+  std::vector<Group> by_dims;
+  int64_t first = 0;
+  for (const ForwardEntry& en : batch) {
+    const int32_t n = static_cast<int32_t>(en.tokens.size());
+    if (en.policy != nullptr && en.policy->options().policy == "beacon") {
+      absl::StatusOr<BeaconDeviceState*> st = BeaconStateOf(en.policy, model_);
+      if (!st.ok()) return st.status();
+      BeaconObserveEntry o;
+      o.state = (*st)->data();
+      o.first_token = static_cast<int32_t>(first);
+      o.n_tokens = n;
+      o.ring_count_before = (*st)->ring_count();
+      const BeaconDims& d = (*st)->dims();
+      auto it = std::find_if(by_dims.begin(), by_dims.end(), [&](const Group& g) {
+        return std::memcmp(&g.dims, &d, sizeof(BeaconDims)) == 0;
+      });
+      if (it == by_dims.end()) {
+        by_dims.push_back({d, {}, {}});
+        it = by_dims.end() - 1;
+      }
+      it->entries.push_back(o);
+      it->states.push_back(*st);
+    }
+    first += n;
+  }
+  for (const Group& g : by_dims) {
+    groups_.push_back({g.dims, static_cast<int>(observe_.size()), static_cast<int>(g.entries.size())});
+    observe_.insert(observe_.end(), g.entries.begin(), g.entries.end());
+    observe_states_.insert(observe_states_.end(), g.states.begin(), g.states.end());
+  }
+  if (absl::Status s = ReserveBatch(batch); !s.ok()) return s;
+  BuildStepPlan(batch, &plan_);
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64_t meta_ints, int n_observe) {
+  const ModelConfig& c = config_;
+  if (n_tokens > cap_tokens_ || n_rows > cap_rows_) {
+    DropGraphs();  // every captured pointer changes
+    cap_tokens_ = std::max<int64_t>({n_tokens, cap_tokens_, 64});
+    cap_rows_ = std::max<int64_t>({n_rows, cap_rows_, 64});
+    const int64_t T = cap_tokens_, R = cap_rows_;
+    const size_t bf = sizeof(__nv_bfloat16);
+    const int qkv_dim = c.q_dim() + 2 * c.kv_dim();
+    std::vector<size_t> sizes = {
+        Align256(T * c.hidden * bf),          // resid
+        Align256(T * c.hidden * bf),          // xb
+        Align256(T * qkv_dim * bf),           // qkv
+        Align256(T * c.q_dim() * bf),         // att
+        Align256(T * c.hidden * bf),          // proj
+        Align256(T * 2 * c.ffn_hidden * bf),  // gate_up
+        Align256(T * c.ffn_hidden * bf),      // ffn
+        Align256(R * c.hidden * bf),          // rows
+        Align256(T * c.q_dim() * sizeof(float)),          // q_pre
+        Align256(R * static_cast<size_t>(c.vocab_size) * sizeof(float)),  // logits
+        Align256(R * sizeof(int32_t)),                    // tokens
+        Align256(DecodeAttentionWorkspaceBytes(T, c.n_heads, c.head_dim, options_.max_splits)),
+    };
+    size_t total = 0;
+    for (size_t s : sizes) total += s;
+    if (absl::Status s = activations_.Allocate(total, "activations"); !s.ok()) return s;
+    char* at = activations_.as<char>();
+    auto carve = [&](size_t i) {
+      char* p = at;
+      at += sizes[i];
+      return p;
+    };
+    resid_ = reinterpret_cast<__nv_bfloat16*>(carve(0));
+    xb_ = reinterpret_cast<__nv_bfloat16*>(carve(1));
+    qkv_ = reinterpret_cast<__nv_bfloat16*>(carve(2));
+    att_ = reinterpret_cast<__nv_bfloat16*>(carve(3));
+    proj_ = reinterpret_cast<__nv_bfloat16*>(carve(4));
+    gate_up_ = reinterpret_cast<__nv_bfloat16*>(carve(5));
+    ffn_ = reinterpret_cast<__nv_bfloat16*>(carve(6));
+    rows_ = reinterpret_cast<__nv_bfloat16*>(carve(7));
+    q_pre_ = reinterpret_cast<float*>(carve(8));
+    logits_ = reinterpret_cast<float*>(carve(9));
+    tokens_ = reinterpret_cast<int32_t*>(carve(10));
+    attn_workspace_ = carve(11);
+    if (absl::Status s = tokens_host_.Reserve(R * sizeof(int32_t), "sampled ids"); !s.ok()) return s;
+  }
+  if (meta_ints > cap_meta_) {
+    DropGraphs();
+    cap_meta_ = std::max<int64_t>(meta_ints * 2, 4096);
+    if (absl::Status s = meta_.Allocate(cap_meta_ * sizeof(int32_t), "step metadata"); !s.ok()) return s;
+    if (absl::Status s = meta_host_.Reserve(cap_meta_ * sizeof(int32_t), "step metadata"); !s.ok()) return s;
+  }
+  if (n_observe > cap_observe_) {
+    DropGraphs();
+    cap_observe_ = std::max(n_observe * 2, 64);
+    const size_t bytes = cap_observe_ * sizeof(BeaconObserveEntry);
+    if (absl::Status s = observe_dev_.Allocate(bytes, "BeaconKV observe entries"); !s.ok()) return s;
+    if (absl::Status s = observe_host_.Reserve(bytes, "BeaconKV observe entries"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, bool greedy, std::vector<float>* logits,
+                               std::vector<int32_t>* tokens) {
+  const PagedKv* kv = nullptr;
+  if (absl::Status s = Prepare(batch, greedy, &kv); !s.ok()) return s;
+  auto fail = [&](absl::Status s) {
+    // Give back the slots reserved for this step; committed data is intact.
+    for (const ForwardEntry& en : batch) en.kv->Truncate(en.kv->num_slots());
+    return s;
+  };
+  if (absl::Status s = EnsureCapacity(plan_.n_tokens, plan_.n_rows, plan_.offsets.total, static_cast<int>(observe_.size()));
+      !s.ok()) {
+    return fail(s);
+  }
+  // One upload of the plan (and the observe entries) through pinned memory.
+  std::memcpy(meta_host_.get(), plan_.packed.data(), plan_.packed.size() * sizeof(int32_t));
+  absl::Status s = CudaStatus(cudaMemcpyAsync(meta_.get(), meta_host_.get(), plan_.packed.size() * sizeof(int32_t),
+                                              cudaMemcpyHostToDevice, stream_),
+                              "uploading the step plan");
+  if (s.ok() && !observe_.empty()) {
+    std::memcpy(observe_host_.get(), observe_.data(), observe_.size() * sizeof(BeaconObserveEntry));
+    s = CudaStatus(cudaMemcpyAsync(observe_dev_.get(), observe_host_.get(), observe_.size() * sizeof(BeaconObserveEntry),
+                                   cudaMemcpyHostToDevice, stream_),
+                   "uploading BeaconKV entries");
+  }
+  if (s.ok()) s = Launch(*kv, greedy);
+  if (s.ok()) {
+    if (greedy) {
+      s = CudaStatus(cudaMemcpyAsync(tokens_host_.get(), tokens_, plan_.n_rows * sizeof(int32_t),
+                                     cudaMemcpyDeviceToHost, stream_),
+                     "copying sampled ids");
+    } else {
+      logits->resize(plan_.n_rows * static_cast<size_t>(config_.vocab_size));
+      s = CudaStatus(cudaMemcpyAsync(logits->data(), logits_, logits->size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                     stream_),
+                     "copying logits");
+    }
+  }
+  if (s.ok()) s = CudaStatus(cudaStreamSynchronize(stream_), "running the forward step");
+  if (!s.ok()) return fail(s);
+  if (greedy) tokens->assign(tokens_host_.as<int32_t>(), tokens_host_.as<int32_t>() + plan_.n_rows);
+  for (const ForwardEntry& en : batch) en.kv->CommitSlots(en.kv->num_slots() + static_cast<int32_t>(en.tokens.size()));
+  for (size_t i = 0; i < observe_states_.size(); ++i) observe_states_[i]->Observed(observe_[i].n_tokens);
+  return absl::OkStatus();
+}
+
+}  // namespace beacon

@@ -1,0 +1,143 @@
+// The CUDA backend: the forward pass of the Llama/Qwen2/Qwen3 families on one
+// GPU, behind the same Backend interface as the CPU one (engine/backend.h).
+//
+// - Weights: bf16 on the device (device_weights.h), fused QKV and gate/up
+//   matrices; GEMMs on cuBLAS, bf16 in, fp32 accumulate (gemm.h).
+// - Activations: bf16 residual stream; norms, RoPE, softmax in fp32 inside
+//   the kernels (kernels/cuda/). Logits fp32.
+// - KV: device bf16 pages of the host BlockPool's blocks (device_kv.h);
+//   caches must come from this backend's MakeKvCache, and the entries of one
+//   step must share one cache.
+// - BeaconKV on the device: each beacon sequence's query ring and FPS
+//   buffers live in GPU memory (beacon_device_state.h), updated inside the
+//   step by LaunchBeaconObserve; eviction scores, selects and compacts on
+//   the device (DeviceKvStorage::Evict). Only `full` and `beacon` (filter
+//   all) run here: CheckPolicy refuses the others with UNIMPLEMENTED.
+// - CUDA graphs: an all-decode step is captured once per shape (tokens,
+//   logits rows, block-table stride, BeaconKV groups, greedy or logits) and
+//   replayed; the step's metadata goes up in one copy to a fixed address
+//   before the replay (step_plan.h). Any buffer growth drops the graphs.
+//
+// Errors: the checks of ValidateBatch (INVALID_ARGUMENT), RESOURCE_EXHAUSTED
+// from the pool, INTERNAL for a CUDA failure; in each case every sequence's
+// slot count is as it was.
+// Thread ownership: the engine thread (one stream).
+#ifndef BEACON_ENGINE_CUDA_CUDA_BACKEND_H_
+#define BEACON_ENGINE_CUDA_CUDA_BACKEND_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend.h"
+#include "engine/cuda/beacon_device_state.h"
+#include "engine/cuda/device_kv.h"
+#include "engine/cuda/device_memory.h"
+#include "engine/cuda/device_weights.h"
+#include "engine/cuda/gemm.h"
+#include "engine/cuda/step_plan.h"
+#include "kernels/cuda/beacon_state.h"
+
+namespace beacon {
+
+struct CudaBackendOptions {
+  int device = 0;           // CUDA device ordinal
+  bool cuda_graphs = true;  // replay captured graphs for all-decode steps
+  int max_splits = 16;      // split-K partitions per (token, KV head) in decode attention
+};
+
+class CudaBackend : public Backend {
+ public:
+  // Uploads `weights` (which must outlive the backend only until Create
+  // returns: the device copy is independent). FAILED_PRECONDITION when no
+  // CUDA device is usable.
+  static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(const ModelWeights* weights,
+                                                             const CudaBackendOptions& options = {});
+  ~CudaBackend() override;
+
+  absl::Status Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) override;
+  absl::Status ForwardGreedy(std::span<const ForwardEntry> batch, std::vector<int32_t>* tokens) override;
+  // Exits the process with a message naming the size when the device cannot
+  // hold the pool (a configuration error found at start-up).
+  std::unique_ptr<KvCache> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) override;
+  absl::Status CheckPolicy(const KvPolicyOptions& options) const override;
+  std::string_view device() const override { return "cuda"; }
+  const ModelConfig& config() const override { return config_; }
+
+  // For benchmarks and tests.
+  const DeviceWeights& weights() const { return weights_; }
+  cudaStream_t stream() const { return stream_; }
+  int64_t graphs_captured() const { return graphs_captured_; }
+  int64_t graph_replays() const { return graph_replays_; }
+  std::string device_name() const { return device_name_; }
+
+ private:
+  // One group of beacon sequences sharing dims: entries [offset, offset+count)
+  // of the step's BeaconObserveEntry array.
+  struct BeaconGroup {
+    BeaconDims dims;
+    int offset = 0;
+    int count = 0;
+  };
+
+  CudaBackend() = default;
+  absl::Status Init(const ModelWeights* weights, const CudaBackendOptions& options);
+  // Validation, reservation, plan and upload, then the kernels; the output
+  // (logits or greedy ids) is copied to the host and the stream synchronised.
+  absl::Status Step(std::span<const ForwardEntry> batch, bool greedy, std::vector<float>* logits,
+                    std::vector<int32_t>* tokens);
+  absl::Status Prepare(std::span<const ForwardEntry> batch, bool greedy, const PagedKv** kv);
+  absl::Status EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64_t meta_ints, int n_observe);
+  // The kernel sequence of one step (cuda_forward.cc); capturable.
+  absl::Status Enqueue(const PagedKv& kv, bool greedy);
+  absl::Status Layer(int l, const PagedKv& kv);
+  // Runs Enqueue directly, or through a captured graph (decode_graphs).
+  absl::Status Launch(const PagedKv& kv, bool greedy);
+  std::string GraphKey(const PagedKv& kv, bool greedy) const;
+  void DropGraphs();
+
+  ModelConfig config_;
+  PolicyModelInfo model_;
+  CudaBackendOptions options_;
+  std::string device_name_;
+  cudaStream_t stream_ = nullptr;
+  DeviceWeights weights_;
+  Gemm gemm_;
+  DeviceAllocation inv_freq_;
+  EvictContext evict_ctx_;
+
+  // The step being run.
+  StepPlan plan_;
+  std::vector<BeaconObserveEntry> observe_;
+  std::vector<BeaconGroup> groups_;
+  std::vector<BeaconDeviceState*> observe_states_;
+
+  // Capacity-sized device buffers (activations, metadata), re-carved on growth.
+  int64_t cap_tokens_ = 0, cap_rows_ = 0, cap_meta_ = 0;
+  int cap_observe_ = 0;
+  DeviceAllocation activations_;
+  __nv_bfloat16 *resid_ = nullptr, *xb_ = nullptr, *qkv_ = nullptr, *att_ = nullptr, *proj_ = nullptr,
+                *gate_up_ = nullptr, *ffn_ = nullptr, *rows_ = nullptr;
+  float *q_pre_ = nullptr, *logits_ = nullptr;
+  int32_t* tokens_ = nullptr;
+  void* attn_workspace_ = nullptr;
+  DeviceAllocation meta_;       // StepPlan::packed
+  DeviceAllocation observe_dev_;
+  PinnedBuffer meta_host_, observe_host_, tokens_host_;
+
+  std::map<std::string, cudaGraphExec_t> graphs_;
+  int64_t graphs_captured_ = 0, graph_replays_ = 0;
+};
+
+// Runtime's entry point (engine/runtime.cc).
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights* weights);
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_CUDA_CUDA_BACKEND_H_

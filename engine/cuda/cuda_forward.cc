@@ -1,0 +1,166 @@
+// The kernel sequence of one CUDA forward step, and its CUDA graphs.
+//
+// Per step (n tokens, r logits rows), on the backend's stream:
+//   resid = embed(ids)
+//   xb = rmsnorm(resid, attn_norm[0])
+//   per layer l:
+//     qkv = xb Wqkv^T                       (cuBLAS)
+//     q = rope(norm(q + b)); k, v -> cache  (QkvRopeKvWrite; q_pre for BeaconKV)
+//     BeaconKV: ring + FPS update           (per group of beacon sequences)
+//     att = attention(q, cache)             (decode split-K, or prefill tiles)
+//     proj = att Wo^T
+//     resid += proj; xb = rmsnorm(resid, ffn_norm[l])       (fused)
+//     gate_up = xb Wgu^T; ffn = silu(gate) * up
+//     proj = ffn Wdown^T
+//     resid += proj; xb = rmsnorm(resid, next norm)         (fused; the
+//                                     next layer's attn_norm, or output_norm)
+//   rows = xb[logit_rows]  (skipped when every token wants logits)
+//   logits = rows Wout^T (fp32); greedy: ids = argmax(logits)
+// Everything reads its metadata from the packed plan at meta_ (step_plan.h),
+// so the same launches replay as a graph for the next step of that shape.
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+#include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/cuda_status.h"
+#include "kernels/cuda/beacon_state.h"
+#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/gather_rows.h"
+#include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/qkv_rope_kv_write.h"
+#include "kernels/cuda/rmsnorm.h"
+#include "kernels/cuda/sampling.h"
+#include "kernels/cuda/swiglu.h"
+
+namespace beacon {
+
+absl::Status CudaBackend::Enqueue(const PagedKv& kv, bool greedy) {
+  const ModelConfig& c = config_;
+  const int64_t n = plan_.n_tokens;
+  const int32_t* meta = meta_.as<int32_t>();
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchEmbedding(weights_.tok_embd(), c.vocab_size, c.hidden,
+                                              meta + plan_.offsets.token_ids, n, resid_, nullptr, stream_));
+  BEACON_CUDA_RETURN_IF_ERROR(
+      LaunchRmsNorm(resid_, weights_.layer(0).attn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (absl::Status s = Layer(l, kv); !s.ok()) return s;
+  }
+  const __nv_bfloat16* head_in = xb_;
+  if (!plan_.rows_are_tokens) {
+    BEACON_CUDA_RETURN_IF_ERROR(
+        LaunchGatherRows(xb_, meta + plan_.offsets.logit_rows, plan_.n_rows, c.hidden, rows_, stream_));
+    head_in = rows_;
+  }
+  if (absl::Status s = gemm_.Linear(weights_.output(), c.vocab_size, c.hidden, head_in, plan_.n_rows, logits_,
+                                    /*y_f32=*/true);
+      !s.ok()) {
+    return s;
+  }
+  if (greedy) BEACON_CUDA_RETURN_IF_ERROR(LaunchArgmax(logits_, plan_.n_rows, c.vocab_size, tokens_, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
+  const ModelConfig& c = config_;
+  const DeviceLayerWeights& w = weights_.layer(l);
+  const int64_t n = plan_.n_tokens;
+  const int32_t* meta = meta_.as<int32_t>();
+  const int qkv_dim = c.q_dim() + 2 * c.kv_dim();
+  const BlockTables tables{meta + plan_.offsets.block_tables, plan_.stride};
+  const int32_t* tok_seq = meta + plan_.offsets.tok_seq;
+  const int32_t* tok_slot = meta + plan_.offsets.tok_slot;
+  const int32_t* tok_pos = meta + plan_.offsets.tok_pos;
+
+  if (absl::Status s = gemm_.Linear(w.wqkv, qkv_dim, c.hidden, xb_, n, qkv_); !s.ok()) return s;
+  QkvPrepParams prep;
+  prep.qkv = qkv_;
+  prep.n_tokens = n;
+  prep.n_q_heads = c.n_heads;
+  prep.n_kv_heads = c.n_kv_heads;
+  prep.head_dim = c.head_dim;
+  prep.bias = w.bqkv;
+  prep.q_norm = w.q_norm;
+  prep.k_norm = w.k_norm;
+  prep.eps = c.rms_eps;
+  prep.rope = evict_ctx_.rope;
+  prep.q_pre_rope = groups_.empty() ? nullptr : q_pre_;
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchQkvRopeKvWrite(prep, kv, l, tables, tok_seq, tok_slot, tok_pos, stream_));
+  for (const BeaconGroup& g : groups_) {
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconObserve(g.dims, l, observe_dev_.as<BeaconObserveEntry>() + g.offset,
+                                                    g.count, plan_.max_seq_tokens, q_pre_, tok_pos, stream_));
+  }
+
+  PagedAttentionParams a;
+  a.q = qkv_;
+  a.q_token_stride = qkv_dim;
+  a.out = att_;
+  a.kv = kv;
+  a.layer = l;
+  a.n_q_heads = c.n_heads;
+  a.tables = tables;
+  a.tok_seq = tok_seq;
+  a.tok_slot = tok_slot;
+  a.n_tokens = n;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (plan_.all_decode) {
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchDecodeAttention(a, options_.max_splits, attn_workspace_, stream_));
+  } else {
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchPrefillAttention(a, meta + plan_.offsets.seq_first, meta + plan_.offsets.seq_n,
+                                                       static_cast<int>(plan_.n_seqs), plan_.max_seq_tokens, stream_));
+  }
+  if (absl::Status s = gemm_.Linear(w.wo, c.hidden, c.q_dim(), att_, n, proj_); !s.ok()) return s;
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchFusedAddRmsNorm(proj_, resid_, w.ffn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+
+  if (absl::Status s = gemm_.Linear(w.w_gate_up, 2 * c.ffn_hidden, c.hidden, xb_, n, gate_up_); !s.ok()) return s;
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchSwiGlu(gate_up_, gate_up_ + c.ffn_hidden, 2 * c.ffn_hidden, ffn_, c.ffn_hidden, n,
+                                           c.ffn_hidden, stream_));
+  if (absl::Status s = gemm_.Linear(w.w_down, c.hidden, c.ffn_hidden, ffn_, n, proj_); !s.ok()) return s;
+  const __nv_bfloat16* next_norm = l + 1 < c.n_layers ? weights_.layer(l + 1).attn_norm : weights_.output_norm();
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchFusedAddRmsNorm(proj_, resid_, next_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+  return absl::OkStatus();
+}
+
+std::string CudaBackend::GraphKey(const PagedKv& kv, bool greedy) const {
+  std::string key = absl::StrFormat("%p/%d/%d/%d/%d", static_cast<const void*>(kv.k), plan_.n_tokens, plan_.n_rows,
+                                    plan_.stride, greedy ? 1 : 0);
+  for (const BeaconGroup& g : groups_) {
+    absl::StrAppendFormat(&key, "|%d,%d,%d,%d,%d", g.offset, g.count, g.dims.recent, g.dims.beacons,
+                          g.dims.fps_bound);
+  }
+  return key;
+}
+
+void CudaBackend::DropGraphs() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+}
+
+absl::Status CudaBackend::Launch(const PagedKv& kv, bool greedy) {
+  if (!options_.cuda_graphs || !plan_.all_decode) return Enqueue(kv, greedy);
+  const std::string key = GraphKey(kv, greedy);
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    // Capture this shape once. Launch errors inside a capture surface at
+    // EndCapture or instantiation; either way the step fails cleanly.
+    BEACON_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    const absl::Status enqueued = Enqueue(kv, greedy);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    if (!enqueued.ok()) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      return enqueued;
+    }
+    BEACON_CUDA_RETURN_IF_ERROR(end);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    BEACON_CUDA_RETURN_IF_ERROR(inst);
+    it = graphs_.emplace(key, exec).first;
+    ++graphs_captured_;
+  }
+  BEACON_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(it->second, stream_));
+  ++graph_replays_;
+  return absl::OkStatus();
+}
+
+}  // namespace beacon

@@ -1,0 +1,92 @@
+#include "engine/cuda/device_kv.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "engine/cuda/beacon_device_state.h"
+#include "kernels/cuda/beacon_state.h"
+#include "kernels/cuda/kv_compact.h"
+#include "kernels/cuda/kv_select.h"
+#include "kv/selection.h"
+
+namespace beacon {
+namespace {
+
+size_t Align256(size_t n) { return (n + 255) / 256 * 256; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(const KvCacheShape& shape,
+                                                                        int32_t num_blocks,
+                                                                        const EvictContext* context) {
+  auto s = std::unique_ptr<DeviceKvStorage>(new DeviceKvStorage());
+  s->context_ = context;
+  PagedKvLayout& l = s->paged_.layout;
+  l.n_layers = shape.n_layers;
+  l.n_kv_heads = shape.n_kv_heads;
+  l.head_dim = shape.head_dim;
+  l.block_size = shape.block_size;
+  l.num_blocks = num_blocks;
+  const size_t kv_bytes = Align256(static_cast<size_t>(l.layer_elems()) * l.n_layers * sizeof(__nv_bfloat16));
+  const size_t pos_bytes =
+      Align256(static_cast<size_t>(l.n_layers) * num_blocks * l.n_kv_heads * l.block_size * sizeof(int32_t));
+  if (absl::Status st = s->memory_.Allocate(2 * kv_bytes + pos_bytes, "the KV cache pool"); !st.ok()) return st;
+  char* base = s->memory_.as<char>();
+  s->paged_.k = reinterpret_cast<__nv_bfloat16*>(base);
+  s->paged_.v = reinterpret_cast<__nv_bfloat16*>(base + kv_bytes);
+  s->paged_.pos = reinterpret_cast<int32_t*>(base + 2 * kv_bytes);
+  // Positions start at -1 as on the host (a slot never written reads as no token).
+  BEACON_CUDA_RETURN_IF_ERROR(cudaMemset(s->paged_.pos, 0xFF, pos_bytes));
+  return s;
+}
+
+absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvPolicyOptions& options,
+                                    const Protection& protection, int32_t n_keep, int32_t next_position) {
+  if (options.policy != "beacon" || options.beacon_filter != BeaconFilter::kAll) {
+    return absl::UnimplementedError(absl::StrCat("KV policy \"", options.policy,
+                                                 "\" cannot evict on the CUDA backend (beacon with filter all can)"));
+  }
+  const EvictContext& ctx = *context_;
+  absl::StatusOr<BeaconDeviceState*> state = BeaconStateOf(policy, ctx.model);
+  if (!state.ok()) return state.status();
+  const BeaconDims& dims = (*state)->dims();
+  const int32_t n = seq->num_slots();
+  const int n_layers = paged_.layout.n_layers, n_kv = paged_.layout.n_kv_heads;
+
+  // Scratch: [block table][scores][keep][score workspace][select workspace].
+  const size_t table_bytes = Align256(seq->block_ids().size() * sizeof(int32_t));
+  const size_t score_bytes = Align256(static_cast<size_t>(n_layers) * n_kv * n * sizeof(float));
+  const size_t keep_bytes = Align256(static_cast<size_t>(n_layers) * n_kv * n_keep * sizeof(int32_t));
+  const size_t score_ws = Align256(BeaconScoreWorkspaceBytes(dims, n));
+  const size_t select_ws = Align256(SelectKeepWorkspaceBytes(n_layers, n_kv, n));
+  if (absl::Status st = scratch_.Reserve(table_bytes + score_bytes + keep_bytes + score_ws + select_ws,
+                                         "eviction scratch");
+      !st.ok()) {
+    return st;
+  }
+  char* at = scratch_.as<char>();
+  int32_t* table = reinterpret_cast<int32_t*>(at);
+  float* scores = reinterpret_cast<float*>(at + table_bytes);
+  int32_t* keep = reinterpret_cast<int32_t*>(at + table_bytes + score_bytes);
+  void* score_workspace = at + table_bytes + score_bytes + keep_bytes;
+  void* select_workspace = at + table_bytes + score_bytes + keep_bytes + score_ws;
+
+  cudaStream_t stream = ctx.stream;
+  BEACON_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(table, seq->block_ids().data(), seq->block_ids().size() * sizeof(int32_t),
+                                              cudaMemcpyHostToDevice, stream));
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconScore(dims, (*state)->data(), (*state)->ring_count(), paged_, table, n,
+                                                next_position, ctx.rope, options.pool_kernel, scores, score_workspace,
+                                                stream));
+  DeviceProtection prot{};
+  prot.prompt_len = protection.prompt_len;
+  prot.sinks = protection.sinks;
+  prot.window = protection.window;
+  prot.keep_prompt = protection.keep_prompt;
+  BEACON_CUDA_RETURN_IF_ERROR(
+      LaunchSelectKeep(scores, paged_, table, n, prot, n_keep, keep, select_workspace, select_ws, stream));
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchCompact(paged_, table, keep, n_keep, n, stream));
+  BEACON_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return absl::OkStatus();
+}
+
+}  // namespace beacon

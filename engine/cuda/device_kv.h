@@ -1,0 +1,63 @@
+// The device half of a KvCache built by the CUDA backend: the paged K/V and
+// position arrays (kernels/cuda/paged_kv.h) for every block of the host
+// BlockPool, and eviction on the device.
+//
+// Eviction (BeaconKV only, beacon_filter kAll; CudaBackend::CheckPolicy
+// refuses the rest before a sequence starts): the sequence's block table
+// goes up, LaunchBeaconScore scores every (layer, KV head) with the recent
+// and beacon queries of its device state, LaunchSelectKeep picks the kept
+// slots by kv/selection.h's rule, LaunchCompact moves them to the front; one
+// synchronisation at the end. The host then truncates the sequence.
+//
+// REQUIRES the EvictContext (owned by the backend) outlives the storage.
+// Thread ownership: the engine thread.
+#ifndef BEACON_ENGINE_CUDA_DEVICE_KV_H_
+#define BEACON_ENGINE_CUDA_DEVICE_KV_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/cuda/device_memory.h"
+#include "kernels/cuda/paged_kv.h"
+#include "kernels/cuda/rope.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_policy.h"
+
+namespace beacon {
+
+// What eviction needs from the backend.
+struct EvictContext {
+  cudaStream_t stream = nullptr;
+  PolicyModelInfo model;
+  RopeParams rope;
+};
+
+class DeviceKvStorage : public KvDeviceStorage {
+ public:
+  // Allocates the arrays for `num_blocks` blocks of `shape` (bf16 K/V);
+  // RESOURCE_EXHAUSTED naming the size when the device is too small.
+  static absl::StatusOr<std::unique_ptr<DeviceKvStorage>> Create(const KvCacheShape& shape, int32_t num_blocks,
+                                                                 const EvictContext* context);
+
+  const PagedKv& paged() const { return paged_; }
+  const EvictContext* context() const { return context_; }
+
+  absl::Status Evict(SequenceKv* seq, KvPolicy* policy, const KvPolicyOptions& options,
+                     const Protection& protection, int32_t n_keep, int32_t next_position) override;
+
+ private:
+  DeviceKvStorage() = default;
+
+  const EvictContext* context_ = nullptr;
+  DeviceAllocation memory_;
+  PagedKv paged_;
+  // Eviction scratch: block table, scores, keep lists, kernel workspaces.
+  DeviceAllocation scratch_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_CUDA_DEVICE_KV_H_

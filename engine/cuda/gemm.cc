@@ -1,0 +1,40 @@
+#include "engine/cuda/gemm.h"
+
+#include "engine/cuda/cuda_status.h"
+
+namespace beacon {
+namespace {
+
+// cuBLAS's own recommendation for Hopper is 32 MiB of workspace.
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+}  // namespace
+
+Gemm::~Gemm() {
+  if (handle_ != nullptr) cublasDestroy(handle_);
+}
+
+absl::Status Gemm::Init(cudaStream_t stream) {
+  BEACON_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle_));
+  BEACON_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, stream));
+  if (absl::Status s = workspace_.Allocate(kWorkspaceBytes, "cuBLAS workspace"); !s.ok()) return s;
+  BEACON_CUBLAS_RETURN_IF_ERROR(cublasSetWorkspace(handle_, workspace_.get(), workspace_.bytes()));
+  // Tensor-core math with fp32 accumulation: the default for bf16 inputs.
+  BEACON_CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH));
+  return absl::OkStatus();
+}
+
+absl::Status Gemm::Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
+                          bool y_f32) {
+  if (n == 0) return absl::OkStatus();
+  if (out > INT32_MAX || in > INT32_MAX || n > INT32_MAX) return absl::InvalidArgumentError("GEMM dimension over 2^31");
+  const float alpha = 1.0f, beta = 0.0f;
+  BEACON_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out),
+                                             static_cast<int>(n), static_cast<int>(in), &alpha, w, CUDA_R_16BF,
+                                             static_cast<int>(in), x, CUDA_R_16BF, static_cast<int>(in), &beta, y,
+                                             y_f32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(out),
+                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
+}
+
+}  // namespace beacon

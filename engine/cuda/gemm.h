@@ -1,0 +1,45 @@
+// The dense projections of the CUDA forward pass, on cuBLAS: bf16 inputs,
+// fp32 accumulation (CUBLAS_COMPUTE_32F), bf16 or fp32 output.
+//
+// Layout: y[n][out] = x[n][in] * W^T with W row-major [out][in] (the weight
+// layout of device_weights.h). In cuBLAS's column-major terms this is
+// C(out x n) = op_T(A: in x out, lda = in) * B(in x n, ldb = in), ldc = out.
+//
+// The handle runs on the backend's stream with a fixed workspace, so that
+// GEMMs can be captured into CUDA graphs (cuBLAS allocates nothing then).
+// Thread ownership: the engine thread.
+#ifndef BEACON_ENGINE_CUDA_GEMM_H_
+#define BEACON_ENGINE_CUDA_GEMM_H_
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "engine/cuda/device_memory.h"
+
+namespace beacon {
+
+class Gemm {
+ public:
+  Gemm() = default;
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  absl::Status Init(cudaStream_t stream);
+
+  // y = x W^T; y is bf16 unless y_f32. n == 0 does nothing.
+  absl::Status Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
+                      bool y_f32 = false);
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+  DeviceAllocation workspace_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_CUDA_GEMM_H_

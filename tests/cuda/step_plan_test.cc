@@ -1,0 +1,113 @@
+// The host half of a CUDA step (engine/cuda/step_plan.h): runs without a GPU.
+#include "engine/cuda/step_plan.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kv/kv_cache.h"
+
+namespace beacon {
+namespace {
+
+KvCacheShape Shape() {
+  KvCacheShape s;
+  s.n_layers = 2;
+  s.n_kv_heads = 2;
+  s.head_dim = 8;
+  s.block_size = 4;
+  return s;
+}
+
+TEST(StepPlanTest, OffsetsAreAlignedAndDisjoint) {
+  const StepPlanOffsets o = PlanOffsets(5, 3, 2, 16);
+  const size_t starts[] = {o.token_ids, o.tok_seq, o.tok_slot, o.tok_pos, o.logit_rows, o.seq_first, o.seq_n,
+                           o.block_tables};
+  const size_t lens[] = {5, 5, 5, 5, 3, 2, 2, 32};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(starts[i] % 4, 0u) << i;  // 16-byte boundaries
+    if (i > 0) EXPECT_GE(starts[i], starts[i - 1] + lens[i - 1]) << i;
+  }
+  EXPECT_GE(o.total, o.block_tables + 32);
+  // Offsets depend only on the counts: the same shape, the same layout.
+  const StepPlanOffsets again = PlanOffsets(5, 3, 2, 16);
+  EXPECT_EQ(again.block_tables, o.block_tables);
+  EXPECT_EQ(again.total, o.total);
+}
+
+TEST(StepPlanTest, RaggedBatchFlattensInOrder) {
+  KvCache cache(Shape(), 64, KvStorage::kDevice);
+  SequenceKv a(&cache), b(&cache);
+  // a already holds 6 slots (2 blocks); b is new.
+  ASSERT_TRUE(a.Reserve(6).ok());
+  a.CommitSlots(6);
+  std::vector<int32_t> ta = {11}, tb = {21, 22, 23};
+  ASSERT_TRUE(a.Reserve(7).ok());
+  ASSERT_TRUE(b.Reserve(3).ok());
+  const ForwardEntry batch[] = {ForwardEntry{&a, ta, 6, false}, ForwardEntry{&b, tb, 0, true}};
+  StepPlan p;
+  BuildStepPlan(batch, &p);
+  EXPECT_EQ(p.n_tokens, 4);
+  EXPECT_EQ(p.n_rows, 4);  // a: its last token; b: all three
+  EXPECT_EQ(p.n_seqs, 2);
+  EXPECT_FALSE(p.all_decode);
+  EXPECT_EQ(p.max_seq_tokens, 3);
+  EXPECT_EQ(p.stride, 16);
+  EXPECT_TRUE(p.rows_are_tokens);
+  auto at = [&](size_t off, size_t i) { return p.packed[off + i]; };
+  const int32_t ids[] = {11, 21, 22, 23}, seq[] = {0, 1, 1, 1}, slot[] = {6, 0, 1, 2}, pos[] = {6, 0, 1, 2};
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(at(p.offsets.token_ids, t), ids[t]);
+    EXPECT_EQ(at(p.offsets.tok_seq, t), seq[t]);
+    EXPECT_EQ(at(p.offsets.tok_slot, t), slot[t]);
+    EXPECT_EQ(at(p.offsets.tok_pos, t), pos[t]);
+    EXPECT_EQ(at(p.offsets.logit_rows, t), t);
+  }
+  EXPECT_EQ(at(p.offsets.seq_first, 0), 0);
+  EXPECT_EQ(at(p.offsets.seq_first, 1), 1);
+  EXPECT_EQ(at(p.offsets.seq_n, 0), 1);
+  EXPECT_EQ(at(p.offsets.seq_n, 1), 3);
+  for (size_t i = 0; i < a.block_ids().size(); ++i) EXPECT_EQ(at(p.offsets.block_tables, i), a.block_ids()[i]);
+  for (size_t i = 0; i < b.block_ids().size(); ++i) {
+    EXPECT_EQ(at(p.offsets.block_tables, p.stride + i), b.block_ids()[i]);
+  }
+  a.Release();
+  b.Release();
+}
+
+TEST(StepPlanTest, DecodeBatchGathersLastRowsAndPicksAPowerOfTwoStride) {
+  KvCache cache(Shape(), 256, KvStorage::kDevice);
+  SequenceKv a(&cache), b(&cache);
+  ASSERT_TRUE(a.Reserve(4 * 20).ok());  // 20 blocks: stride rounds up to 32
+  a.CommitSlots(79);
+  ASSERT_TRUE(b.Reserve(2).ok());
+  b.CommitSlots(1);
+  std::vector<int32_t> ta = {5}, tb = {6};
+  const ForwardEntry batch[] = {ForwardEntry{&a, ta, 100, false}, ForwardEntry{&b, tb, 1, false}};
+  StepPlan p;
+  BuildStepPlan(batch, &p);
+  EXPECT_TRUE(p.all_decode);
+  EXPECT_EQ(p.stride, 32);
+  EXPECT_EQ(p.n_rows, 2);
+  EXPECT_EQ(p.packed[p.offsets.tok_slot + 0], 79);
+  EXPECT_EQ(p.packed[p.offsets.tok_pos + 0], 100);  // positions need not equal slots (after eviction)
+  EXPECT_EQ(p.packed[p.offsets.tok_slot + 1], 1);
+  a.Release();
+  b.Release();
+}
+
+TEST(StepPlanTest, PrefillChunkWithLastLogitOnlyNeedsAGather) {
+  KvCache cache(Shape(), 16, KvStorage::kDevice);
+  SequenceKv a(&cache);
+  std::vector<int32_t> t = {1, 2, 3, 4, 5};
+  ASSERT_TRUE(a.Reserve(5).ok());
+  const ForwardEntry batch[] = {ForwardEntry{&a, t, 0, false}};
+  StepPlan p;
+  BuildStepPlan(batch, &p);
+  EXPECT_EQ(p.n_rows, 1);
+  EXPECT_FALSE(p.rows_are_tokens);
+  EXPECT_EQ(p.packed[p.offsets.logit_rows], 4);
+  a.Release();
+}
+
+}  // namespace
+}  // namespace beacon
