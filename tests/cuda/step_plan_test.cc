@@ -25,7 +25,9 @@ TEST(StepPlanTest, OffsetsAreAlignedAndDisjoint) {
   const size_t lens[] = {5, 5, 5, 5, 3, 2, 2, 32};
   for (int i = 0; i < 8; ++i) {
     EXPECT_EQ(starts[i] % 4, 0u) << i;  // 16-byte boundaries
-    if (i > 0) EXPECT_GE(starts[i], starts[i - 1] + lens[i - 1]) << i;
+    if (i > 0) {
+      EXPECT_GE(starts[i], starts[i - 1] + lens[i - 1]) << i;
+    }
   }
   EXPECT_GE(o.total, o.block_tables + 32);
   // Offsets depend only on the counts: the same shape, the same layout.

@@ -1,0 +1,71 @@
+// Internal to LaunchBeaconScore (beacon_score.cu): the attention part of
+// BeaconPolicy::Score, i.e. AttentionScores(kMax) of every query head's
+// scoring queries against its KV head's cached keys, maxed over the group.
+//
+// Inputs (workspace written by beacon_score.cu's queries kernel):
+//   queries   [n_layers][n_heads][R + K][head_dim] f32, rotated; rows
+//             [0, n_queries[l][h]) are valid
+//   n_queries [n_layers][n_heads] int32
+// Scratch:
+//   partials  [n_layers][n_heads][R + K][NumGroups(n_slots)] (max, sum exp)
+//             of each query over each group of ChunksPerGroup(n_slots)
+//             chunks of kChunkSlots slots (at most kMaxGroups groups, so the
+//             scratch does not grow with the context)
+//   stats     [n_layers][n_heads][R + K] (max, 1 / sum exp) over all slots
+// Output:
+//   out       [n_layers][n_kv_heads][n_slots] f32: max over the group's heads
+//             and their queries of softmax_s(scale * q . k_s); 0 where the
+//             group has no query (BeaconPolicy's starting value).
+//
+// Arithmetic: fp32 FMAs over head_dim in ascending order, keys widened from
+// bf16; logit = dot * scale; softmax as SoftmaxInPlace (exp(x - max) times
+// 1 / sum), the sum merged over chunks and groups with exp(partial max -
+// max) factors (online softmax).
+// The logits are computed twice (stats pass, probability pass) rather than
+// stored: the [queries][slots] matrix of every head would dwarf the keys.
+#ifndef BEACON_KERNELS_CUDA_BEACON_LOGITS_H_
+#define BEACON_KERNELS_CUDA_BEACON_LOGITS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/beacon_state.h"
+#include "kernels/cuda/paged_kv.h"
+
+namespace beacon::beacon_logits {
+
+// Slots per block of the logit kernels (one per lane).
+constexpr int kChunkSlots = 32;
+
+// Partial softmax stats per query: at most this many.
+constexpr int kMaxGroups = 64;
+
+__host__ __device__ inline size_t NumChunks(int32_t n_slots) { return (static_cast<size_t>(n_slots) + kChunkSlots - 1) / kChunkSlots; }
+__host__ __device__ inline size_t ChunksPerGroup(int32_t n_slots) { return (NumChunks(n_slots) + kMaxGroups - 1) / kMaxGroups; }
+__host__ __device__ inline size_t NumGroups(int32_t n_slots) {
+  const size_t per = ChunksPerGroup(n_slots);
+  return per == 0 ? 0 : (NumChunks(n_slots) + per - 1) / per;
+}
+
+struct Args {
+  BeaconDims dims;
+  PagedKv kv;
+  const int32_t* block_table = nullptr;
+  int32_t n_slots = 0;
+  const float* queries = nullptr;
+  const int32_t* n_queries = nullptr;
+  float2* partials = nullptr;
+  float2* stats = nullptr;
+  float scale = 1.0f;
+  float* out = nullptr;
+};
+
+// The stats, combine and probability-max kernels. REQUIRES n_slots > 0 and
+// arguments validated by LaunchBeaconScore.
+cudaError_t LaunchProbMax(const Args& a, cudaStream_t stream);
+
+}  // namespace beacon::beacon_logits
+
+#endif  // BEACON_KERNELS_CUDA_BEACON_LOGITS_H_

@@ -1,0 +1,165 @@
+// LaunchBeaconObserve (kernels/cuda/beacon_state.h): the device twin of
+// BeaconPolicy::ObserveQuery under beacon_filter = kAll, i.e. per layer
+// RecentQueryRing::Push of every token and ContinualFps::Add of every query
+// head's vector.
+//
+// One block per (query head h, entry). The block owns the FPS buffer of
+// (layer, h) of its entry's state and its head's columns of the ring, so
+// blocks never share a word they write (ring_pos is written by the h == 0
+// blocks only). It walks its tokens in order in windows that end where the
+// buffer reaches U, shrinking there and then as ContinualFps does, so the
+// buffer after the launch is the CPU's after the same sequence of Adds.
+// Cost per block: a few barriers per window of up to U - K tokens, plus one
+// BlockFps per shrink (K picks, each a head_dim-long double FMA chain).
+#include <cmath>
+
+#include "kernels/cuda/beacon_fps.cuh"
+#include "kernels/cuda/beacon_state.h"
+
+namespace beacon {
+namespace {
+
+using beacon_fps::kThreads;
+
+struct StateView {
+  float* ring;       // this layer: [R][n_heads][d]
+  int32_t* ring_pos; // this layer: [R]
+  float* pts;        // (layer, h): [U][d]
+  double* inv;       // (layer, h): [U]
+  int32_t* tag;      // (layer, h): [U]
+  int32_t* size;     // (layer, h)
+};
+
+__device__ StateView View(void* state, const BeaconDims& dims, const BeaconStateLayout& lay, int layer, int h) {
+  char* base = static_cast<char*>(state);
+  const size_t d = dims.head_dim, R = dims.recent, H = dims.n_heads, U = dims.fps_bound;
+  const size_t lh = static_cast<size_t>(layer) * H + h;
+  StateView v;
+  v.ring = reinterpret_cast<float*>(base + lay.ring) + static_cast<size_t>(layer) * R * H * d;
+  v.ring_pos = reinterpret_cast<int32_t*>(base + lay.ring_pos) + static_cast<size_t>(layer) * R;
+  v.pts = reinterpret_cast<float*>(base + lay.fps_pts) + lh * U * d;
+  v.inv = reinterpret_cast<double*>(base + lay.fps_inv) + lh * U;
+  v.tag = reinterpret_cast<int32_t*>(base + lay.fps_tag) + lh * U;
+  v.size = reinterpret_cast<int32_t*>(base + lay.fps_size) + lh;
+  return v;
+}
+
+// After BlockFps: moves the chosen points (min_dist == -inf) to the front in
+// ascending index order, as ContinualFps::Shrink does after sorting. Each
+// column (and the inv/tag arrays) is moved by one thread in ascending order;
+// destination j <= source i, so a sequential move per column never
+// overwrites a source it still has to read, and columns are independent.
+__device__ void CompactSurvivors(const StateView& v, int n, int dim, const double* min_dist) {
+  for (int c = threadIdx.x; c < dim; c += kThreads) {
+    int j = 0;
+    for (int i = 0; i < n; ++i) {
+      if (min_dist[i] != -CUDART_INF) continue;
+      if (i != j) v.pts[static_cast<size_t>(j) * dim + c] = v.pts[static_cast<size_t>(i) * dim + c];
+      ++j;
+    }
+  }
+  if (threadIdx.x == 0) {
+    int j = 0;
+    for (int i = 0; i < n; ++i) {
+      if (min_dist[i] != -CUDART_INF) continue;
+      v.inv[j] = v.inv[i];
+      v.tag[j] = v.tag[i];
+      ++j;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    BeaconObserveKernel(BeaconDims dims, BeaconStateLayout lay, int layer, const BeaconObserveEntry* entries,
+                        const float* __restrict__ q_pre_rope, const int32_t* __restrict__ tok_pos) {
+  extern __shared__ double smem[];
+  const beacon_fps::Smem fs = beacon_fps::CarveSmem(smem, dims.fps_bound, dims.head_dim);
+  __shared__ double win_inv[kThreads];  // 1 / |q| of the window's tokens
+  __shared__ int win_dst[kThreads];     // their buffer index, -1 when refused
+  __shared__ int new_size;
+  const int h = blockIdx.x;
+  const BeaconObserveEntry e = entries[blockIdx.y];
+  if (e.state == nullptr || e.n_tokens <= 0) return;
+  const int d = dims.head_dim, R = dims.recent, U = dims.fps_bound, K = dims.beacons;
+  const int n = e.n_tokens, tid = threadIdx.x;
+  const StateView v = View(e.state, dims, lay, layer, h);
+  const size_t row = static_cast<size_t>(dims.n_heads) * d;
+  auto query = [&](int i) { return q_pre_rope + (static_cast<int64_t>(e.first_token) + i) * row + static_cast<size_t>(h) * d; };
+  auto ring_slot = [&](int i) { return static_cast<int>((static_cast<int64_t>(e.ring_count_before) + i) % R); };
+
+  // Ring: only the last R tokens of the launch survive in it; they land in
+  // distinct slots, so they are written in parallel.
+  const int first_ring = n > R ? n - R : 0;
+  for (int idx = tid; idx < (n - first_ring) * d; idx += kThreads) {
+    const int i = first_ring + idx / d, c = idx % d;
+    v.ring[(static_cast<size_t>(ring_slot(i)) * dims.n_heads + h) * d + c] = query(i)[c];
+  }
+  if (h == 0) {
+    for (int i = first_ring + tid; i < n; i += kThreads) v.ring_pos[ring_slot(i)] = tok_pos[e.first_token + i];
+  }
+
+  // FPS: windows of at most U - size tokens (and one per thread), so only a
+  // window's last token can make the buffer reach U. Within a window the
+  // norms and the appends run in parallel; the order of the appends (buffer
+  // index = arrival order among the accepted) is fixed by thread 0.
+  int size = *v.size;  // every thread tracks it; thread 0 stores it at the end
+  for (int i0 = 0; i0 < n;) {
+    int w = U - size < kThreads ? U - size : kThreads;
+    if (w > n - i0) w = n - i0;
+    if (tid < w) {
+      const double norm2 = beacon_fps::SquaredNorm(query(i0 + tid), d);
+      const bool ok = norm2 > 0.0 && isfinite(norm2);  // ContinualFps::Add refuses the rest
+      win_inv[tid] = ok ? __ddiv_rn(1.0, __dsqrt_rn(norm2)) : 0.0;
+      win_dst[tid] = ok;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      int next = size;
+      for (int j = 0; j < w; ++j) {
+        if (!win_dst[j]) {
+          win_dst[j] = -1;
+          continue;
+        }
+        v.inv[next] = win_inv[j];
+        v.tag[next] = tok_pos[e.first_token + i0 + j];
+        win_dst[j] = next++;
+      }
+      new_size = next;
+    }
+    __syncthreads();
+    for (int idx = tid; idx < w * d; idx += kThreads) {
+      const int j = idx / d, c = idx - j * d;
+      if (win_dst[j] >= 0) v.pts[static_cast<size_t>(win_dst[j]) * d + c] = query(i0 + j)[c];
+    }
+    size = new_size;
+    if (size == U) {
+      __syncthreads();  // the window's points are visible to the block
+      beacon_fps::BlockFps(v.pts, v.inv, U, d, K, fs);
+      CompactSurvivors(v, U, d, fs.min_dist);
+      size = K;
+    }
+    __syncthreads();  // win_* / new_size and the buffer are reused by the next window
+    i0 += w;
+  }
+  if (tid == 0) *v.size = size;
+}
+
+}  // namespace
+
+cudaError_t LaunchBeaconObserve(const BeaconDims& dims, int layer, const BeaconObserveEntry* entries, int n_entries,
+                                int max_tokens_per_entry, const float* q_pre_rope, const int32_t* tok_pos,
+                                cudaStream_t stream) {
+  if (!BeaconDimsValid(dims) || layer < 0 || layer >= dims.n_layers || n_entries < 0 || n_entries > 65535 ||
+      max_tokens_per_entry < 0 || dims.n_heads > 65535) {
+    return cudaErrorInvalidValue;
+  }
+  if (n_entries == 0 || max_tokens_per_entry == 0) return cudaSuccess;
+  if (entries == nullptr || q_pre_rope == nullptr || tok_pos == nullptr) return cudaErrorInvalidValue;
+  const BeaconStateLayout lay = BeaconStateLayout::For(dims);
+  const size_t smem = beacon_fps::SmemBytes(dims.fps_bound, dims.head_dim);  // <= 35 KB at U = 4096, d = 256
+  const dim3 grid(static_cast<unsigned>(dims.n_heads), static_cast<unsigned>(n_entries));
+  BeaconObserveKernel<<<grid, kThreads, smem, stream>>>(dims, lay, layer, entries, q_pre_rope, tok_pos);
+  return cudaGetLastError();
+}
+
+}  // namespace beacon

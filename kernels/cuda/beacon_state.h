@@ -1,0 +1,142 @@
+// BeaconKV on the GPU: one sequence's policy state in device memory, the
+// kernel that feeds it every step (the device twin of BeaconPolicy's
+// ObserveQuery under beacon_filter = kAll) and the kernel that scores a
+// sequence's cached slots at an eviction (BeaconPolicy::Score), for every
+// layer and KV head at once. The reference is kv/beacon_policy.cc with
+// kv/fps.cc and kv/attention_scoring.cc; selection and compaction follow in
+// kv_select.h and kv_compact.h.
+//
+// State memory layout (one device allocation per sequence, carved by
+// BeaconStateLayout, every region 256-byte aligned; the caller zeroes it
+// with cudaMemset before the sequence's first observation):
+//   ring      [n_layers][R][n_heads][head_dim] f32   pre-RoPE queries of the
+//                                                    last R tokens, ring order
+//   ring_pos  [n_layers][R] int32                    their positions
+//   fps_pts   [n_layers][n_heads][U][head_dim] f32   continual FPS buffer:
+//                                                    original vectors, arrival order
+//   fps_inv   [n_layers][n_heads][U] f64             1 / |point|
+//   fps_tag   [n_layers][n_heads][U] int32           token position of each point
+//   fps_size  [n_layers][n_heads] int32              points held, in [0, U - 1]
+// Ring entry j < min(ring_count, R) is valid, where ring_count is the number
+// of tokens the sequence has observed (the host counts them); FPS entries
+// i < fps_size are valid. Everything else is unspecified.
+//
+// Arithmetic. The FPS (admission norms, shrinks, beacon choice) is double
+// precision with the operation order and fused multiply-adds of kv/fps.cc as
+// the project builds it (GCC contracts its dot products into FMAs under
+// -march with FMA): on data without near-ties the device keeps exactly the
+// points ContinualFps keeps, bit for bit, with the same inverse norms.
+// Scoring is fp32 from the bf16 keys (see LaunchBeaconScore).
+//
+// Thread ownership: a state belongs to one sequence; kernels of one stream
+// touch it in launch order. Launchers are asynchronous on `stream`, launch no
+// allocation or synchronisation (CUDA-graph capturable), and return
+// cudaErrorInvalidValue for invalid arguments (checked on the host before any
+// CUDA call), cudaSuccess without launching when there is nothing to do, and
+// otherwise the launch status (cudaGetLastError).
+#ifndef BEACON_KERNELS_CUDA_BEACON_STATE_H_
+#define BEACON_KERNELS_CUDA_BEACON_STATE_H_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/paged_kv.h"
+#include "kernels/cuda/rope.h"
+
+namespace beacon {
+
+struct BeaconDims {
+  int n_layers = 0;
+  int n_heads = 0;     // query heads
+  int n_kv_heads = 0;  // divides n_heads (GQA group = n_heads / n_kv_heads)
+  int head_dim = 0;    // even, in [2, 256]
+  int recent = 0;      // R: recent queries, [1, 1024]
+  int beacons = 0;     // K: beacons per query head, >= 1
+  int fps_bound = 0;   // U: FPS buffer size that triggers a shrink, K < U <= 4096
+};
+
+// The limits above (those of KvPolicyOptions::Validate plus the kernels').
+inline bool BeaconDimsValid(const BeaconDims& d) {
+  return d.n_layers >= 1 && d.n_heads >= 1 && d.n_kv_heads >= 1 && d.n_heads % d.n_kv_heads == 0 &&
+         d.head_dim >= 2 && d.head_dim <= 256 && d.head_dim % 2 == 0 && d.recent >= 1 && d.recent <= 1024 &&
+         d.beacons >= 1 && d.fps_bound > d.beacons && d.fps_bound <= 4096;
+}
+
+// Byte offsets of the regions of one sequence's state allocation.
+struct BeaconStateLayout {
+  static BeaconStateLayout For(const BeaconDims& d) {
+    auto align = [](size_t b) { return (b + 255) / 256 * 256; };
+    const size_t L = d.n_layers, H = d.n_heads, D = d.head_dim, R = d.recent, U = d.fps_bound;
+    BeaconStateLayout l;
+    size_t at = 0;
+    l.ring = at, at += align(L * R * H * D * sizeof(float));
+    l.ring_pos = at, at += align(L * R * sizeof(int32_t));
+    l.fps_pts = at, at += align(L * H * U * D * sizeof(float));
+    l.fps_inv = at, at += align(L * H * U * sizeof(double));
+    l.fps_tag = at, at += align(L * H * U * sizeof(int32_t));
+    l.fps_size = at, at += align(L * H * sizeof(int32_t));
+    l.total_bytes = at;
+    return l;
+  }
+  size_t total_bytes = 0;
+  size_t ring = 0, ring_pos = 0, fps_pts = 0, fps_inv = 0, fps_tag = 0, fps_size = 0;
+};
+
+// One sequence's part of a step's batch.
+struct BeaconObserveEntry {
+  void* state = nullptr;          // the sequence's state allocation
+  int32_t first_token = 0;        // its rows of q_pre_rope / tok_pos: [first_token, first_token + n_tokens)
+  int32_t n_tokens = 0;
+  int32_t ring_count_before = 0;  // tokens it observed before this step: token i goes to
+                                  // ring index (ring_count_before + i) % R
+};
+
+// After layer `layer`'s QKV projection (before RoPE), for every entry
+// (`entries`: a device array of n_entries), every query head h and every one
+// of its tokens in order: pushes the token's query q_pre_rope[t][h * d ..
+// (h + 1) * d) into the ring of `layer` (ring_pos = tok_pos[t]) and Adds it
+// to the FPS buffer of (layer, h), exactly as ContinualFps::Add: a query of
+// zero or non-finite norm is refused (the ring still takes it); the buffer
+// appends, and when its size reaches U it shrinks to K by FarthestPointSample
+// over the buffer, survivors in arrival order.
+//   q_pre_rope [n_tokens_total][n_heads][head_dim] f32 (rows contiguous)
+//   tok_pos    [n_tokens_total] int32
+// max_tokens_per_entry bounds every entry's n_tokens (the launch is skipped
+// when it or n_entries is 0). Entries must name distinct states.
+// One block per (query head, entry), looping over the entry's tokens in
+// order, so a long prefill chunk is one launch per layer.
+cudaError_t LaunchBeaconObserve(const BeaconDims& dims, int layer, const BeaconObserveEntry* entries, int n_entries,
+                                int max_tokens_per_entry, const float* q_pre_rope, const int32_t* tok_pos,
+                                cudaStream_t stream);
+
+// Bytes of the workspace LaunchBeaconScore needs (256-byte aligned regions).
+size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots);
+
+// Scores the slots [0, n_slots) of ONE sequence for every (layer, kv head),
+// exactly BeaconPolicy::Score:
+//   scores[l][g][s] = MaxPool1D_pool_kernel( max over query heads h of group
+//       g and over h's scoring queries q of softmax_s(q . k_s / sqrt(d)) ),
+// 0 where a group has no scoring query. The scoring queries of head h are
+// the ring's valid entries (min(ring_count, R)) rotated at their own
+// positions, then the beacons = FPS(buffer of (l, h), K) (the whole buffer
+// while it holds <= K points) rotated at `position` (the next token's); the
+// state is not modified. Keys are the paged cache's (bf16, after RoPE) of the
+// sequence's block table row `block_table`.
+// RoPE of the queries: inv_freq from rope.inv_freq when given, else
+// float(theta^(-2i/d)) computed in double; angle position * inv_freq in
+// double, cos/sin rounded to fp32 (QueryRotator's arithmetic). Logits are
+// fp32 dot products of the fp32 queries with the bf16 keys widened, times
+// 1/sqrt(d); softmax in fp32 with the max subtracted.
+//   scores    [n_layers][n_kv_heads][n_slots] f32
+//   workspace BeaconScoreWorkspaceBytes(dims, n_slots) bytes
+// REQUIRES kv.layout matches dims (n_layers, n_kv_heads, head_dim), else
+// cudaErrorInvalidValue; pool_kernel odd >= 1; ring_count >= 0.
+cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t ring_count, const PagedKv& kv,
+                              const int32_t* block_table, int32_t n_slots, int32_t position, const RopeParams& rope,
+                              int pool_kernel, float* scores, void* workspace, cudaStream_t stream);
+
+}  // namespace beacon
+
+#endif  // BEACON_KERNELS_CUDA_BEACON_STATE_H_

@@ -1,0 +1,241 @@
+// LaunchBeaconObserve against the CPU building blocks it mirrors: after the
+// same schedule of prefill chunks and decode steps, every sequence's device
+// ring equals RecentQueryRing's contents and every (layer, head) FPS buffer
+// equals ContinualFps's (size, points and tags bit for bit; inverse norms
+// bit for bit against ContinualFps's summation order). No tolerance: the
+// device FPS reproduces the CPU's double arithmetic, and random Gaussian
+// queries have no near-ties for a rounding difference to flip.
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cuda/beacon_state.h"
+#include "kv/attention_scoring.h"
+#include "kv/fps.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace beacon {
+namespace {
+
+using cuda_test::DeviceBuffer;
+
+// ContinualFps::Add's 1 / |q| (its SquaredNorm's summation order).
+double InvNorm(const float* q, int d) {
+  double acc[8] = {};
+  int i = 0;
+  for (; i + 8 <= d; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += static_cast<double>(q[i + j]) * q[i + j];
+  for (; i < d; ++i) acc[0] += static_cast<double>(q[i]) * q[i];
+  double s = 0.0;
+  for (double a : acc) s += a;
+  return 1.0 / std::sqrt(s);
+}
+
+bool SameBits(const float* a, const float* b, int n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
+
+// One sequence on both sides.
+struct Sequence {
+  Sequence(const BeaconDims& d, int32_t first_pos) : next_pos(first_pos) {
+    for (int l = 0; l < d.n_layers; ++l) {
+      rings.push_back(std::make_unique<RecentQueryRing>(d.recent, d.n_heads, d.head_dim));
+      fps.emplace_back();
+      for (int h = 0; h < d.n_heads; ++h) fps.back().emplace_back(d.head_dim, d.fps_bound, d.beacons);
+    }
+    const BeaconStateLayout lay = BeaconStateLayout::For(d);
+    state = std::make_unique<DeviceBuffer<char>>(lay.total_bytes);
+  }
+  std::vector<std::unique_ptr<RecentQueryRing>> rings;  // per layer
+  std::vector<std::vector<ContinualFps>> fps;           // [layer][head]
+  std::unique_ptr<DeviceBuffer<char>> state;
+  int32_t observed = 0;
+  int32_t next_pos;
+};
+
+// Downloads a sequence's state and compares it with its CPU twin.
+void ExpectStateMatches(const BeaconDims& d, Sequence& seq, const std::string& what) {
+  const BeaconStateLayout lay = BeaconStateLayout::For(d);
+  std::vector<char> bytes;
+  ASSERT_EQ(seq.state->Download(&bytes), cudaSuccess);
+  const float* ring = reinterpret_cast<const float*>(bytes.data() + lay.ring);
+  const int32_t* ring_pos = reinterpret_cast<const int32_t*>(bytes.data() + lay.ring_pos);
+  const float* pts = reinterpret_cast<const float*>(bytes.data() + lay.fps_pts);
+  const double* inv = reinterpret_cast<const double*>(bytes.data() + lay.fps_inv);
+  const int32_t* tag = reinterpret_cast<const int32_t*>(bytes.data() + lay.fps_tag);
+  const int32_t* size = reinterpret_cast<const int32_t*>(bytes.data() + lay.fps_size);
+  const int D = d.head_dim, H = d.n_heads, R = d.recent, U = d.fps_bound;
+  for (int l = 0; l < d.n_layers; ++l) {
+    const RecentQueryRing& cr = *seq.rings[l];
+    ASSERT_EQ(cr.size(), std::min(seq.observed, R)) << what;
+    for (int j = 0; j < cr.size(); ++j) {
+      EXPECT_EQ(ring_pos[static_cast<size_t>(l) * R + j], cr.position(j)) << what << " layer " << l << " ring " << j;
+      for (int h = 0; h < H; ++h) {
+        const float* got = ring + ((static_cast<size_t>(l) * R + j) * H + h) * D;
+        EXPECT_TRUE(SameBits(got, cr.query(j, h), D)) << what << " layer " << l << " ring " << j << " head " << h;
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      const ContinualFps& f = seq.fps[l][h];
+      const size_t lh = static_cast<size_t>(l) * H + h;
+      const std::string at = what + " layer " + std::to_string(l) + " head " + std::to_string(h);
+      ASSERT_EQ(size[lh], f.size()) << at;
+      for (int i = 0; i < f.size(); ++i) {
+        const float* got = pts + (lh * U + i) * D;
+        EXPECT_TRUE(SameBits(got, f.point(i), D)) << at << " point " << i;
+        EXPECT_EQ(tag[lh * U + i], f.tag(i)) << at << " point " << i;
+        EXPECT_EQ(inv[lh * U + i], InvNorm(f.point(i), D)) << at << " point " << i;
+      }
+    }
+  }
+}
+
+// One step: each (sequence index, token count) pair is one entry; entries are
+// laid out in the given order. Queries are random per (token, layer), with a
+// zero vector and an inf at a few planted (token, head)s that Add must refuse.
+void RunStep(const BeaconDims& d, std::vector<Sequence>& seqs, const std::vector<std::pair<int, int>>& step,
+             std::mt19937_64& rng, int* planted) {
+  const int D = d.head_dim, H = d.n_heads;
+  const size_t row = static_cast<size_t>(H) * D;
+  int total = 0, max_tokens = 0;
+  for (auto [s, n] : step) total += n, max_tokens = std::max(max_tokens, n);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> q(d.n_layers, std::vector<float>(total * row));
+  for (auto& layer_q : q)
+    for (float& x : layer_q) x = normal(rng);
+  std::vector<int32_t> pos(total);
+  std::vector<BeaconObserveEntry> entries;
+  int t = 0;
+  for (auto [s, n] : step) {
+    Sequence& seq = seqs[s];
+    entries.push_back({seq.state->get(), t, n, seq.observed});
+    for (int i = 0; i < n; ++i, ++t) {
+      pos[t] = seq.next_pos++;
+      if ((*planted)++ % 97 == 13) {  // refused by Add: zero norm, then a non-finite one
+        const int h = t % H, l = t % d.n_layers;
+        for (int c = 0; c < D; ++c) q[l][t * row + h * D + c] = 0.0f;
+        q[(l + 1) % d.n_layers][t * row + ((h + 1) % H) * D + 1] = INFINITY;
+      }
+    }
+  }
+  DeviceBuffer<BeaconObserveEntry> dentries(entries.size());
+  DeviceBuffer<int32_t> dpos(total);
+  DeviceBuffer<float> dq(total * row);
+  ASSERT_EQ(dentries.Upload(entries), cudaSuccess);
+  ASSERT_EQ(dpos.Upload(pos), cudaSuccess);
+  for (int l = 0; l < d.n_layers; ++l) {
+    ASSERT_EQ(dq.Upload(q[l]), cudaSuccess);
+    ASSERT_EQ(LaunchBeaconObserve(d, l, dentries.get(), static_cast<int>(entries.size()), max_tokens, dq.get(),
+                                  dpos.get(), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // dq is overwritten for the next layer
+  }
+  t = 0;
+  for (auto [s, n] : step) {
+    Sequence& seq = seqs[s];
+    for (int i = 0; i < n; ++i, ++t) {
+      for (int l = 0; l < d.n_layers; ++l) {
+        const float* qt = q[l].data() + t * row;
+        seq.rings[l]->Push(qt, pos[t]);
+        for (int h = 0; h < H; ++h) seq.fps[l][h].Add(qt + static_cast<size_t>(h) * D, pos[t]);
+      }
+    }
+    seq.observed += n;
+  }
+}
+
+TEST(CudaBeaconObserveTest, MatchesRingAndContinualFpsOverPrefillAndDecode) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  for (int head_dim : {20, 32, 64, 128}) {
+    BeaconDims d;
+    d.n_layers = 2, d.n_heads = 4, d.n_kv_heads = 2, d.head_dim = head_dim;
+    d.recent = 8, d.beacons = 16, d.fps_bound = 64;
+    std::vector<Sequence> seqs;
+    seqs.emplace_back(d, 0);      // A: two prefill chunks, then decodes to 307 tokens
+    seqs.emplace_back(d, 5000);   // B: joins in step 1
+    seqs.emplace_back(d, 77777);  // C: one 200-token chunk: three shrinks in one launch
+    for (Sequence& s : seqs) {
+      ASSERT_EQ(s.state->status(), cudaSuccess);
+      ASSERT_EQ(cudaMemset(s.state->get(), 0, s.state->size()), cudaSuccess);
+    }
+    std::mt19937_64 rng(head_dim);
+    int planted = 0;
+    const std::string what = "head_dim " + std::to_string(head_dim);
+    RunStep(d, seqs, {{2, 200}, {0, 100}}, rng, &planted);
+    ExpectStateMatches(d, seqs[0], what + " A after step 0");
+    ExpectStateMatches(d, seqs[2], what + " C after step 0");
+    RunStep(d, seqs, {{1, 30}, {0, 57}, {2, 1}}, rng, &planted);
+    for (int step = 0; step < 150; ++step) {
+      // Decode batches in varying order; B skips every third step.
+      if (step % 3 == 0) {
+        RunStep(d, seqs, {{0, 1}, {2, 1}}, rng, &planted);
+      } else {
+        RunStep(d, seqs, {{2, 1}, {1, 1}, {0, 1}}, rng, &planted);
+      }
+    }
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(seqs[0].observed, 307);
+    // The schedule exercised what it is meant to: several shrinks per buffer.
+    EXPECT_GE(seqs[0].fps[0][0].shrinks(), 4);
+    EXPECT_GE(seqs[2].fps[1][3].shrinks(), 6);
+    for (int s = 0; s < 3; ++s) ExpectStateMatches(d, seqs[s], what + " sequence " + std::to_string(s));
+  }
+}
+
+// A plain decode stream of one sequence, one launch per token, also checks
+// that refused queries leave the buffer alone and that a launch with more
+// tokens than the ring holds keeps only the last R.
+TEST(CudaBeaconObserveTest, SingleSequenceRingWrapsAndRefusals) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  BeaconDims d;
+  d.n_layers = 1, d.n_heads = 2, d.n_kv_heads = 1, d.head_dim = 16;
+  d.recent = 3, d.beacons = 2, d.fps_bound = 5;
+  std::vector<Sequence> seqs;
+  seqs.emplace_back(d, 10);
+  ASSERT_EQ(seqs[0].state->status(), cudaSuccess);
+  ASSERT_EQ(cudaMemset(seqs[0].state->get(), 0, seqs[0].state->size()), cudaSuccess);
+  std::mt19937_64 rng(7);
+  int planted = 0;
+  RunStep(d, seqs, {{0, 11}}, rng, &planted);
+  ExpectStateMatches(d, seqs[0], "after an 11-token chunk");
+  for (int i = 0; i < 40; ++i) RunStep(d, seqs, {{0, 1}}, rng, &planted);
+  ExpectStateMatches(d, seqs[0], "after 40 decodes");
+}
+
+// Argument checks happen on the host before any CUDA call, so they run (and
+// must pass) without a GPU.
+TEST(CudaBeaconObserveTest, RejectsBadArgumentsWithoutLaunching) {
+  BeaconDims d;
+  d.n_layers = 2, d.n_heads = 4, d.n_kv_heads = 2, d.head_dim = 64;
+  d.recent = 8, d.beacons = 16, d.fps_bound = 64;
+  auto* e = reinterpret_cast<const BeaconObserveEntry*>(uintptr_t{256});  // never dereferenced
+  auto* q = reinterpret_cast<const float*>(uintptr_t{256});
+  auto* p = reinterpret_cast<const int32_t*>(uintptr_t{256});
+  EXPECT_EQ(LaunchBeaconObserve(d, 2, e, 1, 1, q, p, nullptr), cudaErrorInvalidValue);   // layer
+  EXPECT_EQ(LaunchBeaconObserve(d, 0, nullptr, 1, 1, q, p, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchBeaconObserve(d, 0, e, 1, 1, nullptr, p, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchBeaconObserve(d, 0, e, -1, 1, q, p, nullptr), cudaErrorInvalidValue);
+  BeaconDims bad = d;
+  bad.fps_bound = bad.beacons;  // U must exceed K
+  EXPECT_EQ(LaunchBeaconObserve(bad, 0, e, 1, 1, q, p, nullptr), cudaErrorInvalidValue);
+  bad = d;
+  bad.head_dim = 63;
+  EXPECT_EQ(LaunchBeaconObserve(bad, 0, e, 1, 1, q, p, nullptr), cudaErrorInvalidValue);
+  bad = d;
+  bad.n_kv_heads = 3;  // does not divide n_heads
+  EXPECT_EQ(LaunchBeaconObserve(bad, 0, e, 1, 1, q, p, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchBeaconObserve(d, 0, e, 0, 1, q, p, nullptr), cudaSuccess);  // nothing to do
+  EXPECT_EQ(LaunchBeaconObserve(d, 0, e, 3, 0, q, p, nullptr), cudaSuccess);
+
+  const BeaconStateLayout lay = BeaconStateLayout::For(d);
+  for (size_t off : {lay.ring, lay.ring_pos, lay.fps_pts, lay.fps_inv, lay.fps_tag, lay.fps_size}) {
+    EXPECT_EQ(off % 256, 0u);
+  }
+  EXPECT_GE(lay.fps_size, lay.fps_tag + 2 * 4 * 64 * sizeof(int32_t));
+  EXPECT_GE(lay.total_bytes, lay.fps_size + 2 * 4 * sizeof(int32_t));
+}
+
+}  // namespace
+}  // namespace beacon

@@ -1,0 +1,274 @@
+#include "kernels/cuda/paged_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/dtype.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace beacon {
+namespace {
+
+using cuda_test::DeviceBuffer;
+using cuda_test::ExpectBf16Near;
+using cuda_test::RandomBf16;
+
+// Tolerance: inputs are the same bf16 values on both sides and the reference
+// is exact (double). The kernel's fp32 scores are off by ~1e-5 absolute
+// (128-term dot products of O(1) values) and its fp32 P V sums over <= 3000
+// keys by ~1e-5 typically (< 1e-4 even in the worst-case linear bound for
+// these magnitudes); the output's single bf16 rounding is 2^-9 relative.
+// rtol 1e-2 covers the rounding with margin and atol 5e-4 the fp32 error of
+// outputs near zero. Queries have stddev 2 so the softmax is peaked (scores
+// of stddev 2): a missing, duplicated or misplaced key, head or partition
+// moves outputs well beyond that.
+constexpr double kRtol = 1e-2;
+constexpr double kAtol = 5e-4;
+constexpr float kQStddev = 2.0f;
+constexpr int kLayers = 2;
+constexpr int kLayer = 1;  // not 0, so the layer offset is exercised
+constexpr int kBlockSize = 16;
+
+struct Config {
+  int nq, nkv, d;
+};
+// GQA groups 1, 2, 3, 4, 8 and 12 (two head chunks); head dims on the fast
+// paths (64, 128), the generic 16-byte path (32, 40, 256) and the 4-byte path
+// (18).
+const Config kConfigs[] = {{4, 4, 32}, {8, 4, 64},  {8, 2, 128}, {16, 2, 128}, {12, 4, 64},
+                           {6, 2, 40}, {24, 2, 64}, {4, 2, 18},  {8, 2, 256}};
+
+// A bf16 paged cache with random contents, in host memory with the device
+// layout. Row r of the table holds seq_slots[r] slots in distinct blocks taken
+// from a shuffled list (plus spare blocks no row uses); unused entries are -1.
+struct HostCache {
+  PagedKvLayout layout;
+  std::vector<uint16_t> k, v;
+  std::vector<int32_t> table;
+  int stride = 0;
+
+  double K(int row, int32_t slot, int head, int i) const { return Bf16ToFp32(k[At(row, slot, head) + i]); }
+  double V(int row, int32_t slot, int head, int i) const { return Bf16ToFp32(v[At(row, slot, head) + i]); }
+  int64_t At(int row, int32_t slot, int head) const {
+    return layout.KvIndex(kLayer, table[row * stride + slot / layout.block_size], head, slot % layout.block_size);
+  }
+};
+
+HostCache MakeCache(const Config& c, const std::vector<int>& seq_slots, uint64_t seed) {
+  HostCache hc;
+  int total = 0, most = 0;
+  for (int s : seq_slots) {
+    const int blocks = (s + kBlockSize - 1) / kBlockSize;
+    total += blocks;
+    most = std::max(most, blocks);
+  }
+  hc.layout = {kLayers, c.nkv, c.d, kBlockSize, total + 7};
+  hc.stride = most + 1;
+  std::vector<int32_t> ids(hc.layout.num_blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::shuffle(ids.begin(), ids.end(), rng);
+  hc.table.assign(seq_slots.size() * hc.stride, -1);
+  size_t next = 0;
+  for (size_t r = 0; r < seq_slots.size(); ++r) {
+    for (int b = 0; b * kBlockSize < seq_slots[r]; ++b) hc.table[r * hc.stride + b] = ids[next++];
+  }
+  const size_t n = static_cast<size_t>(kLayers) * hc.layout.layer_elems();
+  hc.k = RandomBf16(n, seed + 1);
+  hc.v = RandomBf16(n, seed + 2);
+  return hc;
+}
+
+// out[t][h] = softmax_s(scale q . k_s) v over slots 0..slot[t] of row seq[t].
+std::vector<double> NaiveAttention(const HostCache& hc, const std::vector<uint16_t>& q, int64_t q_stride, int nq,
+                                   const std::vector<int32_t>& seq, const std::vector<int32_t>& slot, double scale) {
+  const int d = hc.layout.head_dim, group = nq / hc.layout.n_kv_heads;
+  std::vector<double> out(seq.size() * nq * d, 0.0);
+  for (size_t t = 0; t < seq.size(); ++t) {
+    for (int h = 0; h < nq; ++h) {
+      const int kvh = h / group;
+      const int n = slot[t] + 1;
+      std::vector<double> s(n);
+      double mx = -INFINITY;
+      for (int j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int i = 0; i < d; ++i) dot += Bf16ToFp32(q[t * q_stride + h * d + i]) * hc.K(seq[t], j, kvh, i);
+        s[j] = dot * scale;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      double* o = &out[(t * nq + h) * d];
+      for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < d; ++i) o[i] += s[j] / sum * hc.V(seq[t], j, kvh, i);
+      }
+    }
+  }
+  return out;
+}
+
+// Device copies of a HostCache plus the query/token arrays of one batch.
+struct DeviceBatch {
+  DeviceBuffer<uint16_t> k, v, q, out;
+  DeviceBuffer<int32_t> table, seq, slot;
+  DeviceBatch(const HostCache& hc, const std::vector<uint16_t>& hq, size_t out_elems, size_t tokens)
+      : k(hc.k.size()), v(hc.v.size()), q(hq.size()), out(out_elems), table(hc.table.size()), seq(tokens),
+        slot(tokens) {}
+};
+
+PagedAttentionParams MakeParams(const HostCache& hc, DeviceBatch& b, const Config& c, int64_t q_stride,
+                                int64_t tokens) {
+  PagedAttentionParams p;
+  p.q = reinterpret_cast<const __nv_bfloat16*>(b.q.get());
+  p.q_token_stride = q_stride;
+  p.out = reinterpret_cast<__nv_bfloat16*>(b.out.get());
+  p.kv.k = reinterpret_cast<__nv_bfloat16*>(b.k.get());
+  p.kv.v = reinterpret_cast<__nv_bfloat16*>(b.v.get());
+  p.kv.layout = hc.layout;
+  p.layer = kLayer;
+  p.n_q_heads = c.nq;
+  p.tables = {b.table.get(), hc.stride};
+  p.tok_seq = b.seq.get();
+  p.tok_slot = b.slot.get();
+  p.n_tokens = tokens;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+  return p;
+}
+
+TEST(CudaDecodeAttentionTest, MatchesNaiveLoopForRaggedBatchesAndSplits) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  // Rows of 1, 17, 300, 3000 and 45 slots (3000 needs up to 12 partitions).
+  const std::vector<int> seq_slots = {1, 17, 300, 3000, 45};
+  // One token at the end of each row, plus tokens inside rows: partition
+  // boundaries (255/256), one slot, the middle of the long row.
+  const std::vector<int32_t> seq = {0, 1, 2, 3, 4, 3, 3, 2, 2, 1};
+  const std::vector<int32_t> slot = {0, 16, 299, 2999, 44, 0, 1500, 255, 256, 3};
+  const int64_t n = static_cast<int64_t>(seq.size());
+  uint64_t seed = 7;
+  for (const Config& c : kConfigs) {
+    const HostCache hc = MakeCache(c, seq_slots, seed++);
+    const int64_t q_stride = static_cast<int64_t>(c.nq + 2 * c.nkv) * c.d;  // a view into fused QKV
+    const auto q = RandomBf16(n * q_stride, seed++, kQStddev);
+    const size_t out_elems = n * c.nq * c.d;
+    DeviceBatch b(hc, q, out_elems, n);
+    BEACON_CUDA_ASSERT_OK(b.k.Upload(hc.k));
+    BEACON_CUDA_ASSERT_OK(b.v.Upload(hc.v));
+    BEACON_CUDA_ASSERT_OK(b.q.Upload(q));
+    BEACON_CUDA_ASSERT_OK(b.table.Upload(hc.table));
+    BEACON_CUDA_ASSERT_OK(b.seq.Upload(seq));
+    BEACON_CUDA_ASSERT_OK(b.slot.Upload(slot));
+    const PagedAttentionParams p = MakeParams(hc, b, c, q_stride, n);
+    const std::vector<double> want = NaiveAttention(hc, q, q_stride, c.nq, seq, slot, p.scale);
+    for (int max_splits : {1, 4, 16}) {
+      DeviceBuffer<uint8_t> ws(DecodeAttentionWorkspaceBytes(n, c.nq, c.d, max_splits));
+      BEACON_CUDA_ASSERT_OK(ws.PoisonWithNaN());
+      BEACON_CUDA_ASSERT_OK(b.out.PoisonWithNaN());
+      BEACON_CUDA_ASSERT_OK(LaunchDecodeAttention(p, max_splits, max_splits > 1 ? ws.get() : nullptr, nullptr));
+      BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
+      std::vector<uint16_t> got;
+      BEACON_CUDA_ASSERT_OK(b.out.Download(&got));
+      ExpectBf16Near(got, want, kRtol, kAtol,
+                     "decode nq " + std::to_string(c.nq) + " nkv " + std::to_string(c.nkv) + " d " +
+                         std::to_string(c.d) + " max_splits " + std::to_string(max_splits));
+    }
+  }
+}
+
+// The grid depends on (n_tokens, heads, max_splits) only, so one captured
+// graph serves a growing context: rewrite tok_slot, replay, compare.
+TEST(CudaDecodeAttentionTest, CapturedGraphFollowsGrowingContexts) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  const Config c = {32, 8, 128};  // Qwen3-4B attention shape
+  const std::vector<int> seq_slots = {3000, 700};
+  const std::vector<int32_t> seq = {0, 1};
+  const int64_t n = 2, q_stride = c.nq * c.d;
+  const int max_splits = 8;
+  const HostCache hc = MakeCache(c, seq_slots, 99);
+  const auto q = RandomBf16(n * q_stride, 100, kQStddev);
+  DeviceBatch b(hc, q, n * c.nq * c.d, n);
+  BEACON_CUDA_ASSERT_OK(b.k.Upload(hc.k));
+  BEACON_CUDA_ASSERT_OK(b.v.Upload(hc.v));
+  BEACON_CUDA_ASSERT_OK(b.q.Upload(q));
+  BEACON_CUDA_ASSERT_OK(b.table.Upload(hc.table));
+  BEACON_CUDA_ASSERT_OK(b.seq.Upload(seq));
+  BEACON_CUDA_ASSERT_OK(b.slot.Upload(std::vector<int32_t>{0, 0}));
+  DeviceBuffer<uint8_t> ws(DecodeAttentionWorkspaceBytes(n, c.nq, c.d, max_splits));
+  const PagedAttentionParams p = MakeParams(hc, b, c, q_stride, n);
+
+  cudaStream_t stream;
+  BEACON_CUDA_ASSERT_OK(cudaStreamCreate(&stream));
+  cudaGraph_t graph;
+  BEACON_CUDA_ASSERT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const cudaError_t launch = LaunchDecodeAttention(p, max_splits, ws.get(), stream);
+  BEACON_CUDA_ASSERT_OK(cudaStreamEndCapture(stream, &graph));
+  BEACON_CUDA_ASSERT_OK(launch);
+  cudaGraphExec_t exec;
+  BEACON_CUDA_ASSERT_OK(cudaGraphInstantiate(&exec, graph, 0));
+  for (const std::vector<int32_t>& slot :
+       {std::vector<int32_t>{0, 0}, {200, 699}, {1023, 64}, {2999, 255}, {1500, 256}}) {
+    BEACON_CUDA_ASSERT_OK(b.slot.Upload(slot));
+    BEACON_CUDA_ASSERT_OK(b.out.PoisonWithNaN());
+    BEACON_CUDA_ASSERT_OK(cudaGraphLaunch(exec, stream));
+    BEACON_CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
+    std::vector<uint16_t> got;
+    BEACON_CUDA_ASSERT_OK(b.out.Download(&got));
+    ExpectBf16Near(got, NaiveAttention(hc, q, q_stride, c.nq, seq, slot, p.scale), kRtol, kAtol,
+                   "graph replay at slots " + std::to_string(slot[0]) + ", " + std::to_string(slot[1]));
+  }
+  BEACON_CUDA_ASSERT_OK(cudaGraphExecDestroy(exec));
+  BEACON_CUDA_ASSERT_OK(cudaGraphDestroy(graph));
+  BEACON_CUDA_ASSERT_OK(cudaStreamDestroy(stream));
+}
+
+// A pure host function: runs without a GPU.
+TEST(CudaDecodeAttentionTest, WorkspaceBytesCoverPartials) {
+  EXPECT_EQ(DecodeAttentionWorkspaceBytes(0, 32, 128, 8), 0u);
+  EXPECT_EQ(DecodeAttentionWorkspaceBytes(4, 32, 128, 1), 0u);  // no split, no scratch
+  for (int64_t n : {1, 3, 64}) {
+    for (int splits : {2, 7, 32}) {
+      const size_t need = static_cast<size_t>(n) * 32 * splits * (128 + 2) * sizeof(float);
+      EXPECT_GE(DecodeAttentionWorkspaceBytes(n, 32, 128, splits), need);
+      EXPECT_LE(DecodeAttentionWorkspaceBytes(n, 32, 128, splits), need + 3 * 256);
+    }
+  }
+}
+
+TEST(CudaDecodeAttentionTest, RejectsBadArguments) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  const Config c = {8, 2, 64};
+  const HostCache hc = MakeCache(c, {20}, 5);
+  const auto q = RandomBf16(c.nq * c.d, 6);
+  DeviceBatch b(hc, q, c.nq * c.d, 1);
+  DeviceBuffer<uint8_t> ws(DecodeAttentionWorkspaceBytes(1, c.nq, c.d, 4));
+  const PagedAttentionParams good = MakeParams(hc, b, c, c.nq * c.d, 1);
+  EXPECT_EQ(LaunchDecodeAttention(good, 4, nullptr, nullptr), cudaErrorInvalidValue);  // needs workspace
+  EXPECT_EQ(LaunchDecodeAttention(good, 0, ws.get(), nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchDecodeAttention(good, 2000, ws.get(), nullptr), cudaErrorInvalidValue);
+  PagedAttentionParams p = good;
+  p.n_q_heads = 7;  // not a multiple of n_kv_heads
+  EXPECT_EQ(LaunchDecodeAttention(p, 1, nullptr, nullptr), cudaErrorInvalidValue);
+  p = good;
+  p.layer = kLayers;
+  EXPECT_EQ(LaunchDecodeAttention(p, 1, nullptr, nullptr), cudaErrorInvalidValue);
+  p = good;
+  p.kv.layout.head_dim = 33;
+  EXPECT_EQ(LaunchDecodeAttention(p, 1, nullptr, nullptr), cudaErrorInvalidValue);
+  p = good;
+  p.q_token_stride = c.nq * c.d - 1;
+  EXPECT_EQ(LaunchDecodeAttention(p, 1, nullptr, nullptr), cudaErrorInvalidValue);
+  p = good;
+  p.tok_slot = nullptr;
+  EXPECT_EQ(LaunchDecodeAttention(p, 1, nullptr, nullptr), cudaErrorInvalidValue);
+  p = good;
+  p.n_tokens = 0;
+  EXPECT_EQ(LaunchDecodeAttention(p, 4, ws.get(), nullptr), cudaSuccess);  // nothing to do
+}
+
+}  // namespace
+}  // namespace beacon
