@@ -30,6 +30,17 @@ struct ForwardEntry {
   KvPolicy* policy = nullptr;
 };
 
+// How ForwardSample draws an entry's next token (engine/sampler.h's filters
+// without the penalties, which need the token history on the host).
+struct EntrySampling {
+  float temperature = 0.0f;  // <= 0: greedy
+  int32_t top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  uint64_t seed = 0;
+  uint64_t step = 0;  // draw counter: tokens the sequence generated so far
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -48,6 +59,17 @@ class Backend {
   // the argmax where the logits are and copies back only the ids.
   // REQUIRES no entry has all_logits.
   virtual absl::Status ForwardGreedy(std::span<const ForwardEntry> batch, std::vector<int32_t>* tokens);
+
+  // Whether ForwardSample draws where the logits are (no logits copy).
+  virtual bool samples_on_device() const { return false; }
+  // Forward, then one token per entry drawn by sampling[entry] from the
+  // entry's last row, into tokens[entry]. Same (logits, seed, step), same
+  // token. UNIMPLEMENTED unless samples_on_device().
+  // REQUIRES sampling.size() == batch.size(), no entry has all_logits.
+  virtual absl::Status ForwardSample(std::span<const ForwardEntry> batch, std::span<const EntrySampling> sampling,
+                                     std::vector<int32_t>* tokens) {
+    return absl::UnimplementedError("this backend samples on the host: call Forward");
+  }
 
   // A KV cache of `num_blocks` blocks whose data this backend can read: host
   // f32 for the CPU, device bf16 for CUDA.

@@ -132,8 +132,34 @@ TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
   return ev;
 }
 
+bool Generation::device_samplable() const {
+  const SamplingParams& p = options_.sampling;
+  return p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
+}
+
+EntrySampling Generation::device_sampling() const {
+  const SamplingParams& p = options_.sampling;
+  EntrySampling s;
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.min_p = p.min_p;
+  s.seed = p.seed.value_or(0);
+  s.step = generated_.size();
+  return s;
+}
+
 TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
-  TokenEvent ev;
+  if (!Consume(n_fed)) return TokenEvent{};
+  return Accept(sampler_.Sample(logits, prompt_, generated_));
+}
+
+TokenEvent Generation::AdvanceSampled(int32_t n_fed, int32_t token) {
+  if (!Consume(n_fed)) return TokenEvent{};
+  return Accept(token);
+}
+
+bool Generation::Consume(int32_t n_fed) {
   if (replaying()) {
     replay_done_ += n_fed;
     // Keep a compressing sequence near its bound while it recomputes.
@@ -145,13 +171,17 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
       replay_.clear();
       replay_done_ = 0;
     }
-    return ev;  // the recompute's last logits predict a token already sampled
+    return false;  // the recompute's last logits predict a token already sampled
   }
   if (prefilling()) {
     prompt_done_ += n_fed;
-    if (prefilling()) return ev;  // mid-prompt chunk: nothing to sample yet
+    if (prefilling()) return false;  // mid-prompt chunk: nothing to sample yet
   }
-  const int32_t id = sampler_.Sample(logits, prompt_, generated_);
+  return true;
+}
+
+TokenEvent Generation::Accept(int32_t id) {
+  TokenEvent ev;
   generated_.push_back(id);
   // The step's K/V is in the cache: the moment to evict, before the next
   // step appends more.

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/backend.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -97,6 +98,14 @@ class Generation {
   // sampled token's event, or nullopt-like event (id -1) mid-prompt.
   TokenEvent Advance(int32_t n_fed, std::span<const float> logits);
 
+  // Device sampling (Backend::ForwardSample): whether this sequence's
+  // sampling can run there (no penalties, which need the history), the
+  // parameters of its next draw, and Advance with the drawn token instead
+  // of logits (ignored mid-prompt and during a recompute, like logits are).
+  bool device_samplable() const;
+  EntrySampling device_sampling() const;
+  TokenEvent AdvanceSampled(int32_t n_fed, int32_t token);
+
   SequenceKv* kv() { return &kv_; }
   // The KV policy to hand the backend (null under `full`).
   KvPolicy* policy() { return compressor_ != nullptr ? compressor_->policy() : nullptr; }
@@ -121,6 +130,10 @@ class Generation {
              std::vector<int32_t> prompt, GenerationOptions options,
              std::unique_ptr<SequenceCompressor> compressor);
   TokenEvent Finish(TokenEvent ev, FinishReason reason);
+  // The shared halves of Advance: consumes fed tokens (true when a token is
+  // now due), then records a sampled token and checks the stop criteria.
+  bool Consume(int32_t n_fed);
+  TokenEvent Accept(int32_t id);
   bool replaying() const { return replay_done_ < static_cast<int32_t>(replay_.size()); }
 
   const Tokenizer* tokenizer_;

@@ -107,7 +107,19 @@ absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<Se
     owners.push_back(&s);
     if (w.prefill) totals_.prompt_tokens += static_cast<int64_t>(e.tokens.size());
   }
-  if (absl::Status st = backend_->Forward(entries, &logits_); !st.ok()) {
+  // A device that samples takes the draw where the logits are (no logits
+  // copy, no host sampler) unless some sequence needs penalties.
+  bool on_device = backend_->samples_on_device();
+  for (size_t i = 0; on_device && i < owners.size(); ++i) on_device = owners[i]->gen->device_samplable();
+  absl::Status st;
+  if (on_device) {
+    sampling_.clear();
+    for (Seq* s : owners) sampling_.push_back(s->gen->device_sampling());
+    st = backend_->ForwardSample(entries, sampling_, &sampled_);
+  } else {
+    st = backend_->Forward(entries, &logits_);
+  }
+  if (!st.ok()) {
     last_error_ = std::string(st.message());
     return st;
   }
@@ -119,8 +131,9 @@ absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<Se
     Generation& g = *s.gen;
     const int64_t evictions_before = g.compressor() != nullptr ? g.compressor()->evictions() : 0;
     const int64_t evicted_before = g.compressor() != nullptr ? g.compressor()->evicted_slots() : 0;
-    TokenEvent ev = g.Advance(static_cast<int32_t>(entries[i].tokens.size()),
-                              std::span<const float>(logits_.data() + i * vocab, vocab));
+    const int32_t fed = static_cast<int32_t>(entries[i].tokens.size());
+    TokenEvent ev = on_device ? g.AdvanceSampled(fed, sampled_[i])
+                              : g.Advance(fed, std::span<const float>(logits_.data() + i * vocab, vocab));
     if (g.compressor() != nullptr) {
       totals_.evictions += g.compressor()->evictions() - evictions_before;
       totals_.evicted_tokens += g.compressor()->evicted_slots() - evicted_before;

@@ -81,6 +81,8 @@ class GenerationEngine : public StepEngine {
   const ModelConfig& config_;
   absl::flat_hash_map<RequestId, Seq> seqs_;
   std::vector<float> logits_;
+  std::vector<EntrySampling> sampling_;  // device sampling: per entry
+  std::vector<int32_t> sampled_;
   std::string last_error_;  // the failed step's error, for its sequences' final records
   EngineTotals totals_;
   EngineObserver* observer_ = nullptr;

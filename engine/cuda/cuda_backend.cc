@@ -12,6 +12,7 @@
 #include "engine/generation.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/sampling.h"
 
 namespace beacon {
 namespace {
@@ -104,14 +105,24 @@ absl::Status CudaBackend::CheckPolicy(const KvPolicyOptions& o) const {
 }
 
 absl::Status CudaBackend::Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) {
-  return Step(batch, /*greedy=*/false, logits, nullptr);
+  return Step(batch, Output::kLogits, {}, logits, nullptr);
 }
 
 absl::Status CudaBackend::ForwardGreedy(std::span<const ForwardEntry> batch, std::vector<int32_t>* tokens) {
-  return Step(batch, /*greedy=*/true, nullptr, tokens);
+  return Step(batch, Output::kGreedy, {}, nullptr, tokens);
 }
 
-absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, bool greedy, const PagedKv** kv) {
+absl::Status CudaBackend::ForwardSample(std::span<const ForwardEntry> batch, std::span<const EntrySampling> sampling,
+                                        std::vector<int32_t>* tokens) {
+  if (sampling.size() != batch.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d sampling entries for a batch of %d", sampling.size(), batch.size()));
+  }
+  return Step(batch, Output::kSample, sampling, nullptr, tokens);
+}
+
+absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output output, const PagedKv** kv) {
+  const bool returns_tokens = output != Output::kLogits;
   if (absl::Status s = ValidateBatch(config_, batch, KvStorage::kDevice); !s.ok()) return s;
   const DeviceKvStorage* storage = nullptr;
   for (size_t e = 0; e < batch.size(); ++e) {
@@ -127,8 +138,9 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, bool gree
     if (batch[e].policy != nullptr) {
       if (absl::Status s = CheckPolicy(batch[e].policy->options()); !s.ok()) return s;
     }
-    if (greedy && batch[e].all_logits) {
-      return absl::InvalidArgumentError(absl::StrFormat("batch entry %d asks for all logits in a greedy step", e));
+    if (returns_tokens && batch[e].all_logits) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("batch entry %d asks for all logits in a step that returns tokens", e));
     }
   }
   if (storage == nullptr) return absl::InvalidArgumentError("empty batch");
@@ -223,6 +235,14 @@ absl::Status CudaBackend::EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64
     tokens_ = reinterpret_cast<int32_t*>(carve(10));
     attn_workspace_ = carve(11);
     if (absl::Status s = tokens_host_.Reserve(R * sizeof(int32_t), "sampled ids"); !s.ok()) return s;
+    sampling_workspace_bytes_ = SamplingWorkspaceBytes(R, c.vocab_size);
+    const size_t params = Align256(R * sizeof(DeviceSamplingParams));
+    if (absl::Status s = sampling_dev_.Allocate(params + sampling_workspace_bytes_, "sampling parameters"); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = sampling_host_.Reserve(R * sizeof(DeviceSamplingParams), "sampling parameters"); !s.ok()) {
+      return s;
+    }
   }
   if (meta_ints > cap_meta_) {
     DropGraphs();
@@ -240,10 +260,12 @@ absl::Status CudaBackend::EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, bool greedy, std::vector<float>* logits,
+absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output output,
+                               std::span<const EntrySampling> sampling, std::vector<float>* logits,
                                std::vector<int32_t>* tokens) {
+  const bool returns_tokens = output != Output::kLogits;
   const PagedKv* kv = nullptr;
-  if (absl::Status s = Prepare(batch, greedy, &kv); !s.ok()) return s;
+  if (absl::Status s = Prepare(batch, output, &kv); !s.ok()) return s;
   auto fail = [&](absl::Status s) {
     // Give back the slots reserved for this step; committed data is intact.
     for (const ForwardEntry& en : batch) en.kv->Truncate(en.kv->num_slots());
@@ -264,9 +286,23 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, bool greedy,
                                    cudaMemcpyHostToDevice, stream_),
                    "uploading BeaconKV entries");
   }
-  if (s.ok()) s = Launch(*kv, greedy);
+  if (s.ok() && output == Output::kSample) {
+    auto* p = sampling_host_.as<DeviceSamplingParams>();
+    for (size_t e = 0; e < sampling.size(); ++e) {
+      p[e].temperature = sampling[e].temperature;
+      p[e].top_k = sampling[e].top_k;
+      p[e].top_p = sampling[e].top_p;
+      p[e].min_p = sampling[e].min_p;
+      p[e].seed = sampling[e].seed;
+      p[e].step = sampling[e].step;
+    }
+    s = CudaStatus(cudaMemcpyAsync(sampling_dev_.get(), p, sampling.size() * sizeof(DeviceSamplingParams),
+                                   cudaMemcpyHostToDevice, stream_),
+                   "uploading sampling parameters");
+  }
+  if (s.ok()) s = Launch(*kv, output);
   if (s.ok()) {
-    if (greedy) {
+    if (returns_tokens) {
       s = CudaStatus(cudaMemcpyAsync(tokens_host_.get(), tokens_, plan_.n_rows * sizeof(int32_t),
                                      cudaMemcpyDeviceToHost, stream_),
                      "copying sampled ids");
@@ -279,7 +315,7 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, bool greedy,
   }
   if (s.ok()) s = CudaStatus(cudaStreamSynchronize(stream_), "running the forward step");
   if (!s.ok()) return fail(s);
-  if (greedy) tokens->assign(tokens_host_.as<int32_t>(), tokens_host_.as<int32_t>() + plan_.n_rows);
+  if (returns_tokens) tokens->assign(tokens_host_.as<int32_t>(), tokens_host_.as<int32_t>() + plan_.n_rows);
   for (const ForwardEntry& en : batch) en.kv->CommitSlots(en.kv->num_slots() + static_cast<int32_t>(en.tokens.size()));
   for (size_t i = 0; i < observe_states_.size(); ++i) observe_states_[i]->Observed(observe_[i].n_tokens);
   return absl::OkStatus();

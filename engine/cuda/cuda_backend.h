@@ -63,6 +63,11 @@ class CudaBackend : public Backend {
 
   absl::Status Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) override;
   absl::Status ForwardGreedy(std::span<const ForwardEntry> batch, std::vector<int32_t>* tokens) override;
+  bool samples_on_device() const override { return true; }
+  // Device sampling (kernels/cuda/sampling.h): its draws are reproducible
+  // per (seed, step) but are not the CPU sampler's draws.
+  absl::Status ForwardSample(std::span<const ForwardEntry> batch, std::span<const EntrySampling> sampling,
+                             std::vector<int32_t>* tokens) override;
   // Exits the process with a message naming the size when the device cannot
   // hold the pool (a configuration error found at start-up).
   std::unique_ptr<KvCache> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) override;
@@ -86,20 +91,23 @@ class CudaBackend : public Backend {
     int count = 0;
   };
 
+  // What a step hands back: every logits row, or one token per entry.
+  enum class Output { kLogits, kGreedy, kSample };
+
   CudaBackend() = default;
   absl::Status Init(const ModelWeights* weights, const CudaBackendOptions& options);
   // Validation, reservation, plan and upload, then the kernels; the output
   // (logits or greedy ids) is copied to the host and the stream synchronised.
-  absl::Status Step(std::span<const ForwardEntry> batch, bool greedy, std::vector<float>* logits,
-                    std::vector<int32_t>* tokens);
-  absl::Status Prepare(std::span<const ForwardEntry> batch, bool greedy, const PagedKv** kv);
+  absl::Status Step(std::span<const ForwardEntry> batch, Output output, std::span<const EntrySampling> sampling,
+                    std::vector<float>* logits, std::vector<int32_t>* tokens);
+  absl::Status Prepare(std::span<const ForwardEntry> batch, Output output, const PagedKv** kv);
   absl::Status EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64_t meta_ints, int n_observe);
   // The kernel sequence of one step (cuda_forward.cc); capturable.
-  absl::Status Enqueue(const PagedKv& kv, bool greedy);
+  absl::Status Enqueue(const PagedKv& kv, Output output);
   absl::Status Layer(int l, const PagedKv& kv);
-  // Runs Enqueue directly, or through a captured graph (decode_graphs).
-  absl::Status Launch(const PagedKv& kv, bool greedy);
-  std::string GraphKey(const PagedKv& kv, bool greedy) const;
+  // Runs Enqueue directly, or through a captured graph.
+  absl::Status Launch(const PagedKv& kv, Output output);
+  std::string GraphKey(const PagedKv& kv, Output output) const;
   void DropGraphs();
 
   ModelConfig config_;
@@ -129,7 +137,9 @@ class CudaBackend : public Backend {
   void* attn_workspace_ = nullptr;
   DeviceAllocation meta_;       // StepPlan::packed
   DeviceAllocation observe_dev_;
-  PinnedBuffer meta_host_, observe_host_, tokens_host_;
+  DeviceAllocation sampling_dev_;  // DeviceSamplingParams [cap_rows_] + sampling workspace
+  size_t sampling_workspace_bytes_ = 0;
+  PinnedBuffer meta_host_, observe_host_, tokens_host_, sampling_host_;
 
   std::map<std::string, cudaGraphExec_t> graphs_;
   int64_t graphs_captured_ = 0, graph_replays_ = 0;

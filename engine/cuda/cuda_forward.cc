@@ -34,7 +34,7 @@
 
 namespace beacon {
 
-absl::Status CudaBackend::Enqueue(const PagedKv& kv, bool greedy) {
+absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
   const ModelConfig& c = config_;
   const int64_t n = plan_.n_tokens;
   const int32_t* meta = meta_.as<int32_t>();
@@ -56,7 +56,15 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, bool greedy) {
       !s.ok()) {
     return s;
   }
-  if (greedy) BEACON_CUDA_RETURN_IF_ERROR(LaunchArgmax(logits_, plan_.n_rows, c.vocab_size, tokens_, stream_));
+  if (output == Output::kGreedy) {
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchArgmax(logits_, plan_.n_rows, c.vocab_size, tokens_, stream_));
+  } else if (output == Output::kSample) {
+    const size_t cap_params = (cap_rows_ * sizeof(DeviceSamplingParams) + 255) / 256 * 256;
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchSample(logits_, plan_.n_rows, c.vocab_size,
+                                             sampling_dev_.as<DeviceSamplingParams>(), tokens_,
+                                             sampling_dev_.as<char>() + cap_params, sampling_workspace_bytes_,
+                                             stream_));
+  }
   return absl::OkStatus();
 }
 
@@ -120,9 +128,9 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   return absl::OkStatus();
 }
 
-std::string CudaBackend::GraphKey(const PagedKv& kv, bool greedy) const {
+std::string CudaBackend::GraphKey(const PagedKv& kv, Output output) const {
   std::string key = absl::StrFormat("%p/%d/%d/%d/%d", static_cast<const void*>(kv.k), plan_.n_tokens, plan_.n_rows,
-                                    plan_.stride, greedy ? 1 : 0);
+                                    plan_.stride, static_cast<int>(output));
   for (const BeaconGroup& g : groups_) {
     absl::StrAppendFormat(&key, "|%d,%d,%d,%d,%d", g.offset, g.count, g.dims.recent, g.dims.beacons,
                           g.dims.fps_bound);
@@ -135,15 +143,15 @@ void CudaBackend::DropGraphs() {
   graphs_.clear();
 }
 
-absl::Status CudaBackend::Launch(const PagedKv& kv, bool greedy) {
-  if (!options_.cuda_graphs || !plan_.all_decode) return Enqueue(kv, greedy);
-  const std::string key = GraphKey(kv, greedy);
+absl::Status CudaBackend::Launch(const PagedKv& kv, Output output) {
+  if (!options_.cuda_graphs || !plan_.all_decode) return Enqueue(kv, output);
+  const std::string key = GraphKey(kv, output);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     // Capture this shape once. Launch errors inside a capture surface at
     // EndCapture or instantiation; either way the step fails cleanly.
     BEACON_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    const absl::Status enqueued = Enqueue(kv, greedy);
+    const absl::Status enqueued = Enqueue(kv, output);
     cudaGraph_t graph = nullptr;
     const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
     if (!enqueued.ok()) {

@@ -173,3 +173,55 @@ TEST(CudaBackendTest, GreedyAndGraphsAgreeWithPlainLogits) {
 
 }  // namespace
 }  // namespace beacon
+
+namespace beacon {
+namespace {
+
+// Device sampling through the backend: temperature 0 is the greedy id; a
+// seeded draw is a function of (logits, seed, step) alone; top_k 1 is greedy
+// whatever the temperature; draws stay inside the top-k set.
+TEST(CudaBackendTest, ForwardSampleDrawsOnTheDevice) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  const std::string model = "dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json";
+  std::unique_ptr<Runtime> rt = MakeRuntime(model, "cuda");
+  ASSERT_NE(rt, nullptr);
+  Backend* be = rt->backend();
+  ASSERT_TRUE(be->samples_on_device());
+  const int vocab = rt->config().vocab_size;
+  std::unique_ptr<KvCache> cache = rt->MakeKvCache(512);
+  const std::vector<int32_t> prompt = Tokens(30, vocab, 9);
+  std::vector<float> logits;
+  std::vector<int32_t> ids;
+  for (int trial = 0; trial < 4; ++trial) {
+    // A fresh sequence per trial: same prompt, so the same logits row.
+    SequenceKv s(cache.get());
+    ForwardEntry e{&s, prompt, 0, false};
+    EntrySampling p;
+    switch (trial) {
+      case 0: break;                                    // greedy
+      case 1: p.temperature = 1.0f; p.top_k = 1; break;  // top-1 is greedy
+      case 2: p.temperature = 1.3f; p.top_k = 5; p.seed = 42; p.step = 7; break;
+      case 3: p.temperature = 1.3f; p.top_k = 5; p.seed = 42; p.step = 7; break;  // same draw again
+    }
+    ASSERT_TRUE(be->ForwardSample(std::span(&e, 1), std::span(&p, 1), &ids).ok());
+    const int32_t drawn = ids[0];
+    s.Truncate(0);
+    ASSERT_TRUE(be->Forward(std::span(&e, 1), &logits).ok());
+    const int32_t best = Argmax(logits.data(), vocab);
+    if (trial <= 1) EXPECT_EQ(drawn, best) << "trial " << trial;
+    if (trial >= 2) {
+      std::vector<int> order(vocab);
+      for (int i = 0; i < vocab; ++i) order[i] = i;
+      std::partial_sort(order.begin(), order.begin() + 5, order.end(),
+                        [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+      EXPECT_NE(std::find(order.begin(), order.begin() + 5, drawn), order.begin() + 5) << "outside the top 5";
+    }
+    static int32_t first_draw = -1;
+    if (trial == 2) first_draw = drawn;
+    if (trial == 3) EXPECT_EQ(drawn, first_draw) << "same (logits, seed, step), different token";
+    s.Release();
+  }
+}
+
+}  // namespace
+}  // namespace beacon

@@ -377,14 +377,16 @@ def _wait_ready(proc, timeout=120):
 def test_config_runs_beacon_serve():
     """Each overlay's ConfigMap, as the environment of the real beacon-serve
     (the model, address, ports and threads swapped for local ones, and the
-    GPU overlay's pool shrunk to fit this machine): it starts, reports the
+    GPU overlay's pool shrunk and its device set to this machine's CPU): it starts, reports the
     configured policy and admission, and drains on SIGTERM."""
     sys.path.insert(0, os.path.join(SRC, "tests", "server"))
     import serve_util
     for name in [f"overlays/{o}" for o in OVERLAYS]:
         config = dict(serve_config(rendered()[name]))
+        if name == "overlays/gpu":
+            assert config.get("BEACON_DEVICE") == "cuda", config.get("BEACON_DEVICE")
         local = {"BEACON_MODEL": MODEL, "BEACON_HOST": "127.0.0.1", "BEACON_GRPC_PORT": "0",
-                 "BEACON_HTTP_PORT": "0", "BEACON_THREADS": "1"}
+                 "BEACON_HTTP_PORT": "0", "BEACON_THREADS": "1", "BEACON_DEVICE": "cpu"}
         if int(config.get("BEACON_KV_POOL_TOKENS", "32768")) > 32768:
             local["BEACON_KV_POOL_TOKENS"] = "32768"
         env = {**config, **local}

@@ -182,9 +182,35 @@ def test_tls():
     assert r.returncode != 0 and "nonexistent.pem" in r.stderr, r.stderr
 
 
+def have_gpu():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def test_device_flag():
+    """--device: an unknown device is refused naming the choices; `cuda` on a
+    machine without a GPU (or a build without CUDA) fails at start-up with a
+    message saying so, never by crashing at the first request."""
+    serve = os.path.join(BIN, "beacon-serve")
+    r = subprocess.run([serve, "--model", MODEL, "--device", "tpu"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and '"tpu"' in r.stderr and "cpu, cuda" in r.stderr, r.stderr
+    if have_gpu():
+        return  # the CUDA backend's own tests (tests/cuda/) cover a GPU machine
+    r = subprocess.run([serve, "--model", MODEL, "--device", "cuda"], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, BEACON_DEVICE="cpu"))
+    assert r.returncode != 0, r.stderr
+    assert "cuda" in r.stderr and ("no usable CUDA device" in r.stderr or "has no CUDA" in r.stderr), r.stderr
+    # The environment spelling reaches the same check.
+    r = subprocess.run([serve, "--model", MODEL], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, BEACON_DEVICE="cuda"))
+    assert r.returncode != 0 and "cuda" in r.stderr, r.stderr
+
+
 def main():
     for t in (test_environment_flags, test_preemption_keeps_outputs, test_reserve_admits_by_footprint, test_drain,
-              test_drain_delay, test_drain_timeout_cancels, test_tls):
+              test_drain_delay, test_drain_timeout_cancels, test_tls, test_device_flag):
         t0 = time.time()
         t()
         print(f"ok {t.__name__} ({time.time() - t0:.1f}s)")
