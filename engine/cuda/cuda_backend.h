@@ -13,10 +13,12 @@
 //   step by LaunchBeaconObserve; eviction scores, selects and compacts on
 //   the device (DeviceKvStorage::Evict). Only `full` and `beacon` (filter
 //   all) run here: CheckPolicy refuses the others with UNIMPLEMENTED.
-// - CUDA graphs: an all-decode step is captured once per shape (tokens,
-//   logits rows, block-table stride, BeaconKV groups, greedy or logits) and
-//   replayed; the step's metadata goes up in one copy to a fixed address
-//   before the replay (step_plan.h). Any buffer growth drops the graphs.
+// - CUDA graphs: an all-decode step runs directly the first time a shape
+//   (tokens, logits rows, block-table stride, BeaconKV groups, output kind)
+//   is seen, is captured the second time and replayed after; the step's
+//   metadata goes up in one copy to a fixed address before the replay
+//   (step_plan.h). Any buffer growth drops the graphs; a capture the CUDA
+//   stack refuses turns graphs off with one message, never fails a step.
 //
 // Errors: the checks of ValidateBatch (INVALID_ARGUMENT), RESOURCE_EXHAUSTED
 // from the pool, INTERNAL for a CUDA failure; in each case every sequence's
@@ -29,6 +31,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <string>
@@ -142,6 +145,7 @@ class CudaBackend : public Backend {
   PinnedBuffer meta_host_, observe_host_, tokens_host_, sampling_host_;
 
   std::map<std::string, cudaGraphExec_t> graphs_;
+  std::set<std::string> seen_shapes_;  // run once directly, captured on the second step
   int64_t graphs_captured_ = 0, graph_replays_ = 0;
 };
 

@@ -19,6 +19,8 @@
 // Everything reads its metadata from the packed plan at meta_ (step_plan.h),
 // so the same launches replay as a graph for the next step of that shape.
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "absl/strings/str_format.h"
 #include "engine/cuda/cuda_backend.h"
@@ -141,6 +143,7 @@ std::string CudaBackend::GraphKey(const PagedKv& kv, Output output) const {
 void CudaBackend::DropGraphs() {
   for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();
+  seen_shapes_.clear();
 }
 
 absl::Status CudaBackend::Launch(const PagedKv& kv, Output output) {
@@ -148,21 +151,29 @@ absl::Status CudaBackend::Launch(const PagedKv& kv, Output output) {
   const std::string key = GraphKey(kv, output);
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
-    // Capture this shape once. Launch errors inside a capture surface at
-    // EndCapture or instantiation; either way the step fails cleanly.
+    // A shape runs directly the first time: lazily loaded kernels, cuBLAS's
+    // algorithm choice and the kernels' shared-memory attributes are then
+    // settled before a capture, where first-use work is not allowed.
+    if (seen_shapes_.insert(key).second) return Enqueue(kv, output);
     BEACON_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     const absl::Status enqueued = Enqueue(kv, output);
     cudaGraph_t graph = nullptr;
     const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-    if (!enqueued.ok()) {
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      return enqueued;
-    }
-    BEACON_CUDA_RETURN_IF_ERROR(end);
     cudaGraphExec_t exec = nullptr;
-    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    BEACON_CUDA_RETURN_IF_ERROR(inst);
+    cudaError_t inst = cudaErrorUnknown;
+    if (enqueued.ok() && end == cudaSuccess) inst = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (!enqueued.ok() || end != cudaSuccess || inst != cudaSuccess) {
+      // Capture is an optimisation: if this CUDA stack refuses it, say so
+      // once and run every later step directly.
+      cudaGetLastError();
+      std::fprintf(stderr, "beacon: CUDA graph capture failed (%s%s); running steps without graphs\n",
+                   enqueued.ok() ? "" : std::string(enqueued.message()).c_str(),
+                   enqueued.ok() ? cudaGetErrorString(end != cudaSuccess ? end : inst) : "");
+      options_.cuda_graphs = false;
+      DropGraphs();
+      return Enqueue(kv, output);
+    }
     it = graphs_.emplace(key, exec).first;
     ++graphs_captured_;
   }
