@@ -10,6 +10,10 @@ absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::Create(con
     return st;
   }
   BEACON_CUDA_RETURN_IF_ERROR(cudaMemset(s->memory_.get(), 0, layout.total_bytes));
+  // cudaMemset of device memory returns before it runs, on the legacy default
+  // stream, which the backend's non-blocking stream does not wait for: wait
+  // here, or the first observe kernel could read the state before it is zero.
+  BEACON_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   return s;
 }
 

@@ -60,6 +60,10 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
   if (absl::Status s = inv_freq_.Allocate(inv_freq.size() * sizeof(float), "RoPE frequencies"); !s.ok()) return s;
   BEACON_CUDA_RETURN_IF_ERROR(
       cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
+  // A cudaMemcpy from pageable memory may return before its DMA lands, and
+  // stream_ (non-blocking) does not wait for the legacy default stream: the
+  // uploads above must be complete before the first kernel reads them.
+  BEACON_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   evict_ctx_.stream = stream_;
   evict_ctx_.model = model_;
   evict_ctx_.rope.style = config_.rope_style;

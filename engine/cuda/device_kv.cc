@@ -36,7 +36,9 @@ absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(const K
   s->paged_.v = reinterpret_cast<__nv_bfloat16*>(base + kv_bytes);
   s->paged_.pos = reinterpret_cast<int32_t*>(base + 2 * kv_bytes);
   // Positions start at -1 as on the host (a slot never written reads as no token).
-  BEACON_CUDA_RETURN_IF_ERROR(cudaMemset(s->paged_.pos, 0xFF, pos_bytes));
+  // On the backend's stream: a cudaMemset would run on the legacy default
+  // stream, which the (non-blocking) stream of the kernels does not wait for.
+  BEACON_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->paged_.pos, 0xFF, pos_bytes, context->stream));
   return s;
 }
 

@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/cuda/beacon_device_state.h"
 #include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/device_kv.h"
+#include "kernels/cuda/beacon_state.h"
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
@@ -50,12 +53,38 @@ KvPolicyOptions SmallBeacon() {
   return o;
 }
 
-// Teacher-forced decode under BeaconKV on both backends. Slot counts and
-// eviction counts follow from the step count alone, so they must match
-// exactly; logits after evictions differ by the bf16 arithmetic and by
-// near-tied scores selecting different slots, so the test bounds the median
-// row error (a device policy keeping the wrong slots, or none, gives errors
-// of order 1 on most rows once the cache is a fraction of the history).
+// The device positions of every (layer, KV head) of `seq`'s slots.
+std::vector<std::vector<int32_t>> DevicePositions(const KvCache& cache, const SequenceKv& seq) {
+  const PagedKv& kv = dynamic_cast<const DeviceKvStorage*>(cache.device_storage())->paged();
+  const PagedKvLayout& l = kv.layout;
+  std::vector<int32_t> all(static_cast<size_t>(l.n_layers) * l.num_blocks * l.n_kv_heads * l.block_size);
+  EXPECT_EQ(cudaMemcpy(all.data(), kv.pos, all.size() * sizeof(int32_t), cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(l.n_layers) * l.n_kv_heads);
+  for (int layer = 0; layer < l.n_layers; ++layer) {
+    for (int h = 0; h < l.n_kv_heads; ++h) {
+      for (int32_t i = 0; i < seq.num_slots(); ++i) {
+        out[layer * l.n_kv_heads + h].push_back(
+            all[l.PosIndex(layer, seq.block_ids()[i / l.block_size], h, i % l.block_size)]);
+      }
+    }
+  }
+  return out;
+}
+
+// Teacher-forced decode under BeaconKV on both backends, checking how the
+// device policy is wired into the step and the eviction:
+//  - slot and eviction counts follow from the step count alone: equal;
+//  - after each eviction every (layer, KV head) keeps its slots in position
+//    order, each once, with every protected position (prompt, sinks, the
+//    last `window`) among them;
+//  - the device state saw every token: its ring holds the last R positions
+//    and every FPS buffer has the size continual FPS gives that many tokens.
+// Which unprotected slots survive is checked exactly, on identical inputs,
+// by the kernel tests (beacon_score_test, kv_select_test, kv_compact_test);
+// here the two backends' inputs differ by bf16 rounding, and farthest-point
+// sampling in 128 dimensions amplifies that (a CPU run whose queries carry
+// 0.3% noise is already 8.5% from the exact CPU run at the median), so the
+// logits bound is only a sanity bound: 0.15 at the median row.
 TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
   BEACON_REQUIRE_CUDA_DEVICE();
   std::unique_ptr<Runtime> cpu = MakeRuntime("cpu"), gpu = MakeRuntime("cuda");
@@ -78,27 +107,66 @@ TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
   std::vector<double> errors;
   std::vector<int32_t> next = {static_cast<int32_t>(std::max_element(cl.begin(), cl.end()) - cl.begin())};
   const int steps = 200;
+  int32_t last_pos = prompt_len - 1;
   for (int s = 0; s < steps; ++s) {
     const int32_t pos = prompt_len + s;
+    last_pos = pos;
     ForwardEntry cd{&cs, next, pos, false, (*ccomp)->policy()}, gd{&gs, next, pos, false, (*gcomp)->policy()};
     ASSERT_TRUE(cpu->backend()->Forward(std::span(&cd, 1), &cl).ok());
     gl.assign(cl.size(), std::nanf(""));
     ASSERT_TRUE(gpu->backend()->Forward(std::span(&gd, 1), &gl).ok()) << "step " << s;
     errors.push_back(RelRms(gl.data(), cl.data(), vocab));
+    const int64_t evictions = (*gcomp)->evictions();
     (*ccomp)->AfterDecodeStep(&cs, pos + 1);
     (*gcomp)->AfterDecodeStep(&gs, pos + 1);
     ASSERT_EQ(gs.num_slots(), cs.num_slots()) << "step " << s;
+    if ((*gcomp)->evictions() != evictions) {
+      for (const std::vector<int32_t>& kept : DevicePositions(*gc, gs)) {
+        ASSERT_EQ(static_cast<int32_t>(kept.size()), (*gcomp)->bound());
+        EXPECT_TRUE(std::is_sorted(kept.begin(), kept.end()) &&
+                    std::adjacent_find(kept.begin(), kept.end()) == kept.end())
+            << "step " << s << ": kept positions out of order or repeated";
+        for (int32_t p = 0; p < prompt_len; ++p) {  // keep_prompt (sinks lie inside it)
+          EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), p)) << "step " << s << ": prompt position " << p;
+        }
+        for (int32_t p = pos - o.window + 1; p <= pos; ++p) {
+          EXPECT_TRUE(std::binary_search(kept.begin(), kept.end(), p)) << "step " << s << ": window position " << p;
+        }
+      }
+    }
     next = {static_cast<int32_t>(std::max_element(cl.begin(), cl.end()) - cl.begin())};
   }
   EXPECT_EQ((*gcomp)->evictions(), (*ccomp)->evictions());
   EXPECT_GE((*gcomp)->evictions(), 8);
   EXPECT_LE(gs.peak_slots(), (*gcomp)->bound() + o.interval);
+
+  // The device state: ring positions and FPS sizes after prompt + steps tokens.
+  auto* state = dynamic_cast<BeaconDeviceState*>((*gcomp)->policy()->device_state());
+  ASSERT_NE(state, nullptr);
+  const BeaconDims& d = state->dims();
+  const BeaconStateLayout layout = BeaconStateLayout::For(d);
+  const int32_t total = prompt_len + steps;
+  ASSERT_EQ(state->ring_count(), total);
+  std::vector<int32_t> ring_pos(static_cast<size_t>(d.n_layers) * d.recent);
+  std::vector<int32_t> fps_size(static_cast<size_t>(d.n_layers) * d.n_heads);
+  const char* base = static_cast<const char*>(state->data());
+  ASSERT_EQ(cudaMemcpy(ring_pos.data(), base + layout.ring_pos, ring_pos.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(fps_size.data(), base + layout.fps_size, fps_size.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  const int32_t U = d.fps_bound, K = d.beacons;
+  const int32_t want_size = total < U ? total : K + (total - U) % (U - K);
+  for (int layer = 0; layer < d.n_layers; ++layer) {
+    std::vector<int32_t> r(ring_pos.begin() + layer * d.recent, ring_pos.begin() + (layer + 1) * d.recent);
+    std::sort(r.begin(), r.end());
+    for (int j = 0; j < d.recent; ++j) EXPECT_EQ(r[j], last_pos - d.recent + 1 + j) << "layer " << layer;
+    for (int h = 0; h < d.n_heads; ++h) EXPECT_EQ(fps_size[layer * d.n_heads + h], want_size) << layer << "/" << h;
+  }
+
   std::vector<double> sorted = errors;
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   std::printf("beacon on device: %lld evictions, logits error median %.3g, max %.3g\n",
               static_cast<long long>((*gcomp)->evictions()), median, sorted.back());
-  EXPECT_LE(median, 5e-2);
+  EXPECT_LE(median, 0.15);
   cs.Release();
   gs.Release();
   EXPECT_EQ(gc->pool().num_free(), gc->pool().num_blocks());
