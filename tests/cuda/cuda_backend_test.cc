@@ -192,6 +192,7 @@ TEST(CudaBackendTest, ForwardSampleDrawsOnTheDevice) {
   const std::vector<int32_t> prompt = Tokens(30, vocab, 9);
   std::vector<float> logits;
   std::vector<int32_t> ids;
+  int32_t first_draw = -1;
   for (int trial = 0; trial < 4; ++trial) {
     // A fresh sequence per trial: same prompt, so the same logits row.
     SequenceKv s(cache.get());
@@ -208,7 +209,9 @@ TEST(CudaBackendTest, ForwardSampleDrawsOnTheDevice) {
     s.Truncate(0);
     ASSERT_TRUE(be->Forward(std::span(&e, 1), &logits).ok());
     const int32_t best = Argmax(logits.data(), vocab);
-    if (trial <= 1) EXPECT_EQ(drawn, best) << "trial " << trial;
+    if (trial <= 1) {
+      EXPECT_EQ(drawn, best) << "trial " << trial;
+    }
     if (trial >= 2) {
       std::vector<int> order(vocab);
       for (int i = 0; i < vocab; ++i) order[i] = i;
@@ -216,9 +219,10 @@ TEST(CudaBackendTest, ForwardSampleDrawsOnTheDevice) {
                         [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
       EXPECT_NE(std::find(order.begin(), order.begin() + 5, drawn), order.begin() + 5) << "outside the top 5";
     }
-    static int32_t first_draw = -1;
     if (trial == 2) first_draw = drawn;
-    if (trial == 3) EXPECT_EQ(drawn, first_draw) << "same (logits, seed, step), different token";
+    if (trial == 3) {
+      EXPECT_EQ(drawn, first_draw) << "same (logits, seed, step), different token";
+    }
     s.Release();
   }
 }
