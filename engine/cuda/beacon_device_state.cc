@@ -2,18 +2,18 @@
 
 namespace beacon {
 
-absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::Create(const BeaconDims& dims) {
+absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::Create(const BeaconDims& dims,
+                                                                            cudaStream_t stream) {
   auto s = std::unique_ptr<BeaconDeviceState>(new BeaconDeviceState());
   s->dims_ = dims;
   const BeaconStateLayout layout = BeaconStateLayout::For(dims);
   if (absl::Status st = s->memory_.Allocate(layout.total_bytes, "a BeaconKV query ring and FPS buffers"); !st.ok()) {
     return st;
   }
-  BEACON_CUDA_RETURN_IF_ERROR(cudaMemset(s->memory_.get(), 0, layout.total_bytes));
-  // cudaMemset of device memory returns before it runs, on the legacy default
-  // stream, which the backend's non-blocking stream does not wait for: wait
-  // here, or the first observe kernel could read the state before it is zero.
-  BEACON_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  // On the stream the observe kernels run on, so they see it zeroed: a plain
+  // cudaMemset runs on the legacy default stream, which the backend's
+  // non-blocking stream does not wait for.
+  BEACON_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->memory_.get(), 0, layout.total_bytes, stream));
   return s;
 }
 
@@ -29,10 +29,11 @@ BeaconDims BeaconDimsFor(const KvPolicyOptions& o, const PolicyModelInfo& m) {
   return d;
 }
 
-absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model) {
+absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model,
+                                                 cudaStream_t stream) {
   if (auto* s = dynamic_cast<BeaconDeviceState*>(policy->device_state()); s != nullptr) return s;
   absl::StatusOr<std::unique_ptr<BeaconDeviceState>> created =
-      BeaconDeviceState::Create(BeaconDimsFor(policy->options(), model));
+      BeaconDeviceState::Create(BeaconDimsFor(policy->options(), model), stream);
   if (!created.ok()) return created.status();
   BeaconDeviceState* raw = created->get();
   policy->set_device_state(std::move(*created));

@@ -9,6 +9,8 @@
 #ifndef BEACON_ENGINE_CUDA_BEACON_DEVICE_STATE_H_
 #define BEACON_ENGINE_CUDA_BEACON_DEVICE_STATE_H_
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
 #include <memory>
 
@@ -21,8 +23,9 @@ namespace beacon {
 
 class BeaconDeviceState : public PolicyDeviceState {
  public:
-  // Allocates and zeroes the state (synchronously: once per sequence).
-  static absl::StatusOr<std::unique_ptr<BeaconDeviceState>> Create(const BeaconDims& dims);
+  // Allocates the state and zeroes it on `stream` (the stream its kernels
+  // run on; once per sequence).
+  static absl::StatusOr<std::unique_ptr<BeaconDeviceState>> Create(const BeaconDims& dims, cudaStream_t stream);
 
   const BeaconDims& dims() const { return dims_; }
   void* data() const { return memory_.get(); }
@@ -39,8 +42,9 @@ class BeaconDeviceState : public PolicyDeviceState {
 // The dims of `options` (beacon policy) for a model.
 BeaconDims BeaconDimsFor(const KvPolicyOptions& options, const PolicyModelInfo& model);
 
-// The state attached to `policy`, created on first use.
-absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model);
+// The state attached to `policy`, created (zeroed on `stream`) on first use.
+absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model,
+                                                 cudaStream_t stream);
 
 }  // namespace beacon
 

@@ -164,7 +164,7 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output ou
   for (const ForwardEntry& en : batch) {
     const int32_t n = static_cast<int32_t>(en.tokens.size());
     if (en.policy != nullptr && en.policy->options().policy == "beacon") {
-      absl::StatusOr<BeaconDeviceState*> st = BeaconStateOf(en.policy, model_);
+      absl::StatusOr<BeaconDeviceState*> st = BeaconStateOf(en.policy, model_, stream_);
       if (!st.ok()) return st.status();
       BeaconObserveEntry o;
       o.state = (*st)->data();

@@ -49,7 +49,7 @@ absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvP
                                                  "\" cannot evict on the CUDA backend (beacon with filter all can)"));
   }
   const EvictContext& ctx = *context_;
-  absl::StatusOr<BeaconDeviceState*> state = BeaconStateOf(policy, ctx.model);
+  absl::StatusOr<BeaconDeviceState*> state = BeaconStateOf(policy, ctx.model, ctx.stream);
   if (!state.ok()) return state.status();
   const BeaconDims& dims = (*state)->dims();
   const int32_t n = seq->num_slots();

@@ -3,10 +3,17 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/paged_attention.h"
 
 namespace beacon {
 namespace {
+
+using attention_tiles::Align16;
+using attention_tiles::kLog2e;
+using attention_tiles::LoadBf16;
+using attention_tiles::LoadF32;
+using attention_tiles::Phys;
 
 // Split-K decode. One block of kThreads per (token, KV head, head chunk of up
 // to kMaxGroup query heads, partition). The partition's slots stream through
@@ -31,7 +38,6 @@ constexpr int kMinPartitionKeys = 256;
 constexpr int kPartitionAlign = 64;  // a multiple of every tile size
 constexpr int kMaxSplits = 1024;
 constexpr int kMergeThreads = 128;
-constexpr float kLog2e = 1.4426950408889634f;
 
 // kMaxDim: head_dim, or its upper bound when !kExact (head_dim is then read at
 // run time). kVec: bf16 elements per copy (8 = 16 bytes; 2 when head_dim % 8).
@@ -49,43 +55,6 @@ __device__ __forceinline__ int PartitionLength(int n, int max_splits) {
   return (len + kPartitionAlign - 1) / kPartitionAlign * kPartitionAlign;
 }
 
-// Swizzling needs whole groups of 8 chunks per row (head_dim % 64 == 0).
-__device__ __forceinline__ int Phys(bool swizzle, int c, int key) {
-  return swizzle ? (c ^ (key & 7)) : c;
-}
-
-// kVec bf16 (16 or 4 bytes, aligned) to fp32: a bf16 is the top half of a float.
-template <int kVec>
-__device__ __forceinline__ void LoadBf16(const __nv_bfloat16* src, float (&f)[kVec]) {
-  if constexpr (kVec == 8) {
-    const uint4 u = *reinterpret_cast<const uint4*>(src);
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      f[2 * i] = __uint_as_float(w[i] << 16);
-      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
-  } else {
-    static_assert(kVec == 2, "kVec is 8 or 2");
-    const uint32_t w = *reinterpret_cast<const uint32_t*>(src);
-    f[0] = __uint_as_float(w << 16);
-    f[1] = __uint_as_float(w & 0xffff0000u);
-  }
-}
-
-template <int kVec>
-__device__ __forceinline__ void LoadF32(const float* src, float (&f)[kVec]) {
-  if constexpr (kVec == 8) {
-    const float4 a = reinterpret_cast<const float4*>(src)[0];
-    const float4 b = reinterpret_cast<const float4*>(src)[1];
-    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w;
-    f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
-  } else {
-    const float2 a = *reinterpret_cast<const float2*>(src);
-    f[0] = a.x; f[1] = a.y;
-  }
-}
-
 __device__ __forceinline__ float WarpMax(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
@@ -100,7 +69,6 @@ __device__ __forceinline__ float WarpSum(float v) {
 struct Smem {
   size_t q, sp, stats, total;
 };
-__host__ __device__ inline size_t Align16(size_t b) { return (b + 15) / 16 * 16; }
 __host__ __device__ inline Smem DecodeSmem(int tile_keys, int d_parts, int d, int vec) {
   const size_t stages = static_cast<size_t>(kStages) * 2 * tile_keys * d * 2;
   const size_t reduce = static_cast<size_t>(kThreads / (d / vec)) * kMaxGroup * d * 4;

@@ -2,10 +2,17 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/paged_attention.h"
 
 namespace beacon {
 namespace {
+
+using attention_tiles::Align16;
+using attention_tiles::kLog2e;
+using attention_tiles::LoadBf16;
+using attention_tiles::LoadF32;
+using attention_tiles::Phys;
 
 // Chunked causal prefill. One block of kThreads per (sequence, query tile,
 // KV head, head chunk). The query tile holds kRows rows: row r is token
@@ -29,48 +36,11 @@ constexpr int kStatLanes = kThreads / kRows;           // 4
 constexpr int kSPitch = kRows + 1;
 constexpr int kMaxGroup = 8;
 constexpr int kStages = 2;
-constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ int Phys(bool swizzle, int c, int key) {
-  return swizzle ? (c ^ (key & 7)) : c;
-}
-
-template <int kVec>
-__device__ __forceinline__ void LoadBf16(const __nv_bfloat16* src, float (&f)[kVec]) {
-  if constexpr (kVec == 8) {
-    const uint4 u = *reinterpret_cast<const uint4*>(src);
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      f[2 * i] = __uint_as_float(w[i] << 16);
-      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
-  } else {
-    static_assert(kVec == 2, "kVec is 8 or 2");
-    const uint32_t w = *reinterpret_cast<const uint32_t*>(src);
-    f[0] = __uint_as_float(w << 16);
-    f[1] = __uint_as_float(w & 0xffff0000u);
-  }
-}
-
-template <int kVec>
-__device__ __forceinline__ void LoadF32(const float* src, float (&f)[kVec]) {
-  if constexpr (kVec == 8) {
-    const float4 a = reinterpret_cast<const float4*>(src)[0];
-    const float4 b = reinterpret_cast<const float4*>(src)[1];
-    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w;
-    f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
-  } else {
-    const float2 a = *reinterpret_cast<const float2*>(src);
-    f[0] = a.x; f[1] = a.y;
-  }
-}
 
 // Shared memory, in bytes from the dynamic base.
 struct Smem {
   size_t q, s, ints, total;
 };
-__host__ __device__ inline size_t Align16(size_t b) { return (b + 15) / 16 * 16; }
 __host__ __device__ inline Smem PrefillSmem(int d) {
   Smem m;
   m.q = Align16(static_cast<size_t>(kStages) * 2 * kTileKeys * d * 2);  // K/V stages

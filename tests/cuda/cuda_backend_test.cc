@@ -21,29 +21,14 @@
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
 #include "kv/sequence_compressor.h"
+#include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
 namespace {
 
-std::unique_ptr<Runtime> MakeRuntime(const std::string& model, const std::string& device) {
-  RuntimeOptions o;
-  o.model = model;
-  o.device = device;
-  o.threads = 0;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status();
-  return rt.ok() ? std::move(*rt) : nullptr;
-}
-
-double RelRms(const float* got, const float* want, int n) {
-  double num = 0, den = 0;
-  for (int i = 0; i < n; ++i) {
-    num += (got[i] - want[i]) * static_cast<double>(got[i] - want[i]);
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+using backend_test::MakeRuntime;
+using backend_test::RelRms;
 
 int Argmax(const float* row, int n) { return static_cast<int>(std::max_element(row, row + n) - row); }
 

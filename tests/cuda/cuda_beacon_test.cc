@@ -16,6 +16,7 @@
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
 #include "kv/sequence_compressor.h"
+#include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
@@ -23,23 +24,9 @@ namespace {
 
 const std::string kModel = std::string("dummy:") + BEACON_SOURCE_DIR + "/tests/data/small-qwen3-hd128.json";
 
-std::unique_ptr<Runtime> MakeRuntime(const std::string& device) {
-  RuntimeOptions o;
-  o.model = kModel;
-  o.device = device;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status();
-  return rt.ok() ? std::move(*rt) : nullptr;
-}
+std::unique_ptr<Runtime> MakeRuntime(const std::string& device) { return backend_test::MakeRuntime(kModel, device); }
 
-double RelRms(const float* got, const float* want, int n) {
-  double num = 0, den = 0;
-  for (int i = 0; i < n; ++i) {
-    num += (got[i] - want[i]) * static_cast<double>(got[i] - want[i]);
-    den += static_cast<double>(want[i]) * want[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
+using backend_test::RelRms;
 
 KvPolicyOptions SmallBeacon() {
   KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");

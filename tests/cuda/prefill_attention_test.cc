@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/paged_attention_test_util.h"
 
 namespace beacon {
 namespace {
@@ -18,27 +19,7 @@ namespace {
 using cuda_test::DeviceBuffer;
 using cuda_test::ExpectBf16Near;
 using cuda_test::RandomBf16;
-
-// Tolerance, as in decode_attention_test.cc: same bf16 inputs on both sides,
-// an exact (double) reference, fp32 scores and sums over <= 2001 keys (~1e-5
-// absolute) and one bf16 rounding of the output (2^-9 relative): rtol 1e-2
-// plus atol 5e-4 for outputs near zero. Queries have stddev 2 (peaked
-// softmax), so a causal-mask off-by-one or a wrong block, head or sequence
-// mapping moves outputs far beyond that.
-constexpr double kRtol = 1e-2;
-constexpr double kAtol = 5e-4;
-constexpr float kQStddev = 2.0f;
-constexpr int kLayers = 2;
-constexpr int kLayer = 1;
-constexpr int kBlockSize = 16;
-
-struct Config {
-  int nq, nkv, d;
-};
-// GQA groups 1, 2, 3, 4, 8, 12; fast head dims 64 and 128, generic 32, 40,
-// 256 (16-byte copies) and 18 (4-byte copies).
-const Config kConfigs[] = {{4, 4, 32}, {8, 4, 64},  {8, 2, 128}, {16, 2, 128}, {12, 4, 64},
-                           {6, 2, 40}, {24, 2, 64}, {4, 2, 18},  {8, 2, 256}};
+using namespace attention_test;  // NOLINT: the shared shapes, cache and reference
 
 // One sequence of the batch: its block-table row, the slot of its first
 // chunk token (slots below it are earlier chunks) and its chunk length.
@@ -50,73 +31,6 @@ struct Seq {
 // slot 2000) and lengths around the query tile sizes (8..64 tokens).
 const std::vector<Seq> kSeqs = {{3, 0, 37}, {0, 100, 1}, {5, 16, 70}, {1, 250, 5},
                                 {2, 2000, 1}, {4, 0, 1}, {6, 33, 64}};
-
-// Random bf16 cache in host memory, device layout, shuffled distinct blocks.
-struct HostCache {
-  PagedKvLayout layout;
-  std::vector<uint16_t> k, v;
-  std::vector<int32_t> table;
-  int stride = 0;
-
-  int64_t At(int row, int32_t slot, int head) const {
-    return layout.KvIndex(kLayer, table[row * stride + slot / layout.block_size], head, slot % layout.block_size);
-  }
-};
-
-HostCache MakeCache(const Config& c, const std::vector<int>& row_slots, uint64_t seed) {
-  HostCache hc;
-  int total = 0, most = 0;
-  for (int s : row_slots) {
-    const int blocks = (s + kBlockSize - 1) / kBlockSize;
-    total += blocks;
-    most = std::max(most, blocks);
-  }
-  hc.layout = {kLayers, c.nkv, c.d, kBlockSize, total + 5};
-  hc.stride = most + 2;
-  std::vector<int32_t> ids(hc.layout.num_blocks);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  std::shuffle(ids.begin(), ids.end(), rng);
-  hc.table.assign(row_slots.size() * hc.stride, -1);
-  size_t next = 0;
-  for (size_t r = 0; r < row_slots.size(); ++r) {
-    for (int b = 0; b * kBlockSize < row_slots[r]; ++b) hc.table[r * hc.stride + b] = ids[next++];
-  }
-  const size_t n = static_cast<size_t>(kLayers) * hc.layout.layer_elems();
-  hc.k = RandomBf16(n, seed + 1);
-  hc.v = RandomBf16(n, seed + 2);
-  return hc;
-}
-
-// out[t][h] = softmax_s(scale q . k_s) v over slots 0..slot[t] of row seq[t].
-std::vector<double> NaiveAttention(const HostCache& hc, const std::vector<uint16_t>& q, int64_t q_stride, int nq,
-                                   const std::vector<int32_t>& seq, const std::vector<int32_t>& slot, double scale) {
-  const int d = hc.layout.head_dim, group = nq / hc.layout.n_kv_heads;
-  std::vector<double> out(seq.size() * nq * d, 0.0);
-  for (size_t t = 0; t < seq.size(); ++t) {
-    for (int h = 0; h < nq; ++h) {
-      const int kvh = h / group;
-      const int n = slot[t] + 1;
-      std::vector<double> s(n);
-      double mx = -INFINITY;
-      for (int j = 0; j < n; ++j) {
-        const int64_t at = hc.At(seq[t], j, kvh);
-        double dot = 0;
-        for (int i = 0; i < d; ++i) dot += Bf16ToFp32(q[t * q_stride + h * d + i]) * Bf16ToFp32(hc.k[at + i]);
-        s[j] = dot * scale;
-        mx = std::max(mx, s[j]);
-      }
-      double sum = 0;
-      for (double& x : s) sum += (x = std::exp(x - mx));
-      double* o = &out[(t * nq + h) * d];
-      for (int j = 0; j < n; ++j) {
-        const int64_t at = hc.At(seq[t], j, kvh);
-        for (int i = 0; i < d; ++i) o[i] += s[j] / sum * Bf16ToFp32(hc.v[at + i]);
-      }
-    }
-  }
-  return out;
-}
 
 // Token arrays of a batch; sequences sit in the token arrays in reverse
 // order, so sequence i's first token is not at a predictable offset.

@@ -1,0 +1,66 @@
+// Device helpers shared by the paged attention kernels (decode_attention.cu,
+// prefill_attention.cu): the shared-memory K/V row swizzle and the vector
+// loads that widen bf16 / fp32 into registers. Device-only, header-only:
+// device code cannot be shared across .cu files without relocatable device
+// code, so each kernel file includes this.
+#ifndef BEACON_KERNELS_CUDA_ATTENTION_TILES_CUH_
+#define BEACON_KERNELS_CUDA_ATTENTION_TILES_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace beacon {
+namespace attention_tiles {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Physical 16-byte chunk of logical chunk c of `key`'s row: XOR-swizzled by
+// the key's low 3 bits when the row holds whole groups of 8 chunks
+// (head_dim % 64 == 0), so that key-per-thread and chunk-per-thread reads
+// are both free of bank conflicts.
+__device__ __forceinline__ int Phys(bool swizzle, int c, int key) {
+  return swizzle ? (c ^ (key & 7)) : c;
+}
+
+// kVec bf16 (16 or 4 bytes, aligned) to fp32: a bf16 is the top half of a float.
+template <int kVec>
+__device__ __forceinline__ void LoadBf16(const __nv_bfloat16* src, float (&f)[kVec]) {
+  if constexpr (kVec == 8) {
+    const uint4 u = *reinterpret_cast<const uint4*>(src);
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  } else {
+    static_assert(kVec == 2, "kVec is 8 or 2");
+    const uint32_t w = *reinterpret_cast<const uint32_t*>(src);
+    f[0] = __uint_as_float(w << 16);
+    f[1] = __uint_as_float(w & 0xffff0000u);
+  }
+}
+
+// kVec fp32 (32 or 8 bytes, aligned).
+template <int kVec>
+__device__ __forceinline__ void LoadF32(const float* src, float (&f)[kVec]) {
+  if constexpr (kVec == 8) {
+    const float4 a = reinterpret_cast<const float4*>(src)[0];
+    const float4 b = reinterpret_cast<const float4*>(src)[1];
+    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w;
+    f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+  } else {
+    const float2 a = *reinterpret_cast<const float2*>(src);
+    f[0] = a.x; f[1] = a.y;
+  }
+}
+
+__host__ __device__ inline size_t Align16(size_t b) { return (b + 15) / 16 * 16; }
+
+}  // namespace attention_tiles
+}  // namespace beacon
+
+#endif  // BEACON_KERNELS_CUDA_ATTENTION_TILES_CUH_
