@@ -5,9 +5,7 @@
 //
 // Every flag can also come from the environment: --kv-policy from
 // BEACON_KV_POLICY, --grpc-port from BEACON_GRPC_PORT, ... (flags win).
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,11 +20,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "engine/runtime.h"
+#include "server/grpc_front_end.h"
 #include "server/grpc_service.h"
 #include "server/http_routes.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/model_info.h"
 #include "server/openai_routes.h"
+#include "server/process_guards.h"
 #include "tools/cli/cli_args.h"
 #include "tools/cli/kv_flags.h"
 
@@ -56,6 +57,13 @@ void DeclareFlags(cli::Args* a) {
   a->Declare("threads", false, "0", "CPU threads of the engine (0 = all)");
   a->Declare("device", false, "cpu", "engine device: cpu, or cuda (GPU 0; bf16 weights and KV)");
   a->Declare("http-threads", false, "2", "HTTP IO threads");
+  a->Declare("http-max-connections", false, "512", "HTTP connections served at once; beyond them 503");
+  a->Declare("http-max-connections-per-client", false, "64",
+             "HTTP connections one client address may hold; beyond them 503 (0 = no limit; raise it behind a proxy)");
+  a->Declare("http-probe-connections", false, "32",
+             "extra HTTP connections for /health, /ready and /metrics only, when the others are taken");
+  a->Declare("http-header-timeout-s", false, "10", "seconds a request's line and headers may take to arrive");
+  a->Declare("http-idle-timeout-s", false, "60", "seconds an HTTP connection may wait idle between requests");
   a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
   a->Declare("kv-block-size", false, "16", "KV slots per block");
   a->Declare("kv-allowed-policies", false, "", "comma-separated policies a request may choose (default: all)");
@@ -74,6 +82,15 @@ void DeclareFlags(cli::Args* a) {
              "that poll /ready; Kubernetes uses a preStop sleep instead)");
   a->Declare("api-key", false, "", "require 'authorization: Bearer KEY' (gRPC metadata / HTTP header)");
   a->Declare("api-key-file", false, "", "read the API key from this file");
+  a->Declare("metrics-api-key", false, "",
+             "require 'authorization: Bearer KEY' on /metrics (default: /metrics is open, as for scrapers)");
+  a->Declare("grpc-max-connection-idle-s", false, "120",
+             "close gRPC connections with no call in flight for this long (0 = never)");
+  a->Declare("grpc-max-connection-age-s", false, "0", "send GOAWAY to gRPC connections this old (0 = never)");
+  a->Declare("grpc-handshake-timeout-s", false, "10", "close gRPC connections that do not finish the handshake");
+  a->Declare("grpc-self-check-ms", false, "1000",
+             "interval of the gRPC listener's self-check (a health call through the port; feeds /ready)");
+  a->Declare("disable-grpc-reflection", true, "", "do not serve gRPC reflection (the API schema)");
   a->Declare("tls-cert", false, "", "PEM certificate chain: serve gRPC over TLS");
   a->Declare("tls-key", false, "", "PEM private key of --tls-cert");
   a->Declare("served-model-name", false, "", "model id of the OpenAI API (default: --model's file name, no extension)");
@@ -97,48 +114,48 @@ absl::Status ParseInts(const cli::Args& args, std::initializer_list<IntFlag> fla
   return absl::OkStatus();
 }
 
-v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, const Tokenizer& tok,
-                            const ServeLimits& limits, const SchedulerConfig& sched, int block_size,
-                            int64_t pool_tokens) {
-  v1::ModelInfo m;
-  m.set_model(model);
-  m.set_architecture(std::string(ModelFamilyName(c.family)));
-  m.set_context_length(c.context_length);
-  m.set_vocab_size(c.vocab_size);
-  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
-    if (tok.IsEndOfGeneration(id)) m.add_eos_token_ids(id);
+// The gRPC listener's flags (--grpc-*, --disable-grpc-reflection, TLS mode).
+absl::Status ParseGrpcOptions(const cli::Args& args, const std::string& host, int64_t port, GrpcFrontEndOptions* o) {
+  int64_t idle_s, age_s, handshake_s, check_ms;
+  if (absl::Status s = ParseInts(args, {{"grpc-max-connection-idle-s", 0, &idle_s},
+                                        {"grpc-max-connection-age-s", 0, &age_s},
+                                        {"grpc-handshake-timeout-s", 1, &handshake_s},
+                                        {"grpc-self-check-ms", 10, &check_ms}});
+      !s.ok()) {
+    return s;
   }
-  m.set_has_chat_template(true);
-  m.set_kv_block_size(block_size);
-  m.set_kv_pool_tokens(static_cast<int32_t>(pool_tokens));
-  m.set_max_tokens_default(limits.default_max_tokens);
-  m.set_max_tokens_limit(limits.max_tokens_limit > 0 ? limits.max_tokens_limit : c.context_length);
-  for (std::string_view name : KvPolicyNames()) {
-    v1::KvPolicyInfo* p = m.add_kv_policies();
-    p->set_name(std::string(name));
-    const auto& allowed = limits.kv_limits.allowed_policies;
-    p->set_allowed(name == limits.kv_default.policy || allowed.empty() ||
-                   std::find(allowed.begin(), allowed.end(), name) != allowed.end());
-    p->set_is_default(name == limits.kv_default.policy);
-    absl::StatusOr<KvPolicyOptions> o =
-        ResolveRequestKvOptions(limits.kv_default, KvPolicyLimits(), std::string(name), std::nullopt);
-    if (o.ok() && o->compresses()) {
-      p->set_budget(o->budget);
-      p->set_interval(o->interval);
-      p->set_sinks(o->sinks);
-      p->set_window(o->window);
-      p->set_keep_prompt(o->keep_prompt);
-      p->set_recent_queries(o->recent_queries);
-      p->set_beacons(name == "beacon" ? o->beacons : 0);
-    }
+  o->host = host;
+  o->port = static_cast<int>(port);
+  o->tls = args.Has("tls-cert");
+  o->reflection = !args.Flag("disable-grpc-reflection");
+  o->health_services = {"beacon.v1.BeaconService"};
+  o->max_connection_idle = std::chrono::seconds(idle_s);
+  o->max_connection_age = std::chrono::seconds(age_s);
+  o->handshake_timeout = std::chrono::seconds(handshake_s);
+  o->check_interval = std::chrono::milliseconds(check_ms);
+  return absl::OkStatus();
+}
+
+// The HTTP listener's flags (--http-*).
+absl::Status ParseHttpOptions(const cli::Args& args, const std::string& host, int64_t port, HttpServerOptions* o) {
+  int64_t threads, conns, per_client, probes, header_s, idle_s;
+  if (absl::Status s = ParseInts(args, {{"http-threads", 1, &threads}, {"http-max-connections", 1, &conns},
+                                        {"http-max-connections-per-client", 0, &per_client},
+                                        {"http-probe-connections", 0, &probes},
+                                        {"http-header-timeout-s", 1, &header_s}, {"http-idle-timeout-s", 1, &idle_s}});
+      !s.ok()) {
+    return s;
   }
-  m.set_default_kv_policy(limits.kv_default.policy);
-  m.set_default_kv_budget(limits.kv_default.compresses() ? limits.kv_default.budget : 0);
-  m.set_kv_budget_min(limits.kv_limits.min_budget);
-  m.set_kv_budget_max(limits.kv_limits.max_budget);
-  m.set_kv_interval(limits.kv_default.interval);
-  m.set_admission(std::string(AdmissionModeName(sched.admission)));
-  return m;
+  auto as_int = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, int64_t{1} << 30)); };
+  o->host = host;
+  o->port = static_cast<int>(port);
+  o->threads = as_int(threads);
+  o->max_connections = as_int(conns);
+  o->max_connections_per_client = as_int(per_client);
+  o->probe_connections = as_int(probes);
+  o->header_timeout = std::chrono::seconds(header_s);
+  o->idle_timeout = std::chrono::seconds(idle_s);
+  return absl::OkStatus();
 }
 
 int Main(int argc, char** argv) {
@@ -161,10 +178,10 @@ int Main(int argc, char** argv) {
   if (!args.positional().empty()) {
     return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
   }
-  int64_t grpc_port, http_port, threads, http_threads, pool_tokens, block_size, min_budget, max_budget, max_running,
+  int64_t grpc_port, http_port, threads, pool_tokens, block_size, min_budget, max_budget, max_running,
       max_waiting, step_tokens, chunk, def_max, max_limit, drain_s, drain_delay_s;
   if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port}, {"http-port", 0, &http_port},
-                                        {"threads", 0, &threads}, {"http-threads", 1, &http_threads},
+                                        {"threads", 0, &threads},
                                         {"kv-pool-tokens", 1, &pool_tokens}, {"kv-block-size", 1, &block_size},
                                         {"kv-min-budget", 1, &min_budget}, {"kv-max-budget", 1, &max_budget},
                                         {"max-running", 1, &max_running}, {"max-waiting", 1, &max_waiting},
@@ -175,6 +192,11 @@ int Main(int argc, char** argv) {
     return Fail(s);
   }
   if (grpc_port > 65535 || http_port > 65535) return Fail(absl::InvalidArgumentError("ports must be <= 65535"));
+  const std::string host = args.Str("host");
+  GrpcFrontEndOptions fopts;
+  if (absl::Status s = ParseGrpcOptions(args, host, grpc_port, &fopts); !s.ok()) return Fail(s);
+  HttpServerOptions hopts;
+  if (absl::Status s = ParseHttpOptions(args, host, http_port, &hopts); !s.ok()) return Fail(s);
 
   SchedulerConfig sched;
   sched.max_running = static_cast<int32_t>(max_running);
@@ -216,6 +238,19 @@ int Main(int argc, char** argv) {
     ssl.pem_key_cert_pairs.push_back({*key, *cert});
     creds = grpc::SslServerCredentials(ssl);
   }
+
+  // Before any listener: every connection holds a descriptor.
+  absl::StatusOr<OpenFileLimit> nofile = RaiseOpenFileLimit();
+  if (!nofile.ok()) return Fail(nofile.status());
+  // HTTP at its caps, a few hundred gRPC connections and ~60 of our own.
+  const uint64_t fds_wanted = static_cast<uint64_t>(hopts.max_connections) + hopts.probe_connections + 512;
+  if (nofile->soft < fds_wanted) {
+    std::fprintf(stderr,
+                 "beacon-serve: warning: the open-file limit is %llu (hard limit); connection caps and gRPC "
+                 "want about %llu: raise it (docs/deploy.md, file descriptors)\n",
+                 static_cast<unsigned long long>(nofile->soft), static_cast<unsigned long long>(fds_wanted));
+  }
+  LimitProtobufLogging();
 
   const auto t0 = Clock::now();
   absl::StatusOr<std::unique_ptr<Runtime>> rt =
@@ -269,51 +304,55 @@ int Main(int argc, char** argv) {
   gopts.on_rejected = [&metrics](const absl::Status& s) { metrics.OnFrontEndRejected(s); };
   gopts.model_info = MakeModelInfo(args.Str("model"), config, *(*rt)->tokenizer(), limits, sched,
                                    static_cast<int>(block_size), pool_slots);
-  BeaconGrpcService service(&loop, (*rt)->tokenizer(), gopts);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int bound_grpc = 0;
-  const std::string host = args.Str("host");
-  builder.AddListeningPort(absl::StrCat(host, ":", grpc_port), creds, &bound_grpc);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_grpc == 0) {
-    return Fail(absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", host, ":", grpc_port)));
-  }
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus("beacon.v1.BeaconService", true);
-  health->SetServingStatus(true);
+  fopts.credentials = creds;
+  absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> grpc_fe =
+      GrpcFrontEnd::Start(fopts, [&loop, &rt, &gopts]() {
+        std::vector<std::unique_ptr<grpc::Service>> services;
+        services.push_back(std::make_unique<BeaconGrpcService>(&loop, (*rt)->tokenizer(), gopts));
+        return services;
+      });
+  if (!grpc_fe.ok()) return Fail(grpc_fe.status());
+  GrpcFrontEnd* const grpc_server = grpc_fe->get();
+  const int bound_grpc = grpc_server->port();
 
-  std::atomic<bool> ready{true};
+  std::atomic<bool> ready{true};  // false once a drain starts
   Router routes;
-  AddOperationalRoutes(&routes, &loop, &ready, api_key);
+  AddOperationalRoutes(
+      &routes, &loop,
+      [&ready, grpc_server]() -> absl::Status {
+        if (!ready.load()) return absl::UnavailableError("draining");
+        if (!grpc_server->serving()) {
+          return absl::UnavailableError("the gRPC listener does not answer its self-check (see the log)");
+        }
+        return absl::OkStatus();
+      },
+      api_key);
   OpenAiOptions oai;
   oai.served_model = served_model;
   oai.limits = limits;
   oai.api_key = api_key;
   oai.on_rejected = gopts.on_rejected;
   AddOpenAiRoutes(&routes, &loop, (*rt)->tokenizer(), oai);
-  // Prometheus scrapes without credentials, like the probes.
-  routes.Handle("GET", "/metrics", [&metrics, &loop](const HttpRequest&, HttpResponder& r) {
-    r.Reply(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics.Render(loop.Stats())});
-  });
-  HttpServerOptions hopts;
-  hopts.host = host;
-  hopts.port = static_cast<int>(http_port);
-  hopts.threads = static_cast<int>(http_threads);
+  // Prometheus scrapes without credentials unless --metrics-api-key is set
+  // (--api-key does not cover /metrics: scrapers rarely hold client keys).
+  routes.Handle("GET", "/metrics",
+                RequireApiKey(args.Str("metrics-api-key"), [&metrics, &loop](const HttpRequest&, HttpResponder& r) {
+                  r.Reply(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {},
+                                       metrics.Render(loop.Stats())});
+                }),
+                RouteKind::kProbe);
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(hopts, std::move(routes));
   if (!http.ok()) {
-    server->Shutdown();
+    grpc_server->Shutdown(std::chrono::system_clock::now());
     return Fail(http.status());
   }
   std::fprintf(stderr,
                "beacon-serve: ready grpc=%s:%d http=%s:%d model=%s kv_policy=%s kv_pool_tokens=%lld "
-               "admission=%s (%.1f s)\n",
+               "admission=%s open_files_limit=%llu (%.1f s)\n",
                host.c_str(), bound_grpc, host.c_str(), (*http)->port(), args.Str("model").c_str(),
                limits.kv_default.policy.c_str(), static_cast<long long>(cache->pool().num_blocks() * block_size),
-               std::string(AdmissionModeName(sched.admission)).c_str(),
+               std::string(AdmissionModeName(sched.admission)).c_str(), static_cast<unsigned long long>(nofile->soft),
                std::chrono::duration<double>(Clock::now() - t0).count());
 
   int sig = 0;
@@ -324,8 +363,7 @@ int Main(int argc, char** argv) {
   // /ready stop routing here meanwhile) refuse new work; let running
   // streams finish.
   ready.store(false);
-  health->SetServingStatus("beacon.v1.BeaconService", false);
-  health->SetServingStatus(false);
+  grpc_server->SetServingStatus(false);
   if (drain_delay_s > 0) std::this_thread::sleep_for(std::chrono::seconds(drain_delay_s));
   loop.BeginDrain();
   const auto drain_end = Clock::now() + std::chrono::seconds(drain_s);
@@ -341,7 +379,7 @@ int Main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   (*http)->Stop();
   loop.Stop();
   std::fprintf(stderr, "beacon-serve: stopped\n");

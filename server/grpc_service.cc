@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "engine/tokenizer/unicode.h"
+#include "server/api_key.h"
 #include "server/grpc_convert.h"
 
 namespace beacon {
@@ -222,7 +223,7 @@ grpc::Status BeaconGrpcService::Authorize(const grpc::CallbackServerContext* con
   if (options_.api_key.empty()) return grpc::Status::OK;
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
-  if (it != md.end() && std::string_view(it->second.data(), it->second.size()) == "Bearer " + options_.api_key) {
+  if (it != md.end() && BearerMatches(std::string_view(it->second.data(), it->second.size()), options_.api_key)) {
     return grpc::Status::OK;
   }
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
@@ -257,7 +258,7 @@ grpc::ServerUnaryReactor* BeaconGrpcService::Tokenize(grpc::CallbackServerContex
     reactor->Finish(auth);
     return reactor;
   }
-  absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(FromProto(*request), *tokenizer_);
+  absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(FromProto(*request), *tokenizer_, options_.limits);
   if (!ids.ok()) {
     reactor->Finish(ToGrpc(ids.status()));
     return reactor;

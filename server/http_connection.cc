@@ -2,9 +2,10 @@
 // the "strand only" mark is touched only on the connection's strand; handler
 // threads reach a connection by posting to that strand and waiting for the
 // completion (ResponderImpl::Run). A request's life on the strand:
-// ReadRequest -> OnHeader (100-continue) -> OnRequest -> [handler thread;
-// watch read for disconnects; writes posted by the responder] -> HandlerDone
-// -> ReadRequest (keep-alive) or Linger (close).
+// Start or ReadRequest (idle wait for the first byte) -> ReadHeader (header
+// deadline) -> OnHeader (100-continue; the probe reserve's route check) ->
+// OnRequest -> [handler thread; watch read for disconnects; writes posted by
+// the responder] -> HandlerDone -> ReadRequest (keep-alive) or Linger (close).
 #include "server/http_connection.h"
 
 #include <algorithm>
@@ -18,12 +19,12 @@
 #include <boost/beast/http.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "server/http_message.h"
 
 namespace beacon::http_internal {
 namespace {
 
 namespace asio = boost::asio;
-namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using ErrorCode = boost::system::error_code;
@@ -32,51 +33,39 @@ using Done = std::function<void(bool ok)>;
 constexpr uint32_t kMaxHeaderBytes = 16 * 1024;  // request line + headers
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;  // read ahead while a handler runs
 constexpr auto kLingerTimeout = std::chrono::seconds(3);
+// Bounds every step of a connection that holds no max_connections slot (the
+// probe reserve, 503s): a probe request arrives in one packet, and an attacker
+// must not hold these connections.
+constexpr auto kShortTimeout = std::chrono::seconds(2);
 constexpr auto kNever = Clock::time_point::max();
 
-bool SafeHeader(const std::pair<std::string, std::string>& h) {  // no response splitting
-  return !h.first.empty() && h.first.find_first_of("\r\n:") == std::string::npos &&
-         h.second.find_first_of("\r\n") == std::string::npos;
+// Whether `msg` asks for a RouteKind::kProbe route.
+bool IsProbe(const Router& router, const http::request_header<>& msg) {
+  const std::string_view method(msg.method_string().data(), msg.method_string().size());
+  const std::string_view target(msg.target().data(), msg.target().size());
+  std::string allow;
+  RouteKind kind;
+  return router.Find(method, target.substr(0, target.find('?')), &allow, &kind) != nullptr &&
+         kind == RouteKind::kProbe;
 }
-
-template <class Message>
-void FillHead(Message& msg, int status, const std::string& content_type, const HttpHeaders& headers,
-              bool keep_alive) {
-  msg.version(11);
-  msg.result(status >= 200 && status <= 999 ? status : 500);
-  if (!content_type.empty()) msg.set(http::field::content_type, content_type);
-  for (const auto& h : headers) {
-    if (SafeHeader(h)) msg.insert(h.first, h.second);
-  }
-  msg.keep_alive(keep_alive);
-}
-
-using PlainMessage = http::response<http::string_body>;
-std::shared_ptr<PlainMessage> MakeMessage(HttpResponse r, bool keep_alive) {
-  auto msg = std::make_shared<PlainMessage>();
-  FillHead(*msg, r.status, r.content_type, r.headers, keep_alive);
-  const int code = msg->result_int();
-  if (code == 204 || code == 304) r.body.clear();  // such responses have no body
-  msg->body() = std::move(r.body);
-  msg->prepare_payload();
-  return msg;
-}
-
-struct StreamHead {  // the serializer refers to res, so neither may move
-  http::response<http::empty_body> res;
-  std::optional<http::response_serializer<http::empty_body>> sr;
-};
 
 }  // namespace
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(ServerShared* server, tcp::socket socket)
-      : server_(server), socket_(std::move(socket)), ex_(socket_.get_executor()), timer_(ex_) {
+  // `ticket` is given back when the connection dies (the last handler
+  // referring to it is gone).
+  Connection(ServerShared* server, tcp::socket socket, AdmissionTicket ticket, std::string remote)
+      : server_(server),
+        socket_(std::move(socket)),
+        ex_(socket_.get_executor()),
+        ticket_(std::move(ticket)),
+        slot_(ticket_.slot()),
+        remote_(std::move(remote)),
+        short_timeout_(std::min<Clock::duration>(server->options.header_timeout, kShortTimeout)),
+        timer_(ex_) {
     ErrorCode ec;
     socket_.set_option(tcp::no_delay(true), ec);  // a streamed token must not wait for an ACK (Nagle)
-    const tcp::endpoint peer = socket_.remote_endpoint(ec);
-    if (!ec) remote_ = absl::StrCat(peer.address().to_string(), ":", peer.port());
   }
   ~Connection() {
     std::lock_guard<std::mutex> lock(server_->mu);
@@ -85,8 +74,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const asio::any_io_executor& executor() const { return ex_; }
 
   // The rest runs on the strand only.
-  void Start() { ReadRequest(); }
-  void Reject() { SendInline(JsonError(503, "too many connections", "server_error"), false); }
+  // The first request's line and headers are due within header_timeout of the
+  // accept (and idle_timeout, for a client that sends nothing); in the probe
+  // reserve, the whole request within short_timeout_.
+  void Start() {
+    const auto first = slot_ == Slot::kReserve
+                           ? short_timeout_
+                           : std::min<Clock::duration>(server_->options.header_timeout,
+                                                       server_->options.idle_timeout);
+    ReadHeader(Clock::now() + first);
+  }
+  void Reject() { SendInline(JsonError(503, ticket_.refusal(), "server_error"), false); }
 
   void Close() {
     if (closed_) return;
@@ -98,12 +96,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (signal_) signal_->Disconnect();
   }
 
-  // Writes bounded by idle_timeout: a client that stops reading is dropped.
-  // `keep` owns what the write refers to until it completes.
+  // Writes bounded by idle_timeout (short_timeout_ without a max_connections
+  // slot): a client that stops reading is dropped. `keep` owns what the write
+  // refers to until it completes.
   template <class StartOp>
   void Write(StartOp start, std::shared_ptr<const void> keep, Done done) {
     if (closed_) return done(false);
-    SetDeadline(Clock::now() + server_->options.idle_timeout);
+    SetDeadline(Clock::now() + StepTimeout(server_->options.idle_timeout));
     start([self = shared_from_this(), keep = std::move(keep), done = std::move(done)](ErrorCode ec, size_t) {
       self->SetDeadline(kNever);
       if (ec) self->Close();
@@ -153,21 +152,48 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
+  Clock::duration StepTimeout(Clock::duration normal) const {
+    return slot_ == Slot::kNormal ? normal : std::min(normal, short_timeout_);
+  }
+
+  // Between keep-alive requests: waiting idle is allowed for idle_timeout;
+  // the header deadline starts with the next request's first byte.
   void ReadRequest() {
+    if (closed_) return;
+    const auto header_timeout = server_->options.header_timeout;
+    if (buffer_.size() > 0) return ReadHeader(Clock::now() + header_timeout);  // pipelined: begun
+    SetDeadline(Clock::now() + server_->options.idle_timeout);
+    auto on_first_byte = [self = shared_from_this(), header_timeout](ErrorCode ec, size_t n) {
+      self->buffer_.commit(n);
+      if (ec) return self->Close();  // clean close between requests, reset, timeout or Stop()
+      self->ReadHeader(Clock::now() + header_timeout);
+    };
+    socket_.async_read_some(buffer_.prepare(4096), std::move(on_first_byte));
+  }
+
+  // Request line and headers by `deadline`, however slowly they trickle in.
+  void ReadHeader(Clock::time_point deadline) {
     if (closed_) return;
     parser_.emplace();
     parser_->header_limit(kMaxHeaderBytes);
     parser_->body_limit(server_->options.max_body_bytes);
-    SetDeadline(Clock::now() + server_->options.idle_timeout);
+    request_deadline_ = deadline;
+    SetDeadline(deadline);
     http::async_read_header(socket_, buffer_, *parser_,
                             [self = shared_from_this()](ErrorCode ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(ErrorCode ec) {
     if (ec) return FailRequest(ec);
+    // The probe reserve serves probes only: no other route's body is read.
+    if (slot_ == Slot::kReserve && !IsProbe(server_->router, parser_->get())) {
+      return SendInline(JsonError(503, "too many connections", "server_error"), false);
+    }
+    // The body is due within idle_timeout; the probe reserve's by the request's deadline.
     auto read_body = [self = shared_from_this()](bool ok) {
       if (!ok) return;
-      self->SetDeadline(Clock::now() + self->server_->options.idle_timeout);
+      self->SetDeadline(self->slot_ == Slot::kReserve ? self->request_deadline_
+                                                      : Clock::now() + self->server_->options.idle_timeout);
       http::async_read(self->socket_, self->buffer_, *self->parser_,
                        [self](ErrorCode ec, size_t) { self->OnRequest(ec); });
     };
@@ -225,7 +251,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (closed_) return;
     ErrorCode ec;
     socket_.shutdown(tcp::socket::shutdown_send, ec);
-    SetDeadline(Clock::now() + std::min<Clock::duration>(server_->options.idle_timeout, kLingerTimeout));
+    SetDeadline(Clock::now() + StepTimeout(std::min<Clock::duration>(server_->options.idle_timeout, kLingerTimeout)));
     Drain();
   }
   void Drain() {
@@ -237,9 +263,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ServerShared* const server_;
   tcp::socket socket_;
   const asio::any_io_executor ex_;  // the strand
-  std::string remote_;
+  const AdmissionTicket ticket_;
+  const Slot slot_;
+  const std::string remote_;  // "ip:port"
+  const Clock::duration short_timeout_;  // min(header_timeout, kShortTimeout)
   // Strand only.
   asio::steady_timer timer_;
+  Clock::time_point request_deadline_ = kNever;  // of the current request's header
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<DisconnectSignal> signal_;  // of the running handler
@@ -348,7 +378,9 @@ void Connection::OnRequest(ErrorCode ec) {
   req->body = std::move(msg.body());
   req->remote_address = remote_;
   // HTTP/1.0 clients get one response per connection.
-  const bool keep_alive = msg.keep_alive() && msg.version() >= 11 && !server_->stopping.load();
+  // The probe reserve serves one request per connection.
+  const bool keep_alive =
+      msg.keep_alive() && msg.version() >= 11 && !server_->stopping.load() && slot_ != Slot::kReserve;
   parser_.reset();
 
   std::string allow;
@@ -380,16 +412,24 @@ void Connection::OnRequest(ErrorCode ec) {
 }
 
 void ServeConnection(ServerShared* shared, tcp::socket socket) {
-  auto connection = std::make_shared<Connection>(shared, std::move(socket));
-  bool over_capacity;
+  ErrorCode ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  std::string client, remote;  // empty when the peer is already gone: then not counted per client
+  if (!ec) {
+    client = peer.address().to_string();
+    remote = absl::StrCat(client, ":", peer.port());
+  }
+  AdmissionTicket ticket = shared->limits.Admit(std::move(client));
+  const bool admitted = ticket.slot() != Slot::kRejected;
+  std::shared_ptr<Connection> connection;
   {
     std::lock_guard<std::mutex> lock(shared->mu);
     if (shared->stopping) return;  // StopConnections() has taken its snapshot
-    over_capacity = static_cast<int>(shared->connections.size()) >= shared->options.max_connections;
+    connection = std::make_shared<Connection>(shared, std::move(socket), std::move(ticket), std::move(remote));
     shared->connections.emplace(connection.get(), connection);
   }
-  asio::dispatch(connection->executor(), [connection, over_capacity] {
-    over_capacity ? connection->Reject() : connection->Start();
+  asio::dispatch(connection->executor(), [connection, admitted] {
+    admitted ? connection->Start() : connection->Reject();
   });
 }
 

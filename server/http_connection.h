@@ -1,79 +1,26 @@
 // Internal to the HTTP server (http_server.h): what the server shares with its
-// connections, the pool that runs handlers, and the entry points of the
-// per-connection state machine in http_connection.cc. Not for other modules.
+// connections (including the connection accounting behind the limits) and the
+// entry points of the per-connection state machine in http_connection.cc. The
+// pool that runs handlers is in http_worker_pool.h. Not for other modules.
 #ifndef BEACON_SERVER_HTTP_CONNECTION_H_
 #define BEACON_SERVER_HTTP_CONNECTION_H_
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
 
+#include "server/http_admission.h"
 #include "server/http_server.h"
+#include "server/http_worker_pool.h"
 
 namespace beacon::http_internal {
-
-// Runs tasks on threads that may block. Grows to the number of tasks running
-// at once (bounded by the connections: one handler each); the threads live
-// until StopAndJoin(), which runs the tasks already queued first.
-// Thread-safe.
-class WorkerPool {
- public:
-  // False once stopping; the task is then not run.
-  bool Submit(std::function<void()> task) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return false;
-    tasks_.push_back(std::move(task));
-    if (tasks_.size() > idle_) {
-      threads_.emplace_back([this] { Loop(); });
-    } else {
-      cv_.notify_one();
-    }
-    return true;
-  }
-  // Idempotent. REQUIRES: not called from a task.
-  void StopAndJoin() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();  // threads_ no longer grows
-    threads_.clear();
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      ++idle_;
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-      --idle_;
-      if (tasks_.empty()) return;
-      std::function<void()> task = std::move(tasks_.front());
-      tasks_.pop_front();
-      lock.unlock();
-      task();
-      task = nullptr;  // its captures die outside the lock
-      lock.lock();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // GUARDED_BY(mu_)
-  size_t idle_ = 0;                          // GUARDED_BY(mu_)
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
-  std::vector<std::thread> threads_;         // GUARDED_BY(mu_) until stopping_
-};
 
 // One request's disconnect: set by the connection's strand (EOF, reset,
 // timeout, Stop), read and subscribed to by the handler through its
@@ -135,19 +82,25 @@ class Connection;
 // Owned by the server; outlives every Connection (the server destroys its
 // io_context, and with it the last connections, before this).
 struct ServerShared {
-  ServerShared(const HttpServerOptions& o, Router r) : options(o), router(std::move(r)) {}
+  ServerShared(const HttpServerOptions& o, Router r)
+      : options(o),
+        router(std::move(r)),
+        limits(o.max_connections, o.max_connections_per_client, o.probe_connections) {}
 
   const HttpServerOptions options;
   const Router router;  // read-only: handler pointers into it stay valid
   WorkerPool pool;      // runs the handlers
+  ConnectionLimits limits;  // each Connection holds its AdmissionTicket
   std::atomic<bool> stopping{false};
   std::mutex mu;
+  // Every live connection, rejected ones too, so that Stop() closes them all.
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections;  // GUARDED_BY(mu)
 };
 
 // Serves HTTP on an accepted `socket` until the peer leaves, a timeout or
-// StopConnections(); answers 503 instead when max_connections are open. The
-// socket's executor must be a strand of the server's io_context.
+// StopConnections(), admitted by shared->limits (503 when refused; probe
+// routes only in the probe reserve). The socket's executor must be a strand
+// of the server's io_context.
 void ServeConnection(ServerShared* shared, boost::asio::ip::tcp::socket socket);
 
 // Marks the server stopping (no connection is served after this; responses

@@ -1,14 +1,14 @@
 #include "server/http_routes.h"
 
 #include "nlohmann/json.hpp"
+#include "server/api_key.h"
 
 namespace beacon {
 
 HttpHandler RequireApiKey(const std::string& api_key, HttpHandler handler) {
   if (api_key.empty()) return handler;
-  return [expected = "Bearer " + api_key, handler = std::move(handler)](const HttpRequest& req,
-                                                                        HttpResponder& resp) {
-    if (req.header("authorization") != expected) {
+  return [api_key, handler = std::move(handler)](const HttpRequest& req, HttpResponder& resp) {
+    if (!BearerMatches(req.header("authorization"), api_key)) {
       HttpResponse r = JsonError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
                                  "authentication_error");
       r.headers.push_back({"WWW-Authenticate", "Bearer"});
@@ -19,16 +19,19 @@ HttpHandler RequireApiKey(const std::string& api_key, HttpHandler handler) {
   };
 }
 
-void AddOperationalRoutes(Router* router, EngineLoop* loop, const std::atomic<bool>* ready,
-                          const std::string& api_key) {
+void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const std::string& api_key) {
   router->Handle("GET", "/health", [](const HttpRequest&, HttpResponder& r) {
     r.Reply(HttpResponse{200, "application/json", {}, R"({"status":"ok"})"});
-  });
-  router->Handle("GET", "/ready", [loop, ready](const HttpRequest&, HttpResponder& r) {
-    const bool ok = ready->load() && !loop->draining();
-    r.Reply(HttpResponse{ok ? 200 : 503, "application/json", {},
-                         ok ? R"({"status":"ready"})" : R"({"status":"draining"})"});
-  });
+  }, RouteKind::kProbe);
+  router->Handle("GET", "/ready", [loop, readiness = std::move(readiness)](const HttpRequest&, HttpResponder& r) {
+    absl::Status s = loop->draining() ? absl::UnavailableError("draining") : readiness();
+    if (s.ok()) {
+      r.Reply(HttpResponse{200, "application/json", {}, R"({"status":"ready"})"});
+      return;
+    }
+    const nlohmann::json body = {{"status", "not_ready"}, {"reason", std::string(s.message())}};
+    r.Reply(HttpResponse{503, "application/json", {}, body.dump()});
+  }, RouteKind::kProbe);
   router->Handle("GET", "/v1/engine/stats", RequireApiKey(api_key, [loop](const HttpRequest&, HttpResponder& r) {
     const LoopStats s = loop->Stats();
     nlohmann::json j = {

@@ -6,8 +6,10 @@
 #ifndef BEACON_SERVER_HTTP_ROUTES_H_
 #define BEACON_SERVER_HTTP_ROUTES_H_
 
-#include <atomic>
+#include <functional>
 #include <string>
+
+#include "absl/status/status.h"
 
 #include "server/engine_loop.h"
 #include "server/http_server.h"
@@ -18,12 +20,17 @@ namespace beacon {
 // `Authorization: Bearer <api_key>` gets 401 in OpenAI's error shape.
 HttpHandler RequireApiKey(const std::string& api_key, HttpHandler handler);
 
+// Whether the replica can serve now: OK, or UNAVAILABLE with the reason
+// ("draining", "gRPC listener not accepting connections"). Called on an HTTP
+// handler thread for every /ready; must be cheap and thread-safe.
+using Readiness = std::function<absl::Status()>;
+
 // GET /health: 200 while the process runs.
-// GET /ready: 200 while `ready` and not draining, else 503.
+// GET /ready: 200 while `readiness` is OK and the loop is not draining, else
+//   503 with {"status":"not_ready","reason":...}.
 // GET /v1/engine/stats: LoopStats as JSON (guarded by the API key).
-// `loop` and `ready` must outlive the server.
-void AddOperationalRoutes(Router* router, EngineLoop* loop, const std::atomic<bool>* ready,
-                          const std::string& api_key);
+// `loop` must outlive the server.
+void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const std::string& api_key);
 
 }  // namespace beacon
 

@@ -117,28 +117,41 @@ HttpResponse JsonError(int status, std::string message, std::string type) {
   return r;
 }
 
-void Router::Handle(std::string method, std::string path, HttpHandler handler) {
+void Router::Handle(std::string method, std::string path, HttpHandler handler, RouteKind kind) {
   auto& routes = paths_[std::move(path)].by_method;
-  for (auto& [m, h] : routes) {
-    if (m == method) {
-      h = std::move(handler);
+  for (Route& r : routes) {
+    if (r.method == method) {
+      r.handler = std::move(handler);
+      r.kind = kind;
       return;
     }
   }
-  routes.emplace_back(std::move(method), std::move(handler));
+  routes.push_back(Route{std::move(method), std::move(handler), kind});
 }
 
-void Router::HandleAny(std::string path, HttpHandler handler) { paths_[std::move(path)].any = std::move(handler); }
+void Router::HandleAny(std::string path, HttpHandler handler, RouteKind kind) {
+  paths_[std::move(path)].any = Route{"", std::move(handler), kind};
+}
 
-const HttpHandler* Router::Find(std::string_view method, std::string_view path, std::string* allow) const {
+const HttpHandler* Router::Find(std::string_view method, std::string_view path, std::string* allow,
+                                RouteKind* kind) const {
   allow->clear();
+  if (kind != nullptr) *kind = RouteKind::kNormal;
   auto it = paths_.find(path);
   if (it == paths_.end()) return nullptr;
-  for (const auto& [m, h] : it->second.by_method) {
-    if (m == method) return &h;
+  const Route* found = nullptr;
+  for (const Route& r : it->second.by_method) {
+    if (r.method == method) {
+      found = &r;
+      break;
+    }
   }
-  if (it->second.any) return &it->second.any;
-  for (const auto& [m, h] : it->second.by_method) absl::StrAppend(allow, allow->empty() ? "" : ", ", m);
+  if (found == nullptr && it->second.any.handler) found = &it->second.any;
+  if (found != nullptr) {
+    if (kind != nullptr) *kind = found->kind;
+    return &found->handler;
+  }
+  for (const Route& r : it->second.by_method) absl::StrAppend(allow, allow->empty() ? "" : ", ", r.method);
   return nullptr;
 }
 
@@ -155,8 +168,20 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
     return absl::InvalidArgumentError(
         absl::StrCat("HttpServerOptions.max_connections must be >= 1, got ", options.max_connections));
   }
+  if (options.max_connections_per_client < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HttpServerOptions.max_connections_per_client must be >= 0 (0: no limit), got ",
+        options.max_connections_per_client));
+  }
+  if (options.probe_connections < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HttpServerOptions.probe_connections must be >= 0, got ", options.probe_connections));
+  }
   if (options.idle_timeout.count() < 1) {
     return absl::InvalidArgumentError("HttpServerOptions.idle_timeout must be at least 1s");
+  }
+  if (options.header_timeout.count() < 1) {
+    return absl::InvalidArgumentError("HttpServerOptions.header_timeout must be at least 1s");
   }
 
   auto state = std::make_unique<http_internal::ServerState>(options, std::move(routes));

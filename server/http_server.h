@@ -8,8 +8,10 @@
 //     IO runs only on that connection's strand, never on a handler thread.
 //   * Handlers: a request that matches a route runs its Handler on a handler
 //     thread from a pool that grows to the number of handlers running at once
-//     (at most one per connection, so at most max_connections) and is joined
-//     by Stop(). Handlers may therefore block (wait on the scheduler's
+//     (at most one per connection, so at most max_connections +
+//     probe_connections), shrinks back to a couple of threads once a burst
+//     has been idle for 30 s (returning the freed memory to the OS), and is
+//     joined by Stop(). Handlers may therefore block (wait on the scheduler's
 //     per-request channel, sleep, compute) without stalling any socket, and run
 //     concurrently with each other. 404/405/4xx framing errors are answered on
 //     the IO strand without a handler.
@@ -33,10 +35,29 @@
 // Limits: bodies over max_body_bytes get 413, request headers over 16 KiB 431,
 // unparsable requests 400; each closes the connection. Sockets use
 // TCP_NODELAY so that a streamed token is not held back by Nagle's algorithm.
-// Timeouts: a connection waiting for (the rest of) a request, or blocked on a
-// write the client does not drain, is closed after `idle_timeout` (this also
-// ends slowloris clients). A running handler is not timed: a queued
-// generation may wait for as long as the scheduler keeps it.
+// Connections: at most max_connections are served at once, and at most
+// max_connections_per_client from one peer address, so that one client (a
+// slowloris attacker, a leaking connection pool) cannot take the whole port.
+// A connection over either limit gets a 503 naming it and is closed; it counts
+// against no one. Behind a reverse proxy all clients share the proxy's
+// address: raise the per-client limit there, or set it to 0 (off).
+// Probes: an orchestrator that cannot reach /health or /ready pulls the
+// replica, so a full port must not starve them. Routes registered as
+// RouteKind::kProbe are also served from a reserve of probe_connections
+// connections beyond max_connections. A reserve connection must deliver its
+// request within min(header_timeout, 2 s), gets one response without
+// keep-alive and is closed; a request for any other route on it gets 503
+// "too many connections". So nobody can sit in the reserve for long. Beyond
+// the reserve, 503 too.
+// Timeouts: a request line and headers must be complete within
+// `header_timeout` of the request's first byte (for a new connection, of the
+// accept, and then also within idle_timeout): a client trickling header bytes
+// (slowloris) holds a connection for seconds, not minutes. Between keep-alive
+// requests a connection may wait idle for `idle_timeout`. Reading a body, and
+// a write the client does not drain, are each bounded by `idle_timeout`. On
+// expiry the connection is closed without a response. A running handler is
+// not timed: a queued generation may wait for as long as the scheduler keeps
+// it.
 #ifndef BEACON_SERVER_HTTP_SERVER_H_
 #define BEACON_SERVER_HTTP_SERVER_H_
 
@@ -122,23 +143,35 @@ class HttpResponder {
 // that throws gets a 500 (or a closed connection, if it had begun a stream).
 using HttpHandler = std::function<void(const HttpRequest&, HttpResponder&)>;
 
+// kProbe: a health or readiness check (/health, /ready, /metrics), also
+// served when max_connections are taken (see "Probes" above). A probe handler
+// must be quick and must not need a request body.
+enum class RouteKind { kNormal, kProbe };
+
 // Exact-match routes. Built before Start(), read-only afterwards.
 class Router {
  public:
   // Routes `method` `path` to `handler`, replacing an earlier route for both.
-  void Handle(std::string method, std::string path, HttpHandler handler);
+  void Handle(std::string method, std::string path, HttpHandler handler, RouteKind kind = RouteKind::kNormal);
   // Routes every method on `path` that has no Handle() route of its own.
-  void HandleAny(std::string path, HttpHandler handler);
+  void HandleAny(std::string path, HttpHandler handler, RouteKind kind = RouteKind::kNormal);
 
   // The handler for (method, path), or nullptr: then `allow` is left empty
   // when the path is unknown (404) and set to the path's methods, e.g.
-  // "GET, POST", when only the method is wrong (405).
-  const HttpHandler* Find(std::string_view method, std::string_view path, std::string* allow) const;
+  // "GET, POST", when only the method is wrong (405). `kind`, when not null,
+  // gets the route's kind (kNormal when there is no route).
+  const HttpHandler* Find(std::string_view method, std::string_view path, std::string* allow,
+                          RouteKind* kind = nullptr) const;
 
  private:
+  struct Route {
+    std::string method;  // empty for `any`
+    HttpHandler handler;
+    RouteKind kind = RouteKind::kNormal;
+  };
   struct PathRoutes {
-    std::vector<std::pair<std::string, HttpHandler>> by_method;  // registration order
-    HttpHandler any;                                             // may be empty
+    std::vector<Route> by_method;  // registration order
+    Route any;                     // handler may be empty
   };
   std::map<std::string, PathRoutes, std::less<>> paths_;
 };
@@ -148,7 +181,10 @@ struct HttpServerOptions {
   int port = 8080;                            // 0: an ephemeral port, see port()
   int threads = 2;                            // IO threads (handlers run elsewhere)
   size_t max_body_bytes = 8 << 20;            // larger request bodies get 413
-  int max_connections = 512;                  // beyond it new connections get 503
+  int max_connections = 512;                  // beyond it (and the probe reserve) 503
+  int max_connections_per_client = 64;        // per peer address, beyond it 503; 0: no limit
+  int probe_connections = 32;                 // reserve for probe routes beyond max_connections
+  std::chrono::seconds header_timeout{10};    // request line + headers; see "Timeouts" above
   std::chrono::seconds idle_timeout{60};      // see "Timeouts" above
 };
 

@@ -1,9 +1,13 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/json_limits.h"
 
 namespace beacon {
 namespace {
@@ -25,15 +29,59 @@ absl::Status GetNumber(const json& j, const char* field, double lo, double hi, f
   return absl::OkStatus();
 }
 
-absl::Status GetInt(const json& j, const char* field, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+// An integer field as the client sent it. nlohmann::json holds integers up
+// to 2^64 - 1; larger integer literals become doubles, taken here as
+// integers too when integral. `value` saturates at the int64 range, and
+// `text` then keeps the value as sent (to 17 significant digits past 2^64).
+struct SentInt {
+  int64_t value = 0;
+  std::string text;  // empty when `value` is exact
+  std::string Shown() const { return text.empty() ? absl::StrCat(value) : text; }
+};
+
+// Absent or null: nullopt. Not an integer: INVALID_ARGUMENT naming the field.
+absl::StatusOr<std::optional<SentInt>> ReadInt(const json& j, const char* field) {
   auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_number_integer()) return Bad(field, "must be an integer");
-  const int64_t v = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)
-                        ? hi + 1
-                        : it->get<int64_t>();
-  if (v < lo || v > hi) return Bad(field, absl::StrCat(v, " is outside [", lo, ", ", hi, "]"));
-  *out = v;
+  if (it == j.end() || it->is_null()) return std::optional<SentInt>();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  if (it->is_number_unsigned()) {
+    const uint64_t u = it->get<uint64_t>();
+    if (u > static_cast<uint64_t>(kMax)) return SentInt{kMax, absl::StrCat(u)};
+    return SentInt{static_cast<int64_t>(u), ""};
+  }
+  if (it->is_number_integer()) return SentInt{it->get<int64_t>(), ""};
+  if (it->is_number_float()) {
+    const double v = it->get<double>();
+    // Only magnitudes past int64 get here as integers: 2.0 is a float.
+    if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) >= 0x1p63) {
+      return SentInt{v > 0 ? kMax : kMin, absl::StrFormat("%.0f", v)};
+    }
+  }
+  return Bad(field, "must be an integer");
+}
+
+// An integer field the OpenAI layer itself bounds, to the range of the
+// ServeRequest field it fills; the server's own limits are PrepareRequest's.
+absl::Status GetInt(const json& j, const char* field, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+  absl::StatusOr<std::optional<SentInt>> v = ReadInt(j, field);
+  if (!v.ok()) return v.status();
+  if (!v->has_value()) return absl::OkStatus();
+  if ((*v)->value < lo || (*v)->value > hi) {
+    return Bad(field, absl::StrCat((*v)->Shown(), " is outside [", lo, ", ", hi, "]"));
+  }
+  *out = (*v)->value;
+  return absl::OkStatus();
+}
+
+// An integer field whose range only the server knows (max_tokens,
+// kv_budget): passed on, as sent, to PrepareRequest's range check.
+absl::Status GetServerChecked(const json& j, const char* field, ServeRequest* r, std::optional<int64_t>* out) {
+  absl::StatusOr<std::optional<SentInt>> v = ReadInt(j, field);
+  if (!v.ok()) return v.status();
+  if (!v->has_value()) return absl::OkStatus();
+  *out = (*v)->value;
+  if (!(*v)->text.empty()) r->oversized_ints[field] = (*v)->text;
   return absl::OkStatus();
 }
 
@@ -47,13 +95,17 @@ absl::Status GetBool(const json& j, const char* field, bool* out) {
 
 absl::StatusOr<std::vector<int32_t>> TokenList(const json& arr, const std::string& field) {
   std::vector<int32_t> ids;
+  ids.reserve(arr.size());
   for (size_t i = 0; i < arr.size(); ++i) {
     if (!arr[i].is_number_integer()) return Bad(absl::StrCat(field, "[", i, "]"), "must be a token id (integer)");
-    const int64_t v = arr[i].get<int64_t>();
-    if (v < 0 || v > std::numeric_limits<int32_t>::max()) {
-      return Bad(absl::StrCat(field, "[", i, "]"), absl::StrCat(v, " is not a token id"));
+    // Negative or past 32 bits: no vocabulary has it (PrepareRequest checks
+    // the rest against the model's vocabulary).
+    if (arr[i].is_number_unsigned() ? arr[i].get<uint64_t>() > std::numeric_limits<int32_t>::max()
+                                    : arr[i].get<int64_t>() < 0) {
+      return Bad(absl::StrCat(field, "[", i, "]"),
+                 absl::StrCat(arr[i].dump(), " is not a token id (ids are >= 0 and 32-bit)"));
     }
-    ids.push_back(static_cast<int32_t>(v));
+    ids.push_back(arr[i].get<int32_t>());
   }
   return ids;
 }
@@ -66,27 +118,34 @@ absl::Status ParsePrompt(const json& j, ServeRequest* r) {
     r->text = it->get<std::string>();
     return absl::OkStatus();
   }
-  if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) {
+  const char* kShapes = "must be a string, a list of one string, or a list of token ids";
+  if (!it->is_array() || it->empty()) return Bad("prompt", kShapes);
+  // A list that starts with a number is token ids: a bad element (1.5) is
+  // reported as such, not as a batch.
+  if ((*it)[0].is_number()) {
     absl::StatusOr<std::vector<int32_t>> ids = TokenList(*it, "prompt");
     if (!ids.ok()) return ids.status();
     r->input = ServeRequest::Input::kTokens;
     r->token_ids = std::move(*ids);
     return absl::OkStatus();
   }
-  if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+  if (it->size() == 1 && (*it)[0].is_string()) {
     r->input = ServeRequest::Input::kText;
     r->text = (*it)[0].get<std::string>();
     return absl::OkStatus();
   }
-  if (it->is_array() && it->size() == 1 && (*it)[0].is_array()) {
+  if (it->size() == 1 && (*it)[0].is_array()) {
     absl::StatusOr<std::vector<int32_t>> ids = TokenList((*it)[0], "prompt[0]");
     if (!ids.ok()) return ids.status();
     r->input = ServeRequest::Input::kTokens;
     r->token_ids = std::move(*ids);
     return absl::OkStatus();
   }
-  if (it->is_array() && it->size() > 1) return Bad("prompt", "batched prompts are not supported: send one per request");
-  return Bad("prompt", "must be a string, a list of one string, or a list of token ids");
+  // Only a list of strings or of token-id lists is a batch.
+  const bool batch = std::all_of(it->begin(), it->end(), [](const json& e) { return e.is_string(); }) ||
+                     std::all_of(it->begin(), it->end(), [](const json& e) { return e.is_array(); });
+  if (batch) return Bad("prompt", "batched prompts are not supported: send one per request");
+  return Bad("prompt", kShapes);
 }
 
 absl::Status ParseMessages(const json& j, ServeRequest* r) {
@@ -175,11 +234,10 @@ absl::Status RefuseUnsupported(const json& j) {
 }  // namespace
 
 absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const std::string& body,
-                                                 const std::string& served_model) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return absl::InvalidArgumentError("the body is not valid JSON (or not UTF-8)");
-  }
+                                                 const std::string& served_model, const JsonLimits& json_limits) {
+  absl::StatusOr<json> parsed = ParseJsonBounded(body, json_limits);
+  if (!parsed.ok()) return parsed.status();
+  const json& j = *parsed;
   if (!j.is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   OpenAiRequest out;
   ServeRequest& r = out.serve;
@@ -194,22 +252,34 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
     out.model = served_model;
   }
   if (absl::Status s = RefuseUnsupported(j); !s.ok()) return s;
-  std::optional<int64_t> n;
-  if (absl::Status s = GetInt(j, "n", 1, 1 << 20, &n); !s.ok()) return s;
-  if (n.has_value() && *n != 1) return Bad("n", "only n = 1 is supported (send several requests)");
+  absl::StatusOr<std::optional<SentInt>> n = ReadInt(j, "n");
+  if (!n.ok()) return n.status();
+  if (n->has_value() && (*n)->value != 1) {
+    return Bad("n", absl::StrCat("only n = 1 is supported, got ", (*n)->Shown(), " (send several requests)"));
+  }
+  if (auto it = j.find("request_id"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return Bad("request_id", "must be a string");
+    r.request_id = it->get<std::string>();  // PrepareRequest checks its length and characters
+  }
 
   if (absl::Status s = endpoint == OpenAiEndpoint::kChatCompletions ? ParseMessages(j, &r) : ParsePrompt(j, &r);
       !s.ok()) {
     return s;
   }
-  std::optional<int64_t> max_tokens, max_completion_tokens, top_k, seed, budget, time_limit;
-  if (absl::Status s = GetInt(j, "max_tokens", 1, 1 << 30, &max_tokens); !s.ok()) return s;
-  if (absl::Status s = GetInt(j, "max_completion_tokens", 1, 1 << 30, &max_completion_tokens); !s.ok()) return s;
-  // The newer name wins when both are given, as in OpenAI's API.
-  if (max_completion_tokens.has_value()) max_tokens = max_completion_tokens;
-  // A limit beyond the context is clamped by PrepareRequest's range check,
-  // which names max_tokens.
-  if (max_tokens.has_value()) r.max_tokens = static_cast<int32_t>(std::min<int64_t>(*max_tokens, 1 << 30));
+  // The newer name wins when both are given, as in OpenAI's API; errors name
+  // max_tokens either way. Only the lower bound is OpenAI's (0 is not "the
+  // default" here, as it is over gRPC); the upper one is the server's,
+  // checked by PrepareRequest with the value as sent.
+  absl::StatusOr<std::optional<SentInt>> max_tokens = ReadInt(j, "max_tokens");
+  if (!max_tokens.ok()) return max_tokens.status();
+  absl::StatusOr<std::optional<SentInt>> max_completion_tokens = ReadInt(j, "max_completion_tokens");
+  if (!max_completion_tokens.ok()) return max_completion_tokens.status();
+  if (max_completion_tokens->has_value()) *max_tokens = *max_completion_tokens;
+  if (max_tokens->has_value()) {
+    if ((*max_tokens)->value < 1) return Bad("max_tokens", absl::StrCat((*max_tokens)->Shown(), " is less than 1"));
+    r.max_tokens = (*max_tokens)->value;
+    if (!(*max_tokens)->text.empty()) r.oversized_ints["max_tokens"] = (*max_tokens)->text;
+  }
 
   if (absl::Status s = GetNumber(j, "temperature", 0, 2, &r.sampling.temperature); !s.ok()) return s;
   if (absl::Status s = GetNumber(j, "top_p", 0, 1, &r.sampling.top_p); !s.ok()) return s;
@@ -217,10 +287,17 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
   if (absl::Status s = GetNumber(j, "presence_penalty", -2, 2, &r.sampling.presence_penalty); !s.ok()) return s;
   if (absl::Status s = GetNumber(j, "frequency_penalty", -2, 2, &r.sampling.frequency_penalty); !s.ok()) return s;
   if (absl::Status s = GetNumber(j, "repetition_penalty", 0, 10, &r.sampling.repetition_penalty); !s.ok()) return s;
-  if (absl::Status s = GetInt(j, "top_k", -1, 1 << 20, &top_k); !s.ok()) return s;
+  std::optional<int64_t> top_k, budget, time_limit;
+  // -1 is "off", as in vLLM; any larger k is valid (past the vocabulary, off).
+  if (absl::Status s = GetInt(j, "top_k", -1, std::numeric_limits<int32_t>::max(), &top_k); !s.ok()) return s;
   if (top_k.has_value()) r.sampling.top_k = *top_k < 0 ? 0 : static_cast<int32_t>(*top_k);  // -1: off (vLLM)
   if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return Bad("seed", "must be an integer");
+    absl::StatusOr<std::optional<SentInt>> v = ReadInt(j, "seed");  // names a non-integer
+    if (!v.ok()) return v.status();
+    if (!it->is_number_integer()) {
+      return Bad("seed", absl::StrCat((*v)->Shown(), " is outside [", std::numeric_limits<int64_t>::min(), ", ",
+                                      std::numeric_limits<uint64_t>::max(), "]"));
+    }
     r.sampling.seed = it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
   }
   if (absl::Status s = ParseStop(j, &r); !s.ok()) return s;
@@ -239,8 +316,8 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
     if (!it->is_string()) return Bad("kv_policy", "must be a string");
     r.kv_policy = it->get<std::string>();
   }
-  if (absl::Status s = GetInt(j, "kv_budget", 0, std::numeric_limits<int32_t>::max(), &budget); !s.ok()) return s;
-  if (budget.has_value()) r.kv_budget = static_cast<int32_t>(*budget);
+  if (absl::Status s = GetServerChecked(j, "kv_budget", &r, &budget); !s.ok()) return s;
+  r.kv_budget = budget;
 
   if (absl::Status s = GetBool(j, "stream", &out.stream); !s.ok()) return s;
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <random>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "server/http_routes.h"
@@ -95,6 +97,30 @@ class HttpSink : public RequestSink {
   std::deque<Event> events_;
 };
 
+// A JSON body must say so. Browsers send cross-origin POSTs of form and
+// text types without asking the server first (no CORS preflight), so
+// accepting any type would let a web page drive a server on localhost;
+// application/json always needs the preflight, which this server never
+// grants. Parameters (charset) are allowed; the media type is compared
+// case-insensitively (RFC 9110).
+absl::Status CheckJsonContentType(const HttpRequest& req) {
+  const std::string sent(req.header("Content-Type"));
+  std::string media = sent.substr(0, sent.find(';'));
+  const size_t first = media.find_first_not_of(" \t");
+  media = first == std::string::npos ? "" : media.substr(first, media.find_last_not_of(" \t") + 1 - first);
+  if (absl::AsciiStrToLower(media) == "application/json") return absl::OkStatus();
+  if (sent.empty()) return absl::InvalidArgumentError("Content-Type must be application/json (none was sent)");
+  // Shown as printable ASCII, cut short: header values may be kilobytes
+  // long and hold any byte, and the error body must stay valid UTF-8.
+  constexpr size_t kShown = 100;
+  std::string shown = sent.substr(0, kShown);
+  for (char& c : shown) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return absl::InvalidArgumentError(absl::StrCat("Content-Type must be application/json (got '", shown,
+                                                 sent.size() > kShown ? "...'" : "'", ")"));
+}
+
 class CompletionHandler {
  public:
   CompletionHandler(EngineLoop* loop, const Tokenizer* tokenizer, const OpenAiOptions* options,
@@ -103,10 +129,17 @@ class CompletionHandler {
 
   void operator()(const HttpRequest& req, HttpResponder& resp) const {
     const bool chat = endpoint_ == OpenAiEndpoint::kChatCompletions;
-    absl::StatusOr<OpenAiRequest> parsed = ParseOpenAiRequest(endpoint_, req.body, options_->served_model);
+    if (absl::Status s = CheckJsonContentType(req); !s.ok()) {
+      if (options_->on_rejected) options_->on_rejected(absl::InvalidArgumentError(s.message()));
+      return (void)resp.Reply(JsonError(415, std::string(s.message()), "invalid_request_error"));
+    }
+    absl::StatusOr<OpenAiRequest> parsed =
+        ParseOpenAiRequest(endpoint_, req.body, options_->served_model, options_->json_limits);
     if (!parsed.ok()) return Refuse(parsed.status(), resp);
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    parsed->serve.request_id = absl::StrFormat("%s-%016x", chat ? "chatcmpl" : "cmpl", rng());
+    if (parsed->serve.request_id.empty()) {
+      thread_local std::mt19937_64 rng(std::random_device{}());
+      parsed->serve.request_id = absl::StrFormat("%s-%016x", chat ? "chatcmpl" : "cmpl", rng());
+    }
     parsed->serve.arrival = SchedClock::now();
     absl::StatusOr<PreparedRequest> prepared = PrepareRequest(parsed->serve, *tokenizer_, options_->limits);
     if (!prepared.ok()) return Refuse(prepared.status(), resp);

@@ -9,8 +9,10 @@
 // frees its KV blocks before the next engine step.
 //
 // Errors use OpenAI's JSON shape {"error": {"message", "type", "code"}}:
-// 400 invalid input (the message names the field), 401 missing API key,
-// 404 unknown model or route, 429 queue full, 503 draining, 500 engine error.
+// 400 invalid input (the message names the field, or the JSON limit the body
+// exceeds), 401 missing API key, 404 unknown model or route, 415 a POST body
+// whose Content-Type is not application/json (parameters such as charset
+// allowed), 429 queue full, 503 draining, 500 engine error.
 #ifndef BEACON_SERVER_OPENAI_ROUTES_H_
 #define BEACON_SERVER_OPENAI_ROUTES_H_
 
@@ -19,6 +21,7 @@
 
 #include "server/engine_loop.h"
 #include "server/http_server.h"
+#include "server/json_limits.h"
 #include "server/serve_request.h"
 
 namespace beacon {
@@ -27,6 +30,7 @@ struct OpenAiOptions {
   std::string served_model;  // the id clients use ("model")
   ServeLimits limits;
   std::string api_key;       // empty: no authentication
+  JsonLimits json_limits;    // nesting depth and value count of a request body
   // Requests refused before the engine (metrics); may be empty.
   std::function<void(const absl::Status&)> on_rejected;
 };

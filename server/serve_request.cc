@@ -1,8 +1,10 @@
 #include "server/serve_request.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "kv/sequence_compressor.h"
 
 namespace beacon {
@@ -15,6 +17,37 @@ absl::Status Invalid(std::string_view field, std::string_view what) {
 absl::Status CheckUtf8(std::string_view field, std::string_view s) {
   if (IsValidUtf8(s)) return absl::OkStatus();
   return Invalid(field, "is not valid UTF-8");
+}
+
+// A request_id is echoed in every response message and written to logs, so
+// it must not carry line breaks, NULs or terminal escapes: printable UTF-8
+// only (C0 controls, DEL and the C1 controls U+0080..U+009F are refused).
+absl::Status CheckRequestId(std::string_view id, int32_t max_bytes) {
+  if (static_cast<int64_t>(id.size()) > max_bytes) {
+    return Invalid("request_id", absl::StrCat("is ", id.size(), " bytes; at most ", max_bytes));
+  }
+  if (absl::Status s = CheckUtf8("request_id", id); !s.ok()) return s;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(id[i]);
+    uint32_t control = 0x100;  // none
+    if (c < 0x20 || c == 0x7f) control = c;
+    // Valid UTF-8 (checked above): U+0080..U+009F is C2 80..C2 9F.
+    if (c == 0xC2 && i + 1 < id.size() && static_cast<unsigned char>(id[i + 1]) <= 0x9F) {
+      control = static_cast<unsigned char>(id[i + 1]);
+    }
+    if (control != 0x100) {
+      return Invalid("request_id", absl::StrFormat("has the control character U+%04X at byte %d; only printable "
+                                                   "characters are allowed",
+                                                   control, i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// How an integer field is shown in an error: as the client sent it.
+std::string Shown(const ServeRequest& r, std::string_view field, int64_t value) {
+  auto it = r.oversized_ints.find(field);
+  return it != r.oversized_ints.end() ? it->second : absl::StrCat(value);
 }
 
 }  // namespace
@@ -55,7 +88,8 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer) {
+absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer,
+                                                   const ServeLimits& limits) {
   switch (r.input) {
     case ServeRequest::Input::kNone:
       return Invalid("input", "give one of text, chat messages or token ids");
@@ -66,6 +100,9 @@ absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const 
     }
     case ServeRequest::Input::kChat: {
       if (r.messages.empty()) return Invalid("messages", "is empty");
+      if (static_cast<int64_t>(r.messages.size()) > limits.max_messages) {
+        return Invalid("messages", absl::StrCat("has ", r.messages.size(), " messages; at most ", limits.max_messages));
+      }
       for (size_t i = 0; i < r.messages.size(); ++i) {
         const ChatMessage& m = r.messages[i];
         const std::string field = absl::StrCat("messages[", i, "]");
@@ -99,10 +136,22 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
                                                const ServeLimits& limits) {
   PreparedRequest p;
   p.request_id = r.request_id;
-  if (absl::Status s = CheckUtf8("request_id", r.request_id); !s.ok()) return s;
-  if (r.request_id.size() > 256) return Invalid("request_id", "is longer than 256 bytes");
+  if (absl::Status s = CheckRequestId(r.request_id, limits.max_request_id_bytes); !s.ok()) return s;
 
-  absl::StatusOr<std::vector<int32_t>> prompt = TokenizeInput(r, tokenizer);
+  // Counts first, before any work proportional to them.
+  if (r.input == ServeRequest::Input::kTokens && static_cast<int64_t>(r.token_ids.size()) >= limits.context_length) {
+    return Invalid("prompt", absl::StrCat("is ", r.token_ids.size(), " tokens; the model's context is ",
+                                          limits.context_length, " tokens and generation needs at least one more"));
+  }
+  if (static_cast<int64_t>(r.stop.size()) > limits.max_stop_strings) {
+    return Invalid("stop", absl::StrCat("has ", r.stop.size(), " strings; at most ", limits.max_stop_strings));
+  }
+  if (static_cast<int64_t>(r.stop_token_ids.size()) > limits.max_stop_token_ids) {
+    return Invalid("stop_token_ids",
+                   absl::StrCat("has ", r.stop_token_ids.size(), " ids; at most ", limits.max_stop_token_ids));
+  }
+
+  absl::StatusOr<std::vector<int32_t>> prompt = TokenizeInput(r, tokenizer, limits);
   if (!prompt.ok()) return prompt.status();
   p.prompt = std::move(*prompt);
   const int32_t n_prompt = static_cast<int32_t>(p.prompt.size());
@@ -112,29 +161,37 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   }
 
   const int32_t limit = limits.max_tokens_limit > 0 ? limits.max_tokens_limit : limits.context_length;
-  int32_t max_tokens = r.max_tokens == 0 ? limits.default_max_tokens : r.max_tokens;
-  if (max_tokens < 1 || max_tokens > limit) {
-    return Invalid("max_tokens", absl::StrCat(r.max_tokens, " is outside [1, ", limit, "] (0 = the default, ",
-                                              limits.default_max_tokens, ")"));
+  const int64_t requested = r.max_tokens == 0 ? limits.default_max_tokens : r.max_tokens;
+  if (requested < 1 || requested > limit) {
+    return Invalid("max_tokens", absl::StrCat(Shown(r, "max_tokens", r.max_tokens), " is outside [1, ", limit,
+                                              "] (0 = the default, ", limits.default_max_tokens, ")"));
   }
   // Generation ends with `length` when the context fills; the footprint
   // never counts past it.
-  max_tokens = std::min(max_tokens, limits.context_length - n_prompt);
+  const int32_t max_tokens = std::min(static_cast<int32_t>(requested), limits.context_length - n_prompt);
 
-  if (static_cast<int32_t>(r.stop.size()) > limits.max_stop_strings) {
-    return Invalid("stop", absl::StrCat("has ", r.stop.size(), " strings; at most ", limits.max_stop_strings));
-  }
   for (size_t i = 0; i < r.stop.size(); ++i) {
     const std::string field = absl::StrCat("stop[", i, "]");
     if (r.stop[i].empty()) return Invalid(field, "is empty");
-    if (static_cast<int32_t>(r.stop[i].size()) > limits.max_stop_string_bytes) {
-      return Invalid(field, absl::StrCat("is longer than ", limits.max_stop_string_bytes, " bytes"));
+    if (static_cast<int64_t>(r.stop[i].size()) > limits.max_stop_string_bytes) {
+      return Invalid(field, absl::StrCat("is ", r.stop[i].size(), " bytes; at most ", limits.max_stop_string_bytes));
     }
     if (absl::Status s = CheckUtf8(field, r.stop[i]); !s.ok()) return s;
   }
 
+  // ResolveRequestKvOptions checks the budget against the server's range
+  // but takes 32 bits: a wider budget is outside that range whatever it is,
+  // and is reported here the same way, as sent.
+  std::optional<int32_t> budget;
+  if (r.kv_budget.has_value()) {
+    if (*r.kv_budget < std::numeric_limits<int32_t>::min() || *r.kv_budget > std::numeric_limits<int32_t>::max()) {
+      return Invalid("kv_budget", absl::StrCat(Shown(r, "kv_budget", *r.kv_budget), " is outside the server's range [",
+                                               limits.kv_limits.min_budget, ", ", limits.kv_limits.max_budget, "]"));
+    }
+    budget = static_cast<int32_t>(*r.kv_budget);
+  }
   absl::StatusOr<KvPolicyOptions> kv =
-      ResolveRequestKvOptions(limits.kv_default, limits.kv_limits, r.kv_policy, r.kv_budget);
+      ResolveRequestKvOptions(limits.kv_default, limits.kv_limits, r.kv_policy, budget);
   if (!kv.ok()) return kv.status();
 
   p.options.sampling = r.sampling;

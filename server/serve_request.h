@@ -9,6 +9,8 @@
 #define BEACON_SERVER_SERVE_REQUEST_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,13 +34,21 @@ struct ServeRequest {
   std::vector<int32_t> token_ids;      // kTokens
 
   SamplingParams sampling;
-  int32_t max_tokens = 0;              // 0: the server's default
+  // 0: the server's default. 64-bit so that a value past the server's limit
+  // reaches PrepareRequest's range check as sent (HTTP's JSON has no 32-bit
+  // bound); the same for kv_budget.
+  int64_t max_tokens = 0;
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   uint32_t time_limit_ms = 0;          // 0: none
   std::optional<std::string> kv_policy;
-  std::optional<int32_t> kv_budget;
+  std::optional<int64_t> kv_budget;
+  // Integer fields the client sent that do not fit int64 (JSON only), by
+  // field name ("max_tokens", "kv_budget"), with the digits as sent: the
+  // field itself then holds INT64_MAX (or INT64_MIN), outside every range,
+  // and the range error shows these digits instead.
+  std::map<std::string, std::string, std::less<>> oversized_ints;
 
   SchedClock::time_point arrival = SchedClock::now();
   // The transport's deadline (gRPC deadline); time_limit_ms tightens it.
@@ -52,6 +62,12 @@ struct ServeLimits {
   int32_t max_tokens_limit = 0;        // 0: the context length
   int32_t max_stop_strings = 16;
   int32_t max_stop_string_bytes = 256;
+  // Bounds on the other client-sized fields, so that no request makes the
+  // front end render, copy or echo an unbounded amount. The prompt's token
+  // ids are bounded by the context length.
+  int32_t max_request_id_bytes = 256;  // printable UTF-8 only: it is echoed and logged
+  int32_t max_stop_token_ids = 64;
+  int32_t max_messages = 4096;         // chat messages, checked before the template renders
   KvPolicyOptions kv_default;          // --kv-policy and its settings
   KvPolicyLimits kv_limits;
 };
@@ -66,16 +82,21 @@ struct PreparedRequest {
   SchedClock::time_point deadline;
 };
 
-// INVALID_ARGUMENT naming the field for: no input or an empty one, invalid
-// UTF-8, chat messages with an unknown role, token ids outside the
-// vocabulary, a prompt that leaves no room in the context, max_tokens out of
-// range, sampling parameters out of range, stop strings empty/too many/too
-// long, an unknown or disallowed kv_policy, a kv_budget out of bounds.
+// INVALID_ARGUMENT naming the field (and the value or count, and the limit)
+// for: a request_id too long, not UTF-8 or with control characters; no input
+// or an empty one, invalid UTF-8, more chat messages than max_messages, chat
+// messages with an unknown role, token ids outside the vocabulary, a prompt
+// that leaves no room in the context, max_tokens out of range, sampling
+// parameters out of range, stop strings empty/too many/too long, too many
+// stop_token_ids, an unknown or disallowed kv_policy, a kv_budget out of
+// bounds. Bounds on sizes are checked before any work proportional to them.
 absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, const Tokenizer& tokenizer,
                                                const ServeLimits& limits);
 
 // The token ids of a text or chat input, as PrepareRequest would make them.
-absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, const Tokenizer& tokenizer);
+// Of `limits` only max_messages is read (the Tokenize RPC has no other).
+absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, const Tokenizer& tokenizer,
+                                                   const ServeLimits& limits = ServeLimits());
 
 // True when `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
 bool IsValidUtf8(std::string_view s);

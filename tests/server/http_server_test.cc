@@ -52,6 +52,23 @@ TEST(RouterTest, TellsUnknownPathFromWrongMethod) {
   EXPECT_NE(r.Find("DELETE", "/b", &allow), nullptr);
 }
 
+TEST(RouterTest, ReportsTheRouteKind) {
+  Router r;
+  r.Handle("GET", "/health", Echo(), RouteKind::kProbe);
+  r.Handle("POST", "/health", Echo());
+  r.HandleAny("/any", Echo(), RouteKind::kProbe);
+  std::string allow;
+  RouteKind kind = RouteKind::kProbe;
+  EXPECT_NE(r.Find("POST", "/health", &allow, &kind), nullptr);
+  EXPECT_EQ(kind, RouteKind::kNormal);
+  EXPECT_NE(r.Find("GET", "/health", &allow, &kind), nullptr);
+  EXPECT_EQ(kind, RouteKind::kProbe);
+  EXPECT_NE(r.Find("PUT", "/any", &allow, &kind), nullptr);
+  EXPECT_EQ(kind, RouteKind::kProbe);
+  EXPECT_EQ(r.Find("GET", "/nope", &allow, &kind), nullptr);
+  EXPECT_EQ(kind, RouteKind::kNormal);
+}
+
 TEST(JsonErrorTest, OpenAiShapeEscaped) {
   const HttpResponse r = JsonError(400, "bad \"x\"\n\x01", "invalid_request_error");
   EXPECT_EQ(r.status, 400);
@@ -75,6 +92,23 @@ TEST(HttpServerTest, BadOptionsAndBusyPortAreErrorsNamingTheCause) {
   auto second = HttpServer::Start(same, Router());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(second.status().message()), HasSubstr("127.0.0.1:" + std::to_string(server->port())));
+}
+
+TEST(HttpServerTest, BadLimitOptionsAreErrorsNamingTheField) {
+  auto expect_invalid = [](HttpServerOptions o, const char* field) {
+    auto s = HttpServer::Start(o, Router());
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(std::string(s.status().message()), HasSubstr(field));
+  };
+  HttpServerOptions o;
+  o.header_timeout = 0s;
+  expect_invalid(o, "header_timeout");
+  o = {};
+  o.max_connections_per_client = -1;
+  expect_invalid(o, "max_connections_per_client");
+  o = {};
+  o.probe_connections = -1;
+  expect_invalid(o, "probe_connections");
 }
 
 TEST(HttpServerTest, GetRouteAndErrorsKeepTheConnection) {
@@ -346,6 +380,7 @@ TEST(HttpServerTest, ConnectionsBeyondTheCapGet503) {
   r.Handle("GET", "/hello", Echo());
   HttpServerOptions options;
   options.max_connections = 2;
+  options.probe_connections = 0;  // else `over` would wait in the probe reserve for a request
   auto server = StartServer(std::move(r), options);
   ASSERT_NE(server, nullptr);
   RawClient a(server->port()), b(server->port());
@@ -358,6 +393,132 @@ TEST(HttpServerTest, ConnectionsBeyondTheCapGet503) {
   ASSERT_TRUE(r503);
   EXPECT_EQ(r503->status, 503);
   EXPECT_THAT(r503->body, HasSubstr("server_error"));
+}
+
+// Sends `head` one byte per 100 ms from a thread until the server closes the
+// connection or the test ends (a slowloris client).
+class Trickler {
+ public:
+  Trickler(RawClient& c, std::string head)
+      : thread_([this, &c, head = std::move(head)] {
+          for (char ch : head) {
+            if (stop_.load() || !c.Send(std::string_view(&ch, 1))) return;
+            std::this_thread::sleep_for(100ms);
+          }
+        }) {}
+  ~Trickler() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(HttpServerTest, SlowHeadersAreCutOffAtTheHeaderDeadlineNotTheIdleTimeout) {
+  Router r;
+  r.Handle("GET", "/hello", Echo());
+  HttpServerOptions options;
+  options.header_timeout = 1s;  // idle_timeout stays 60 s
+  auto server = StartServer(std::move(r), options);
+  ASSERT_NE(server, nullptr);
+  RawClient slow(server->port());
+  Trickler trickle(slow, "GET /hello HTTP/1.1\r\nHost: t\r\nX-Pad: " + std::string(200, 'a'));
+  RawClient normal(server->port());
+  auto first = normal.RoundTrip(Get("/hello"));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  RawClient silent(server->port());
+  EXPECT_TRUE(slow.ReadsEof());  // within header_timeout; the client itself gives up after 10 s
+  EXPECT_TRUE(silent.ReadsEof());
+  // Idle between keep-alive requests for longer than header_timeout is fine.
+  std::this_thread::sleep_for(1500ms);
+  auto second = normal.RoundTrip(Get("/hello"));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 200);
+}
+
+// Polls (bounded) until a fresh connection from `source` gets 200 for
+// `request`: slots are given back when the server has noticed a close.
+bool EventuallyServed(int port, const std::string& request, const char* source = nullptr) {
+  for (int i = 0; i < 200; ++i) {
+    RawClient c(port, source);
+    auto resp = c.RoundTrip(request);
+    if (resp && resp->status == 200) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(HttpServerTest, PerClientCapRefusesOnlyThatClientsExtraConnection) {
+  Router r;
+  r.Handle("GET", "/hello", Echo());
+  HttpServerOptions options;
+  options.max_connections = 3;
+  options.max_connections_per_client = 2;
+  options.probe_connections = 0;
+  auto server = StartServer(std::move(r), options);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  RawClient a(port), b(port);
+  for (RawClient* c : {&a, &b}) {  // served, so surely registered
+    auto resp = c->RoundTrip(Get("/hello"));
+    ASSERT_TRUE(resp);
+    EXPECT_EQ(resp->status, 200);
+  }
+  RawClient over(port);
+  auto refused = over.Read();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_THAT(refused->body, HasSubstr("max_connections_per_client is 2"));
+  EXPECT_TRUE(over.ReadsEof());
+  // The refused connection took none of the 3 slots: another address gets the third.
+  RawClient other(port, "127.0.0.2");
+  ASSERT_TRUE(other.connected());
+  auto served = other.RoundTrip(Get("/hello"));
+  ASSERT_TRUE(served);
+  EXPECT_EQ(served->status, 200);
+  a.Close();  // gives one of 127.0.0.1's two back
+  EXPECT_TRUE(EventuallyServed(port, Get("/hello")));
+}
+
+TEST(HttpServerTest, ProbesAreServedWhenSlowClientsHoldEveryConnection) {
+  Router r;
+  r.Handle("GET", "/health", Echo(), RouteKind::kProbe);
+  r.Handle("GET", "/hello", Echo());
+  HttpServerOptions options;
+  options.max_connections = 2;
+  options.probe_connections = 1;  // header_timeout 10 s: the reserve's deadline is 2 s
+  auto server = StartServer(std::move(r), options);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  RawClient slow1(port), slow2(port);  // accepted in order: they take max_connections
+  ASSERT_TRUE(slow1.Send("GET /hello HTTP/1.1\r\n") && slow2.Send("GET /hello HTTP/1.1\r\n"));
+  RawClient squatter(port);  // takes the reserve, sends nothing
+  RawClient beyond(port);
+  auto refused = beyond.RoundTrip(Get("/health"));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);  // beyond the reserve
+  EXPECT_TRUE(squatter.ReadsEof());  // nobody sits in the reserve
+  // The squatter's reserve slot comes back; a probe is served on it, once.
+  std::optional<Response> probe;
+  for (int i = 0; i < 200 && !(probe && probe->status == 200); ++i) {
+    std::this_thread::sleep_for(10ms);
+    RawClient p(port);
+    probe = p.RoundTrip(Get("/health"));
+    if (probe && probe->status == 200) {
+      EXPECT_EQ(probe->headers["connection"], "close");
+      EXPECT_TRUE(p.ReadsEof());
+    }
+  }
+  ASSERT_TRUE(probe);
+  EXPECT_EQ(probe->status, 200);
+  RawClient client(port);
+  auto busy = client.RoundTrip(Get("/hello"));
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->status, 503);
+  EXPECT_THAT(busy->body, HasSubstr("too many connections"));
 }
 
 TEST(HttpServerTest, FiftyConcurrentClientsRunHandlersConcurrently) {

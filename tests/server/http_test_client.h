@@ -32,12 +32,20 @@ struct Response {
 };
 
 // Every read gives up after 10 s, so a server that never answers fails a test.
+// `source`: the local address to connect from, e.g. "127.0.0.2" to look like
+// another client (Linux routes all of 127/8 to loopback); null: any.
 class RawClient {
  public:
-  explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+  explicit RawClient(int port, const char* source = nullptr) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
     timeval tv{10, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (source != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source, &local.sin_addr);
+      if (bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) return;  // not connected
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));

@@ -3,6 +3,9 @@
 // admission footprint of its KV policy. Uses the default model's tokenizer.
 #include "server/serve_request.h"
 
+#include <limits>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kv/sequence_compressor.h"
@@ -152,6 +155,82 @@ TEST_F(PrepareRequestTest, BadInputsNameTheField) {
   r = Text("hi");
   r.request_id = std::string(300, 'x');
   ExpectInvalid(r, "request_id");
+}
+
+// Range errors show the value the client sent and the server's real limit.
+TEST_F(PrepareRequestTest, RangeErrorsShowTheSentValueAndTheRealLimit) {
+  ServeRequest r = Text("hi");
+  r.max_tokens = int64_t{1} << 31;  // past int32: not wrapped, not clamped
+  ExpectInvalid(r, "max_tokens: 2147483648 is outside [1, 4096]");
+  limits_.max_tokens_limit = 0;     // then the context is the limit
+  ExpectInvalid(r, absl::StrCat("max_tokens: 2147483648 is outside [1, ", limits_.context_length, "]"));
+  // Past int64 (JSON only): the field saturates, the digits are shown.
+  r.max_tokens = std::numeric_limits<int64_t>::max();
+  r.oversized_ints["max_tokens"] = "18446744073709551615";
+  ExpectInvalid(r, "max_tokens: 18446744073709551615 is outside [1, ");
+  r = Text("hi");
+  r.kv_budget = int64_t{1} << 40;
+  ExpectInvalid(r, "kv_budget: 1099511627776 is outside the server's range [32, 2048]");
+  r.kv_budget = -(int64_t{1} << 40);
+  ExpectInvalid(r, "kv_budget: -1099511627776 is outside the server's range [32, 2048]");
+}
+
+TEST_F(PrepareRequestTest, RequestIdIsBoundedAndPrintable) {
+  ServeRequest r = Text("hi");
+  r.request_id = std::string(257, 'x');
+  ExpectInvalid(r, "request_id: is 257 bytes; at most 256");
+  r.request_id = std::string(256, 'x');
+  EXPECT_TRUE(PrepareRequest(r, *rt_->tokenizer(), limits_).ok());
+  r.request_id = "caf\xC3\xA9-\xE2\x82\xAC-1";  // printable UTF-8 is fine
+  EXPECT_TRUE(PrepareRequest(r, *rt_->tokenizer(), limits_).ok());
+  r.request_id = "a\nb";
+  ExpectInvalid(r, "request_id: has the control character U+000A at byte 1");
+  r.request_id = "ab\r";
+  ExpectInvalid(r, "U+000D at byte 2");
+  r.request_id = std::string("a\0b", 3);
+  ExpectInvalid(r, "U+0000 at byte 1");
+  r.request_id = "\x1b[31m";  // a terminal escape
+  ExpectInvalid(r, "U+001B at byte 0");
+  r.request_id = "del\x7f";
+  ExpectInvalid(r, "U+007F at byte 3");
+  r.request_id = "nel\xC2\x85";  // U+0085, a C1 line break
+  ExpectInvalid(r, "U+0085 at byte 3");
+  r.request_id = "bad\xFF";
+  ExpectInvalid(r, "request_id: is not valid UTF-8");
+  limits_.max_request_id_bytes = 8;
+  r.request_id = "123456789";
+  ExpectInvalid(r, "request_id: is 9 bytes; at most 8");
+}
+
+TEST_F(PrepareRequestTest, RepeatedFieldsAreBounded) {
+  ServeRequest r = Text("hi");
+  r.stop_token_ids = std::vector<int32_t>(65, 1);
+  ExpectInvalid(r, "stop_token_ids: has 65 ids; at most 64");
+  r.stop_token_ids = std::vector<int32_t>(64, 1);
+  EXPECT_TRUE(PrepareRequest(r, *rt_->tokenizer(), limits_).ok());
+  r = Text("hi");
+  r.stop = std::vector<std::string>(17, "x");
+  ExpectInvalid(r, "stop: has 17 strings; at most 16");
+  r.stop = {std::string(257, 'x')};
+  ExpectInvalid(r, "stop[0]: is 257 bytes; at most 256");
+
+  ServeRequest chat;
+  chat.input = ServeRequest::Input::kChat;
+  chat.messages = std::vector<ChatMessage>(4097, ChatMessage{"user", "hi"});
+  ExpectInvalid(chat, "messages: has 4097 messages; at most 4096");
+  limits_.max_messages = 2;
+  chat.messages.resize(3);
+  ExpectInvalid(chat, "messages: has 3 messages; at most 2");
+  // The Tokenize RPC's path checks the count too.
+  absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(chat, *rt_->tokenizer(), limits_);
+  ASSERT_FALSE(ids.ok());
+  EXPECT_THAT(std::string(ids.status().message()), HasSubstr("at most 2"));
+
+  // Token ids: a list past the context is refused before each id is checked.
+  ServeRequest toks;
+  toks.input = ServeRequest::Input::kTokens;
+  toks.token_ids = std::vector<int32_t>(limits_.context_length, -1);
+  ExpectInvalid(toks, absl::StrCat("prompt: is ", limits_.context_length, " tokens"));
 }
 
 TEST_F(PrepareRequestTest, OperatorCanForbidPolicies) {

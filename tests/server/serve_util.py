@@ -32,13 +32,14 @@ READY = re.compile(r"ready grpc=\S+:(\d+) http=\S+:(\d+)")
 class Server:
     """A beacon-serve process on ephemeral ports; stops on exit."""
 
-    def __init__(self, *flags, env=None, threads=2):
+    def __init__(self, *flags, env=None, threads=2, preexec_fn=None):
         args = [os.path.join(BIN, "beacon-serve"), "--model", MODEL, "--host", "127.0.0.1", "--grpc-port", "0",
                 "--http-port", "0", "--threads", str(threads), *flags]
         self.log = tempfile.NamedTemporaryFile(prefix="beacon-serve-", suffix=".log", delete=False)
         full_env = dict(os.environ)
         full_env.update(env or {})
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=full_env,
+                                     preexec_fn=preexec_fn)
         deadline = time.time() + 120
         while True:
             m = READY.search(self.read_log())

@@ -147,7 +147,8 @@ def test_sse_framing_with_curl(srv):
         assert ev.startswith("data: ") and "\n" not in ev, repr(ev)
         json.loads(ev[len("data: "):])
     headers = subprocess.run(["curl", "-sN", "-D", "-", "-o", "/dev/null",
-                              f"http://127.0.0.1:{srv.http_port}/v1/completions", "-d",
+                              f"http://127.0.0.1:{srv.http_port}/v1/completions",
+                              "-H", "Content-Type: application/json", "-d",
                               json.dumps({"prompt": "hi", "max_tokens": 2, "stream": True})],
                              capture_output=True, text=True, timeout=60).stdout.lower()
     assert "content-type: text/event-stream" in headers and "transfer-encoding: chunked" in headers, headers

@@ -1,0 +1,107 @@
+#include "server/http_worker_pool.h"
+
+#include <system_error>
+#include <utility>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace beacon::http_internal {
+
+WorkerPool::WorkerPool(std::chrono::milliseconds idle_timeout, size_t min_threads)
+    : idle_timeout_(idle_timeout), min_threads_(min_threads) {}
+
+WorkerPool::~WorkerPool() { StopAndJoin(); }
+
+bool WorkerPool::Submit(std::function<void()> task) {
+  std::vector<std::thread> exited;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    exited = TakeRetiredLocked();
+    tasks_.push_back(std::move(task));
+    if (tasks_.size() <= idle_) {
+      cv_.notify_one();
+    } else {
+      try {
+        std::thread t([this] { Loop(); });
+        all_.emplace(t.get_id(), std::move(t));
+        ++live_;
+      } catch (const std::system_error&) {
+        // Out of threads: the task stays queued for the next thread that
+        // finishes its task (or the one the next Submit starts).
+      }
+    }
+  }
+  for (auto& t : exited) t.join();  // already past their last use of mu_
+  return true;
+}
+
+void WorkerPool::StopAndJoin() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (auto& [id, t] : all_) threads.push_back(std::move(t));
+    all_.clear();
+    retired_.clear();
+  }
+  cv_.notify_all();
+  for (auto& t : threads) t.join();
+}
+
+size_t WorkerPool::threads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_;
+}
+
+std::vector<std::thread> WorkerPool::TakeRetiredLocked() {
+  std::vector<std::thread> out;
+  for (const std::thread::id id : retired_) {
+    auto it = all_.find(id);
+    if (it == all_.end()) continue;
+    out.push_back(std::move(it->second));
+    all_.erase(it);
+  }
+  retired_.clear();
+  return out;
+}
+
+void WorkerPool::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    ++idle_;
+    const bool woken = cv_.wait_for(lock, idle_timeout_, [&] { return stopping_ || !tasks_.empty(); });
+    --idle_;
+    if (!woken) {
+      if (live_ > min_threads_) break;  // idle too long: retire
+      continue;
+    }
+    if (tasks_.empty()) {  // stopping; StopAndJoin() joins this thread
+      --live_;
+      return;
+    }
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    task = nullptr;  // its captures die outside the lock
+    lock.lock();
+  }
+  --live_;
+  const bool back_to_floor = live_ == min_threads_;  // only one exiting thread sees this
+  lock.unlock();
+#if defined(__GLIBC__)
+  // Once per shrink: return the burst's freed heap (handler buffers, request
+  // bodies, per-thread arenas) to the OS. Before publishing the exit, so that
+  // the joiner (an IO thread in Submit) never waits for the trim.
+  if (back_to_floor) malloc_trim(0);
+#else
+  (void)back_to_floor;
+#endif
+  lock.lock();
+  if (!stopping_) retired_.push_back(std::this_thread::get_id());  // else StopAndJoin() holds us
+}
+
+}  // namespace beacon::http_internal
