@@ -1,15 +1,15 @@
 # BeaconKV Serve: the two commands a fresh machine needs are `make run` and
-# `make test`; both install what is missing first (scripts/bootstrap.sh).
+# `make test`; both install what is missing first (tools/bootstrap.sh).
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
 
-.PHONY: deps build model run generate test test-only bench fuzz oracle compare-llamacpp clean
+.PHONY: deps build model run generate test test-only format format-check tidy sanitize bench fuzz oracle compare-llamacpp clean
 
 deps:
-	@scripts/bootstrap.sh
+	@tools/bootstrap.sh
 
 $(BUILD_DIR)/CMakeCache.txt:
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
@@ -18,7 +18,7 @@ build: deps $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 model:
-	@scripts/get-model.sh
+	@tools/get-model.sh
 
 # The server on the default model: gRPC on :50051, HTTP (/health, /ready) on
 # :8080; stop with Ctrl-C (graceful drain). Flags: SERVE_FLAGS="--kv-budget 256".
@@ -30,10 +30,33 @@ run: build model
 generate: build model
 	$(BUILD_DIR)/bin/beacon-run --model models/default.gguf --chat --max-tokens 200 --prompt "$(PROMPT)"
 
-test: build model test-only
+# CI (.ci/run sets CI=true) builds with warnings as errors.
+ifeq ($(CI),true)
+CMAKE_FLAGS += -DBEACON_WERROR=ON
+endif
+
+# What CI runs: every test, the format check, then the sanitizer builds.
+test: build model test-only format-check sanitize
 
 test-only:
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# C++ formatting (.clang-format): `make format` rewrites, `make format-check` fails on a difference.
+FORMAT_FILES = $(shell git ls-files '*.cc' '*.h' '*.cu' '*.cuh' | grep -v '^tests/cuda_emu/fake/')
+format:
+	@clang-format -i $(FORMAT_FILES)
+format-check: deps
+	@clang-format --dry-run -Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files formatted"
+
+# clang-tidy (.clang-tidy) over every translation unit of the build (several minutes; not in CI).
+tidy: build
+	run-clang-tidy -quiet -p $(BUILD_DIR) '^$(CURDIR)/(apps|bench|engine|eval|kernels|kv|loadtest|planner|plot|scheduler|server|util|workload)/.*\.cc$$'
+
+# Sanitizer builds of the kv, scheduler, engine and server tests (tools/sanitize.sh):
+# ASan + UBSan with GCC, TSan with clang (which also checks the thread-safety annotations).
+sanitize: deps model
+	tools/sanitize.sh address build-asan
+	tools/sanitize.sh thread build-tsan
 
 bench: build model
 	$(BUILD_DIR)/bin/beacon-bench decode --model models/default.gguf
@@ -50,12 +73,12 @@ fuzz: deps
 # The llama.cpp oracle (llama-cpp-python, a source build of several minutes):
 # regenerates the tokenisation and greedy-continuation fixtures in tests/fixtures/.
 oracle: build model
-	BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh
+	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
 	python3 tools/make_llamacpp_fixtures.py --model models/default.gguf --out tests/fixtures/llamacpp --chat --greedy
 
 compare-llamacpp: build model
-	BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh
+	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
 	tools/compare-llamacpp.sh
 
 clean:
-	rm -rf $(BUILD_DIR) build-fuzz
+	rm -rf $(BUILD_DIR) build-fuzz build-asan build-tsan

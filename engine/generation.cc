@@ -163,8 +163,7 @@ bool Generation::Consume(int32_t n_fed) {
   if (replaying()) {
     replay_done_ += n_fed;
     // Keep a compressing sequence near its bound while it recomputes.
-    if (compressor_ != nullptr && replay_done_ > static_cast<int32_t>(prompt_.size()) &&
-        kv_.num_slots() > compressor_->bound()) {
+    if (compressor_ != nullptr && compressor_->schedule().EvictsAfterRecomputeChunk(replay_done_, kv_.num_slots())) {
       compressor_->Evict(&kv_, replay_done_);
     }
     if (!replaying()) {

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "tools/cli/csv.h"
+#include "util/csv.h"
 
 namespace beacon::eval {
 namespace {

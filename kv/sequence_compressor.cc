@@ -19,7 +19,11 @@ absl::StatusOr<std::unique_ptr<SequenceCompressor>> SequenceCompressor::Create(c
 
 SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const PolicyModelInfo& model,
                                        int32_t prompt_len, std::unique_ptr<KvPolicy> policy)
-    : options_(options), model_(model), prompt_len_(prompt_len), policy_(std::move(policy)) {
+    : options_(options),
+      model_(model),
+      prompt_len_(prompt_len),
+      policy_(std::move(policy)),
+      schedule_(options, prompt_len) {
   protection_.prompt_len = prompt_len;
   protection_.keep_prompt = options.keep_prompt;
   protection_.sinks = options.sinks;
@@ -27,23 +31,8 @@ SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const Pol
   keep_.resize(model.n_kv_heads);
 }
 
-int32_t SequenceCompressor::bound() const {
-  return options_.keep_prompt ? prompt_len_ + options_.budget : options_.budget;
-}
-
-int64_t SequenceCompressor::PeakSlots(const KvPolicyOptions& o, int32_t prompt_len, int32_t max_tokens) {
-  const int64_t total = static_cast<int64_t>(prompt_len) + max_tokens;
-  if (!o.compresses()) return total;
-  const int64_t bound = o.keep_prompt ? int64_t{prompt_len} + o.budget : o.budget;
-  return std::min(total, std::max<int64_t>(prompt_len + 1, bound + o.interval));
-}
-
 void SequenceCompressor::AfterDecodeStep(SequenceKv* kv, int32_t next_position) {
-  if (!options_.compresses()) return;
-  ++steps_since_eviction_;
-  const int32_t n = kv->num_slots();
-  if (n <= bound()) return;
-  if (steps_since_eviction_ >= options_.interval || n >= bound() + options_.interval) Evict(kv, next_position);
+  if (schedule_.OnDecodeStep(kv->num_slots())) Evict(kv, next_position);
 }
 
 int32_t SequenceCompressor::Evict(SequenceKv* kv, int32_t next_position) {
@@ -58,14 +47,14 @@ int32_t SequenceCompressor::Evict(SequenceKv* kv, int32_t next_position) {
     const absl::Status s = device->Evict(kv, policy_.get(), options_, protection_, n_keep, next_position);
     if (!s.ok()) {
       std::fprintf(stderr, "beacon: eviction on the device failed: %s\n", std::string(s.message()).c_str());
-      steps_since_eviction_ = 0;
+      schedule_.OnEvicted();
       return 0;
     }
   } else {
     EvictOnHost(kv, n_keep, next_position);
   }
   kv->Truncate(n_keep);
-  steps_since_eviction_ = 0;
+  schedule_.OnEvicted();
   ++evictions_;
   evicted_slots_ += n - n_keep;
   return n - n_keep;

@@ -4,8 +4,8 @@
 // (layer, KV head), selects (selection.h), compacts (compaction.h) and
 // returns whole tail blocks to the pool.
 //
-// The bound: kept prompt + budget when keep_prompt, budget otherwise. A
-// sequence never holds more than max(prompt + 1, bound + interval) slots.
+// When, and down to what bound, is EvictionSchedule's (eviction_schedule.h):
+// a sequence never holds more than max(prompt + 1, bound + interval) slots.
 // Thread ownership: the engine thread.
 #ifndef BEACON_KV_SEQUENCE_COMPRESSOR_H_
 #define BEACON_KV_SEQUENCE_COMPRESSOR_H_
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kv/eviction_schedule.h"
 #include "kv/kv_policy.h"
 #include "kv/selection.h"
 
@@ -27,15 +28,19 @@ class SequenceCompressor {
                                                                     const PolicyModelInfo& model,
                                                                     int32_t prompt_len);
 
-  // The peak slot count of a sequence with this prompt and output length:
-  // what admission must reserve. prompt + max_tokens under `full`; constant
-  // in max_tokens under a compressing policy.
-  static int64_t PeakSlots(const KvPolicyOptions& options, int32_t prompt_len, int32_t max_tokens);
+  // EvictionSchedule::PeakSlots: what admission must reserve. prompt +
+  // max_tokens under `full`; constant in max_tokens under a compressing policy.
+  static int64_t PeakSlots(const KvPolicyOptions& options, int32_t prompt_len, int32_t max_tokens) {
+    return EvictionSchedule::PeakSlots(options, prompt_len, max_tokens);
+  }
 
   KvPolicy* policy() { return policy_.get(); }
   const KvPolicyOptions& options() const { return options_; }
   // Slots kept after an eviction.
-  int32_t bound() const;
+  int32_t bound() const { return schedule_.bound(); }
+  // The arithmetic of when this sequence evicts (shared with recompute and
+  // the SimEngine).
+  const EvictionSchedule& schedule() const { return schedule_; }
 
   // Called once after every decode step, when the step's K/V is in `kv`.
   void AfterDecodeStep(SequenceKv* kv, int32_t next_position);
@@ -57,7 +62,7 @@ class SequenceCompressor {
   int32_t prompt_len_;
   std::unique_ptr<KvPolicy> policy_;
   Protection protection_;
-  int32_t steps_since_eviction_ = 0;
+  EvictionSchedule schedule_;
   int64_t evictions_ = 0;
   int64_t evicted_slots_ = 0;
   std::vector<float> scores_;

@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "loadtest/arrival.h"
-#include "tools/cli/cli_args.h"
+#include "util/cli_args.h"
 
 namespace beacon::loadtest {
 namespace {

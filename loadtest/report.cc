@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "tools/cli/csv.h"
+#include "util/csv.h"
 
 namespace beacon::loadtest {
 namespace {

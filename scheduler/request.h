@@ -34,7 +34,7 @@ struct SchedRequest {
   RequestId id = 0;
   int32_t prompt_tokens = 0;     // >= 1
   int32_t max_new_tokens = 0;    // >= 1, already clamped to the context
-  // KV slots the sequence can ever hold (SequenceCompressor::PeakSlots,
+  // KV slots the sequence can ever hold (EvictionSchedule::PeakSlots,
   // clamped to the context): what reserve-mode admission sets aside.
   int32_t peak_slots = 0;
   SchedClock::time_point arrival{};

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "kv/sequence_compressor.h"
 
 namespace beacon {
 
@@ -14,7 +13,7 @@ SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec) {
   r.prompt_tokens = spec.prompt_tokens;
   r.max_new_tokens = spec.max_new_tokens;
   r.peak_slots = static_cast<int32_t>(
-      SequenceCompressor::PeakSlots(spec.kv, spec.prompt_tokens, spec.max_new_tokens));
+      EvictionSchedule::PeakSlots(spec.kv, spec.prompt_tokens, spec.max_new_tokens));
   return r;
 }
 
@@ -34,7 +33,7 @@ absl::Status SimEngine::AddSequence(RequestId id, const SimSequenceSpec& spec) {
   Seq& s = seqs_[id];
   s.spec = spec;
   s.kv = std::make_unique<SequenceKv>(&cache_);
-  s.bound = spec.kv.keep_prompt ? spec.prompt_tokens + spec.kv.budget : spec.kv.budget;
+  s.schedule = EvictionSchedule(spec.kv, spec.prompt_tokens);
   s.prefill_target = spec.prompt_tokens;
   return absl::OkStatus();
 }
@@ -112,9 +111,9 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
     // As engine/generation.cc: a compressing sequence evicts to its bound
     // after every recompute chunk past the prompt, so it holds at most
     // max(prompt, bound) + one chunk (optimistic admission counts on it).
-    if (s.recompute && s.spec.kv.compresses() && s.prefill_done > s.spec.prompt_tokens && n > s.bound) {
-      kv.Truncate(s.bound);
-      s.steps_since_eviction = 0;
+    if (s.recompute && s.schedule.EvictsAfterRecomputeChunk(s.prefill_done, n)) {
+      kv.Truncate(s.schedule.bound());
+      s.schedule.OnEvicted();
     }
     if (s.prefill_done < s.prefill_target) return absl::OkStatus();  // mid-prefill
     if (s.recompute) {  // the last sampled token is fed by the next decode step
@@ -123,12 +122,9 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
     }
   } else {
     // SequenceCompressor::AfterDecodeStep.
-    if (s.spec.kv.compresses()) {
-      ++s.steps_since_eviction;
-      if (n > s.bound && (s.steps_since_eviction >= s.spec.kv.interval || n >= s.bound + s.spec.kv.interval)) {
-        kv.Truncate(s.bound);
-        s.steps_since_eviction = 0;
-      }
+    if (s.schedule.OnDecodeStep(n)) {
+      kv.Truncate(s.schedule.bound());
+      s.schedule.OnEvicted();
     }
   }
   ++s.generated;
@@ -167,7 +163,7 @@ int32_t SimEngine::Preempt(RequestId id) {
   Seq& s = it->second;
   Drop(s);
   ++s.preemptions;
-  s.steps_since_eviction = 0;
+  s.schedule = EvictionSchedule(s.spec.kv, s.spec.prompt_tokens);  // as a recreated SequenceCompressor
   s.prefill_done = 0;
   // Nothing sampled yet: the prompt again, and its last chunk samples.
   s.recompute = s.generated > 0;

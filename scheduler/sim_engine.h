@@ -8,11 +8,10 @@
 //   - a prefill chunk of n tokens takes n slots; the chunk that completes the
 //     prompt samples the first token (no slot: a sampled token's K/V is
 //     written by the decode step that feeds it);
-//   - a decode step appends one slot, samples a token, then compresses as
-//     SequenceCompressor::AfterDecodeStep does (count steps since the last
-//     eviction; when num_slots > bound and (steps >= interval or num_slots >=
-//     bound + interval), truncate to bound), so a sequence's slot count never
-//     exceeds SequenceCompressor::PeakSlots;
+//   - a decode step appends one slot, samples a token, then compresses when
+//     the sequence's EvictionSchedule says so (the arithmetic the real
+//     SequenceCompressor uses), truncating to its bound, so a sequence's slot
+//     count never exceeds EvictionSchedule::PeakSlots;
 //   - it stops (kStopped) after `output_tokens` tokens when that is below
 //     `max_new_tokens`, and ends by length (kLength) at `max_new_tokens`.
 //     There is no context length;
@@ -40,6 +39,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "kv/eviction_schedule.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
 #include "scheduler/request.h"
@@ -55,7 +55,7 @@ struct SimSequenceSpec {
 };
 
 // The scheduler's view of a simulated sequence: sizes and peak footprint
-// (SequenceCompressor::PeakSlots); arrival and deadline are the caller's.
+// (EvictionSchedule::PeakSlots); arrival and deadline are the caller's.
 SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec);
 
 class SimEngine : public StepEngine {
@@ -115,7 +115,7 @@ class SimEngine : public StepEngine {
   struct Seq {
     SimSequenceSpec spec;
     std::unique_ptr<SequenceKv> kv;
-    int32_t bound = 0;            // slots kept after an eviction
+    EvictionSchedule schedule{KvPolicyOptions{}, 0};  // the same arithmetic as SequenceCompressor
     int32_t prefill_target = 0;   // tokens before decoding (prompt, or the recompute)
     int32_t prefill_done = 0;
     bool recompute = false;       // the current prefill is a recompute: it samples nothing
@@ -123,7 +123,6 @@ class SimEngine : public StepEngine {
     bool ever_ran = false;        // in first_run_order_
     bool finished = false;        // reported kStopped / kLength / kError: must not run again
     int32_t generated = 0;
-    int32_t steps_since_eviction = 0;
     int32_t max_slots = 0;
     int32_t preemptions = 0;
   };

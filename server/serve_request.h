@@ -77,7 +77,7 @@ struct PreparedRequest {
   std::string request_id;
   std::vector<int32_t> prompt;
   GenerationOptions options;           // max_tokens clamped to the context
-  int32_t peak_slots = 0;              // admission footprint (SequenceCompressor::PeakSlots)
+  int32_t peak_slots = 0;              // admission footprint (EvictionSchedule::PeakSlots)
   SchedClock::time_point arrival;
   SchedClock::time_point deadline;
 };

@@ -34,7 +34,7 @@ die() { echo "compare-llamacpp: $*" >&2; exit 1; }
 [ -x "$BENCH" ] || die "$BENCH not found; run \`make build\` first"
 [ -f "$MODEL" ] || die "$MODEL not found; run \`make model\` first"
 "$PY" -c "import llama_cpp, numpy" 2>/dev/null ||
-  die "llama_cpp (llama-cpp-python) is not importable by $PY; run \`BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh\`"
+  die "llama_cpp (llama-cpp-python) is not importable by $PY; run \`BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh\`"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -6,7 +6,7 @@
 
 Uses llama-cpp-python's low-level C API bindings (no high-level `Llama` class),
 so the timed loop is llama_decode plus one numpy argmax per step. The workload
-mirrors tools/cli/beacon_bench_main.cc:
+mirrors apps/beacon_bench_main.cc:
 
   * B sequences (seq ids 0..B-1), sequence b gets the prompt
     token[i] = (b*131 + i*31 + 7) % n_vocab for i < prompt_len,
@@ -209,7 +209,7 @@ def main():
         import llama_cpp as L
     except ImportError:
         sys.exit("llamacpp_bench: llama_cpp is not importable; run "
-                 "`BEACON_WITH_LLAMACPP=1 scripts/bootstrap.sh`")
+                 "`BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh`")
     flash = {"auto": L.LLAMA_FLASH_ATTN_TYPE_AUTO, "on": L.LLAMA_FLASH_ATTN_TYPE_ENABLED,
              "off": L.LLAMA_FLASH_ATTN_TYPE_DISABLED}[args.flash_attn]
 

@@ -2,7 +2,7 @@
 # Prints, one a line, the Debian packages that hold the shared libraries the
 # given binaries load (ldd + dpkg-query -S). The image build runs it on the
 # binaries it has just built, and the runtime stage installs exactly these:
-# no second list to keep in step with scripts/bootstrap.sh by hand.
+# no second list to keep in step with tools/bootstrap.sh by hand.
 #   deploy/docker/runtime-packages.sh build/bin/beacon-serve build/bin/beacon-client
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 BINARY..." >&2; exit 2; }

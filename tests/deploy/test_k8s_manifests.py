@@ -33,7 +33,7 @@ CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("keda.sh/v1alpha1"
              ("gateway.networking.k8s.io/v1", "HTTPRoute")}
 SIGNALS = {"beacon_num_requests_waiting", "beacon_kv_cache_usage_perc"}
 METRICS_SRC = open(os.path.join(SRC, "server", "metrics.cc")).read()
-SERVE_MAIN = open(os.path.join(SRC, "server", "beacon_serve_main.cc")).read()
+SERVE_MAIN = open(os.path.join(SRC, "apps", "beacon_serve_main.cc")).read()
 BIN = os.environ.get("BEACON_BIN", "")
 MODEL = os.environ.get("BEACON_MODEL", "")
 
@@ -243,7 +243,7 @@ def test_crd_objects_structurally():
 
 def server_exit_s():
     """Seconds beacon-serve may still take after its drain timeout: cancelling
-    what is left, then the gRPC shutdown deadline (server/beacon_serve_main.cc)."""
+    what is left, then the gRPC shutdown deadline (apps/beacon_serve_main.cc)."""
     cancel = re.search(r"cancel_end = Clock::now\(\) \+ std::chrono::seconds\((\d+)\)", SERVE_MAIN)
     shutdown = re.search(r"server->Shutdown\(std::chrono::system_clock::now\(\) \+ std::chrono::seconds\((\d+)\)\)",
                          SERVE_MAIN)

@@ -45,7 +45,7 @@ TEST(ResultTableTest, JsonHasNullForMissing) {
 }
 
 TEST(PromptSetTest, LoadsTheBundledPrompts) {
-  absl::StatusOr<std::vector<EvalPrompt>> p = LoadPrompts(std::string(BEACON_SOURCE_DIR) + "/evals/long_prompts.jsonl");
+  absl::StatusOr<std::vector<EvalPrompt>> p = LoadPrompts(std::string(BEACON_SOURCE_DIR) + "/eval/prompts/long_prompts.jsonl");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_GE(p->size(), 4u);
   EXPECT_LE(p->size(), 6u);

@@ -1,6 +1,6 @@
 """Runs the C++ engine's `beacon-logits` tool and reads its output.
 
-Contract (tools/cli/beacon_logits_main.cc):
+Contract (apps/beacon_logits_main.cc):
     beacon-logits --model PATH --tokens 1,2,3 --out FILE [--chunk N] [--companions K]
 writes raw little-endian float32 [n_tokens, vocab] logits of every position
 and prints one JSON line {"n_tokens":..,"vocab":..} on stdout.

@@ -19,7 +19,7 @@ small budget). Everything is then checked through Prometheus's HTTP API:
 - every PromQL expression of deploy/grafana/beacon-dashboard.json (Grafana
   variables substituted) parses and returns data over the load.
 
-Needs /usr/bin/prometheus and /usr/bin/promtool (scripts/bootstrap.sh
+Needs /usr/bin/prometheus and /usr/bin/promtool (tools/bootstrap.sh
 installs them); PROMETHEUS and PROMTOOL override the paths."""
 import concurrent.futures
 import json
@@ -93,7 +93,7 @@ class Prometheus:
     def __init__(self, target, rule_file):
         for b in (PROMETHEUS, PROMTOOL):
             if not os.access(b, os.X_OK):
-                raise RuntimeError(f"{b} not found: apt-get install prometheus (scripts/bootstrap.sh does)")
+                raise RuntimeError(f"{b} not found: apt-get install prometheus (tools/bootstrap.sh does)")
         self.dir = tempfile.mkdtemp(prefix="beacon-prom-")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

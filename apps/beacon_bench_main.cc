@@ -1,0 +1,224 @@
+// beacon-bench: measured performance of the engine.
+//
+//   beacon-bench decode --model PATH [--batches 1,4,16,64] [--prompt-len 32]
+//                       [--steps 32] [--threads N] [--json FILE]
+//   beacon-bench policy ...   KV policies' cost on the CPU backend
+//   beacon-bench cuda ...     the CUDA backend (bench/cuda_bench.h;
+//                             builds with CUDA only)
+//
+// Measures, in one run, this machine's memory bandwidth (a streaming copy of
+// a buffer far larger than the caches) and decode throughput at each batch
+// size; prints the batch-1 fraction of the bandwidth roofline (weight bytes
+// read per token / step time against that bandwidth).
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "engine/runtime.h"
+#include "bench/policy_bench.h"
+#include "nlohmann/json.hpp"
+#include "util/cli_args.h"
+
+namespace beacon {
+#ifdef BEACON_HAVE_CUDA
+int CudaBenchMain(const cli::Args& args);
+#endif
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "beacon-bench: %s\n", std::string(s.message()).c_str());
+  return 2;
+}
+
+// STREAM-style copy of `bytes` over the pool's threads: bytes read + written
+// per second, best of several repetitions.
+double MeasureCopyBandwidth(ThreadPool* pool, size_t bytes) {
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = Clock::now();
+    const int64_t chunks = 256;
+    pool->ParallelFor(chunks, 1, [&](int64_t begin, int64_t end, int) {
+      const size_t c = bytes / chunks;
+      std::memcpy(b.data() + begin * c, a.data() + begin * c, (end - begin) * c);
+    });
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, 2.0 * bytes / s);
+  }
+  return best + (b[bytes / 2] == 42 ? 1 : 0);  // keep the copy observable
+}
+
+struct DecodeResult {
+  int batch;
+  double step_ms;
+  double tokens_per_second;
+};
+
+absl::StatusOr<DecodeResult> BenchDecode(Runtime* rt, int batch, int prompt_len, int steps) {
+  const ModelConfig& cfg = rt->config();
+  std::unique_ptr<KvCache> cache = rt->MakeKvCache(int64_t{batch} * (prompt_len + steps + 32));
+  std::vector<SequenceKv> seqs;
+  std::vector<std::vector<int32_t>> last(batch);
+  for (int b = 0; b < batch; ++b) seqs.emplace_back(cache.get());
+  std::vector<float> logits;
+  auto argmax = [&](size_t row) {
+    const float* r = logits.data() + row * cfg.vocab_size;
+    return static_cast<int32_t>(std::max_element(r, r + cfg.vocab_size) - r);
+  };
+  // Prefill distinct prompts, one sequence at a time (not timed).
+  for (int b = 0; b < batch; ++b) {
+    std::vector<int32_t> prompt(prompt_len);
+    for (int i = 0; i < prompt_len; ++i) prompt[i] = (b * 131 + i * 31 + 7) % cfg.vocab_size;
+    ForwardEntry e{&seqs[b], prompt, 0, false};
+    if (absl::Status s = rt->backend()->Forward(std::span<const ForwardEntry>(&e, 1), &logits); !s.ok()) return s;
+    last[b] = {argmax(0)};
+  }
+  auto step = [&](int pos) -> absl::Status {
+    std::vector<ForwardEntry> entries;
+    for (int b = 0; b < batch; ++b) entries.push_back(ForwardEntry{&seqs[b], last[b], pos, false});
+    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
+    for (int b = 0; b < batch; ++b) last[b] = {argmax(b)};
+    return absl::OkStatus();
+  };
+  if (absl::Status s = step(prompt_len); !s.ok()) return s;  // warm-up
+  const auto t0 = Clock::now();
+  for (int i = 1; i <= steps; ++i) {
+    if (absl::Status s = step(prompt_len + i); !s.ok()) return s;
+  }
+  const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (SequenceKv& s : seqs) s.Release();
+  return DecodeResult{batch, sec / steps * 1e3, batch * steps / sec};
+}
+
+// beacon-bench policy: each policy's cost per decode step and per eviction
+// as a share of the decode step time, on one sequence.
+int PolicyMain(const cli::Args& args) {
+  absl::StatusOr<int64_t> budget = args.Int("kv-budget"), interval = args.Int("kv-interval"),
+                          steps = args.Int("decode-steps"), prompt_len = args.Int("prompt-len"),
+                          threads = args.Int("threads");
+  for (const absl::Status& s : {budget.status(), interval.status(), steps.status(), prompt_len.status(),
+                                threads.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  std::vector<KvPolicyOptions> policies;
+  for (absl::string_view p : absl::StrSplit(args.Str("policies"), ',', absl::SkipEmpty())) {
+    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(std::string(p));
+    o.budget = static_cast<int32_t>(*budget);
+    o.interval = static_cast<int32_t>(*interval);
+    if (absl::Status s = o.Validate(); !s.ok()) return Fail(s);
+    policies.push_back(o);
+  }
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+  std::printf("model %s, prompt %lld, %lld decode steps, budget %lld, interval %lld, threads %d\n",
+              ro.model.c_str(), static_cast<long long>(*prompt_len), static_cast<long long>(*steps),
+              static_cast<long long>(*budget), static_cast<long long>(*interval), (*rt)->pool()->n_threads());
+  std::printf("%-10s %10s %10s %12s %12s %12s %10s\n", "policy", "step ms", "evictions", "observe/step",
+              "evict/step", "total", "peak KV");
+  nlohmann::json out;
+  for (const KvPolicyOptions& o : policies) {
+    absl::StatusOr<PolicyBenchResult> r =
+        BenchPolicy(rt->get(), o, static_cast<int32_t>(*prompt_len), static_cast<int32_t>(*steps));
+    if (!r.ok()) return Fail(r.status());
+    const double step_ms = (r->decode_s - r->observe_s) / r->steps * 1e3;
+    std::printf("%-10s %10.2f %10lld %11.2f%% %11.2f%% %11.2f%% %10d\n", o.policy.c_str(), step_ms,
+                static_cast<long long>(r->evictions), 100 * r->observe_share(), 100 * r->evict_share(),
+                100 * (r->observe_share() + r->evict_share()), r->peak_slots);
+    out["policies"].push_back({{"policy", o.policy}, {"step_ms", step_ms}, {"evictions", r->evictions},
+                               {"observe_share", r->observe_share()}, {"evict_share", r->evict_share()},
+                               {"peak_slots", r->peak_slots}});
+  }
+  if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  cli::Args args;
+  args.Declare("model", false, "models/default.gguf", "model spec");
+  args.Declare("batches", false, "1,4,16,64", "batch sizes");
+  args.Declare("prompt-len", false, "32", "prompt tokens per sequence before decoding");
+  args.Declare("steps", false, "32", "timed decode steps per batch size");
+  args.Declare("threads", false, "0", "CPU threads (0 = all)");
+  args.Declare("json", false, "", "also write the results to this JSON file");
+  args.Declare("policies", false, "beacon,h2o,snapkv,rkv,streaming,random", "policy: KV policies to measure");
+  args.Declare("kv-budget", false, "512", "policy: KV budget");
+  args.Declare("kv-interval", false, "128", "policy: eviction interval");
+  args.Declare("decode-steps", false, "1024", "policy: decode steps per policy");
+  args.Declare("context", false, "1024", "cuda: cached slots per sequence in the decode benchmark");
+  args.Declare("pool-seqs", false, "16", "cuda: the throughput pool holds this many full sequences");
+  args.Declare("prompt-tokens", false, "256", "cuda: prompt tokens per request (throughput)");
+  args.Declare("output-tokens", false, "8192", "cuda: output tokens per request (throughput)");
+  args.Declare("throughput-steps", false, "512", "cuda: timed decode steps per policy (throughput)");
+  if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
+  const std::string mode = args.positional().size() == 1 ? args.positional()[0] : "";
+  if (mode != "decode" && mode != "policy" && mode != "cuda") {
+    std::fprintf(stderr, "usage: beacon-bench decode|policy|cuda [options]\n%s", args.Usage().c_str());
+    return 2;
+  }
+  if (mode == "policy") return PolicyMain(args);
+  if (mode == "cuda") {
+#ifdef BEACON_HAVE_CUDA
+    return CudaBenchMain(args);
+#else
+    return Fail(absl::FailedPreconditionError("this build has no CUDA (configure with nvcc on the PATH)"));
+#endif
+  }
+  absl::StatusOr<int64_t> prompt_len = args.Int("prompt-len"), steps = args.Int("steps"), threads = args.Int("threads");
+  for (const absl::Status& s : {prompt_len.status(), steps.status(), threads.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  std::vector<int> batches;
+  for (absl::string_view p : absl::StrSplit(args.Str("batches"), ',', absl::SkipEmpty())) {
+    int b;
+    if (!absl::SimpleAtoi(p, &b) || b < 1) return Fail(absl::InvalidArgumentError("--batches: bad value"));
+    batches.push_back(b);
+  }
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+
+  const double weight_bytes = static_cast<double>((*rt)->weights().StreamedWeightBytes());
+  // DRAM bandwidth: 1 GiB each way, far past any last-level cache. Also the
+  // bandwidth of a copy the size of the weights, which may be cache-resident
+  // (a small model can fit a server CPU's L3): the tighter roofline then.
+  const double bw = MeasureCopyBandwidth((*rt)->pool(), size_t{1} << 30);
+  const double bw_model = MeasureCopyBandwidth((*rt)->pool(), static_cast<size_t>(weight_bytes) / 64 * 64);
+  std::printf("model %s: %d layers, hidden %d, weights read per step %.1f MB (%s matrices)\n",
+              ro.model.c_str(), (*rt)->config().n_layers, (*rt)->config().hidden, weight_bytes / 1e6,
+              std::string(DTypeName((*rt)->weights().layers[0].wq.dtype)).c_str());
+  std::printf("threads %d, streaming copy bandwidth %.2f GB/s (1 GiB, read+write), %.2f GB/s (weight-sized)\n",
+              (*rt)->pool()->n_threads(), bw / 1e9, bw_model / 1e9);
+  std::printf("%6s %10s %12s %10s %14s\n", "batch", "step ms", "tokens/s", "roofline", "roofline(wsz)");
+  nlohmann::json out = {{"model", ro.model}, {"threads", (*rt)->pool()->n_threads()},
+                        {"copy_bandwidth_gbps", bw / 1e9}, {"copy_bandwidth_weight_sized_gbps", bw_model / 1e9},
+                        {"weight_bytes", weight_bytes}};
+  for (int b : batches) {
+    absl::StatusOr<DecodeResult> r = BenchDecode(rt->get(), b, static_cast<int>(*prompt_len), static_cast<int>(*steps));
+    if (!r.ok()) return Fail(r.status());
+    // The bandwidth roofline of one step: every weight byte read once.
+    const double roof_ms = weight_bytes / bw * 1e3;
+    const double frac = roof_ms / r->step_ms;
+    const double frac_model = weight_bytes / bw_model * 1e3 / r->step_ms;
+    std::printf("%6d %10.2f %12.1f %9.0f%% %13.0f%%\n", b, r->step_ms, r->tokens_per_second, frac * 100,
+                frac_model * 100);
+    out["decode"].push_back({{"batch", b}, {"step_ms", r->step_ms}, {"tokens_per_second", r->tokens_per_second},
+                             {"roofline_fraction", frac}, {"roofline_fraction_weight_sized", frac_model}});
+  }
+  if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace beacon
+
+int main(int argc, char** argv) { return beacon::Main(argc, argv); }

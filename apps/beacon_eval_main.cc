@@ -1,0 +1,273 @@
+// beacon-eval: fidelity of the KV eviction policies against the full cache
+// (docs/fidelity.md).
+//
+//   beacon-eval model [--model models/default.gguf] [--prompts eval/prompts/long_prompts.jsonl]
+//                     [--tokens 2048] [--policies streaming,h2o,snapkv,rkv,random,beacon]
+//                     [--budgets 128,256,512,1024] [--interval 128] [--out-dir build/eval]
+//                     [--threads N] [--max-prompts N]
+//   beacon-eval synthetic [--budgets 64,128,256,512] [--policies ...] [--seed S]
+//                         [--traces 4] [--middle 2000] [--out-dir build/eval]
+//
+// Writes OUT/{model,synthetic}_results.{csv,md,json} and, through
+// tools/plot_fidelity.py (matplotlib), OUT/{model,synthetic}_fidelity.png.
+// Progress goes to stderr.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "eval/model_eval.h"
+#include "eval/policy_grid.h"
+#include "eval/report.h"
+#include "eval/synthetic_eval.h"
+#include "util/cli_args.h"
+
+namespace beacon {
+namespace {
+
+constexpr char kDefaultPolicies[] = "streaming,h2o,snapkv,rkv,random,beacon";
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "beacon-eval: %s\n", std::string(s.message()).c_str());
+  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+absl::StatusOr<std::vector<int32_t>> ParseInts(const cli::Args& args, const std::string& flag) {
+  std::vector<int32_t> out;
+  for (absl::string_view p : absl::StrSplit(args.Str(flag), ',', absl::SkipEmpty())) {
+    int32_t v;
+    if (!absl::SimpleAtoi(p, &v) || v < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", p, "' is not a positive integer"));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": empty"));
+  return out;
+}
+
+std::vector<std::string> ParseList(const cli::Args& args, const std::string& flag) {
+  std::vector<std::string> out;
+  for (absl::string_view p : absl::StrSplit(args.Str(flag), ',', absl::SkipEmpty())) out.emplace_back(p);
+  return out;
+}
+
+// Writes the three result files and the plot; a failed plot is a warning.
+int Finish(const cli::Args& args, const eval::ResultTable& table, const std::string& markdown,
+           const nlohmann::json& settings, const std::string& stem, const std::string& title) {
+  const std::string dir = args.Str("out-dir");
+  if (absl::Status s = eval::WriteResults(table, markdown, settings, dir, absl::StrCat(stem, "_results")); !s.ok()) {
+    return Fail(s);
+  }
+  std::printf("%s", markdown.c_str());
+  std::fprintf(stderr, "beacon-eval: wrote %s/%s_results.{csv,md,json}\n", dir.c_str(), stem.c_str());
+  if (!args.Flag("no-plot")) {
+    const std::string png = absl::StrCat(dir, "/", stem, "_fidelity.png");
+    absl::Status s = eval::RunPlot(args.Str("plot-script"), absl::StrCat(dir, "/", stem, "_results.csv"), png, title);
+    if (s.ok()) {
+      std::fprintf(stderr, "beacon-eval: wrote %s\n", png.c_str());
+    } else {
+      std::fprintf(stderr, "beacon-eval: warning: %s\n", std::string(s.message()).c_str());
+    }
+  }
+  return 0;
+}
+
+// The model results as a table; the column keys are what
+// tools/plot_fidelity.py reads.
+eval::ResultTable ModelTable(const std::vector<eval::ModelResult>& results) {
+  eval::ResultTable table({{"policy", "policy", 0},
+                           {"budget", "budget", 0},
+                           {"kl", "KL (nats)", 4},
+                           {"top1", "top-1", 3},
+                           {"recall", "attn recall", 3},
+                           {"kl_post", "KL post", 4},
+                           {"top1_post", "top-1 post", 3},
+                           {"recall_post", "recall post", 3},
+                           {"agreement", "agree len", 0},
+                           {"peak_slots", "peak slots", 0},
+                           {"evictions", "evictions", 1},
+                           {"post_steps", "post steps", 0}});
+  for (const eval::ModelResult& r : results) {
+    table.AddRow({r.policy, static_cast<double>(r.budget), r.kl, r.top1, r.recall, eval::NumberOrNone(r.kl_post),
+                  eval::NumberOrNone(r.top1_post), eval::NumberOrNone(r.recall_post), r.agreement, r.peak_slots,
+                  r.evictions, r.post_steps});
+  }
+  return table;
+}
+
+int Model(const cli::Args& args) {
+  eval::ModelEvalOptions o;
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets");
+  if (!budgets.ok()) return Fail(budgets.status());
+  o.budgets = *budgets;
+  o.policies = ParseList(args, "policies");
+  absl::StatusOr<int64_t> tokens = args.Int("tokens"), interval = args.Int("interval"), threads = args.Int("threads"),
+                          max_prompts = args.Int("max-prompts");
+  for (const absl::Status& s : {tokens.status(), interval.status(), threads.status(), max_prompts.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  if (*tokens < 2) return Fail(absl::InvalidArgumentError("--tokens must be >= 2"));
+  if (*interval < 1) return Fail(absl::InvalidArgumentError("--interval must be >= 1"));
+  if (*max_prompts < 0) return Fail(absl::InvalidArgumentError("--max-prompts must be >= 0 (0 = all)"));
+  o.tokens = static_cast<int32_t>(*tokens);
+  o.interval = static_cast<int32_t>(*interval);
+
+  // Bad grids fail before the model loads.
+  if (absl::StatusOr<std::vector<eval::PolicySpec>> g = eval::MakePolicyGrid(o.policies, o.budgets, o.interval);
+      !g.ok()) {
+    return Fail(g.status());
+  }
+  absl::StatusOr<std::vector<eval::EvalPrompt>> prompts = eval::LoadPrompts(args.Str("prompts"));
+  if (!prompts.ok()) return Fail(prompts.status());
+  if (*max_prompts > 0 && static_cast<size_t>(*max_prompts) < prompts->size()) prompts->resize(*max_prompts);
+
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+  if ((*rt)->tokenizer() == nullptr) {
+    return Fail(absl::FailedPreconditionError("model " + ro.model + " has no tokenizer: it cannot run chat prompts"));
+  }
+  absl::StatusOr<eval::ModelEvalReport> report = eval::RunModelEval(rt->get(), *prompts, o, stderr);
+  if (!report.ok()) return Fail(report.status());
+
+  const eval::ResultTable table = ModelTable(report->results);
+  nlohmann::json settings = {{"model", ro.model},         {"prompts_file", args.Str("prompts")},
+                             {"tokens", o.tokens},         {"interval", o.interval},
+                             {"threads", (*rt)->pool()->n_threads()}, {"seconds", report->seconds}};
+  std::string md = absl::StrFormat(
+      "# beacon-eval model\n\nmodel %s, %d prompts, T=%d generated tokens each, interval %d, %.0f s\n\n",
+      ro.model, report->prompts.size(), o.tokens, o.interval, report->seconds);
+  md += "| prompt | prompt tokens | distinct 4-grams | trace s | replay s | ref mismatches | agreement mismatches |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const eval::PromptSummary& p : report->prompts) {
+    settings["prompts"].push_back({{"id", p.id}, {"prompt_tokens", p.prompt_tokens},
+                                   {"trace_seconds", p.trace_seconds}, {"replay_seconds", p.replay_seconds},
+                                   {"reference_mismatches", p.reference_mismatches},
+                                   {"agreement_mismatches", p.agreement_mismatches},
+                                   {"distinct_4grams", p.distinct_4grams}, {"text", p.text},
+                                   {"results", ModelTable(p.results).ToJson()}});
+    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %.0f | %.0f | %d | %d |\n", p.id, p.prompt_tokens,
+                          p.distinct_4grams, p.trace_seconds, p.replay_seconds, p.reference_mismatches,
+                          p.agreement_mismatches);
+  }
+  for (const auto& [key, title] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"kl", "Mean KL(full || policy), nats, all steps"},
+           {"kl_post", "Mean KL after the first eviction"},
+           {"top1", "Top-1 agreement, all steps"},
+           {"recall", "Attention-mass recall, all steps"},
+           {"recall_post", "Attention-mass recall after the first eviction"},
+           {"agreement", "Free-running greedy agreement length (tokens)"}}) {
+    absl::StrAppend(&md, "\n## ", title, "\n\n", table.PivotMarkdown("policy", "budget", key));
+  }
+  for (const eval::PromptSummary& p : report->prompts) {
+    const eval::ResultTable per_prompt = ModelTable(p.results);
+    absl::StrAppend(&md, "\n## Prompt ", p.id, ": KL after the first eviction\n\n",
+                    per_prompt.PivotMarkdown("policy", "budget", "kl_post"), "\n## Prompt ", p.id,
+                    ": attention-mass recall after the first eviction\n\n",
+                    per_prompt.PivotMarkdown("policy", "budget", "recall_post"));
+  }
+  absl::StrAppend(&md, "\n## All metrics\n\n", table.ToMarkdown());
+  return Finish(args, table, md, settings, "model",
+                absl::StrFormat("%s: %d prompts, T=%d", ro.model, report->prompts.size(), o.tokens));
+}
+
+int Synthetic(const cli::Args& args) {
+  eval::SyntheticEvalOptions o;
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets");
+  if (!budgets.ok()) return Fail(budgets.status());
+  o.budgets = *budgets;
+  o.policies = ParseList(args, "policies");
+  absl::StatusOr<int64_t> seed = args.Int("seed"), traces = args.Int("traces"), middle = args.Int("middle"),
+                          interval = args.Int("interval");
+  for (const absl::Status& s : {seed.status(), traces.status(), middle.status(), interval.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  if (*traces < 1) return Fail(absl::InvalidArgumentError("--traces must be >= 1"));
+  if (*interval < 1) return Fail(absl::InvalidArgumentError("--interval must be >= 1"));
+  o.traces = static_cast<int>(*traces);
+  o.interval = static_cast<int32_t>(*interval);
+  o.trace.seed = static_cast<uint64_t>(*seed);
+  o.trace.middle_len = static_cast<int>(*middle);
+  absl::StatusOr<std::vector<eval::SyntheticResult>> results =
+      eval::RunSyntheticEval(o, [](int t, int n) { std::fprintf(stderr, "[synthetic] trace %d/%d done\n", t, n); });
+  if (!results.ok()) return Fail(results.status());
+
+  eval::ResultTable table({{"policy", "policy", 0},
+                           {"budget", "budget", 0},
+                           {"revisit_recall", "revisit recall", 3},
+                           {"all_recall", "all-query recall", 3},
+                           {"plan_kept_end", "plan kept at end", 3},
+                           {"peak_slots", "peak slots", 0},
+                           {"evictions", "evictions", 1},
+                           {"revisit_queries", "revisit queries", 0}});
+  for (const eval::SyntheticResult& r : *results) {
+    table.AddRow({r.policy, static_cast<double>(r.budget), r.revisit_recall, r.all_recall, r.plan_kept_end,
+                  r.peak_slots, r.evictions, static_cast<double>(r.revisit_queries)});
+  }
+  const eval::SyntheticTraceOptions& t = o.trace;
+  const nlohmann::json settings = {
+      {"seed", t.seed},           {"traces", o.traces},           {"interval", o.interval},
+      {"n_heads", t.n_heads},     {"n_kv_heads", t.n_kv_heads},   {"head_dim", t.head_dim},
+      {"rope_theta", t.rope_theta}, {"prompt_len", t.prompt_len}, {"plan_len", t.plan_len},
+      {"plan_steps", t.plan_steps}, {"middle_len", t.middle_len}, {"segment_len", t.segment_len},
+      {"revisit_every", t.revisit_every}, {"plan_logit", t.plan_logit}, {"work_logit", t.work_logit},
+      {"noise", t.noise}};
+  std::string md = absl::StrFormat(
+      "# beacon-eval synthetic\n\n%d traces (seeds %d..%d): prompt %d, plan %d, middle %d tokens; "
+      "%d query / %d KV heads, head dim %d, rope theta %g; interval %d\n",
+      o.traces, t.seed, t.seed + o.traces - 1, t.prompt_len, t.plan_len, t.middle_len, t.n_heads, t.n_kv_heads,
+      t.head_dim, t.rope_theta, o.interval);
+  absl::StrAppend(&md, "\n## Revisit recall\n\n", table.PivotMarkdown("policy", "budget", "revisit_recall"),
+                  "\n## All-query recall\n\n", table.PivotMarkdown("policy", "budget", "all_recall"),
+                  "\n## Plan keys kept at the end\n\n", table.PivotMarkdown("policy", "budget", "plan_kept_end"),
+                  "\n## All metrics\n\n", table.ToMarkdown());
+  return Finish(args, table, md, settings, "synthetic",
+                absl::StrFormat("synthetic revisiting traces: %d traces, %d tokens", o.traces, t.n_tokens()));
+}
+
+int Main(int argc, char** argv) {
+  const std::string command = argc >= 2 ? argv[1] : "";
+  const bool model = command == "model";
+  if (!model && command != "synthetic") {
+    std::fprintf(stderr, "usage: beacon-eval model|synthetic [options]   (--help after the command for options)\n");
+    return 2;
+  }
+  cli::Args args;
+  args.Declare("policies", false, kDefaultPolicies, "KV policies to rate, comma-separated");
+  args.Declare("budgets", false, model ? "128,256,512,1024" : "64,128,256,512", "KV budgets, comma-separated");
+  args.Declare("interval", false, "128", "decode steps between evictions");
+  args.Declare("out-dir", false, "build/eval", "directory for the results");
+  args.Declare("plot-script", false, "tools/plot_fidelity.py", "the plotting script");
+  args.Declare("no-plot", true, "", "skip the PNG");
+  args.Declare("help", true, "", "show this help");
+  if (model) {
+    args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
+    args.Declare("prompts", false, "eval/prompts/long_prompts.jsonl", "JSON-lines prompts {\"id\", \"prompt\"}");
+    args.Declare("tokens", false, "2048", "generated tokens T per prompt (the trace length)");
+    args.Declare("threads", false, "0", "CPU threads (0 = all)");
+    args.Declare("max-prompts", false, "0", "use only the first N prompts (0 = all)");
+  } else {
+    args.Declare("seed", false, "1", "seed of the first trace");
+    args.Declare("traces", false, "4", "traces (seeds seed, seed+1, ...) to average over");
+    args.Declare("middle", false, "2000", "working tokens after the plan span");
+  }
+  if (absl::Status s = args.Parse(argc, argv, 2); !s.ok()) return Fail(s);
+  if (args.Flag("help")) {
+    std::printf("usage: beacon-eval %s [options]\n%s", command.c_str(), args.Usage().c_str());
+    return 0;
+  }
+  if (!args.positional().empty()) {
+    return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
+  }
+  return model ? Model(args) : Synthetic(args);
+}
+
+}  // namespace
+}  // namespace beacon
+
+int main(int argc, char** argv) { return beacon::Main(argc, argv); }

@@ -1,0 +1,210 @@
+// beacon-run: generate a completion for one prompt on the CPU engine.
+//
+//   beacon-run --model PATH (--prompt TEXT | --prompt-file F) [--chat]
+//              --max-tokens N --temperature T --top-p P --top-k K --seed S
+//              [--ignore-eos] [--stop STR ...] --output-format text|jsonl
+//
+// text streams the completion to stdout; jsonl prints one object per token
+// {"id":..,"text":..} and then a summary object.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "engine/batch_runner.h"
+#include "engine/runtime.h"
+#include "nlohmann/json.hpp"
+#include "util/cli_args.h"
+#include "kv/kv_flags.h"
+
+namespace beacon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "beacon-run: %s\n", std::string(s.message()).c_str());
+  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string Json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int Main(int argc, char** argv) {
+  cli::Args args;
+  args.Declare("model", false, "models/default.gguf", "GGUF file, HF directory or dummy:config.json");
+  args.Declare("prompt", false, "", "prompt text");
+  args.Declare("prompt-file", false, "", "read the prompt from this file");
+  args.Declare("prompt-tokens", false, "", "the prompt as comma-separated token ids (no template)");
+  args.Declare("chat", true, "", "wrap the prompt as a user turn of the model's chat template");
+  args.Declare("system", false, "", "system message (with --chat)");
+  args.Declare("max-tokens", false, "256", "tokens to generate at most");
+  args.Declare("temperature", false, "0", "0 = greedy");
+  args.Declare("top-p", false, "1", "nucleus sampling mass (1 = off)");
+  args.Declare("top-k", false, "0", "top-k sampling (0 = off)");
+  args.Declare("min-p", false, "0", "min-p sampling (0 = off)");
+  args.Declare("repetition-penalty", false, "1", "CTRL-style repetition penalty (1 = off)");
+  args.Declare("presence-penalty", false, "0", "OpenAI presence penalty");
+  args.Declare("frequency-penalty", false, "0", "OpenAI frequency penalty");
+  args.Declare("seed", false, "", "sampling seed (same seed, same tokens)");
+  args.Declare("ignore-eos", true, "", "keep generating past end-of-sequence tokens");
+  args.Declare("stop", false, "", "stop string (repeatable); never printed");
+  args.Declare("stop-token-id", false, "", "stop token id (repeatable)");
+  args.Declare("output-format", false, "text", "text or jsonl");
+  args.Declare("threads", false, "0", "CPU threads (0 = all)");
+  args.Declare("device", false, "cpu", "engine device: cpu or cuda");
+  args.Declare("prefill-chunk", false, "512", "prompt tokens per forward step");
+  DeclareKvFlags(&args, "full");
+  args.Declare("help", true, "", "show this help");
+  if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
+  if (args.Flag("help")) {
+    std::printf("usage: beacon-run [options]\n%s", args.Usage().c_str());
+    return 0;
+  }
+  if (!args.positional().empty()) {
+    return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
+  }
+  const std::string format = args.Str("output-format");
+  if (format != "text" && format != "jsonl") {
+    return Fail(absl::InvalidArgumentError("--output-format must be text or jsonl, got '" + format + "'"));
+  }
+  std::string prompt = args.Str("prompt");
+  if (args.Has("prompt-file")) {
+    if (args.Has("prompt")) return Fail(absl::InvalidArgumentError("give --prompt or --prompt-file, not both"));
+    std::ifstream in(args.Str("prompt-file"), std::ios::binary);
+    if (!in) return Fail(absl::NotFoundError("cannot read --prompt-file " + args.Str("prompt-file")));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    prompt = ss.str();
+  }
+  absl::StatusOr<std::vector<int32_t>> parsed_ids = args.IntList("prompt-tokens");
+  if (!parsed_ids.ok()) return Fail(parsed_ids.status());
+  const std::vector<int32_t> prompt_ids = std::move(*parsed_ids);
+  if (!prompt_ids.empty() && !prompt.empty()) {
+    return Fail(absl::InvalidArgumentError("give a text prompt or --prompt-tokens, not both"));
+  }
+  if (prompt.empty() && prompt_ids.empty()) {
+    return Fail(absl::InvalidArgumentError("the prompt is empty: pass --prompt, --prompt-file or --prompt-tokens"));
+  }
+
+  GenerationOptions opts;
+  absl::StatusOr<int64_t> max_tokens = args.Int("max-tokens"), top_k = args.Int("top-k"),
+                          threads = args.Int("threads"), chunk = args.Int("prefill-chunk");
+  absl::StatusOr<double> temp = args.Double("temperature"), top_p = args.Double("top-p"),
+                         min_p = args.Double("min-p"), rep = args.Double("repetition-penalty"),
+                         pres = args.Double("presence-penalty"), freq = args.Double("frequency-penalty");
+  for (const absl::Status& s : {max_tokens.status(), top_k.status(), threads.status(), chunk.status(),
+                                temp.status(), top_p.status(), min_p.status(), rep.status(), pres.status(),
+                                freq.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  if (*chunk < 1) return Fail(absl::InvalidArgumentError("--prefill-chunk must be >= 1"));
+  opts.max_tokens = static_cast<int32_t>(*max_tokens);
+  opts.sampling.temperature = static_cast<float>(*temp);
+  opts.sampling.top_p = static_cast<float>(*top_p);
+  opts.sampling.top_k = static_cast<int32_t>(*top_k);
+  opts.sampling.min_p = static_cast<float>(*min_p);
+  opts.sampling.repetition_penalty = static_cast<float>(*rep);
+  opts.sampling.presence_penalty = static_cast<float>(*pres);
+  opts.sampling.frequency_penalty = static_cast<float>(*freq);
+  if (args.Has("seed")) {
+    absl::StatusOr<int64_t> seed = args.Int("seed");
+    if (!seed.ok()) return Fail(seed.status());
+    opts.sampling.seed = static_cast<uint64_t>(*seed);
+  }
+  opts.ignore_eos = args.Flag("ignore-eos");
+  opts.stop = args.All("stop");
+  for (const std::string& s : args.All("stop-token-id")) {
+    int32_t id;
+    if (!absl::SimpleAtoi(s, &id)) return Fail(absl::InvalidArgumentError("--stop-token-id expects an integer"));
+    opts.stop_token_ids.push_back(id);
+  }
+
+  if (absl::Status s = ParseKvOptions(args, &opts.kv); !s.ok()) return Fail(s);
+
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  ro.device = args.Str("device");
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+  const ModelConfig& cfg = (*rt)->config();
+  if ((*rt)->tokenizer() == nullptr) {
+    return Fail(absl::FailedPreconditionError(
+        "model " + ro.model + " has no tokenizer (dummy weights); use beacon-bench to run it"));
+  }
+  if (absl::Status s = opts.Validate(cfg.vocab_size); !s.ok()) return Fail(s);
+  absl::StatusOr<std::vector<int32_t>> ids = prompt_ids;
+  if (prompt_ids.empty()) ids = (*rt)->EncodePrompt(prompt, args.Flag("chat"), args.Str("system"));
+  if (!ids.ok()) return Fail(ids.status());
+  for (int32_t id : *ids) {
+    if (id < 0 || id >= cfg.vocab_size) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--prompt-tokens: token id ", id, " is outside the vocabulary [0, ", cfg.vocab_size, ")")));
+    }
+  }
+  if (static_cast<int64_t>(ids->size()) >= cfg.context_length) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("the prompt has ", ids->size(),
+                                                        " tokens; the model's context is ", cfg.context_length)));
+  }
+  const int32_t n_prompt = static_cast<int32_t>(ids->size());
+  const int32_t max_out = std::min<int32_t>(opts.max_tokens, cfg.context_length - n_prompt);
+  // The cache holds what this sequence can peak at: constant in max_tokens
+  // under a compressing policy.
+  std::unique_ptr<KvCache> cache = (*rt)->MakeKvCache(SequenceCompressor::PeakSlots(opts.kv, n_prompt, max_out));
+  absl::StatusOr<std::unique_ptr<Generation>> created =
+      Generation::Create((*rt)->tokenizer(), cache.get(), cfg, std::move(*ids), opts);
+  if (!created.ok()) return Fail(created.status());
+  Generation& gen = **created;
+
+  const bool jsonl = format == "jsonl";
+  const auto t0 = Clock::now();
+  Clock::time_point t_first;
+  int32_t n_out = 0;
+  Generation* gens[] = {&gen};
+  BatchRunnerOptions bro;
+  bro.prefill_chunk = static_cast<int32_t>(*chunk);
+  absl::Status run = RunToCompletion((*rt)->backend(), gens, bro, [&](size_t, const TokenEvent& ev) {
+    if (n_out++ == 0) t_first = Clock::now();
+    if (jsonl) {
+      std::printf("%s\n", Json({{"id", ev.id}, {"text", ev.text}}).c_str());
+    } else {
+      std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
+    }
+    std::fflush(stdout);
+  });
+  if (!run.ok()) return Fail(run);
+  const auto t1 = Clock::now();
+  const double ttft = std::chrono::duration<double>(t_first - t0).count();
+  const double decode_s = std::chrono::duration<double>(t1 - t_first).count();
+  const double tps = n_out > 1 && decode_s > 0 ? (n_out - 1) / decode_s : 0.0;
+  if (jsonl) {
+    nlohmann::json summary = {
+        {"finish_reason", std::string(FinishReasonName(gen.finish_reason()))},
+        {"prompt_tokens", n_prompt},
+        {"completion_tokens", n_out},
+        {"tokens_per_second", tps},
+        {"time_to_first_token_ms", ttft * 1e3},
+        {"prefill_tokens_per_second", ttft > 0 ? n_prompt / ttft : 0.0},
+        {"kv_peak_tokens", gen.kv()->peak_slots()},
+        {"kv_policy", opts.kv.policy},
+        {"evictions", gen.compressor() != nullptr ? gen.compressor()->evictions() : 0},
+        {"evicted_tokens", gen.compressor() != nullptr ? gen.compressor()->evicted_slots() : 0},
+    };
+    std::printf("%s\n", Json(summary).c_str());
+  } else {
+    std::printf("\n");
+    std::fprintf(stderr, "[%d prompt + %d completion tokens, %.1f tok/s decode, TTFT %.0f ms, finish: %s]\n",
+                 n_prompt, n_out, tps, ttft * 1e3, std::string(FinishReasonName(gen.finish_reason())).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace beacon
+
+int main(int argc, char** argv) { return beacon::Main(argc, argv); }

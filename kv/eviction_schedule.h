@@ -1,0 +1,61 @@
+// The eviction arithmetic of one sequence, in one place: the bound it evicts
+// down to, when a decode step triggers an eviction, when a recompute chunk
+// does, and the peak slot count admission reserves. SequenceCompressor (the
+// real eviction), Generation (recompute after preemption) and the scheduler's
+// SimEngine (tests and the capacity planner) all ask this type, so the
+// planner's footprints cannot drift from what the engine does.
+//
+// The rules (DESIGN.md section 1):
+//   bound       = kept prompt + budget when keep_prompt, budget otherwise;
+//   decode step = counts one step; evicts when the cache holds more than the
+//                 bound and either `interval` steps have passed since the
+//                 last eviction or the cache reached bound + interval;
+//   recompute   = after every recompute chunk that ends past the prompt, a
+//                 cache above the bound evicts to it, so a recomputing
+//                 sequence holds at most max(prompt, bound) + one chunk;
+//   peak        = min(prompt + max_tokens, max(prompt + 1, bound + interval))
+//                 under a compressing policy, prompt + max_tokens otherwise.
+//
+// A value type: copyable, no allocation. Thread ownership: its sequence's.
+#ifndef BEACON_KV_EVICTION_SCHEDULE_H_
+#define BEACON_KV_EVICTION_SCHEDULE_H_
+
+#include <cstdint>
+
+#include "kv/kv_policy.h"
+
+namespace beacon {
+
+class EvictionSchedule {
+ public:
+  EvictionSchedule(const KvPolicyOptions& options, int32_t prompt_len);
+
+  // The peak slot count of a sequence with this prompt and output length:
+  // what admission must reserve.
+  static int64_t PeakSlots(const KvPolicyOptions& options, int32_t prompt_len, int32_t max_tokens);
+
+  bool compresses() const { return compresses_; }
+  // Slots kept after an eviction.
+  int32_t bound() const { return bound_; }
+
+  // Counts one decode step that left `slots` cached; true when the sequence
+  // must evict to bound() now.
+  bool OnDecodeStep(int32_t slots);
+  // True when a recompute that has replayed `replayed` tokens (of which the
+  // first `prompt_len` are the prompt) and holds `slots` must evict now.
+  bool EvictsAfterRecomputeChunk(int32_t replayed, int32_t slots) const;
+  // The sequence evicted (or tried to, on a device that failed): the
+  // interval counts from here.
+  void OnEvicted() { steps_since_eviction_ = 0; }
+
+ private:
+  bool compresses_;
+  int32_t prompt_len_;
+  int32_t bound_;
+  int32_t interval_;
+  int32_t steps_since_eviction_ = 0;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_KV_EVICTION_SCHEDULE_H_

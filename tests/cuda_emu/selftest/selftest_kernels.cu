@@ -1,0 +1,89 @@
+// Kernels for the emulator's self-test; see selftest_kernels.h. Valid CUDA,
+// though only ever compiled through gen.py.
+#include "tests/cuda_emu/selftest/selftest_kernels.h"
+
+#include <cuda_pipeline.h>
+
+namespace emu_selftest {
+namespace {
+
+__global__ void BlockSumKernel(const float* in, float* out, bool barrier) {
+  __shared__ float partial[kBlockThreads];
+  partial[threadIdx.x] = in[blockIdx.x * kBlockThreads + threadIdx.x];
+  if (barrier) __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0.f;
+    for (int i = 0; i < kBlockThreads; ++i) s += partial[i];
+    out[blockIdx.x] = s;
+  }
+}
+
+__global__ void WarpSumKernel(const float* in, float* out) {
+  float v = in[threadIdx.x];
+  for (int m = 16; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  out[threadIdx.x] = v;
+}
+
+__global__ void SharedCopyKernel(const float* in, float* out, int n) {
+  extern __shared__ float staged[];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) staged[i] = in[i];
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[n - 1 - i] = staged[n - 1 - i];
+}
+
+__global__ void PipelinedCopyKernel(const float* in, float* out, bool read_early) {
+  extern __shared__ __align__(16) float tile[];
+  __pipeline_memcpy_async(&tile[threadIdx.x], &in[threadIdx.x], sizeof(float));
+  __pipeline_commit();
+  if (!read_early) __pipeline_wait_prior(0);
+  out[threadIdx.x] = tile[threadIdx.x];
+  __pipeline_wait_prior(0);
+}
+
+__global__ void ScaleKernel(float* x, int n, float factor) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= factor;
+}
+
+__global__ void DeadlockKernel(float* sink) {
+  if (threadIdx.x < 16) {
+    sink[threadIdx.x] = __shfl_sync(0xffffffffu, 1.f, 0);
+  } else {
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+void BlockSum(const float* in, float* out, int blocks, bool barrier, cudaStream_t stream) {
+  BlockSumKernel<<<blocks, kBlockThreads, 0, stream>>>(in, out, barrier);
+}
+
+void WarpSum(const float* in, float* out, cudaStream_t stream) { WarpSumKernel<<<1, 32, 0, stream>>>(in, out); }
+
+cudaError_t CopyViaSharedMemory(const float* in, float* out, int n, size_t smem_bytes, bool set_attribute,
+                                cudaStream_t stream) {
+  if (set_attribute) {
+    const cudaError_t e = cudaFuncSetAttribute(SharedCopyKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem_bytes));
+    if (e != cudaSuccess) return e;
+  }
+  SharedCopyKernel<<<1, kBlockThreads, smem_bytes, stream>>>(in, out, n);
+  return cudaGetLastError();
+}
+
+void PipelinedCopy(const float* in, float* out, bool read_early, cudaStream_t stream) {
+  PipelinedCopyKernel<<<1, kBlockThreads, kBlockThreads * sizeof(float), stream>>>(in, out, read_early);
+}
+
+void Scale(float* x, int n, float factor, cudaStream_t stream) {
+  ScaleKernel<<<(n + kBlockThreads - 1) / kBlockThreads, kBlockThreads, 0, stream>>>(x, n, factor);
+}
+
+void Deadlock() {
+  float* sink = nullptr;
+  cudaMalloc(&sink, 32 * sizeof(float));
+  DeadlockKernel<<<1, 32>>>(sink);
+}
+
+}  // namespace emu_selftest
