@@ -14,12 +14,15 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "engine/runtime.h"
+#include "kv/kv_flags.h"
+#include "scheduler/scheduler.h"
 #include "server/grpc_front_end.h"
 #include "server/grpc_service.h"
 #include "server/http_routes.h"
@@ -29,7 +32,6 @@
 #include "server/openai_routes.h"
 #include "server/process_guards.h"
 #include "util/cli_args.h"
-#include "kv/kv_flags.h"
 
 namespace beacon {
 namespace {
@@ -69,11 +71,16 @@ void DeclareFlags(cli::Args* a) {
   a->Declare("kv-allowed-policies", false, "", "comma-separated policies a request may choose (default: all)");
   a->Declare("kv-min-budget", false, "32", "smallest kv budget a request may ask for");
   a->Declare("kv-max-budget", false, "65536", "largest kv budget a request may ask for");
-  a->Declare("max-running", false, "64", "sequences in the running batch at most");
-  a->Declare("max-waiting", false, "1024", "waiting queue bound; past it RESOURCE_EXHAUSTED");
-  a->Declare("max-step-tokens", false, "512", "tokens per engine step (decode + prefill chunks)");
-  a->Declare("prefill-chunk", false, "256", "prompt tokens per sequence per step");
-  a->Declare("admission", false, "reserve", "reserve (peak KV footprint) or optimistic (preempt by recompute)");
+  // The scheduler's defaults are SchedulerConfig's (scheduler/scheduler.h), written once.
+  const SchedulerConfig sched;
+  a->Declare("max-running", false, std::to_string(sched.max_running), "sequences in the running batch at most");
+  a->Declare("max-waiting", false, std::to_string(sched.max_waiting),
+             "waiting queue bound; past it RESOURCE_EXHAUSTED");
+  a->Declare("max-step-tokens", false, std::to_string(sched.max_step_tokens),
+             "tokens per engine step (decode + prefill chunks)");
+  a->Declare("prefill-chunk", false, std::to_string(sched.prefill_chunk), "prompt tokens per sequence per step");
+  a->Declare("admission", false, std::string(AdmissionModeName(sched.admission)),
+             "reserve (peak KV footprint) or optimistic (preempt by recompute)");
   a->Declare("default-max-tokens", false, "256", "max_tokens of a request that gives none");
   a->Declare("max-tokens-limit", false, "0", "largest max_tokens accepted (0 = the context length)");
   a->Declare("drain-timeout-s", false, "30", "on SIGTERM, seconds running streams get to finish");
@@ -139,10 +146,12 @@ absl::Status ParseGrpcOptions(const cli::Args& args, const std::string& host, in
 // The HTTP listener's flags (--http-*).
 absl::Status ParseHttpOptions(const cli::Args& args, const std::string& host, int64_t port, HttpServerOptions* o) {
   int64_t threads, conns, per_client, probes, header_s, idle_s;
-  if (absl::Status s = ParseInts(args, {{"http-threads", 1, &threads}, {"http-max-connections", 1, &conns},
+  if (absl::Status s = ParseInts(args, {{"http-threads", 1, &threads},
+                                        {"http-max-connections", 1, &conns},
                                         {"http-max-connections-per-client", 0, &per_client},
                                         {"http-probe-connections", 0, &probes},
-                                        {"http-header-timeout-s", 1, &header_s}, {"http-idle-timeout-s", 1, &idle_s}});
+                                        {"http-header-timeout-s", 1, &header_s},
+                                        {"http-idle-timeout-s", 1, &idle_s}});
       !s.ok()) {
     return s;
   }
@@ -178,16 +187,23 @@ int Main(int argc, char** argv) {
   if (!args.positional().empty()) {
     return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
   }
-  int64_t grpc_port, http_port, threads, pool_tokens, block_size, min_budget, max_budget, max_running,
-      max_waiting, step_tokens, chunk, def_max, max_limit, drain_s, drain_delay_s;
-  if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port}, {"http-port", 0, &http_port},
+  int64_t grpc_port, http_port, threads, pool_tokens, block_size, min_budget, max_budget, max_running, max_waiting,
+      step_tokens, chunk, def_max, max_limit, drain_s, drain_delay_s;
+  if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port},
+                                        {"http-port", 0, &http_port},
                                         {"threads", 0, &threads},
-                                        {"kv-pool-tokens", 1, &pool_tokens}, {"kv-block-size", 1, &block_size},
-                                        {"kv-min-budget", 1, &min_budget}, {"kv-max-budget", 1, &max_budget},
-                                        {"max-running", 1, &max_running}, {"max-waiting", 1, &max_waiting},
-                                        {"max-step-tokens", 1, &step_tokens}, {"prefill-chunk", 1, &chunk},
-                                        {"default-max-tokens", 1, &def_max}, {"max-tokens-limit", 0, &max_limit},
-                                        {"drain-timeout-s", 0, &drain_s}, {"drain-delay-s", 0, &drain_delay_s}});
+                                        {"kv-pool-tokens", 1, &pool_tokens},
+                                        {"kv-block-size", 1, &block_size},
+                                        {"kv-min-budget", 1, &min_budget},
+                                        {"kv-max-budget", 1, &max_budget},
+                                        {"max-running", 1, &max_running},
+                                        {"max-waiting", 1, &max_waiting},
+                                        {"max-step-tokens", 1, &step_tokens},
+                                        {"prefill-chunk", 1, &chunk},
+                                        {"default-max-tokens", 1, &def_max},
+                                        {"max-tokens-limit", 0, &max_limit},
+                                        {"drain-timeout-s", 0, &drain_s},
+                                        {"drain-delay-s", 0, &drain_delay_s}});
       !s.ok()) {
     return Fail(s);
   }
@@ -306,12 +322,11 @@ int Main(int argc, char** argv) {
                                    static_cast<int>(block_size), pool_slots);
 
   fopts.credentials = creds;
-  absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> grpc_fe =
-      GrpcFrontEnd::Start(fopts, [&loop, &rt, &gopts]() {
-        std::vector<std::unique_ptr<grpc::Service>> services;
-        services.push_back(std::make_unique<BeaconGrpcService>(&loop, (*rt)->tokenizer(), gopts));
-        return services;
-      });
+  absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> grpc_fe = GrpcFrontEnd::Start(fopts, [&loop, &rt, &gopts]() {
+    std::vector<std::unique_ptr<grpc::Service>> services;
+    services.push_back(std::make_unique<BeaconGrpcService>(&loop, (*rt)->tokenizer(), gopts));
+    return services;
+  });
   if (!grpc_fe.ok()) return Fail(grpc_fe.status());
   GrpcFrontEnd* const grpc_server = grpc_fe->get();
   const int bound_grpc = grpc_server->port();
@@ -336,12 +351,14 @@ int Main(int argc, char** argv) {
   AddOpenAiRoutes(&routes, &loop, (*rt)->tokenizer(), oai);
   // Prometheus scrapes without credentials unless --metrics-api-key is set
   // (--api-key does not cover /metrics: scrapers rarely hold client keys).
-  routes.Handle("GET", "/metrics",
-                RequireApiKey(args.Str("metrics-api-key"), [&metrics, &loop](const HttpRequest&, HttpResponder& r) {
-                  r.Reply(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {},
-                                       metrics.Render(loop.Stats())});
-                }),
-                RouteKind::kProbe);
+  routes.Handle(
+      "GET", "/metrics",
+      RequireApiKey(
+          args.Str("metrics-api-key"),
+          [&metrics, &loop](const HttpRequest&, HttpResponder& r) {
+            r.Reply(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics.Render(loop.Stats())});
+          }),
+      RouteKind::kProbe);
   absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(hopts, std::move(routes));
   if (!http.ok()) {
     grpc_server->Shutdown(std::chrono::system_clock::now());

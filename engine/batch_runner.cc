@@ -4,20 +4,14 @@
 
 namespace beacon {
 
-absl::StatusOr<bool> RunStep(Backend* backend, std::span<Generation* const> gens,
-                             const BatchRunnerOptions& options,
+absl::StatusOr<bool> RunStep(Backend* backend, std::span<Generation* const> gens, const BatchRunnerOptions& options,
                              const std::function<void(size_t, const TokenEvent&)>& on_token) {
   std::vector<ForwardEntry> entries;
   std::vector<size_t> owner;
   for (size_t i = 0; i < gens.size(); ++i) {
     Generation* g = gens[i];
     if (g->finished()) continue;
-    ForwardEntry e;
-    e.kv = g->kv();
-    e.tokens = g->PendingInput(options.prefill_chunk);
-    e.start_pos = g->next_position();
-    e.policy = g->policy();
-    entries.push_back(e);
+    entries.push_back(g->NextEntry(options.prefill_chunk));
     owner.push_back(i);
   }
   if (entries.empty()) return false;
@@ -32,8 +26,7 @@ absl::StatusOr<bool> RunStep(Backend* backend, std::span<Generation* const> gens
   return true;
 }
 
-absl::Status RunToCompletion(Backend* backend, std::span<Generation* const> gens,
-                             const BatchRunnerOptions& options,
+absl::Status RunToCompletion(Backend* backend, std::span<Generation* const> gens, const BatchRunnerOptions& options,
                              const std::function<void(size_t, const TokenEvent&)>& on_token) {
   for (;;) {
     absl::StatusOr<bool> more = RunStep(backend, gens, options, on_token);

@@ -19,10 +19,10 @@
 
 #include "absl/status/status.h"
 #include "engine/backend.h"
+#include "engine/model/model_config.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/model/model_config.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
 #include "kv/sequence_compressor.h"
@@ -64,23 +64,19 @@ class Generation {
   // INVALID_ARGUMENT for invalid options (GenerationOptions::Validate) or an
   // empty prompt. The tokenizer and cache must outlive the generation.
   static absl::StatusOr<std::unique_ptr<Generation>> Create(const Tokenizer* tokenizer, KvCache* cache,
-                                                            const ModelConfig& config,
-                                                            std::vector<int32_t> prompt,
+                                                            const ModelConfig& config, std::vector<int32_t> prompt,
                                                             GenerationOptions options);
 
   bool finished() const { return finish_ != FinishReason::kNone; }
   // True while prompt tokens, or the tokens of a recompute, remain to run.
-  bool prefilling() const {
-    return replaying() || prompt_done_ < static_cast<int32_t>(prompt_.size());
-  }
+  bool prefilling() const { return replaying() || prompt_done_ < static_cast<int32_t>(prompt_.size()); }
   // Tokens to run next: up to `max_chunk` prompt tokens, or the last sample.
   std::span<const int32_t> PendingInput(int32_t max_chunk) const;
   // RoPE position of the first token PendingInput() returns. Positions count
   // tokens, not KV slots: once eviction drops slots the two differ.
   int32_t next_position() const {
     if (replaying()) return replay_done_;
-    return prefilling() ? prompt_done_
-                        : static_cast<int32_t>(prompt_.size() + generated_.size()) - 1;
+    return prefilling() ? prompt_done_ : static_cast<int32_t>(prompt_.size() + generated_.size()) - 1;
   }
 
   // Preemption by recompute: gives every KV block back and restarts the
@@ -109,6 +105,17 @@ class Generation {
   SequenceKv* kv() { return &kv_; }
   // The KV policy to hand the backend (null under `full`).
   KvPolicy* policy() { return compressor_ != nullptr ? compressor_->policy() : nullptr; }
+  // This sequence's entry of the next forward pass: its KV, PendingInput(max_chunk),
+  // the position of the first of those tokens and its policy (the one place a
+  // batch entry is built from a Generation).
+  ForwardEntry NextEntry(int32_t max_chunk) {
+    ForwardEntry e;
+    e.kv = kv();
+    e.tokens = PendingInput(max_chunk);
+    e.start_pos = next_position();
+    e.policy = policy();
+    return e;
+  }
   // Null under `full`.
   const SequenceCompressor* compressor() const { return compressor_.get(); }
   const std::vector<int32_t>& prompt() const { return prompt_; }
@@ -120,15 +127,13 @@ class Generation {
   // (kEos, kStop; -1 otherwise).
   const std::string& matched_stop() const { return stop_checker_.matched(); }
   int32_t stop_token() const {
-    return (finish_ == FinishReason::kEos || finish_ == FinishReason::kStop) && !generated_.empty()
-               ? generated_.back()
-               : -1;
+    return (finish_ == FinishReason::kEos || finish_ == FinishReason::kStop) && !generated_.empty() ? generated_.back()
+                                                                                                    : -1;
   }
 
  private:
   Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, const PolicyModelInfo& model,
-             std::vector<int32_t> prompt, GenerationOptions options,
-             std::unique_ptr<SequenceCompressor> compressor);
+             std::vector<int32_t> prompt, GenerationOptions options, std::unique_ptr<SequenceCompressor> compressor);
   TokenEvent Finish(TokenEvent ev, FinishReason reason);
   // The shared halves of Advance: consumes fed tokens (true when a token is
   // now due), then records a sampled token and checks the stop criteria.

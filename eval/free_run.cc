@@ -49,13 +49,7 @@ absl::StatusOr<FreeRunResult> RunTraceAndFreeRuns(Runtime* rt, const std::vector
   while (!gens[0]->finished()) {
     entries.clear();
     for (size_t i : alive) {
-      Generation& g = *gens[i];
-      ForwardEntry e;
-      e.kv = g.kv();
-      e.tokens = g.PendingInput(prefill_chunk);
-      e.start_pos = g.next_position();
-      e.policy = g.policy();
-      entries.push_back(e);
+      entries.push_back(gens[i]->NextEntry(prefill_chunk));
     }
     if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
     std::vector<int32_t> ids(alive.size(), -1);

@@ -98,11 +98,7 @@ absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<Se
   entries.reserve(work.size());
   for (const SeqWork& w : work) {
     Seq& s = seqs_.at(w.id);
-    ForwardEntry e;
-    e.kv = s.gen->kv();
-    e.tokens = s.gen->PendingInput(w.n_tokens);
-    e.start_pos = s.gen->next_position();
-    e.policy = s.gen->policy();
+    const ForwardEntry e = s.gen->NextEntry(w.n_tokens);
     entries.push_back(e);
     owners.push_back(&s);
     if (w.prefill) totals_.prompt_tokens += static_cast<int64_t>(e.tokens.size());

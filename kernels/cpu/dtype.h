@@ -48,6 +48,8 @@ static_assert(sizeof(BlockQ4_1) == 20);
 
 // True for the types above; false for any other ggml id.
 bool IsSupportedDType(uint32_t ggml_type);
+// The block-quantised types (integer dot products, packing, Q8 activations).
+constexpr bool IsQuantized(DType t) { return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0; }
 std::string_view DTypeName(DType t);
 // Elements per block (1 for float types) and bytes per block.
 int DTypeBlockElems(DType t);

@@ -1,14 +1,15 @@
 #include "kernels/cpu/matmul.h"
 
-#include "kernels/cpu/matmul_packed.h"
-#include "kernels/cpu/matmul_tiled.h"
-
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
+
+#include "kernels/cpu/matmul_packed.h"
+#include "kernels/cpu/matmul_tiled.h"
+#include "kernels/cpu/simd.h"
 
 namespace beacon {
 namespace {
@@ -17,15 +18,6 @@ namespace {
 constexpr int kTokenTile = 4;
 
 inline float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
-
-inline float HorizontalSum(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v);
-  __m128 hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-  return _mm_cvtss_f32(lo);
-}
 
 // Sum over 4-byte groups of u8 * s8 products, accumulated into int32 lanes.
 inline __m256i DotU8S8(__m256i acc, __m256i u, __m256i s) {
@@ -85,8 +77,7 @@ inline DecodedBlock DecodeBlock(const uint8_t* row, int64_t b) {
 
 // Dot products of one quantised weight row with NT activation rows.
 template <DType T, int NT>
-inline void QuantRowDot(const uint8_t* row, int64_t n_blocks, const QuantizedRows& xq,
-                        int64_t t0, float* out) {
+inline void QuantRowDot(const uint8_t* row, int64_t n_blocks, const QuantizedRows& xq, int64_t t0, float* out) {
   __m256 acc[NT];
   float offset[NT];
   const int8_t* xqs[NT];
@@ -151,9 +142,9 @@ inline void FloatRowDot(const uint8_t* row, int64_t cols, const float* x, int64_
 }
 
 template <DType T>
-void RowsKernel(const MatrixView& w, const float* x, const QuantizedRows* xq, int64_t n_tokens,
-                int64_t row_begin, int64_t row_end, float* y, int64_t y_stride) {
-  constexpr bool kQuant = T == DType::kQ4_0 || T == DType::kQ4_1 || T == DType::kQ8_0;
+void RowsKernel(const MatrixView& w, const float* x, const QuantizedRows* xq, int64_t n_tokens, int64_t row_begin,
+                int64_t row_end, float* y, int64_t y_stride) {
+  constexpr bool kQuant = IsQuantized(T);
   const size_t row_bytes = DTypeRowBytes(T, w.cols);
   const int64_t n_blocks = w.cols / kQuantBlock;
   float out[kTokenTile];
@@ -164,22 +155,24 @@ void RowsKernel(const MatrixView& w, const float* x, const QuantizedRows* xq, in
       for (int i = 0; i < nt; ++i) y[(t + i) * y_stride + (r - row_begin)] = out[i];
     };
     for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-      if constexpr (kQuant) QuantRowDot<T, kTokenTile>(row, n_blocks, *xq, t, out);
-      else FloatRowDot<T, kTokenTile>(row, w.cols, x, t, out);
+      if constexpr (kQuant)
+        QuantRowDot<T, kTokenTile>(row, n_blocks, *xq, t, out);
+      else
+        FloatRowDot<T, kTokenTile>(row, w.cols, x, t, out);
       emit(kTokenTile);
     }
     for (; t < n_tokens; ++t) {
-      if constexpr (kQuant) QuantRowDot<T, 1>(row, n_blocks, *xq, t, out);
-      else FloatRowDot<T, 1>(row, w.cols, x, t, out);
+      if constexpr (kQuant)
+        QuantRowDot<T, 1>(row, n_blocks, *xq, t, out);
+      else
+        FloatRowDot<T, 1>(row, w.cols, x, t, out);
       emit(1);
     }
   }
 }
 
-bool IsQuantized(DType t) { return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0; }
-
 void ParallelOrInline(ThreadPool* pool, int64_t n, int64_t grain,
-                    const std::function<void(int64_t, int64_t, int)>& fn) {
+                      const std::function<void(int64_t, int64_t, int)>& fn) {
   if (pool == nullptr) {
     fn(0, n, 0);
   } else {
@@ -213,8 +206,8 @@ void QuantizeRowsQ8(const float* x, int64_t n_rows, int64_t cols, QuantizedRows*
     const __m256 inv = _mm256_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
     __m256i q32[4];
     for (int k = 0; k < 4; ++k) {
-      q32[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], inv),
-                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      q32[k] =
+          _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     // Pack 32 int32 -> 32 int8 keeping element order (packs interleave lanes).
     __m256i p01 = _mm256_packs_epi32(q32[0], q32[1]);
@@ -231,8 +224,8 @@ void QuantizeRowsQ8(const float* x, int64_t n_rows, int64_t cols, QuantizedRows*
   }
 }
 
-void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, int64_t n_tokens,
-                int64_t row_begin, int64_t row_end, float* y, int64_t y_stride) {
+void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, int64_t n_tokens, int64_t row_begin,
+                int64_t row_end, float* y, int64_t y_stride) {
   switch (w.dtype) {
     case DType::kQ4_1: return RowsKernel<DType::kQ4_1>(w, x, xq, n_tokens, row_begin, row_end, y, y_stride);
     case DType::kQ4_0: return RowsKernel<DType::kQ4_0>(w, x, xq, n_tokens, row_begin, row_end, y, y_stride);
@@ -245,8 +238,7 @@ void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, in
 
 bool MatMulIsTiled(DType w, int64_t n_tokens) { return !IsQuantized(w) && n_tokens >= kTiledMinTokens; }
 
-void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool,
-            QuantizedRows* scratch) {
+void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool, QuantizedRows* scratch) {
   if (n_tokens <= 0 || w.rows <= 0) return;
   const QuantizedRows* xq = nullptr;
   if (IsQuantized(w.dtype)) {
@@ -264,8 +256,7 @@ void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
   const bool tiled = MatMulIsTiled(w.dtype, n_tokens);
   // Row chunks small enough to balance two threads, large enough that the
   // per-chunk overhead is negligible; wider batches need fewer rows per chunk.
-  const int64_t grain = tiled ? 4 * kTiledRowTile
-                              : std::max<int64_t>(8, 256 / std::max<int64_t>(1, n_tokens));
+  const int64_t grain = tiled ? 4 * kTiledRowTile : std::max<int64_t>(8, 256 / std::max<int64_t>(1, n_tokens));
   ParallelOrInline(pool, w.rows, grain, [&](int64_t begin, int64_t end, int) {
     if (tiled) {
       MatMulRowsTiled(w, x, n_tokens, begin, end, y + begin, w.rows);

@@ -7,7 +7,7 @@ namespace beacon {
 
 bool PackedMatrix::Supported(DType t) {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0;
+  return IsQuantized(t);
 #else
   return false;
 #endif

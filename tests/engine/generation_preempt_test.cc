@@ -50,7 +50,9 @@ class PreemptTest : public ::testing::Test {
           const size_t before = ids.size();
           absl::StatusOr<bool> more = RunStep(rt_->backend(), gens, bro, on_token);
           EXPECT_TRUE(more.ok() && *more);
-          if (!mid_prompt) EXPECT_EQ(ids.size(), before) << "a recompute chunk streamed a token";
+          if (!mid_prompt) {
+            EXPECT_EQ(ids.size(), before) << "a recompute chunk streamed a token";
+          }
           if (max_slots_in_recompute != nullptr) {
             *max_slots_in_recompute = std::max(*max_slots_in_recompute, g->kv()->num_slots());
           }

@@ -43,7 +43,9 @@ TEST(SyntheticEvalTest, NoEvictionMeansFullRecallAndCompressionLess) {
       po.interval = o.interval;
       EXPECT_LE(x.peak_slots, SequenceCompressor::PeakSlots(po, o.trace.prompt_len, o.trace.middle_len));
     }
-    if (x.policy == "streaming" && x.budget == 64) EXPECT_EQ(x.plan_kept_end, 0.0);
+    if (x.policy == "streaming" && x.budget == 64) {
+      EXPECT_EQ(x.plan_kept_end, 0.0);
+    }
   }
 }
 

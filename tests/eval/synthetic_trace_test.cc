@@ -47,8 +47,12 @@ TEST_F(SyntheticTraceTest, LayoutAndRevisitCount) {
   ASSERT_EQ(trace_.n_tokens(), o.prompt_len + o.plan_len + o.middle_len);
   int revisits = 0;
   for (int p = 0; p < trace_.n_tokens(); ++p) {
-    if (p < trace_.plan_begin()) EXPECT_EQ(trace_.kind[p], TokenKind::kPrompt);
-    if (p >= trace_.plan_begin() && p < trace_.plan_end()) EXPECT_EQ(trace_.kind[p], TokenKind::kPlan);
+    if (p < trace_.plan_begin()) {
+      EXPECT_EQ(trace_.kind[p], TokenKind::kPrompt);
+    }
+    if (p >= trace_.plan_begin() && p < trace_.plan_end()) {
+      EXPECT_EQ(trace_.kind[p], TokenKind::kPlan);
+    }
     if (trace_.kind[p] == TokenKind::kRevisit) {
       ++revisits;
       EXPECT_GE(p, trace_.plan_end());

@@ -98,14 +98,14 @@ TEST(LengthDistTest, BadSpecsNameTheFlagAndTheProblem) {
     const char* spec;
     const char* needle;
   };
-  for (const Case& c : {Case{"poisson:3", "unknown distribution 'poisson'"}, Case{"fixed:0", ">= 1"},
-                        Case{"fixed:2.5", "integer"}, Case{"fixed", "one value"},
-                        Case{"fixed:1:2", "one value"}, Case{"uniform:9:3", "A <= B"},
-                        Case{"uniform:3", "two values"}, Case{"normal:0:5", "MEAN must be > 0"},
-                        Case{"lognormal:10:-1", "STD must be >= 0"}, Case{"normal:ten:1", "'ten' is not a number"},
-                        Case{"", "unknown distribution"}, Case{"fixed:nan", "not a number"},
-                        Case{"zipf:2", "unknown distribution 'zipf'"}, Case{"uniform:1", "two values"},
-                        Case{"fixed:200000000", "too large"}, Case{"normal:100:1e9", "too large"}}) {
+  for (const Case& c :
+       {Case{"poisson:3", "unknown distribution 'poisson'"}, Case{"fixed:0", ">= 1"}, Case{"fixed:2.5", "integer"},
+        Case{"fixed", "one value"}, Case{"fixed:1:2", "one value"}, Case{"uniform:9:3", "A <= B"},
+        Case{"uniform:3", "two values"}, Case{"normal:0:5", "MEAN must be > 0"},
+        Case{"lognormal:10:-1", "STD must be >= 0"}, Case{"normal:ten:1", "'ten' is not a number"},
+        Case{"", "unknown distribution"}, Case{"fixed:nan", "not a number"},
+        Case{"zipf:2", "unknown distribution 'zipf'"}, Case{"uniform:1", "two values"},
+        Case{"fixed:200000000", "too large"}, Case{"normal:100:1e9", "too large"}}) {
     absl::StatusOr<LengthDist> d = LengthDist::Parse(c.spec, "--output-len");
     ASSERT_FALSE(d.ok()) << c.spec;
     EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
@@ -123,7 +123,7 @@ TEST(LengthDistTest, LargeSamplesHaveTheStatedMomentsAndRange) {
     const int n = 40000;
     for (int i = 0; i < n; ++i) {
       const int32_t v = d.Sample(rng);
-      s += v, s2 += double{v} * v;
+      s += v, s2 += static_cast<double>(v) * v;
       *lo = std::min(*lo, v), *hi = std::max(*hi, v);
     }
     *mean = s / n;
