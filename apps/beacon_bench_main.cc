@@ -17,8 +17,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "engine/runtime.h"
 #include "bench/policy_bench.h"
+#include "engine/runtime.h"
 #include "nlohmann/json.hpp"
 #include "util/cli_args.h"
 
@@ -101,8 +101,8 @@ int PolicyMain(const cli::Args& args) {
   absl::StatusOr<int64_t> budget = args.Int("kv-budget"), interval = args.Int("kv-interval"),
                           steps = args.Int("decode-steps"), prompt_len = args.Int("prompt-len"),
                           threads = args.Int("threads");
-  for (const absl::Status& s : {budget.status(), interval.status(), steps.status(), prompt_len.status(),
-                                threads.status()}) {
+  for (const absl::Status& s :
+       {budget.status(), interval.status(), steps.status(), prompt_len.status(), threads.status()}) {
     if (!s.ok()) return Fail(s);
   }
   std::vector<KvPolicyOptions> policies;
@@ -118,11 +118,11 @@ int PolicyMain(const cli::Args& args) {
   ro.threads = static_cast<int>(*threads);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
-  std::printf("model %s, prompt %lld, %lld decode steps, budget %lld, interval %lld, threads %d\n",
-              ro.model.c_str(), static_cast<long long>(*prompt_len), static_cast<long long>(*steps),
-              static_cast<long long>(*budget), static_cast<long long>(*interval), (*rt)->pool()->n_threads());
-  std::printf("%-10s %10s %10s %12s %12s %12s %10s\n", "policy", "step ms", "evictions", "observe/step",
-              "evict/step", "total", "peak KV");
+  std::printf("model %s, prompt %lld, %lld decode steps, budget %lld, interval %lld, threads %d\n", ro.model.c_str(),
+              static_cast<long long>(*prompt_len), static_cast<long long>(*steps), static_cast<long long>(*budget),
+              static_cast<long long>(*interval), (*rt)->pool()->n_threads());
+  std::printf("%-10s %10s %10s %12s %12s %12s %10s\n", "policy", "step ms", "evictions", "observe/step", "evict/step",
+              "total", "peak KV");
   nlohmann::json out;
   for (const KvPolicyOptions& o : policies) {
     absl::StatusOr<PolicyBenchResult> r =
@@ -132,8 +132,11 @@ int PolicyMain(const cli::Args& args) {
     std::printf("%-10s %10.2f %10lld %11.2f%% %11.2f%% %11.2f%% %10d\n", o.policy.c_str(), step_ms,
                 static_cast<long long>(r->evictions), 100 * r->observe_share(), 100 * r->evict_share(),
                 100 * (r->observe_share() + r->evict_share()), r->peak_slots);
-    out["policies"].push_back({{"policy", o.policy}, {"step_ms", step_ms}, {"evictions", r->evictions},
-                               {"observe_share", r->observe_share()}, {"evict_share", r->evict_share()},
+    out["policies"].push_back({{"policy", o.policy},
+                               {"step_ms", step_ms},
+                               {"evictions", r->evictions},
+                               {"observe_share", r->observe_share()},
+                               {"evict_share", r->evict_share()},
                                {"peak_slots", r->peak_slots}});
   }
   if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
@@ -193,14 +196,16 @@ int Main(int argc, char** argv) {
   // (a small model can fit a server CPU's L3): the tighter roofline then.
   const double bw = MeasureCopyBandwidth((*rt)->pool(), size_t{1} << 30);
   const double bw_model = MeasureCopyBandwidth((*rt)->pool(), static_cast<size_t>(weight_bytes) / 64 * 64);
-  std::printf("model %s: %d layers, hidden %d, weights read per step %.1f MB (%s matrices)\n",
-              ro.model.c_str(), (*rt)->config().n_layers, (*rt)->config().hidden, weight_bytes / 1e6,
+  std::printf("model %s: %d layers, hidden %d, weights read per step %.1f MB (%s matrices)\n", ro.model.c_str(),
+              (*rt)->config().n_layers, (*rt)->config().hidden, weight_bytes / 1e6,
               std::string(DTypeName((*rt)->weights().layers[0].wq.dtype)).c_str());
   std::printf("threads %d, streaming copy bandwidth %.2f GB/s (1 GiB, read+write), %.2f GB/s (weight-sized)\n",
               (*rt)->pool()->n_threads(), bw / 1e9, bw_model / 1e9);
   std::printf("%6s %10s %12s %10s %14s\n", "batch", "step ms", "tokens/s", "roofline", "roofline(wsz)");
-  nlohmann::json out = {{"model", ro.model}, {"threads", (*rt)->pool()->n_threads()},
-                        {"copy_bandwidth_gbps", bw / 1e9}, {"copy_bandwidth_weight_sized_gbps", bw_model / 1e9},
+  nlohmann::json out = {{"model", ro.model},
+                        {"threads", (*rt)->pool()->n_threads()},
+                        {"copy_bandwidth_gbps", bw / 1e9},
+                        {"copy_bandwidth_weight_sized_gbps", bw_model / 1e9},
                         {"weight_bytes", weight_bytes}};
   for (int b : batches) {
     absl::StatusOr<DecodeResult> r = BenchDecode(rt->get(), b, static_cast<int>(*prompt_len), static_cast<int>(*steps));
@@ -211,8 +216,11 @@ int Main(int argc, char** argv) {
     const double frac_model = weight_bytes / bw_model * 1e3 / r->step_ms;
     std::printf("%6d %10.2f %12.1f %9.0f%% %13.0f%%\n", b, r->step_ms, r->tokens_per_second, frac * 100,
                 frac_model * 100);
-    out["decode"].push_back({{"batch", b}, {"step_ms", r->step_ms}, {"tokens_per_second", r->tokens_per_second},
-                             {"roofline_fraction", frac}, {"roofline_fraction_weight_sized", frac_model}});
+    out["decode"].push_back({{"batch", b},
+                             {"step_ms", r->step_ms},
+                             {"tokens_per_second", r->tokens_per_second},
+                             {"roofline_fraction", frac},
+                             {"roofline_fraction_weight_sized", frac_model}});
   }
   if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
   return 0;

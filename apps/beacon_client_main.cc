@@ -78,8 +78,10 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
         j["completion_tokens"] = msg.usage().completion_tokens();
         j["time_to_first_token_s"] = msg.timings().time_to_first_token_seconds();
         j["total_s"] = msg.timings().total_seconds();
-        j["kv"] = {{"policy", msg.kv().policy()}, {"peak_cached_tokens", msg.kv().peak_cached_tokens()},
-                   {"evictions", msg.kv().evictions()}, {"preemptions", msg.kv().preemptions()}};
+        j["kv"] = {{"policy", msg.kv().policy()},
+                   {"peak_cached_tokens", msg.kv().peak_cached_tokens()},
+                   {"evictions", msg.kv().evictions()},
+                   {"preemptions", msg.kv().preemptions()}};
         if (!msg.error().empty()) j["error"] = msg.error();
       }
       std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

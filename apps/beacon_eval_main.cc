@@ -136,24 +136,27 @@ int Model(const cli::Args& args) {
   if (!report.ok()) return Fail(report.status());
 
   const eval::ResultTable table = ModelTable(report->results);
-  nlohmann::json settings = {{"model", ro.model},         {"prompts_file", args.Str("prompts")},
-                             {"tokens", o.tokens},         {"interval", o.interval},
-                             {"threads", (*rt)->pool()->n_threads()}, {"seconds", report->seconds}};
+  nlohmann::json settings = {
+      {"model", ro.model},      {"prompts_file", args.Str("prompts")},   {"tokens", o.tokens},
+      {"interval", o.interval}, {"threads", (*rt)->pool()->n_threads()}, {"seconds", report->seconds}};
   std::string md = absl::StrFormat(
-      "# beacon-eval model\n\nmodel %s, %d prompts, T=%d generated tokens each, interval %d, %.0f s\n\n",
-      ro.model, report->prompts.size(), o.tokens, o.interval, report->seconds);
-  md += "| prompt | prompt tokens | distinct 4-grams | trace s | replay s | ref mismatches | agreement mismatches |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "# beacon-eval model\n\nmodel %s, %d prompts, T=%d generated tokens each, interval %d, %.0f s\n\n", ro.model,
+      report->prompts.size(), o.tokens, o.interval, report->seconds);
+  md +=
+      "| prompt | prompt tokens | distinct 4-grams | trace s | replay s | ref mismatches | agreement mismatches |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const eval::PromptSummary& p : report->prompts) {
-    settings["prompts"].push_back({{"id", p.id}, {"prompt_tokens", p.prompt_tokens},
-                                   {"trace_seconds", p.trace_seconds}, {"replay_seconds", p.replay_seconds},
+    settings["prompts"].push_back({{"id", p.id},
+                                   {"prompt_tokens", p.prompt_tokens},
+                                   {"trace_seconds", p.trace_seconds},
+                                   {"replay_seconds", p.replay_seconds},
                                    {"reference_mismatches", p.reference_mismatches},
                                    {"agreement_mismatches", p.agreement_mismatches},
-                                   {"distinct_4grams", p.distinct_4grams}, {"text", p.text},
+                                   {"distinct_4grams", p.distinct_4grams},
+                                   {"text", p.text},
                                    {"results", ModelTable(p.results).ToJson()}});
-    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %.0f | %.0f | %d | %d |\n", p.id, p.prompt_tokens,
-                          p.distinct_4grams, p.trace_seconds, p.replay_seconds, p.reference_mismatches,
-                          p.agreement_mismatches);
+    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %.0f | %.0f | %d | %d |\n", p.id, p.prompt_tokens, p.distinct_4grams,
+                          p.trace_seconds, p.replay_seconds, p.reference_mismatches, p.agreement_mismatches);
   }
   for (const auto& [key, title] : std::initializer_list<std::pair<const char*, const char*>>{
            {"kl", "Mean KL(full || policy), nats, all steps"},
@@ -210,13 +213,22 @@ int Synthetic(const cli::Args& args) {
                   r.peak_slots, r.evictions, static_cast<double>(r.revisit_queries)});
   }
   const eval::SyntheticTraceOptions& t = o.trace;
-  const nlohmann::json settings = {
-      {"seed", t.seed},           {"traces", o.traces},           {"interval", o.interval},
-      {"n_heads", t.n_heads},     {"n_kv_heads", t.n_kv_heads},   {"head_dim", t.head_dim},
-      {"rope_theta", t.rope_theta}, {"prompt_len", t.prompt_len}, {"plan_len", t.plan_len},
-      {"plan_steps", t.plan_steps}, {"middle_len", t.middle_len}, {"segment_len", t.segment_len},
-      {"revisit_every", t.revisit_every}, {"plan_logit", t.plan_logit}, {"work_logit", t.work_logit},
-      {"noise", t.noise}};
+  const nlohmann::json settings = {{"seed", t.seed},
+                                   {"traces", o.traces},
+                                   {"interval", o.interval},
+                                   {"n_heads", t.n_heads},
+                                   {"n_kv_heads", t.n_kv_heads},
+                                   {"head_dim", t.head_dim},
+                                   {"rope_theta", t.rope_theta},
+                                   {"prompt_len", t.prompt_len},
+                                   {"plan_len", t.plan_len},
+                                   {"plan_steps", t.plan_steps},
+                                   {"middle_len", t.middle_len},
+                                   {"segment_len", t.segment_len},
+                                   {"revisit_every", t.revisit_every},
+                                   {"plan_logit", t.plan_logit},
+                                   {"work_logit", t.work_logit},
+                                   {"noise", t.noise}};
   std::string md = absl::StrFormat(
       "# beacon-eval synthetic\n\n%d traces (seeds %d..%d): prompt %d, plan %d, middle %d tokens; "
       "%d query / %d KV heads, head dim %d, rope theta %g; interval %d\n",

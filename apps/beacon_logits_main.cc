@@ -57,7 +57,8 @@ int Main(int argc, char** argv) {
   std::vector<std::vector<int32_t>> comp_tokens(n_comp);
   for (int i = 0; i < n_comp; ++i) {
     comp_kv.emplace_back(cache.get());
-    for (int64_t j = 0; j < n + 8; ++j) comp_tokens[i].push_back(static_cast<int32_t>((j * 7919 + i * 104729 + 17) % cfg.vocab_size));
+    for (int64_t j = 0; j < n + 8; ++j)
+      comp_tokens[i].push_back(static_cast<int32_t>((j * 7919 + i * 104729 + 17) % cfg.vocab_size));
   }
   std::vector<float> out;
   std::vector<float> logits;

@@ -9,10 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -47,7 +46,8 @@ void Declare(cli::Args* a) {
   a->Declare("rate", false, "", "open loop: Poisson arrivals, requests/s");
   a->Declare("concurrency", false, "", "closed loop: clients (default: max-running, i.e. saturation)");
   a->Declare("requests", false, "64", "requests per run");
-  a->Declare("prompt-len", false, "fixed:256", "prompt tokens: fixed:N, uniform:A:B, normal:MEAN:STD, lognormal:MEAN:STD");
+  a->Declare("prompt-len", false, "fixed:256",
+             "prompt tokens: fixed:N, uniform:A:B, normal:MEAN:STD, lognormal:MEAN:STD");
   a->Declare("output-len", false, "fixed:4096", "output tokens generated per request (same forms)");
   a->Declare("max-tokens", false, "0", "requests' max_tokens (0: each request's output length)");
   a->Declare("seed", false, "1", "seed of the lengths and arrivals");
@@ -70,31 +70,33 @@ void Declare(cli::Args* a) {
 absl::StatusOr<int64_t> IntFlag(const cli::Args& a, const std::string& name, int64_t lo, int64_t hi) {
   absl::StatusOr<int64_t> v = a.Int(name);
   if (!v.ok()) return v.status();
-  if (*v < lo || *v > hi) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [", lo, ", ", hi, "], got ", *v));
+  if (*v < lo || *v > hi)
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [", lo, ", ", hi, "], got ", *v));
   return *v;
 }
 
 absl::StatusOr<double> NumFlag(const cli::Args& a, const std::string& name, double lo, double hi) {
   absl::StatusOr<double> v = a.Double(name);
   if (!v.ok()) return v.status();
-  if (!(*v >= lo && *v <= hi)) return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [", lo, ", ", hi, "], got ", *v));
+  if (!(*v >= lo && *v <= hi))
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [", lo, ", ", hi, "], got ", *v));
   return *v;
 }
 
-#define PLAN_ASSIGN(lhs, expr)               \
-  do {                                       \
-    auto v_ = (expr);                        \
-    if (!v_.ok()) return v_.status();        \
-    lhs = *v_;                               \
+#define PLAN_ASSIGN(lhs, expr)        \
+  do {                                \
+    auto v_ = (expr);                 \
+    if (!v_.ok()) return v_.status(); \
+    lhs = *v_;                        \
   } while (0)
 
 struct Setup {
-  PlanReport report;                 // inputs filled, results empty
+  PlanReport report;  // inputs filled, results empty
   std::vector<KvPolicyOptions> configs;
   int32_t slo_requests = 0;
   std::string json_path, out_dir;
   bool quiet = false, reproduce = false;
-  int32_t prompt_tokens = 0;         // reproduction: the assumed prompt
+  int32_t prompt_tokens = 0;  // reproduction: the assumed prompt
 };
 
 absl::StatusOr<std::vector<KvPolicyOptions>> ParseConfigs(const cli::Args& a) {
@@ -140,7 +142,8 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
   s.json_path = a.Str("json");
   s.out_dir = a.Str("out-dir");
   if (!a.positional().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", a.positional()[0], "' (options start with --)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", a.positional()[0], "' (options start with --)"));
   }
   std::string model_path = a.Str("model"), gpu = a.Str("gpu");
   PublishedSetup published;
@@ -160,8 +163,10 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
     if (model_path.empty()) return absl::NotFoundError(absl::StrCat("cannot find ", published.model));
     gpu = published.gpu;
   }
-  if (model_path.empty()) return absl::InvalidArgumentError("--model: give a model's config.json (e.g. configs/qwen3-4b.json)");
-  if (std::filesystem::is_directory(model_path)) model_path = (std::filesystem::path(model_path) / "config.json").string();
+  if (model_path.empty())
+    return absl::InvalidArgumentError("--model: give a model's config.json (e.g. configs/qwen3-4b.json)");
+  if (std::filesystem::is_directory(model_path))
+    model_path = (std::filesystem::path(model_path) / "config.json").string();
   HfConfigOptions hf;
   hf.ignore_unsupported_features = true;  // only the shapes matter here
   absl::StatusOr<ModelConfig> mc = ParseHfConfigFile(model_path, hf);
@@ -225,8 +230,9 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
     PLAN_ASSIGN(v, IntFlag(a, "seed", 0, INT64_MAX));
     w.seed = static_cast<uint64_t>(v);
     if (w.prompt.kind() == LengthDist::Kind::kFixed && w.prompt.Mean() >= r.model.context_length) {
-      return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", w.prompt.ToString(), " does not fit the model's context (",
-                                                     r.model.context_length, " tokens)"));
+      return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", w.prompt.ToString(),
+                                                     " does not fit the model's context (", r.model.context_length,
+                                                     " tokens)"));
     }
     PLAN_ASSIGN(s.configs, ParseConfigs(a));
   }
@@ -242,7 +248,8 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
     }
   } else {
     for (const char* f : {"slo-requests", "target-rate", "slo-attainment"}) {
-      if (a.Has(f)) return absl::InvalidArgumentError(absl::StrCat("--", f, " needs --slo (e.g. --slo ttft_ms=2000,tpot_ms=50)"));
+      if (a.Has(f))
+        return absl::InvalidArgumentError(absl::StrCat("--", f, " needs --slo (e.g. --slo ttft_ms=2000,tpot_ms=50)"));
     }
   }
   if (a.Has("target-rate")) PLAN_ASSIGN(r.target_rate, NumFlag(a, "target-rate", 1e-9, 1e9));
@@ -264,12 +271,13 @@ int Main(int argc, char** argv) {
   Declare(&a);
   if (absl::Status s = a.Parse(argc, argv); !s.ok()) return Fail(s);
   if (a.Flag("help")) {
-    std::printf("beacon-plan: KV capacity and replicas from beacon-serve's scheduler on a GPU cost model\n"
-                "usage: beacon-plan --model configs/qwen3-4b.json --gpu h200 --output-len fixed:32768 "
-                "--kv-policy full,beacon --kv-budget 1024,2048,4096 [--slo ttft_ms=..,tpot_ms=.. --target-rate R]\n"
-                "       beacon-plan --reproduce\n\n%s"
-                "Every option is also read from BEACON_PLAN_<OPTION> (e.g. BEACON_PLAN_GPU).\n",
-                a.Usage().c_str());
+    std::printf(
+        "beacon-plan: KV capacity and replicas from beacon-serve's scheduler on a GPU cost model\n"
+        "usage: beacon-plan --model configs/qwen3-4b.json --gpu h200 --output-len fixed:32768 "
+        "--kv-policy full,beacon --kv-budget 1024,2048,4096 [--slo ttft_ms=..,tpot_ms=.. --target-rate R]\n"
+        "       beacon-plan --reproduce\n\n%s"
+        "Every option is also read from BEACON_PLAN_<OPTION> (e.g. BEACON_PLAN_GPU).\n",
+        a.Usage().c_str());
     return 0;
   }
   a.ApplyEnvironment("BEACON_PLAN_");
@@ -289,8 +297,8 @@ int Main(int argc, char** argv) {
     ProgressFn progress = nullptr;
     if (!quiet && tty) {
       progress = [&](const Progress& p) {
-        std::fprintf(stderr, "\r%s: %d/%d requests, virtual %.1f s, running %d, waiting %d (%.1f s)   ",
-                     tag.c_str(), p.done, p.total, p.virtual_s, p.running, p.waiting, p.wall_s);
+        std::fprintf(stderr, "\r%s: %d/%d requests, virtual %.1f s, running %d, waiting %d (%.1f s)   ", tag.c_str(),
+                     p.done, p.total, p.virtual_s, p.running, p.waiting, p.wall_s);
       };
     }
     absl::StatusOr<RunResult> run = RunPlan(in, progress);
@@ -311,7 +319,8 @@ int Main(int argc, char** argv) {
         if (!quiet) std::fprintf(stderr, "%s  SLO search: %s\n", tag.c_str(), m.c_str());
       };
       absl::StatusOr<CapacityResult> cap = FindMaxRate(in, report.slo, opt, say);
-      if (!cap.ok()) return Fail(absl::Status(cap.status().code(), absl::StrCat(c.label, ": ", cap.status().message())));
+      if (!cap.ok())
+        return Fail(absl::Status(cap.status().code(), absl::StrCat(c.label, ": ", cap.status().message())));
       c.has_capacity = true;
       c.capacity = *cap;
       c.replicas = ReplicasFor(report.target_rate, c.capacity.max_rate);

@@ -16,9 +16,9 @@
 #include "absl/strings/str_split.h"
 #include "engine/batch_runner.h"
 #include "engine/runtime.h"
+#include "kv/kv_flags.h"
 #include "nlohmann/json.hpp"
 #include "util/cli_args.h"
-#include "kv/kv_flags.h"
 
 namespace beacon {
 namespace {
@@ -30,9 +30,7 @@ int Fail(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-std::string Json(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+std::string Json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 int Main(int argc, char** argv) {
   cli::Args args;
@@ -92,14 +90,13 @@ int Main(int argc, char** argv) {
   }
 
   GenerationOptions opts;
-  absl::StatusOr<int64_t> max_tokens = args.Int("max-tokens"), top_k = args.Int("top-k"),
-                          threads = args.Int("threads"), chunk = args.Int("prefill-chunk");
-  absl::StatusOr<double> temp = args.Double("temperature"), top_p = args.Double("top-p"),
-                         min_p = args.Double("min-p"), rep = args.Double("repetition-penalty"),
-                         pres = args.Double("presence-penalty"), freq = args.Double("frequency-penalty");
-  for (const absl::Status& s : {max_tokens.status(), top_k.status(), threads.status(), chunk.status(),
-                                temp.status(), top_p.status(), min_p.status(), rep.status(), pres.status(),
-                                freq.status()}) {
+  absl::StatusOr<int64_t> max_tokens = args.Int("max-tokens"), top_k = args.Int("top-k"), threads = args.Int("threads"),
+                          chunk = args.Int("prefill-chunk");
+  absl::StatusOr<double> temp = args.Double("temperature"), top_p = args.Double("top-p"), min_p = args.Double("min-p"),
+                         rep = args.Double("repetition-penalty"), pres = args.Double("presence-penalty"),
+                         freq = args.Double("frequency-penalty");
+  for (const absl::Status& s : {max_tokens.status(), top_k.status(), threads.status(), chunk.status(), temp.status(),
+                                top_p.status(), min_p.status(), rep.status(), pres.status(), freq.status()}) {
     if (!s.ok()) return Fail(s);
   }
   if (*chunk < 1) return Fail(absl::InvalidArgumentError("--prefill-chunk must be >= 1"));
@@ -134,8 +131,8 @@ int Main(int argc, char** argv) {
   if (!rt.ok()) return Fail(rt.status());
   const ModelConfig& cfg = (*rt)->config();
   if ((*rt)->tokenizer() == nullptr) {
-    return Fail(absl::FailedPreconditionError(
-        "model " + ro.model + " has no tokenizer (dummy weights); use beacon-bench to run it"));
+    return Fail(absl::FailedPreconditionError("model " + ro.model +
+                                              " has no tokenizer (dummy weights); use beacon-bench to run it"));
   }
   if (absl::Status s = opts.Validate(cfg.vocab_size); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<int32_t>> ids = prompt_ids;
@@ -148,8 +145,8 @@ int Main(int argc, char** argv) {
     }
   }
   if (static_cast<int64_t>(ids->size()) >= cfg.context_length) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("the prompt has ", ids->size(),
-                                                        " tokens; the model's context is ", cfg.context_length)));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("the prompt has ", ids->size(), " tokens; the model's context is ", cfg.context_length)));
   }
   const int32_t n_prompt = static_cast<int32_t>(ids->size());
   const int32_t max_out = std::min<int32_t>(opts.max_tokens, cfg.context_length - n_prompt);
@@ -198,8 +195,8 @@ int Main(int argc, char** argv) {
     std::printf("%s\n", Json(summary).c_str());
   } else {
     std::printf("\n");
-    std::fprintf(stderr, "[%d prompt + %d completion tokens, %.1f tok/s decode, TTFT %.0f ms, finish: %s]\n",
-                 n_prompt, n_out, tps, ttft * 1e3, std::string(FinishReasonName(gen.finish_reason())).c_str());
+    std::fprintf(stderr, "[%d prompt + %d completion tokens, %.1f tok/s decode, TTFT %.0f ms, finish: %s]\n", n_prompt,
+                 n_out, tps, ttft * 1e3, std::string(FinishReasonName(gen.finish_reason())).c_str());
   }
   return 0;
 }

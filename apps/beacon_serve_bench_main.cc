@@ -95,8 +95,7 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
     if (Clock::now() - last_report > std::chrono::seconds(10)) {
       last_report = Clock::now();
       std::fprintf(stderr, "  %s: %lld tokens, %d running, %d waiting\n", policy.c_str(),
-                   static_cast<long long>(engine.totals().generation_tokens), sched.num_running(),
-                   sched.num_waiting());
+                   static_cast<long long>(engine.totals().generation_tokens), sched.num_running(), sched.num_waiting());
     }
   }
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -155,9 +154,13 @@ int Main(int argc, char** argv) {
     std::printf("%-8s %12d %12.1f %10.1f %14.1f %16d %14d\n", r->policy.c_str(), r->peak_running,
                 r->output_tokens / r->seconds, r->seconds, mib, r->reserved_tokens, r->peak_cached_tokens);
     std::fflush(stdout);
-    out.push_back({{"policy", r->policy}, {"peak_running", r->peak_running}, {"output_tokens", r->output_tokens},
-                   {"seconds", r->seconds}, {"tokens_per_second", r->output_tokens / r->seconds},
-                   {"peak_kv_mib", mib}, {"reserved_tokens_per_request", r->reserved_tokens},
+    out.push_back({{"policy", r->policy},
+                   {"peak_running", r->peak_running},
+                   {"output_tokens", r->output_tokens},
+                   {"seconds", r->seconds},
+                   {"tokens_per_second", r->output_tokens / r->seconds},
+                   {"peak_kv_mib", mib},
+                   {"reserved_tokens_per_request", r->reserved_tokens},
                    {"peak_cached_tokens", r->peak_cached_tokens}});
   }
   if (args.Has("json")) {

@@ -29,9 +29,9 @@ struct BenchSeq {
   std::unique_ptr<SequenceKv> kv;
   std::unique_ptr<SequenceCompressor> compressor;
   int32_t prompt = 0;
-  int32_t position = 0;   // of the next token fed
+  int32_t position = 0;  // of the next token fed
   int32_t generated = 0;
-  int32_t last = 0;       // token fed next
+  int32_t last = 0;  // token fed next
   KvPolicy* policy() const { return compressor != nullptr ? compressor->policy() : nullptr; }
 };
 
@@ -171,8 +171,8 @@ absl::StatusOr<EvictionCost> BenchEviction(Runtime* rt, const KvPolicyOptions& p
   return EvictionCost{total / reps * 1e3, slots};
 }
 
-absl::StatusOr<ThroughputResult> BenchPoolThroughput(Runtime* rt, const KvPolicyOptions& policy,
-                                                     int64_t pool_tokens, int32_t prompt, int32_t output, int steps) {
+absl::StatusOr<ThroughputResult> BenchPoolThroughput(Runtime* rt, const KvPolicyOptions& policy, int64_t pool_tokens,
+                                                     int32_t prompt, int32_t output, int steps) {
   const int bs = 16;
   const int64_t peak = SequenceCompressor::PeakSlots(policy, prompt, output);
   const int64_t peak_blocks = (peak + bs - 1) / bs;

@@ -49,8 +49,8 @@ struct ThroughputResult {
 // `prompt` + `output` generated tokens; starts at steady state (sequences
 // staggered over their output) and counts tokens over `steps` steps,
 // replacing finished sequences (their prefill time included).
-absl::StatusOr<ThroughputResult> BenchPoolThroughput(Runtime* rt, const KvPolicyOptions& policy,
-                                                     int64_t pool_tokens, int32_t prompt, int32_t output, int steps);
+absl::StatusOr<ThroughputResult> BenchPoolThroughput(Runtime* rt, const KvPolicyOptions& policy, int64_t pool_tokens,
+                                                     int32_t prompt, int32_t output, int steps);
 
 }  // namespace beacon
 

@@ -60,9 +60,7 @@ absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions
   std::vector<int32_t> prompt(prompt_len);
   for (int32_t i = 0; i < prompt_len; ++i) prompt[i] = (i * 31 + 7) % cfg.vocab_size;
   std::vector<float> logits;
-  auto argmax = [&] {
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  };
+  auto argmax = [&] { return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()); };
   ForwardEntry e{&seq, prompt, 0, false, policy};
   if (absl::Status s = rt->backend()->Forward(std::span(&e, 1), &logits); !s.ok()) return s;
 

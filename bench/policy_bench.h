@@ -16,9 +16,9 @@ namespace beacon {
 struct PolicyBenchResult {
   int64_t steps = 0;
   int64_t evictions = 0;
-  double decode_s = 0;       // forward passes, including the observe calls
-  double observe_s = 0;      // inside ObserveQuery / ObserveAttention
-  double evict_s = 0;        // inside evictions (score + select + compact)
+  double decode_s = 0;   // forward passes, including the observe calls
+  double observe_s = 0;  // inside ObserveQuery / ObserveAttention
+  double evict_s = 0;    // inside evictions (score + select + compact)
   int32_t peak_slots = 0;
   double observe_share() const { return observe_s / (decode_s - observe_s); }
   double evict_share() const { return evict_s / (decode_s - observe_s); }

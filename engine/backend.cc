@@ -34,9 +34,9 @@ absl::Status ValidateBatch(const ModelConfig& c, std::span<const ForwardEntry> b
       return absl::InvalidArgumentError("KV cache shape does not match the model");
     }
     if (cache->storage() != storage) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "batch entry %d: its KV cache holds %s data; make caches with this backend's MakeKvCache", e,
-          cache->storage() == KvStorage::kHost ? "host" : "device"));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("batch entry %d: its KV cache holds %s data; make caches with this backend's MakeKvCache", e,
+                          cache->storage() == KvStorage::kHost ? "host" : "device"));
     }
     for (size_t j = 0; j < e; ++j) {
       if (batch[j].kv == en.kv) {
@@ -51,8 +51,8 @@ absl::Status ValidateBatch(const ModelConfig& c, std::span<const ForwardEntry> b
     }
     const int64_t last = static_cast<int64_t>(en.start_pos) + en.tokens.size();
     if (en.start_pos < 0 || last > c.context_length) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "positions [%d, %d) exceed the model's context length %d", en.start_pos, last, c.context_length));
+      return absl::InvalidArgumentError(absl::StrFormat("positions [%d, %d) exceed the model's context length %d",
+                                                        en.start_pos, last, c.context_length));
     }
   }
   return absl::OkStatus();

@@ -20,10 +20,10 @@
 namespace beacon {
 
 struct ForwardEntry {
-  SequenceKv* kv = nullptr;          // the sequence's slots; tokens are appended
-  std::span<const int32_t> tokens;   // new tokens, >= 1
-  int32_t start_pos = 0;             // RoPE position of tokens[0]
-  bool all_logits = false;           // logits for every token, not only the last
+  SequenceKv* kv = nullptr;         // the sequence's slots; tokens are appended
+  std::span<const int32_t> tokens;  // new tokens, >= 1
+  int32_t start_pos = 0;            // RoPE position of tokens[0]
+  bool all_logits = false;          // logits for every token, not only the last
   // The sequence's KV policy, if it compresses: it is shown every token's
   // pre-RoPE queries and, on decode steps (one token), the attention
   // probabilities when it asks for them (kv/kv_policy.h).

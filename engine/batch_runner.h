@@ -24,13 +24,11 @@ struct BatchRunnerOptions {
 // Calls on_token(index into gens, event) for every sampled token, in order.
 // Returns the first backend error (the generations stay as they were before
 // the failed step).
-absl::Status RunToCompletion(Backend* backend, std::span<Generation* const> gens,
-                             const BatchRunnerOptions& options,
+absl::Status RunToCompletion(Backend* backend, std::span<Generation* const> gens, const BatchRunnerOptions& options,
                              const std::function<void(size_t, const TokenEvent&)>& on_token);
 
 // One step of the above; returns false when every generation had finished.
-absl::StatusOr<bool> RunStep(Backend* backend, std::span<Generation* const> gens,
-                             const BatchRunnerOptions& options,
+absl::StatusOr<bool> RunStep(Backend* backend, std::span<Generation* const> gens, const BatchRunnerOptions& options,
                              const std::function<void(size_t, const TokenEvent&)>& on_token);
 
 }  // namespace beacon

@@ -10,8 +10,7 @@
 
 namespace beacon {
 
-CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool)
-    : weights_(weights), pool_(pool) {
+CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool) : weights_(weights), pool_(pool) {
   const ModelConfig& c = weights_->config;
   inv_freq_.resize(c.head_dim / 2);
   RopeInvFreq(c.rope_theta, c.head_dim, inv_freq_.data());
@@ -40,8 +39,8 @@ void CpuBackend::Resize(int64_t n) {
 
 void CpuBackend::Linear(const Tensor& w, const float* x, int64_t n, float* y) {
   auto it = packed_.find(w.data);
-  MatMul(MatrixView{w.dtype, w.rows, w.cols, w.data, it != packed_.end() ? it->second.get() : nullptr}, x, n, y,
-         pool_, &xq_);
+  MatMul(MatrixView{w.dtype, w.rows, w.cols, w.data, it != packed_.end() ? it->second.get() : nullptr}, x, n, y, pool_,
+         &xq_);
 }
 
 absl::Status CpuBackend::Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) {
@@ -57,8 +56,8 @@ absl::Status CpuBackend::Forward(std::span<const ForwardEntry> batch, std::vecto
   for (size_t e = 0; e < batch.size(); ++e) {
     const ForwardEntry& en = batch[e];
     for (size_t i = 0; i < en.tokens.size(); ++i) {
-      tokens_.push_back({static_cast<int>(e), en.kv->num_slots() + static_cast<int32_t>(i),
-                         en.start_pos + static_cast<int32_t>(i)});
+      tokens_.push_back(
+          {static_cast<int>(e), en.kv->num_slots() + static_cast<int32_t>(i), en.start_pos + static_cast<int32_t>(i)});
     }
     n_logit_rows += en.all_logits ? static_cast<int64_t>(en.tokens.size()) : 1;
   }
@@ -86,8 +85,7 @@ absl::Status CpuBackend::Forward(std::span<const ForwardEntry> batch, std::vecto
       const int64_t nt = static_cast<int64_t>(en.tokens.size());
       const int64_t first = en.all_logits ? 0 : nt - 1;
       for (int64_t i = first; i < nt; ++i, ++r) {
-        RmsNorm(&x_[(t + i) * c.hidden], weights_->output_norm.f32(), c.hidden, c.rms_eps,
-                &rows[r * c.hidden]);
+        RmsNorm(&x_[(t + i) * c.hidden], weights_->output_norm.f32(), c.hidden, c.rms_eps, &rows[r * c.hidden]);
       }
       t += nt;
     }

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-
 #include "engine/backend.h"
 #include "engine/model/weights.h"
 #include "kernels/cpu/matmul.h"

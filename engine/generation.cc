@@ -48,8 +48,7 @@ PolicyModelInfo PolicyInfoFor(const ModelConfig& c) {
 }
 
 absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* tokenizer, KvCache* cache,
-                                                               const ModelConfig& config,
-                                                               std::vector<int32_t> prompt,
+                                                               const ModelConfig& config, std::vector<int32_t> prompt,
                                                                GenerationOptions options) {
   if (prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");
   if (absl::Status s = options.Validate(config.vocab_size); !s.ok()) return s;
@@ -69,8 +68,8 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* 
                                                     std::move(prompt), std::move(options), std::move(compressor)));
 }
 
-Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length,
-                       const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
+Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, const PolicyModelInfo& model,
+                       std::vector<int32_t> prompt, GenerationOptions options,
                        std::unique_ptr<SequenceCompressor> compressor)
     : tokenizer_(tokenizer),
       context_length_(context_length),
@@ -188,16 +187,15 @@ TokenEvent Generation::Accept(int32_t id) {
   ev.id = id;
 
   const bool eos = !options_.ignore_eos && tokenizer_->IsEndOfGeneration(id);
-  const bool stop_id = std::find(options_.stop_token_ids.begin(), options_.stop_token_ids.end(), id) !=
-                       options_.stop_token_ids.end();
+  const bool stop_id =
+      std::find(options_.stop_token_ids.begin(), options_.stop_token_ids.end(), id) != options_.stop_token_ids.end();
   if (eos) return Finish(std::move(ev), FinishReason::kEos);
   if (stop_id) return Finish(std::move(ev), FinishReason::kStop);
 
   StopChecker::Result r = stop_checker_.Push(detok_.Push(id));
   ev.text = std::move(r.text);
   if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
-  if (static_cast<int32_t>(generated_.size()) >= options_.max_tokens ||
-      next_position() >= context_length_) {
+  if (static_cast<int32_t>(generated_.size()) >= options_.max_tokens || next_position() >= context_length_) {
     return Finish(std::move(ev), FinishReason::kLength);
   }
   return ev;

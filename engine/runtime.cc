@@ -15,8 +15,8 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& o
   if (rt->model_->tokenizer.has_value()) {
     absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(*rt->model_->tokenizer);
     if (!tok.ok()) {
-      return absl::Status(tok.status().code(), absl::StrCat("tokenizer of ", options.model, ": ",
-                                                            tok.status().message()));
+      return absl::Status(tok.status().code(),
+                          absl::StrCat("tokenizer of ", options.model, ": ", tok.status().message()));
     }
     rt->tokenizer_ = std::move(*tok);
   }
@@ -32,8 +32,7 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& o
     return absl::FailedPreconditionError("device \"cuda\": this build has no CUDA (configure with nvcc on the PATH)");
 #endif
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("device \"", options.device, "\" is not one of: cpu, cuda"));
+    return absl::InvalidArgumentError(absl::StrCat("device \"", options.device, "\" is not one of: cpu, cuda"));
   }
   return rt;
 }

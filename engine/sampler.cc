@@ -15,8 +15,7 @@ namespace {
 bool InRange(float v, float lo, float hi) { return v >= lo && v <= hi; }
 
 absl::Status RangeError(const char* field, float value, const char* range) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, " must be in ", range, ", got ", value));
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be in ", range, ", got ", value));
 }
 
 // Size of the first nucleus prefix sorted for top-p; the sorted prefix grows
@@ -29,9 +28,7 @@ constexpr size_t kFirstTopPChunk = 64;
 // 53 random bits -> a double uniform in [0, 1). Written out rather than using
 // std::uniform_real_distribution so that draws are identical across standard
 // libraries (the distribution's algorithm is implementation-defined).
-double ToUnitInterval(uint64_t bits) {
-  return static_cast<double>(bits >> 11) * 0x1.0p-53;
-}
+double ToUnitInterval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
 uint64_t RandomSeed() {
   std::random_device rd;
@@ -45,8 +42,7 @@ absl::Status SamplingParams::Validate() const {
     return RangeError("temperature", temperature, "[0, 100]");
   }
   if (top_k < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("top_k must be >= 0 (0 = off), got ", top_k));
+    return absl::InvalidArgumentError(absl::StrCat("top_k must be >= 0 (0 = off), got ", top_k));
   }
   if (!(top_p > 0.0f && top_p <= 1.0f)) {
     return RangeError("top_p", top_p, "(0, 1]");
@@ -138,9 +134,7 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
   idx.resize(n);
   std::iota(idx.begin(), idx.end(), 0);
   size_t count = n;
-  auto by_value_desc = [&x](int32_t a, int32_t b) {
-    return x[a] > x[b] || (x[a] == x[b] && a < b);
-  };
+  auto by_value_desc = [&x](int32_t a, int32_t b) { return x[a] > x[b] || (x[a] == x[b] && a < b); };
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
     count = static_cast<size_t>(params_.top_k);
     std::nth_element(idx.begin(), idx.begin() + count - 1, idx.end(), by_value_desc);
@@ -175,8 +169,7 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
     while (keep == 0 && done < count) {
       const size_t next = std::min(count, std::max(kFirstTopPChunk, 4 * done));
       // Select the next chunk in O(rest), then order only the chunk.
-      std::nth_element(idx.begin() + done, idx.begin() + (next - 1), idx.begin() + count,
-                       by_value_desc);
+      std::nth_element(idx.begin() + done, idx.begin() + (next - 1), idx.begin() + count, by_value_desc);
       std::sort(idx.begin() + done, idx.begin() + next, by_value_desc);
       for (size_t i = done; i < next; ++i) {
         cum += x[idx[i]];

@@ -18,14 +18,14 @@
 namespace beacon {
 
 struct SamplingParams {
-  float temperature = 0.0f;        // 0 = greedy (ties -> lowest id)
-  int32_t top_k = 0;               // 0 = off
-  float top_p = 1.0f;              // 1 = off
-  float min_p = 0.0f;              // 0 = off; keep p >= min_p * p_max
-  float repetition_penalty = 1.0f; // 1 = off; CTRL-style on logits of seen tokens
-  float presence_penalty = 0.0f;   // OpenAI-style, over generated tokens
-  float frequency_penalty = 0.0f;  // OpenAI-style, over generated tokens
-  std::optional<uint64_t> seed;    // absent: seeded from std::random_device
+  float temperature = 0.0f;         // 0 = greedy (ties -> lowest id)
+  int32_t top_k = 0;                // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off; keep p >= min_p * p_max
+  float repetition_penalty = 1.0f;  // 1 = off; CTRL-style on logits of seen tokens
+  float presence_penalty = 0.0f;    // OpenAI-style, over generated tokens
+  float frequency_penalty = 0.0f;   // OpenAI-style, over generated tokens
+  std::optional<uint64_t> seed;     // absent: seeded from std::random_device
 
   // INVALID_ARGUMENT naming the field when out of range.
   absl::Status Validate() const;
@@ -38,8 +38,7 @@ class Sampler {
   // Picks the next token. `logits` has vocab_size entries and is not modified.
   // `prompt` and `generated` feed the penalties (repetition over both,
   // presence/frequency over generated only, as OpenAI defines them).
-  int32_t Sample(std::span<const float> logits, std::span<const int32_t> prompt,
-                 std::span<const int32_t> generated);
+  int32_t Sample(std::span<const float> logits, std::span<const int32_t> prompt, std::span<const int32_t> generated);
 
   const SamplingParams& params() const { return params_; }
 

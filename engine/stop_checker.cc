@@ -85,9 +85,8 @@ StopChecker::Result StopChecker::Push(std::string_view delta) {
   for (size_t i = first; i < text.size(); ++i) {
     if (!IsCharStart(text[i])) continue;
     const std::string_view tail = text.substr(i);
-    const bool live = std::any_of(stops_.begin(), stops_.end(), [&](const std::string& s) {
-      return IsPrefixOf(tail, s);
-    });
+    const bool live =
+        std::any_of(stops_.begin(), stops_.end(), [&](const std::string& s) { return IsPrefixOf(tail, s); });
     if (live) {
       cut = i;
       break;

@@ -18,8 +18,8 @@ class StopChecker {
   explicit StopChecker(std::vector<std::string> stop_strings);
 
   struct Result {
-    std::string text;     // safe to emit now
-    bool stopped = false; // a stop string matched; emit `text`, then finish
+    std::string text;      // safe to emit now
+    bool stopped = false;  // a stop string matched; emit `text`, then finish
   };
 
   // Feeds the next text delta (complete UTF-8).

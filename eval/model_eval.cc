@@ -25,15 +25,14 @@ class Progress {
   Progress(std::FILE* log, int n_prompts, int32_t steps_per_pass)
       : log_(log), total_(n_prompts * steps_per_pass * (kPass1Weight + 1.0)), t0_(Clock::now()) {}
 
-  void Report(int prompt, int n_prompts, const char* pass, int32_t step, int32_t steps, int batch,
-              double done_units) {
+  void Report(int prompt, int n_prompts, const char* pass, int32_t step, int32_t steps, int batch, double done_units) {
     const double elapsed = Since(t0_);
     // At most one line every 5 seconds, and the last step of each pass.
     if (step != steps && elapsed - last_ < 5.0) return;
     last_ = elapsed;
     const double eta = done_units > 0 ? elapsed / done_units * (total_ - done_units) : 0.0;
-    std::fprintf(log_, "[model] prompt %d/%d  %s step %d/%d  batch %d  elapsed %.0fs  ETA %.0fs\n", prompt,
-                 n_prompts, pass, step, steps, batch, elapsed, eta);
+    std::fprintf(log_, "[model] prompt %d/%d  %s step %d/%d  batch %d  elapsed %.0fs  ETA %.0fs\n", prompt, n_prompts,
+                 pass, step, steps, batch, elapsed, eta);
     std::fflush(log_);
   }
   static constexpr double kPass1Weight = 1.0 / 3.0;
@@ -67,9 +66,9 @@ ModelResult ResultOf(const PolicySpec& spec, const ReplayStats& st, int32_t agre
 // the same; a "post" metric averages the prompts that have it (NaN if none).
 ModelResult MeanOverPrompts(const std::vector<PromptSummary>& prompts, size_t c) {
   ModelResult out = prompts.front().results[c];
-  double ModelResult::*fields[] = {&ModelResult::kl,        &ModelResult::top1,        &ModelResult::recall,
-                                   &ModelResult::kl_post,   &ModelResult::top1_post,   &ModelResult::recall_post,
-                                   &ModelResult::agreement, &ModelResult::peak_slots,  &ModelResult::evictions,
+  double ModelResult::*fields[] = {&ModelResult::kl,        &ModelResult::top1,       &ModelResult::recall,
+                                   &ModelResult::kl_post,   &ModelResult::top1_post,  &ModelResult::recall_post,
+                                   &ModelResult::agreement, &ModelResult::peak_slots, &ModelResult::evictions,
                                    &ModelResult::post_steps};
   for (double ModelResult::*f : fields) {
     Mean m;
@@ -146,8 +145,8 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
       const ReplayStats& st = replay->stats[c];
       if (st.agreement != free_run->agreement[c]) {
         ++summary.agreement_mismatches;
-        std::fprintf(log, "[model] note: %s@%d free-run agreement %d != replay-derived %d\n",
-                     (*grid)[c].policy.c_str(), (*grid)[c].budget, free_run->agreement[c], st.agreement);
+        std::fprintf(log, "[model] note: %s@%d free-run agreement %d != replay-derived %d\n", (*grid)[c].policy.c_str(),
+                     (*grid)[c].budget, free_run->agreement[c], st.agreement);
       }
       summary.results.push_back(ResultOf((*grid)[c], st, free_run->agreement[c]));
     }

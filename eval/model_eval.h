@@ -44,12 +44,12 @@ struct ModelResult {
 struct PromptSummary {
   std::string id;
   int32_t prompt_tokens = 0;
-  double trace_seconds = 0;    // pass 1: trace + free runs
-  double replay_seconds = 0;   // pass 2: teacher-forced replays
+  double trace_seconds = 0;          // pass 1: trace + free runs
+  double replay_seconds = 0;         // pass 2: teacher-forced replays
   int32_t reference_mismatches = 0;  // replay reference vs trace (0 expected)
   int32_t agreement_mismatches = 0;  // configurations whose free-run and derived agreement differ (0 expected)
-  double distinct_4grams = 0;  // distinct / all 4-grams of the trace: 1 = no repetition, near 0 = a loop
-  std::string text;            // the trace, decoded
+  double distinct_4grams = 0;        // distinct / all 4-grams of the trace: 1 = no repetition, near 0 = a loop
+  std::string text;                  // the trace, decoded
   std::vector<ModelResult> results;  // this prompt's, per configuration
 };
 

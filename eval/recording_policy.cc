@@ -4,8 +4,7 @@
 
 namespace beacon::eval {
 
-RecordingPolicy::RecordingPolicy(const PolicyModelInfo& model)
-    : n_kv_heads_(model.n_kv_heads) {
+RecordingPolicy::RecordingPolicy(const PolicyModelInfo& model) : n_kv_heads_(model.n_kv_heads) {
   probs_.resize(static_cast<size_t>(model.n_layers) * model.n_kv_heads);
   n_slots_.assign(probs_.size(), 0);
 }

@@ -148,8 +148,7 @@ absl::Status RunPlot(const std::string& script, const std::string& csv, const st
                                        " --title ", ShellQuote(title));
   std::fflush(nullptr);
   if (std::system(cmd.c_str()) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the plot failed (pip install matplotlib, then run: ", cmd, ")"));
+    return absl::FailedPreconditionError(absl::StrCat("the plot failed (pip install matplotlib, then run: ", cmd, ")"));
   }
   return absl::OkStatus();
 }

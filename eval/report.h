@@ -45,8 +45,7 @@ class ResultTable {
   // A markdown table of one numeric column, `row_key` values down, and
   // `col_key` values across (in first-seen order), e.g. policy x budget.
   // Missing combinations print as "-".
-  std::string PivotMarkdown(const std::string& row_key, const std::string& col_key,
-                            const std::string& value_key) const;
+  std::string PivotMarkdown(const std::string& row_key, const std::string& col_key, const std::string& value_key) const;
 
  private:
   int Find(const std::string& key) const;

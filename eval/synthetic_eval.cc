@@ -25,7 +25,7 @@ struct Run {
 
 // Drives every run over one trace and adds to the accumulators.
 absl::Status EvalTrace(const SyntheticTrace& trace, std::vector<Run>& runs, std::vector<Mean>& revisit,
-               std::vector<Mean>& all, std::vector<SyntheticResult>& results) {
+                       std::vector<Mean>& all, std::vector<SyntheticResult>& results) {
   const SyntheticTraceOptions& o = trace.options;
   const int n = trace.n_tokens(), d = o.head_dim, group = o.n_heads / o.n_kv_heads;
   const TraceRope rope(o);
@@ -38,7 +38,7 @@ absl::Status EvalTrace(const SyntheticTrace& trace, std::vector<Run>& runs, std:
   }
   std::vector<float> rq(static_cast<size_t>(o.n_heads) * d);
   std::vector<float> full(static_cast<size_t>(o.n_heads) * n);  // [query head][position]
-  std::vector<float> probs;                                      // [group][slots] of one run and KV head
+  std::vector<float> probs;                                     // [group][slots] of one run and KV head
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
 
   for (int pos = 0; pos < n; ++pos) {

@@ -27,20 +27,20 @@ namespace beacon::eval {
 struct SyntheticEvalOptions {
   std::vector<std::string> policies;  // KV policy names (not "full")
   std::vector<int32_t> budgets;
-  int32_t interval = 128;  // decode steps between evictions
-  int traces = 4;          // traces of seeds seed, seed + 1, ...; results average over them
+  int32_t interval = 128;       // decode steps between evictions
+  int traces = 4;               // traces of seeds seed, seed + 1, ...; results average over them
   SyntheticTraceOptions trace;  // trace.seed is the first seed
 };
 
 struct SyntheticResult {
   std::string policy;
   int32_t budget = 0;
-  double revisit_recall = 0.0;    // mean over revisit queries (and query heads, traces)
-  double all_recall = 0.0;        // mean over every decode query
-  double plan_kept_end = 0.0;     // share of plan-span keys still cached at the end, over KV heads
-  double peak_slots = 0.0;        // mean over traces
-  double evictions = 0.0;         // mean over traces
-  int64_t revisit_queries = 0;    // revisit steps measured, all traces
+  double revisit_recall = 0.0;  // mean over revisit queries (and query heads, traces)
+  double all_recall = 0.0;      // mean over every decode query
+  double plan_kept_end = 0.0;   // share of plan-span keys still cached at the end, over KV heads
+  double peak_slots = 0.0;      // mean over traces
+  double evictions = 0.0;       // mean over traces
+  int64_t revisit_queries = 0;  // revisit steps measured, all traces
 };
 
 // Called after each trace: (trace index, number of traces).

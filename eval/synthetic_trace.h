@@ -38,13 +38,13 @@
 namespace beacon::eval {
 
 struct SyntheticTraceOptions {
-  int n_heads = 4;          // query heads
-  int n_kv_heads = 2;       // KV heads (n_heads a multiple)
-  int head_dim = 64;        // even, >= 16
+  int n_heads = 4;     // query heads
+  int n_kv_heads = 2;  // KV heads (n_heads a multiple)
+  int head_dim = 64;   // even, >= 16
   float rope_theta = 1e6f;
   int prompt_len = 16;
   int plan_len = 32;
-  int plan_steps = 4;       // plan topics; plan_len a multiple
+  int plan_steps = 4;  // plan topics; plan_len a multiple
   int middle_len = 2000;
   int segment_len = 64;     // working tokens per cluster direction
   int revisit_every = 100;  // mean gap between revisit queries (uniform in [0.5, 1.5] x this)

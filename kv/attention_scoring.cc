@@ -34,8 +34,8 @@ void RecentQueryRing::Push(const float* q, int32_t position) {
   count_ = std::min(count_ + 1, capacity_);
 }
 
-void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head,
-                     ScoreAggregate aggregate, float* scores, std::vector<float>* scratch) {
+void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
+                     float* scores, std::vector<float>* scratch) {
   const int32_t n = keys.n_slots();
   if (n <= 0) return;
   const int d = keys.head_dim();
@@ -47,8 +47,8 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
   const int bs = keys.block_size();
   for (int32_t s0 = 0; s0 < n; s0 += bs) {
     const int32_t rows = std::min<int32_t>(bs, n - s0);
-    MatMulRowsTiled(MatrixView{DType::kF32, rows, d, keys.key(kv_head, s0)}, queries, n_queries, 0, rows,
-                    logits + s0, n);
+    MatMulRowsTiled(MatrixView{DType::kF32, rows, d, keys.key(kv_head, s0)}, queries, n_queries, 0, rows, logits + s0,
+                    n);
   }
   for (size_t i = 0; i < static_cast<size_t>(n_queries) * n; ++i) logits[i] *= scale;
   std::fill(scores, scores + n, 0.0f);

@@ -37,13 +37,15 @@ class RecentQueryRing {
   // q: [n_heads][head_dim] of the token at `position`; overwrites the oldest.
   void Push(const float* q, int32_t position);
   int size() const { return count_; }
-  const float* query(int j, int head) const { return data_.data() + (static_cast<size_t>(j) * n_heads_ + head) * head_dim_; }
+  const float* query(int j, int head) const {
+    return data_.data() + (static_cast<size_t>(j) * n_heads_ + head) * head_dim_;
+  }
   int32_t position(int j) const { return positions_[j]; }
 
  private:
   int capacity_, n_heads_, head_dim_;
-  std::vector<float> data_;          // [capacity][n_heads][head_dim]
-  std::vector<int32_t> positions_;   // [capacity]
+  std::vector<float> data_;         // [capacity][n_heads][head_dim]
+  std::vector<int32_t> positions_;  // [capacity]
   int next_ = 0;
   int count_ = 0;
 };
@@ -52,8 +54,8 @@ class RecentQueryRing {
 // attention distribution p_j = softmax(q_j . k / sqrt(d)) over the slots of
 // (keys, kv_head); scores[s] = aggregate over j of p_j[s].
 // `scratch` is resized as needed.
-void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head,
-                     ScoreAggregate aggregate, float* scores, std::vector<float>* scratch);
+void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
+                     float* scores, std::vector<float>* scratch);
 
 // In place: scores[s] = max of scores over [s - kernel/2, s + kernel/2]
 // (clipped at the ends). kernel <= 1 leaves scores unchanged.

@@ -59,8 +59,7 @@ namespace {
 class BeaconPolicy : public KvPolicy {
  public:
   BeaconPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m)
-      : options_(o), model_(m), rotator_(m), row_(static_cast<size_t>(m.n_heads) * m.head_dim),
-        layers_(m.n_layers) {
+      : options_(o), model_(m), rotator_(m), row_(static_cast<size_t>(m.n_heads) * m.head_dim), layers_(m.n_layers) {
     for (LayerState& l : layers_) {
       l.ring = std::make_unique<RecentQueryRing>(o.recent_queries, m.n_heads, m.head_dim);
       l.fps.reserve(m.n_heads);
@@ -129,8 +128,7 @@ class BeaconPolicy : public KvPolicy {
         rotator_.Rotate(l.fps[h].point(b), position, out);
         out += d;
       }
-      AttentionScores(queries_.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, head_scores_.data(),
-                      &scratch_);
+      AttentionScores(queries_.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, head_scores_.data(), &scratch_);
       for (int32_t s = 0; s < n; ++s) scores[s] = std::max(scores[s], head_scores_[s]);
     }
     MaxPool1D(scores, n, options_.pool_kernel);

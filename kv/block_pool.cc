@@ -46,8 +46,8 @@ BlockPool::~BlockPool() { assert(num_free() == num_blocks() && "KV blocks still 
 absl::StatusOr<std::vector<BlockHandle>> BlockPool::Allocate(int32_t n) {
   if (n < 0) return absl::InvalidArgumentError(absl::StrFormat("cannot allocate %d KV blocks", n));
   if (n > num_free()) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "KV cache full: %d blocks requested, %d of %d free", n, num_free(), num_blocks()));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("KV cache full: %d blocks requested, %d of %d free", n, num_free(), num_blocks()));
   }
   std::vector<BlockHandle> out;
   out.reserve(n);

@@ -41,8 +41,8 @@ struct FpsScratch {
 // 1 / |points[i]| (> 0, finite), so callers that keep norms pay no sqrt here.
 // Normalises and accumulates in double, so the choice is reproducible by
 // any careful implementation of the rule on data without near-ties.
-void FarthestPointSample(const float* points, const double* inv_norms, int n, int dim, int k,
-                         std::vector<int>* chosen, FpsScratch* scratch);
+void FarthestPointSample(const float* points, const double* inv_norms, int n, int dim, int k, std::vector<int>* chosen,
+                         FpsScratch* scratch);
 
 // Continual FPS: a buffer that grows by Add until it holds `bound` (U)
 // points, at which moment FPS shrinks it to `keep` (K) points, and it refills.

@@ -76,9 +76,7 @@ class H2oPolicy final : public KvPolicy {
   }
 
  private:
-  std::vector<float>& Acc(int layer, int kv_head) {
-    return acc_[static_cast<size_t>(layer) * n_kv_heads_ + kv_head];
-  }
+  std::vector<float>& Acc(int layer, int kv_head) { return acc_[static_cast<size_t>(layer) * n_kv_heads_ + kv_head]; }
 
   int n_kv_heads_;
   std::vector<std::vector<float>> acc_;  // [layer * n_kv_heads + kv_head][slot]

@@ -31,7 +31,7 @@ struct KvCacheShape {
   int n_layers = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
-  int block_size = 16;  // token slots per block
+  int block_size = 16;    // token slots per block
   int element_bytes = 4;  // bytes of one K or V element: 4 (host f32), 2 (device bf16)
 };
 
@@ -96,8 +96,7 @@ class KvCache {
 
  private:
   size_t Offset(int32_t block, int head) const {
-    return static_cast<size_t>(block) * block_stride_ +
-           static_cast<size_t>(head) * shape_.block_size * shape_.head_dim;
+    return static_cast<size_t>(block) * block_stride_ + static_cast<size_t>(head) * shape_.block_size * shape_.head_dim;
   }
 
   KvCacheShape shape_;

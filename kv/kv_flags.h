@@ -38,10 +38,15 @@ inline absl::Status ParseKvOptions(const cli::Args& args, KvPolicyOptions* kv) {
     *field = static_cast<int32_t>(*v);
     return absl::OkStatus();
   };
-  for (auto [flag, field] : std::initializer_list<std::pair<const char*, int32_t*>>{
-           {"kv-budget", &kv->budget}, {"kv-interval", &kv->interval}, {"kv-sinks", &kv->sinks},
-           {"kv-window", &kv->window}, {"kv-recent-queries", &kv->recent_queries}, {"kv-beacons", &kv->beacons},
-           {"kv-fps-bound", &kv->fps_bound}, {"kv-pool-kernel", &kv->pool_kernel}}) {
+  for (auto [flag, field] :
+       std::initializer_list<std::pair<const char*, int32_t*>>{{"kv-budget", &kv->budget},
+                                                               {"kv-interval", &kv->interval},
+                                                               {"kv-sinks", &kv->sinks},
+                                                               {"kv-window", &kv->window},
+                                                               {"kv-recent-queries", &kv->recent_queries},
+                                                               {"kv-beacons", &kv->beacons},
+                                                               {"kv-fps-bound", &kv->fps_bound},
+                                                               {"kv-pool-kernel", &kv->pool_kernel}}) {
     if (absl::Status s = set_int(flag, field); !s.ok()) return s;
   }
   if (args.Has("kv-keep-prompt")) {

@@ -50,9 +50,9 @@ struct KvPolicyOptions {
   int32_t fps_bound = 64;       // U: FPS buffer size that triggers a shrink to K
   BeaconFilter beacon_filter = BeaconFilter::kAll;
   float global_threshold = 0.5f;  // attention mass beyond `window` for kGlobal
-  int32_t pool_kernel = 1;      // 1-D max-pool over token order (odd; 1 = off)
-  float lambda = 0.1f;          // rkv: weight of attention importance against redundancy
-  uint64_t seed = 0;            // random policy
+  int32_t pool_kernel = 1;        // 1-D max-pool over token order (odd; 1 = off)
+  float lambda = 0.1f;            // rkv: weight of attention importance against redundancy
+  uint64_t seed = 0;              // random policy
 
   // The options with `name`'s published defaults (R, pool kernel, lambda).
   static KvPolicyOptions DefaultsFor(std::string_view name);
@@ -79,8 +79,7 @@ struct PolicyModelInfo {
 // slot positions.
 class KeysView {
  public:
-  KeysView(const KvCache* cache, const SequenceKv* seq, int layer)
-      : cache_(cache), seq_(seq), layer_(layer) {}
+  KeysView(const KvCache* cache, const SequenceKv* seq, int layer) : cache_(cache), seq_(seq), layer_(layer) {}
   int32_t n_slots() const { return seq_->num_slots(); }
   int head_dim() const { return cache_->shape().head_dim; }
   // Slots [s, s + block_size - s % block_size) of one head are contiguous:
@@ -147,8 +146,7 @@ class KvPolicy {
 
 // Builds the named policy (options.policy). INVALID_ARGUMENT for an unknown
 // name or invalid options.
-absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& options,
-                                                         const PolicyModelInfo& model);
+absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& options, const PolicyModelInfo& model);
 
 }  // namespace beacon
 

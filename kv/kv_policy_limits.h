@@ -22,7 +22,7 @@ namespace beacon {
 struct KvPolicyLimits {
   // Policies a request may choose; empty = every known policy.
   std::vector<std::string> allowed_policies;
-  int32_t min_budget = 32;      // a request's budget must lie in [min, max]
+  int32_t min_budget = 32;  // a request's budget must lie in [min, max]
   int32_t max_budget = 1 << 20;
   // Whether a request may choose `full` (no compression) even when the
   // operator's default compresses: it costs prompt + max_tokens of KV.

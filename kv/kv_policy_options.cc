@@ -8,8 +8,7 @@
 namespace beacon {
 namespace {
 
-constexpr std::array<std::string_view, 7> kNames = {"full", "streaming", "h2o", "snapkv",
-                                                    "rkv",  "random",    "beacon"};
+constexpr std::array<std::string_view, 7> kNames = {"full", "streaming", "h2o", "snapkv", "rkv", "random", "beacon"};
 
 // `full` never evicts: the compressor does not call Score on it.
 class FullPolicy : public KvPolicy {
@@ -31,7 +30,7 @@ KvPolicyOptions KvPolicyOptions::DefaultsFor(std::string_view name) {
     o.recent_queries = 32;  // SnapKV: observation window 32
     o.pool_kernel = 7;      // pooling kernel 5-7
   } else if (name == "rkv") {
-    o.recent_queries = 8;   // R-KV: 8 recent queries, max-pool 7, lambda 0.1
+    o.recent_queries = 8;  // R-KV: 8 recent queries, max-pool 7, lambda 0.1
     o.pool_kernel = 7;
     o.lambda = 0.1f;
   }
@@ -58,10 +57,13 @@ absl::Status KvPolicyOptions::Validate() const {
   if (!keep_prompt && sinks + window > budget) {
     return bad("kv_budget", budget, absl::StrCat("must hold sinks + window (", sinks + window, ")"));
   }
-  if (keep_prompt && window > budget) return bad("kv_budget", budget, absl::StrCat("must hold the window (", window, ")"));
-  if (recent_queries < 1 || recent_queries > 1024) return bad("kv_recent_queries", recent_queries, "must be in [1, 1024]");
+  if (keep_prompt && window > budget)
+    return bad("kv_budget", budget, absl::StrCat("must hold the window (", window, ")"));
+  if (recent_queries < 1 || recent_queries > 1024)
+    return bad("kv_recent_queries", recent_queries, "must be in [1, 1024]");
   if (beacons < 1) return bad("kv_beacons", beacons, "must be >= 1");
-  if (fps_bound <= beacons) return bad("kv_fps_bound", fps_bound, absl::StrCat("must exceed kv_beacons (", beacons, ")"));
+  if (fps_bound <= beacons)
+    return bad("kv_fps_bound", fps_bound, absl::StrCat("must exceed kv_beacons (", beacons, ")"));
   if (fps_bound > 4096) return bad("kv_fps_bound", fps_bound, "must be <= 4096");
   if (!(global_threshold >= 0.0f && global_threshold <= 1.0f)) {
     return bad("kv_global_threshold", global_threshold, "must be in [0, 1]");

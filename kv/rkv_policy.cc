@@ -80,7 +80,6 @@ class RkvPolicy final : public KvPolicy {
   }
 
  private:
-
   // importance_[0, past) = pooled mean attention of the ring's queries.
   void Importance(int layer, int kv_head, const KeysView& keys, int32_t past) {
     const RecentQueryRing& r = rings_[layer];
@@ -94,15 +93,15 @@ class RkvPolicy final : public KvPolicy {
       const int32_t qpos = r.position(j);
       for (int i = 0; i < group; ++i) {
         const int h = kv_head * group + i;
-        rotator_.Rotate(r.query(j, h), qpos,
-                        rotated_.data() + static_cast<size_t>(i) * d);
+        rotator_.Rotate(r.query(j, h), qpos, rotated_.data() + static_cast<size_t>(i) * d);
       }
       float mx = -std::numeric_limits<float>::infinity();
       for (int32_t s = 0; s < past; ++s) {
         float l = -std::numeric_limits<float>::infinity();
         if (keys.position(kv_head, s) <= qpos) {
           const float* k = keys.key(kv_head, s);
-          for (int i = 0; i < group; ++i) l = std::max(l, scale * Dot(rotated_.data() + static_cast<size_t>(i) * d, k, d));
+          for (int i = 0; i < group; ++i)
+            l = std::max(l, scale * Dot(rotated_.data() + static_cast<size_t>(i) * d, k, d));
         }
         logits_[s] = l;
         mx = std::max(mx, l);

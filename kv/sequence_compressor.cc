@@ -9,16 +9,15 @@
 namespace beacon {
 
 absl::StatusOr<std::unique_ptr<SequenceCompressor>> SequenceCompressor::Create(const KvPolicyOptions& options,
-                                                                              const PolicyModelInfo& model,
-                                                                              int32_t prompt_len) {
+                                                                               const PolicyModelInfo& model,
+                                                                               int32_t prompt_len) {
   absl::StatusOr<std::unique_ptr<KvPolicy>> policy = CreateKvPolicy(options, model);
   if (!policy.ok()) return policy.status();
-  return std::unique_ptr<SequenceCompressor>(
-      new SequenceCompressor(options, model, prompt_len, std::move(*policy)));
+  return std::unique_ptr<SequenceCompressor>(new SequenceCompressor(options, model, prompt_len, std::move(*policy)));
 }
 
-SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const PolicyModelInfo& model,
-                                       int32_t prompt_len, std::unique_ptr<KvPolicy> policy)
+SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const PolicyModelInfo& model, int32_t prompt_len,
+                                       std::unique_ptr<KvPolicy> policy)
     : options_(options),
       model_(model),
       prompt_len_(prompt_len),

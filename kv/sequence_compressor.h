@@ -25,8 +25,7 @@ class SequenceCompressor {
  public:
   // INVALID_ARGUMENT for invalid options or an unknown policy.
   static absl::StatusOr<std::unique_ptr<SequenceCompressor>> Create(const KvPolicyOptions& options,
-                                                                    const PolicyModelInfo& model,
-                                                                    int32_t prompt_len);
+                                                                    const PolicyModelInfo& model, int32_t prompt_len);
 
   // EvictionSchedule::PeakSlots: what admission must reserve. prompt +
   // max_tokens under `full`; constant in max_tokens under a compressing policy.

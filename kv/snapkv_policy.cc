@@ -80,8 +80,7 @@ class SnapKvPolicy final : public KvPolicy {
       std::fill(head_sum_.begin(), head_sum_.end(), 0.0f);
       for (int j = 0; j < r.size(); ++j) {
         const int32_t qpos = r.position(j);
-        rotator_.Rotate(r.query(j, h), qpos,
-                        rotated_.data());
+        rotator_.Rotate(r.query(j, h), qpos, rotated_.data());
         float mx = -std::numeric_limits<float>::infinity();
         for (int32_t s = 0; s < n; ++s) {
           if (key_pos_[s] > qpos) continue;
@@ -106,7 +105,6 @@ class SnapKvPolicy final : public KvPolicy {
   }
 
  private:
-
   PolicyModelInfo model_;
   int capacity_;
   int32_t window_;

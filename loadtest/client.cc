@@ -41,7 +41,10 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse> 
  public:
   GenerateCall(StreamClient* owner, RequestResult base, Clock::time_point intended, StreamClient::DoneFn done,
                std::function<void(int)> on_tokens)
-      : owner_(owner), result_(std::move(base)), intended_(intended), done_(std::move(done)),
+      : owner_(owner),
+        result_(std::move(base)),
+        intended_(intended),
+        done_(std::move(done)),
         on_tokens_(std::move(on_tokens)) {}
 
   void Go(v1::BeaconService::Stub* stub, v1::GenerateRequest req, const ClientOptions& opt) {

@@ -30,11 +30,11 @@ using Clock = std::chrono::steady_clock;
 
 struct ClientOptions {
   std::string server = "127.0.0.1:50051";
-  int32_t connections = 4;       // channels, each with its own subchannel pool (TCP connection)
-  std::string api_key;           // sent as "authorization: Bearer KEY" when set
-  std::string tls_ca_pem;        // PEM roots: connect over TLS when set
-  double timeout_s = 600;        // per-request gRPC deadline
-  double connect_timeout_s = 10; // for the initial GetModelInfo on every channel
+  int32_t connections = 4;        // channels, each with its own subchannel pool (TCP connection)
+  std::string api_key;            // sent as "authorization: Bearer KEY" when set
+  std::string tls_ca_pem;         // PEM roots: connect over TLS when set
+  double timeout_s = 600;         // per-request gRPC deadline
+  double connect_timeout_s = 10;  // for the initial GetModelInfo on every channel
 };
 
 // The request as beacon.v1 sends it.

@@ -95,8 +95,7 @@ absl::StatusOr<std::vector<double>> ParseLevels(absl::string_view spec, bool int
     const bool geometric = !range[2].empty() && (range[2][0] == 'x' || range[2][0] == '*');
     const bool additive = !range[2].empty() && range[2][0] == '+';
     if (!geometric && !additive) return bad("the step must start with '+' or 'x'");
-    if (!absl::SimpleAtod(range[2].substr(1), &step) || !std::isfinite(step) ||
-        (geometric ? step <= 1 : step <= 0)) {
+    if (!absl::SimpleAtod(range[2].substr(1), &step) || !std::isfinite(step) || (geometric ? step <= 1 : step <= 0)) {
       return bad(geometric ? "FACTOR must be > 1" : "STEP must be > 0");
     }
     for (double v = start; v <= stop * (1 + 1e-9) && out.size() < 1000; v = geometric ? v * step : v + step) {
@@ -183,9 +182,9 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
     return absl::InvalidArgumentError("--burstiness shapes open-loop arrivals: use it with --rate");
   }
   if (c.sweep) {
-    ASSIGN_OR_RETURN(c.levels, lv,
-                     ParseLevels(a.Str(has_rate ? "rate" : "concurrency"), has_conc,
-                                 has_rate ? "--rate" : "--concurrency"));
+    ASSIGN_OR_RETURN(
+        c.levels, lv,
+        ParseLevels(a.Str(has_rate ? "rate" : "concurrency"), has_conc, has_rate ? "--rate" : "--concurrency"));
     if (has_conc && c.levels.back() > 100000) return absl::InvalidArgumentError("--concurrency: at most 100000");
   } else if (has_rate) {
     ASSIGN_OR_RETURN(c.load.rate, rate, a.Double("rate"));
@@ -280,13 +279,12 @@ absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
     }
     if (k.budget > 0 && (k.budget < info.kv_budget_min() || k.budget > info.kv_budget_max())) {
       return absl::InvalidArgumentError(absl::StrCat("KV budget ", k.budget, " of '", k.Label(),
-                                                     "' is outside the server's range [", info.kv_budget_min(),
-                                                     ", ", info.kv_budget_max(), "]"));
+                                                     "' is outside the server's range [", info.kv_budget_min(), ", ",
+                                                     info.kv_budget_max(), "]"));
     }
   }
   const LengthDist& p = c->workload.prompt_len;
-  if (c->workload.prompts.empty() && p.kind() == LengthDist::Kind::kFixed &&
-      p.Mean() >= info.context_length()) {
+  if (c->workload.prompts.empty() && p.kind() == LengthDist::Kind::kFixed && p.Mean() >= info.context_length()) {
     return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", p.ToString(), " does not fit the model's context (",
                                                    info.context_length(), " tokens)"));
   }

@@ -5,10 +5,10 @@
 #define BEACON_LOADTEST_OPTIONS_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "loadtest/client.h"
 #include "loadtest/runner.h"
 #include "loadtest/stats.h"
@@ -18,24 +18,24 @@
 namespace beacon::loadtest {
 
 struct Config {
-  bool sweep = false;              // `beacon-loadtest sweep`
-  bool plot_only = false;          // `beacon-loadtest plot`: re-plot saved sweep JSON, no server
+  bool sweep = false;                   // `beacon-loadtest sweep`
+  bool plot_only = false;               // `beacon-loadtest plot`: re-plot saved sweep JSON, no server
   std::vector<std::string> plot_from;   // plot: sweep JSON files
   std::vector<std::string> plot_names;  // plot: series names (default: each sweep's label or KV policy)
   bool help = false;
   ClientOptions client;
   WorkloadOptions workload;
-  LoadOptions load;                // a run; for a sweep, every level's template
-  Slo slo;                         // empty when --slo is not given
+  LoadOptions load;  // a run; for a sweep, every level's template
+  Slo slo;           // empty when --slo is not given
   // Sweep: the load levels, ascending; rates (open loop) or concurrencies.
   std::vector<double> levels;
   bool by_concurrency = false;
-  int32_t waves = 0;               // > 0: a closed-loop sweep runs waves x concurrency requests per level
-  double slo_attainment = 0.9;     // a level passes when this share of its requests meets the SLO
-  int32_t stop_after_fails = 1;    // stop after this many failing levels in a row
+  int32_t waves = 0;             // > 0: a closed-loop sweep runs waves x concurrency requests per level
+  double slo_attainment = 0.9;   // a level passes when this share of its requests meets the SLO
+  int32_t stop_after_fails = 1;  // stop after this many failing levels in a row
   std::string json_path, csv_path, plot_path;
-  std::string label;               // free text recorded in the JSON
-  std::string command_line;        // for the JSON
+  std::string label;         // free text recorded in the JSON
+  std::string command_line;  // for the JSON
 };
 
 // Parses argv (argv[1] may be the command: `run`, the default, `sweep`, or

@@ -38,13 +38,14 @@ std::string DescribeRun(const Config& c) {
   } else if (c.load.concurrency > 0) {
     s = absl::StrCat("closed loop, concurrency ", c.load.concurrency);
   } else {
-    s = absl::StrCat("open loop, ", c.load.rate, " req/s",
-                     c.load.burstiness != 1 ? absl::StrCat(" (gamma, burstiness ", c.load.burstiness, ")")
-                                            : " (Poisson)");
+    s = absl::StrCat(
+        "open loop, ", c.load.rate, " req/s",
+        c.load.burstiness != 1 ? absl::StrCat(" (gamma, burstiness ", c.load.burstiness, ")") : " (Poisson)");
   }
-  absl::StrAppend(&s, ", ", c.waves > 0             ? absl::StrCat(c.waves, " x concurrency requests per level")
-                           : c.load.requests > 0 ? absl::StrCat(c.load.requests, " requests")
-                                                 : absl::StrCat(c.load.duration_s, " s"));
+  absl::StrAppend(&s, ", ",
+                  c.waves > 0           ? absl::StrCat(c.waves, " x concurrency requests per level")
+                  : c.load.requests > 0 ? absl::StrCat(c.load.requests, " requests")
+                                        : absl::StrCat(c.load.duration_s, " s"));
   if (c.load.warmup > 0) absl::StrAppend(&s, " (+", c.load.warmup, " warm-up)");
   if (c.workload.prompts.empty()) {
     absl::StrAppend(&s, ", prompt ", c.workload.prompt_len.ToString());
@@ -64,8 +65,8 @@ std::string RunTable(const RunSummary& s, const std::string& heading) {
   row("duration", absl::StrFormat("%.2f s", s.duration_s));
   row("request throughput", absl::StrFormat("%.3f req/s", s.request_throughput));
   row("output throughput", absl::StrFormat("%.1f tok/s (%d tokens)", s.output_throughput, s.output_tokens));
-  row("total throughput",
-      absl::StrFormat("%.1f tok/s (%d prompt + %d output)", s.total_token_throughput, s.prompt_tokens, s.output_tokens));
+  row("total throughput", absl::StrFormat("%.1f tok/s (%d prompt + %d output)", s.total_token_throughput,
+                                          s.prompt_tokens, s.output_tokens));
   if (!s.slo.empty()) {
     row("goodput", absl::StrFormat("%.3f req/s: %d/%d requests (%.1f%%) meet %s", s.goodput, s.good, s.requests,
                                    s.attainment * 100, s.slo.ToString()));
@@ -77,7 +78,9 @@ std::string RunTable(const RunSummary& s, const std::string& heading) {
   absl::StrAppend(&t, absl::StrFormat("\n%-14s%10s%10s%10s%10s%10s%9s\n", "latency (ms)", "mean", "median", "p90",
                                       "p99", "max", "count"));
   for (const auto& [name, m] : {std::pair<const char*, const Summary*>{"TTFT", &s.ttft_ms},
-                                {"TPOT", &s.tpot_ms}, {"ITL", &s.itl_ms}, {"E2E", &s.e2e_ms}}) {
+                                {"TPOT", &s.tpot_ms},
+                                {"ITL", &s.itl_ms},
+                                {"E2E", &s.e2e_ms}}) {
     absl::StrAppend(&t, absl::StrFormat("%-14s%10.2f%10.2f%10.2f%10.2f%10.2f%9d\n", name, m->mean, m->median, m->p90,
                                         m->p99, m->max, m->count));
   }
@@ -93,27 +96,28 @@ nlohmann::json SloJson(const Slo& s) {
 }
 
 nlohmann::json SummaryJson(const RunSummary& s) {
-  return {{"requests", s.requests},
-          {"succeeded", s.succeeded},
-          {"failed", s.failed},
-          {"errors", s.errors},
-          {"finish_reasons", s.finish_reasons},
-          {"duration_s", s.duration_s},
-          {"prompt_tokens", s.prompt_tokens},
-          {"output_tokens", s.output_tokens},
-          {"request_throughput", s.request_throughput},
-          {"output_throughput", s.output_throughput},
-          {"total_token_throughput", s.total_token_throughput},
-          {"ttft_ms", Json(s.ttft_ms)},
-          {"tpot_ms", Json(s.tpot_ms)},
-          {"itl_ms", Json(s.itl_ms)},
-          {"e2e_ms", Json(s.e2e_ms)},
-          {"slo", SloJson(s.slo)},
-          {"good", s.good},
-          {"goodput", s.goodput},
-          {"attainment", s.attainment},
-          {"all", {{"requests", s.all_requests}, {"prompt_tokens", s.all_prompt_tokens},
-                   {"output_tokens", s.all_output_tokens}}}};
+  return {
+      {"requests", s.requests},
+      {"succeeded", s.succeeded},
+      {"failed", s.failed},
+      {"errors", s.errors},
+      {"finish_reasons", s.finish_reasons},
+      {"duration_s", s.duration_s},
+      {"prompt_tokens", s.prompt_tokens},
+      {"output_tokens", s.output_tokens},
+      {"request_throughput", s.request_throughput},
+      {"output_throughput", s.output_throughput},
+      {"total_token_throughput", s.total_token_throughput},
+      {"ttft_ms", Json(s.ttft_ms)},
+      {"tpot_ms", Json(s.tpot_ms)},
+      {"itl_ms", Json(s.itl_ms)},
+      {"e2e_ms", Json(s.e2e_ms)},
+      {"slo", SloJson(s.slo)},
+      {"good", s.good},
+      {"goodput", s.goodput},
+      {"attainment", s.attainment},
+      {"all",
+       {{"requests", s.all_requests}, {"prompt_tokens", s.all_prompt_tokens}, {"output_tokens", s.all_output_tokens}}}};
 }
 
 nlohmann::json ConfigJson(const Config& c, const v1::ModelInfo& info) {
@@ -178,13 +182,13 @@ std::string RequestsCsv(const std::vector<RequestResult>& results) {
       "status,finish_reason,error\n";
   for (const RequestResult& r : results) {
     const Summary itl = Summary::Of(r.itl_s);
-    absl::StrAppend(&out, absl::StrFormat("%d,%d,%s,%.6f,%s,%s,%.3f,%.3f,%.3f,%d,%d,%d,%s,%s,%s\n", r.index,
-                                          r.warmup ? 1 : 0, cli::CsvField(r.kv), r.start_s,
-                                          r.ttft_s >= 0 ? absl::StrFormat("%.3f", r.ttft_s * 1e3) : "",
-                                          r.output_tokens > 1 ? absl::StrFormat("%.3f", r.TpotS() * 1e3) : "",
-                                          r.e2e_s * 1e3, itl.mean * 1e3, itl.max * 1e3, r.prompt_tokens,
-                                          r.output_tokens, r.max_tokens, GrpcCodeName(r.grpc_code),
-                                          r.finish_reason, cli::CsvField(r.error)));
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%d,%d,%s,%.6f,%s,%s,%.3f,%.3f,%.3f,%d,%d,%d,%s,%s,%s\n", r.index, r.warmup ? 1 : 0,
+                        cli::CsvField(r.kv), r.start_s, r.ttft_s >= 0 ? absl::StrFormat("%.3f", r.ttft_s * 1e3) : "",
+                        r.output_tokens > 1 ? absl::StrFormat("%.3f", r.TpotS() * 1e3) : "", r.e2e_s * 1e3,
+                        itl.mean * 1e3, itl.max * 1e3, r.prompt_tokens, r.output_tokens, r.max_tokens,
+                        GrpcCodeName(r.grpc_code), r.finish_reason, cli::CsvField(r.error)));
   }
   return out;
 }
@@ -208,12 +212,12 @@ std::string SweepTable(const SweepResult& r) {
     const RunSummary& s = l.summary;
     int64_t errors = 0;
     for (const auto& [k, v] : s.errors) errors += v;
-    absl::StrAppend(&t, absl::StrFormat("%8g %5s %6.1f %8.3f %8.3f %9.1f %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f %9.1f "
-                                        "%9.1f %7d\n",
-                                        l.level, l.pass ? "yes" : "no", s.attainment * 100, s.request_throughput,
-                                        s.goodput, s.output_throughput, s.ttft_ms.median, s.ttft_ms.p90,
-                                        s.ttft_ms.p99, s.tpot_ms.median, s.tpot_ms.p90, s.tpot_ms.p99,
-                                        s.e2e_ms.median, s.e2e_ms.p99, errors));
+    absl::StrAppend(
+        &t, absl::StrFormat("%8g %5s %6.1f %8.3f %8.3f %9.1f %9.1f %9.1f %9.1f %8.2f %8.2f %8.2f %9.1f "
+                            "%9.1f %7d\n",
+                            l.level, l.pass ? "yes" : "no", s.attainment * 100, s.request_throughput, s.goodput,
+                            s.output_throughput, s.ttft_ms.median, s.ttft_ms.p90, s.ttft_ms.p99, s.tpot_ms.median,
+                            s.tpot_ms.p90, s.tpot_ms.p99, s.e2e_ms.median, s.e2e_ms.p99, errors));
   }
   absl::StrAppend(&t, "(latencies in ms)\n");
   if (!r.best) {
@@ -230,8 +234,8 @@ std::string SweepTable(const SweepResult& r) {
 nlohmann::json SweepJson(const Config& c, const v1::ModelInfo& info, const SweepResult& r) {
   nlohmann::json levels = nlohmann::json::array();
   for (const SweepLevel& l : r.levels) {
-    levels.push_back({{"level", l.level}, {"pass", l.pass}, {"interrupted", l.interrupted},
-                      {"summary", SummaryJson(l.summary)}});
+    levels.push_back(
+        {{"level", l.level}, {"pass", l.pass}, {"interrupted", l.interrupted}, {"summary", SummaryJson(l.summary)}});
   }
   return {{"config", ConfigJson(c, info)},
           {"slo", SloJson(r.slo)},
@@ -254,8 +258,8 @@ std::string SweepCsv(const SweepResult& r) {
                                           l.level, l.pass ? 1 : 0, s.requests, s.succeeded, s.good, s.attainment,
                                           s.request_throughput, s.goodput, s.output_throughput, s.ttft_ms.mean,
                                           s.ttft_ms.median, s.ttft_ms.p90, s.ttft_ms.p99, s.tpot_ms.mean,
-                                          s.tpot_ms.median, s.tpot_ms.p90, s.tpot_ms.p99, s.itl_ms.median,
-                                          s.itl_ms.p99, s.e2e_ms.median, s.e2e_ms.p90, s.e2e_ms.p99));
+                                          s.tpot_ms.median, s.tpot_ms.p90, s.tpot_ms.p99, s.itl_ms.median, s.itl_ms.p99,
+                                          s.e2e_ms.median, s.e2e_ms.p90, s.e2e_ms.p99));
   }
   return out;
 }

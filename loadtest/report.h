@@ -16,7 +16,8 @@
 
 namespace beacon::loadtest {
 
-// "closed loop, concurrency 4, 12 requests (+2 warm-up), prompt fixed:32, output fixed:24, ignore_eos, kv full,beacon@64"
+// "closed loop, concurrency 4, 12 requests (+2 warm-up), prompt fixed:32, output fixed:24, ignore_eos, kv
+// full,beacon@64"
 std::string DescribeRun(const Config& config);
 
 // The end-of-run table: counts, throughput, goodput, errors, and the

@@ -32,17 +32,17 @@ class Progress {
   Progress(bool enabled, std::string label, Clock::time_point t0)
       : enabled_(enabled), tty_(isatty(fileno(stderr)) != 0), label_(std::move(label)), last_(t0) {}
 
-  void Maybe(Clock::time_point now, Clock::time_point t0, int64_t sent, int64_t done, int64_t errors,
-             int64_t tokens, bool force = false) {
+  void Maybe(Clock::time_point now, Clock::time_point t0, int64_t sent, int64_t done, int64_t errors, int64_t tokens,
+             bool force = false) {
     if (!enabled_) return;
     const double every = tty_ ? 1.0 : 5.0;
     if (!force && Seconds(now - last_) < every) return;
     last_ = now;
     const double t = Seconds(now - t0);
-    const std::string line = absl::StrFormat(
-        "%s%6.1fs  sent %lld  done %lld  in flight %lld  errors %lld  output %lld tok (%.1f tok/s)",
-        label_.empty() ? "" : absl::StrCat("[", label_, "] "), t, sent, done, sent - done, errors, tokens,
-        t > 0 ? tokens / t : 0.0);
+    const std::string line =
+        absl::StrFormat("%s%6.1fs  sent %lld  done %lld  in flight %lld  errors %lld  output %lld tok (%.1f tok/s)",
+                        label_.empty() ? "" : absl::StrCat("[", label_, "] "), t, sent, done, sent - done, errors,
+                        tokens, t > 0 ? tokens / t : 0.0);
     if (tty_) {
       std::fprintf(stderr, "\r%-100s", line.c_str());
     } else {
@@ -67,8 +67,7 @@ class Progress {
 
 absl::Status ValidateLoad(const LoadOptions& o) {
   if ((o.rate > 0) == (o.concurrency > 0)) {
-    return absl::InvalidArgumentError(
-        "give exactly one of --rate (open loop) and --concurrency (closed loop)");
+    return absl::InvalidArgumentError("give exactly one of --rate (open loop) and --concurrency (closed loop)");
   }
   if (o.rate > 0) {
     if (absl::Status s = ValidateArrival(o.rate, o.burstiness); !s.ok()) return s;

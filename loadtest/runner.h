@@ -23,15 +23,15 @@
 namespace beacon::loadtest {
 
 struct LoadOptions {
-  double rate = 0;            // > 0: open loop at this many requests/s (+inf: all at once)
-  double burstiness = 1;      // open loop: gamma shape of the gaps (1 = Poisson)
-  int32_t concurrency = 0;    // > 0: closed loop, this many requests in flight
-  int64_t requests = 0;       // > 0: run this many measured requests
-  double duration_s = 0;      // > 0: instead, issue measured requests for this long
-  int64_t warmup = 0;         // requests run before the measured ones, excluded from the figures
-  uint64_t seed = 0;          // seeds the arrival gaps
-  bool progress = true;       // a progress line on stderr, about once a second
-  std::string label;          // prefix of the progress line (a sweep level)
+  double rate = 0;                          // > 0: open loop at this many requests/s (+inf: all at once)
+  double burstiness = 1;                    // open loop: gamma shape of the gaps (1 = Poisson)
+  int32_t concurrency = 0;                  // > 0: closed loop, this many requests in flight
+  int64_t requests = 0;                     // > 0: run this many measured requests
+  double duration_s = 0;                    // > 0: instead, issue measured requests for this long
+  int64_t warmup = 0;                       // requests run before the measured ones, excluded from the figures
+  uint64_t seed = 0;                        // seeds the arrival gaps
+  bool progress = true;                     // a progress line on stderr, about once a second
+  std::string label;                        // prefix of the progress line (a sweep level)
   const std::atomic<bool>* stop = nullptr;  // when it turns true: stop issuing, cancel what is in flight
 };
 
@@ -42,7 +42,7 @@ absl::Status ValidateLoad(const LoadOptions& options);
 struct RunOutput {
   std::vector<RequestResult> results;  // in completion order
   double wall_s = 0;
-  bool interrupted = false;            // `stop` fired
+  bool interrupted = false;  // `stop` fired
 };
 
 // REQUIRES: ValidateLoad(options).ok(). Blocks until every issued request

@@ -23,9 +23,10 @@ double RequestResult::TpotS() const {
 
 std::string GrpcCodeName(int code) {
   static constexpr const char* kNames[] = {
-      "OK",        "CANCELLED",         "UNKNOWN",        "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
-      "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   if (code >= 0 && code < static_cast<int>(std::size(kNames))) return kNames[code];
   return absl::StrCat("CODE_", code);
 }
@@ -79,9 +80,8 @@ RunSummary Summarize(const std::vector<RequestResult>& results, const Slo& slo) 
     if (!r.finish_reason.empty()) ++s.finish_reasons[r.finish_reason];
     if (!r.Ok()) {
       ++s.failed;
-      ++s.errors[r.grpc_code != 0 ? GrpcCodeName(r.grpc_code) : absl::StrCat("finish:", r.finish_reason.empty()
-                                                                                             ? "none"
-                                                                                             : r.finish_reason)];
+      ++s.errors[r.grpc_code != 0 ? GrpcCodeName(r.grpc_code)
+                                  : absl::StrCat("finish:", r.finish_reason.empty() ? "none" : r.finish_reason)];
       continue;
     }
     ++s.succeeded;

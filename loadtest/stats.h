@@ -21,10 +21,10 @@
 #include <map>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "workload/slo.h"
 
 namespace beacon::loadtest {
@@ -32,20 +32,20 @@ namespace beacon::loadtest {
 struct RequestResult {
   int64_t index = 0;
   bool warmup = false;
-  std::string kv;                // KvChoice::Label() of the request
-  double start_s = 0;            // intended start, seconds since the run began
-  double ttft_s = -1;            // < 0: no token arrived
+  std::string kv;      // KvChoice::Label() of the request
+  double start_s = 0;  // intended start, seconds since the run began
+  double ttft_s = -1;  // < 0: no token arrived
   double e2e_s = 0;
-  std::vector<double> itl_s;     // output_tokens - 1 values once tokens arrived
+  std::vector<double> itl_s;  // output_tokens - 1 values once tokens arrived
   // Prompt tokens: the ids sent, or the server's count for text/chat input;
   // 0 for a request refused before it ran (an error status, no message).
   int32_t prompt_tokens = 0;
-  int32_t output_tokens = 0;     // ids streamed
-  int32_t max_tokens = 0;        // what the request asked for
+  int32_t output_tokens = 0;              // ids streamed
+  int32_t max_tokens = 0;                 // what the request asked for
   int32_t server_completion_tokens = -1;  // usage.completion_tokens; -1 without a final message
-  int grpc_code = 0;             // grpc::StatusCode
-  std::string error;             // the status message when grpc_code != 0
-  std::string finish_reason;     // "length", "eos", ...; "" without a final message
+  int grpc_code = 0;                      // grpc::StatusCode
+  std::string error;                      // the status message when grpc_code != 0
+  std::string finish_reason;              // "length", "eos", ...; "" without a final message
 
   // The stream ended OK with a natural finish (stop, length, eos,
   // stop_sequence): not cut by a time limit, cancellation or engine error.
@@ -76,21 +76,21 @@ using workload::Slo;
 bool MeetsSlo(const RequestResult& r, const Slo& slo);
 
 struct RunSummary {
-  int64_t requests = 0;      // measured (warm-up excluded)
-  int64_t succeeded = 0;     // Ok()
+  int64_t requests = 0;   // measured (warm-up excluded)
+  int64_t succeeded = 0;  // Ok()
   int64_t failed = 0;
   std::map<std::string, int64_t> errors;          // gRPC code name, or "finish:<reason>" for an OK stream cut short
   std::map<std::string, int64_t> finish_reasons;  // of streams that ended with a final message
-  double duration_s = 0;     // the measured window
+  double duration_s = 0;                          // the measured window
   int64_t prompt_tokens = 0, output_tokens = 0;   // measured requests, tokens actually streamed
-  double request_throughput = 0;   // succeeded / duration
-  double output_throughput = 0;    // output tokens / duration
-  double total_token_throughput = 0;  // (prompt + output) / duration
+  double request_throughput = 0;                  // succeeded / duration
+  double output_throughput = 0;                   // output tokens / duration
+  double total_token_throughput = 0;              // (prompt + output) / duration
   Summary ttft_ms, tpot_ms, itl_ms, e2e_ms;
   Slo slo;
-  int64_t good = 0;          // meeting the SLO (= succeeded when the SLO is empty)
-  double goodput = 0;        // good / duration
-  double attainment = 0;     // good / requests
+  int64_t good = 0;       // meeting the SLO (= succeeded when the SLO is empty)
+  double goodput = 0;     // good / duration
+  double attainment = 0;  // good / requests
   // Every request of the run, warm-up included.
   int64_t all_requests = 0, all_prompt_tokens = 0, all_output_tokens = 0;
 };

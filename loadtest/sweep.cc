@@ -5,15 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "plot/png_plot.h"
 #include "loadtest/runner.h"
 #include "loadtest/workload.h"
+#include "plot/png_plot.h"
 
 namespace beacon::loadtest {
 
-bool LevelPasses(const RunSummary& s, double target) {
-  return s.requests > 0 && s.attainment >= target - 1e-12;
-}
+bool LevelPasses(const RunSummary& s, double target) { return s.requests > 0 && s.attainment >= target - 1e-12; }
 
 void JudgeSweep(SweepResult* r) {
   r->best.reset();
@@ -70,8 +68,8 @@ absl::Status WriteSweepPlot(const SweepResult& r, const std::string& path) {
     return p;
   };
   const std::string x_label = r.by_concurrency ? "concurrency (requests in flight)" : "offered load (requests/s)";
-  const bool log_x = r.levels.size() >= 3 && r.levels.front().level > 0 &&
-                     r.levels.back().level / r.levels.front().level >= 8;
+  const bool log_x =
+      r.levels.size() >= 3 && r.levels.front().level > 0 && r.levels.back().level / r.levels.front().level >= 8;
   auto base = [&](std::string title, std::string y_label, bool log_y) {
     plot::LinePlot p;
     p.title = std::move(title);
@@ -100,9 +98,9 @@ absl::Status WriteSweepPlot(const SweepResult& r, const std::string& path) {
   tpot.AddSeries("ITL p99", series([](const RunSummary& s) { return s.itl_ms.p99; })).dashed = true;
   if (r.slo.tpot_ms) tpot.AddHLine(*r.slo.tpot_ms, "TPOT SLO", {214, 39, 40});
 
-  plot::LinePlot thr = base(absl::StrFormat("Throughput and goodput (SLO met by >= %.0f%% of requests)",
-                                            r.attainment_target * 100),
-                            "requests/s", false);
+  plot::LinePlot thr =
+      base(absl::StrFormat("Throughput and goodput (SLO met by >= %.0f%% of requests)", r.attainment_target * 100),
+           "requests/s", false);
   thr.y_from_zero = true;
   thr.AddSeries("completed", series([](const RunSummary& s) { return s.request_throughput; }));
   thr.AddSeries("goodput", series([](const RunSummary& s) { return s.goodput; }));
@@ -145,8 +143,8 @@ absl::Status WriteComparisonPlot(const std::vector<std::pair<std::string, SweepR
   if (first.slo.ttft_ms) ttft.AddHLine(*first.slo.ttft_ms, "TTFT SLO", {90, 90, 90});
   plot::LinePlot tpot = panel("TPOT p90", "ms", true, [](const RunSummary& s) { return s.tpot_ms.p90; });
   if (first.slo.tpot_ms) tpot.AddHLine(*first.slo.tpot_ms, "TPOT SLO", {90, 90, 90});
-  plot::LinePlot good = panel("Goodput (requests/s meeting the SLO)", "requests/s", false,
-                              [](const RunSummary& s) { return s.goodput; });
+  plot::LinePlot good =
+      panel("Goodput (requests/s meeting the SLO)", "requests/s", false, [](const RunSummary& s) { return s.goodput; });
   return plot::WritePngStack(path, {ttft, tpot, good}, 900, 360);
 }
 

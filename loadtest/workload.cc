@@ -19,8 +19,8 @@ absl::StatusOr<std::vector<KvChoice>> ParseKvMix(absl::string_view spec, absl::s
   for (absl::string_view entry : absl::StrSplit(spec, ',')) {
     entry = absl::StripAsciiWhitespace(entry);
     auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", why, " in '", entry,
-                                                     "' (expected POLICY[@BUDGET][:WEIGHT], comma-separated)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", why, " in '", entry, "' (expected POLICY[@BUDGET][:WEIGHT], comma-separated)"));
     };
     if (entry.empty()) return bad("empty entry");
     KvChoice c;
@@ -38,9 +38,8 @@ absl::StatusOr<std::vector<KvChoice>> ParseKvMix(absl::string_view spec, absl::s
       rest = rest.substr(0, at);
     }
     c.policy = std::string(rest);
-    const bool known = c.policy == "default" ||
-                       std::find(std::begin(kKnownPolicies), std::end(kKnownPolicies), c.policy) !=
-                           std::end(kKnownPolicies);
+    const bool known = c.policy == "default" || std::find(std::begin(kKnownPolicies), std::end(kKnownPolicies),
+                                                          c.policy) != std::end(kKnownPolicies);
     if (!known) {
       return bad(absl::StrCat("unknown KV policy '", c.policy, "' (known: default, ",
                               absl::StrJoin(kKnownPolicies, ", "), ")"));

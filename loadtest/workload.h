@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <random>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "workload/length_dist.h"
 
 namespace beacon::loadtest {

@@ -34,7 +34,7 @@ struct RequestTiming {
   double finish_s = -1;       // end of the step it finished in (or when it was aborted)
   int32_t prompt_tokens = 0;
   int32_t generated = 0;
-  int32_t max_slots = 0;      // most KV slots it held
+  int32_t max_slots = 0;  // most KV slots it held
   int32_t preemptions = 0;
   RequestState state = RequestState::kWaiting;
 };
@@ -42,14 +42,14 @@ struct RequestTiming {
 struct EngineStats {
   int64_t steps = 0;
   int64_t decode_tokens = 0, prefill_tokens = 0;
-  int64_t evictions = 0;            // sequence evictions
+  int64_t evictions = 0;  // sequence evictions
   int64_t compute_bound_steps = 0;
-  int64_t failed_steps = 0;         // Runs SimEngine refused (pool exhausted, protocol)
-  double busy_s = 0;                // sum of step times
+  int64_t failed_steps = 0;                                         // Runs SimEngine refused (pool exhausted, protocol)
+  double busy_s = 0;                                                // sum of step times
   double memory_s = 0, compute_s = 0, overhead_s = 0, evict_s = 0;  // summed components
   double bytes = 0, flops = 0;
-  double decode_seq_seconds = 0;    // sum over steps of decoding sequences x step time
-  int32_t peak_used_blocks = 0;     // including slots held mid-step before an eviction
+  double decode_seq_seconds = 0;  // sum over steps of decoding sequences x step time
+  int32_t peak_used_blocks = 0;   // including slots held mid-step before an eviction
   int32_t max_decode_batch = 0;
 };
 

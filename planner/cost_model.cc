@@ -7,8 +7,8 @@ namespace {
 
 // Per-layer parameters that are neither matrices nor counted for FLOPs.
 int64_t LayerSmallParams(const ModelConfig& c) {
-  int64_t n = 2 * int64_t{c.hidden};                   // attention and MLP RMSNorm
-  if (c.qk_norm) n += 2 * int64_t{c.head_dim};         // Qwen3 q/k RMSNorm
+  int64_t n = 2 * int64_t{c.hidden};            // attention and MLP RMSNorm
+  if (c.qk_norm) n += 2 * int64_t{c.head_dim};  // Qwen3 q/k RMSNorm
   if (c.qkv_bias) n += int64_t{c.q_dim()} + 2 * int64_t{c.kv_dim()};
   return n;
 }

@@ -38,12 +38,12 @@ struct ModelCost {
   std::string name;
   int n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, hidden = 0, vocab = 0;
   int context_length = 0;
-  double weight_bytes_per_param = 2;  // bf16
-  double kv_bytes_per_elem = 2;       // bf16
-  int64_t params_total = 0;           // held in memory (embedding and LM head separately unless tied)
-  int64_t params_layers = 0;          // matrix parameters of the layers (per token: 2 FLOPs each)
-  int64_t params_lm_head = 0;         // vocab * hidden (per sampled token)
-  int64_t params_input_embedding = 0; // vocab * hidden when untied (gathered, not read whole), else 0
+  double weight_bytes_per_param = 2;   // bf16
+  double kv_bytes_per_elem = 2;        // bf16
+  int64_t params_total = 0;            // held in memory (embedding and LM head separately unless tied)
+  int64_t params_layers = 0;           // matrix parameters of the layers (per token: 2 FLOPs each)
+  int64_t params_lm_head = 0;          // vocab * hidden (per sampled token)
+  int64_t params_input_embedding = 0;  // vocab * hidden when untied (gathered, not read whole), else 0
 
   double weight_bytes() const { return params_total * weight_bytes_per_param; }
   // Read per step: every layer parameter (norms included) and the LM head;
@@ -58,33 +58,33 @@ ModelCost ModelCostFromConfig(const ModelConfig& c, double weight_bytes_per_para
 
 // What the policy costs when it evicts or observes.
 struct PolicyCost {
-  int32_t scoring_queries = 0;     // per query head: recent + beacons (beacon), recent (snapkv, rkv)
-  bool key_redundancy = false;     // rkv: key-key similarity over the scored slots
-  bool observes_attention = false; // h2o, beacon with the global filter
+  int32_t scoring_queries = 0;      // per query head: recent + beacons (beacon), recent (snapkv, rkv)
+  bool key_redundancy = false;      // rkv: key-key similarity over the scored slots
+  bool observes_attention = false;  // h2o, beacon with the global filter
   bool compresses = false;
 };
 PolicyCost PolicyCostFor(const KvPolicyOptions& kv);
 
 // One step's work, summed over its sequences.
 struct StepLoad {
-  int64_t tokens = 0;           // tokens through the layers (prefill + decode)
-  int64_t sampled = 0;          // tokens whose logits are computed
-  int64_t kv_read_slots = 0;    // slots read by attention, summed over sequences
-  int64_t kv_write_slots = 0;   // new slots written
-  int64_t attn_pairs = 0;       // (query token, key slot) pairs, per query head and layer
-  int64_t observed_pairs = 0;   // pairs whose probabilities a policy observes
-  int32_t evictions = 0;        // sequences evicting in this step
+  int64_t tokens = 0;          // tokens through the layers (prefill + decode)
+  int64_t sampled = 0;         // tokens whose logits are computed
+  int64_t kv_read_slots = 0;   // slots read by attention, summed over sequences
+  int64_t kv_write_slots = 0;  // new slots written
+  int64_t attn_pairs = 0;      // (query token, key slot) pairs, per query head and layer
+  int64_t observed_pairs = 0;  // pairs whose probabilities a policy observes
+  int32_t evictions = 0;       // sequences evicting in this step
   int64_t evict_scored_slots = 0;
   int64_t evict_kept_slots = 0;
-  double evict_scored_sq = 0;   // sum of scored_slots^2 (rkv redundancy)
+  double evict_scored_sq = 0;  // sum of scored_slots^2 (rkv redundancy)
 };
 
 struct StepCost {
-  double bytes = 0, flops = 0;            // forward pass
-  double memory_s = 0, compute_s = 0;     // bytes / bandwidth, FLOPs / rate
-  double overhead_s = 0;                  // host + launches
+  double bytes = 0, flops = 0;         // forward pass
+  double memory_s = 0, compute_s = 0;  // bytes / bandwidth, FLOPs / rate
+  double overhead_s = 0;               // host + launches
   double evict_bytes = 0, evict_flops = 0;
-  double evict_s = 0;                     // roofline + launches of the evictions
+  double evict_s = 0;  // roofline + launches of the evictions
   double total_s = 0;
   bool compute_bound() const { return compute_s > memory_s; }
 };

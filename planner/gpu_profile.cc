@@ -3,10 +3,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -95,16 +94,16 @@ absl::StatusOr<GpuProfile> ParseGpuProfile(const json& j, const std::string& sou
       return bad(absl::StrCat("constant '", s.key, "' = ", v, " is out of range [", s.lo, ", ", s.hi, "]"));
     }
     ConstantSource src;
-    for (auto [field, out] : {std::pair<const char*, std::string*>{"kind", &src.kind},
-                              {"unit", &src.unit}, {"source", &src.source}}) {
+    for (auto [field, out] :
+         {std::pair<const char*, std::string*>{"kind", &src.kind}, {"unit", &src.unit}, {"source", &src.source}}) {
       if (!e.contains(field) || !e[field].is_string() || e[field].get<std::string>().empty()) {
         return bad(absl::StrCat("constant '", s.key, "' needs a non-empty string '", field, "'"));
       }
       *out = e[field].get<std::string>();
     }
     if (src.kind != "datasheet" && src.kind != "modelled" && src.kind != "measured") {
-      return bad(absl::StrCat("constant '", s.key, "': kind '", src.kind,
-                              "' is not one of datasheet, modelled, measured"));
+      return bad(
+          absl::StrCat("constant '", s.key, "': kind '", src.kind, "' is not one of datasheet, modelled, measured"));
     }
     for (const auto& [k, v2] : e.items()) {
       if (k != "value" && k != "unit" && k != "kind" && k != "source") {
@@ -137,9 +136,9 @@ absl::StatusOr<GpuProfile> LoadGpuProfile(const std::string& name_or_path) {
     if (!j.ok()) return j.status();
     return ParseGpuProfile(*j, path);
   }
-  return absl::NotFoundError(absl::StrCat("GPU profile '", name_or_path, "' not found (tried ",
-                                          absl::StrJoin(tried, ", "), "); shipped profiles: ",
-                                          absl::StrJoin(kShipped, ", "), ", or give a profile file"));
+  return absl::NotFoundError(
+      absl::StrCat("GPU profile '", name_or_path, "' not found (tried ", absl::StrJoin(tried, ", "),
+                   "); shipped profiles: ", absl::StrJoin(kShipped, ", "), ", or give a profile file"));
 }
 
 std::string FindShippedFile(const std::string& relative) {

@@ -12,10 +12,9 @@
 #define BEACON_PLANNER_GPU_PROFILE_H_
 
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/statusor.h"
 
@@ -23,7 +22,7 @@ namespace beacon::planner {
 
 // Where a constant comes from.
 struct ConstantSource {
-  std::string kind;    // datasheet, modelled or measured
+  std::string kind;  // datasheet, modelled or measured
   std::string unit;
   std::string source;  // citation or reasoning, free text
 };
@@ -32,16 +31,16 @@ struct GpuProfile {
   std::string name;
   std::string file;  // where it was loaded from
 
-  double memory_bytes = 0;              // HBM capacity
-  double hbm_bandwidth = 0;             // bytes/s, peak
-  double bf16_flops = 0;                // FLOP/s, dense bf16 tensor-core peak
-  double bandwidth_efficiency = 0;      // (0, 1]: share of peak bandwidth streaming kernels reach
-  double compute_efficiency = 0;        // (0, 1]: share of peak FLOP/s the matrix kernels reach
-  double launch_overhead_s = 0;         // per kernel launch
-  double kernels_per_layer = 0;         // launches per layer in one forward step
-  double step_host_overhead_s = 0;      // per step: scheduling, sampling, host/device sync
-  double evict_kernels_per_layer = 0;   // launches per layer for one step's evictions (batched)
-  double runtime_reserve_bytes = 0;     // memory kept from the KV pool: context, workspace, activations
+  double memory_bytes = 0;             // HBM capacity
+  double hbm_bandwidth = 0;            // bytes/s, peak
+  double bf16_flops = 0;               // FLOP/s, dense bf16 tensor-core peak
+  double bandwidth_efficiency = 0;     // (0, 1]: share of peak bandwidth streaming kernels reach
+  double compute_efficiency = 0;       // (0, 1]: share of peak FLOP/s the matrix kernels reach
+  double launch_overhead_s = 0;        // per kernel launch
+  double kernels_per_layer = 0;        // launches per layer in one forward step
+  double step_host_overhead_s = 0;     // per step: scheduling, sampling, host/device sync
+  double evict_kernels_per_layer = 0;  // launches per layer for one step's evictions (batched)
+  double runtime_reserve_bytes = 0;    // memory kept from the KV pool: context, workspace, activations
 
   std::map<std::string, ConstantSource> sources;  // by constant key
 

@@ -43,12 +43,12 @@ absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile&
   p.bytes_per_block = model.kv_bytes_per_token() * spec.block_size;
   const double blocks = std::floor(bytes / p.bytes_per_block);
   if (blocks < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat("kv_pool: %.0f bytes hold no %d-slot block of %.0f bytes",
-                                                      bytes, spec.block_size, p.bytes_per_block));
+    return absl::InvalidArgumentError(absl::StrFormat("kv_pool: %.0f bytes hold no %d-slot block of %.0f bytes", bytes,
+                                                      spec.block_size, p.bytes_per_block));
   }
   if (blocks > std::numeric_limits<int32_t>::max() / 2) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "kv_pool: %.0f blocks exceed the block pool's range; use a larger --kv-block-size", blocks));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("kv_pool: %.0f blocks exceed the block pool's range; use a larger --kv-block-size", blocks));
   }
   p.blocks = static_cast<int32_t>(blocks);
   p.bytes = p.blocks * p.bytes_per_block;
@@ -162,7 +162,8 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
         continue;
       }
       if (done >= n) break;
-      return absl::InternalError(absl::StrCat("the simulation ran out of work with ", done, " of ", n, " requests over"));
+      return absl::InternalError(
+          absl::StrCat("the simulation ran out of work with ", done, " of ", n, " requests over"));
     }
     const StepReport rep = sched.Step(VirtualTime(engine.now_s()));
     if (!rep.engine_status.ok()) {
@@ -182,8 +183,8 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
         engine.AdvanceTo(reqs[next].arrival_s);
         continue;
       }
-      return absl::InternalError(absl::StrCat("the simulation stalled with ", sched.num_waiting(),
-                                              " waiting and ", sched.num_running(), " running"));
+      return absl::InternalError(absl::StrCat("the simulation stalled with ", sched.num_waiting(), " waiting and ",
+                                              sched.num_running(), " running"));
     }
     if (progress) {
       const auto now = std::chrono::steady_clock::now();

@@ -36,7 +36,7 @@ struct PoolSpec {
 };
 
 struct ResolvedPool {
-  double bytes = 0;          // KV bytes available (whole blocks)
+  double bytes = 0;  // KV bytes available (whole blocks)
   int32_t blocks = 0;
   int32_t block_size = 16;
   double bytes_per_block = 0;
@@ -72,22 +72,22 @@ struct RequestSample {
 
 struct RunResult {
   // Memory.
-  int64_t footprint_slots = 0;         // peak slots reserved per request (mean request's sizes)
-  int32_t admitted_by_footprint = 0;   // min(max_running, pool blocks / footprint blocks)
-  double peak_kv_bytes = 0;            // most KV blocks in use at once (mid-step included) x block bytes
-  double peak_total_bytes = 0;         // weights + peak KV (runtime reserve excluded)
-  int32_t peak_running = 0;            // admitted concurrency: most sequences holding KV at once
-  double mean_decode_batch = 0;        // time-weighted
+  int64_t footprint_slots = 0;        // peak slots reserved per request (mean request's sizes)
+  int32_t admitted_by_footprint = 0;  // min(max_running, pool blocks / footprint blocks)
+  double peak_kv_bytes = 0;           // most KV blocks in use at once (mid-step included) x block bytes
+  double peak_total_bytes = 0;        // weights + peak KV (runtime reserve excluded)
+  int32_t peak_running = 0;           // admitted concurrency: most sequences holding KV at once
+  double mean_decode_batch = 0;       // time-weighted
   // Work.
   int32_t completed = 0, rejected = 0, failed = 0, preemptions = 0;
   int64_t output_tokens = 0;
-  double makespan_s = 0;               // first arrival to last finish, virtual
+  double makespan_s = 0;  // first arrival to last finish, virtual
   double output_tokens_per_s = 0;
   double requests_per_s = 0;
   Percentiles ttft_s, tpot_s, e2e_s;
   std::vector<RequestSample> requests;  // every request that was accepted, in id order
   EngineStats engine;
-  double wall_s = 0;                   // real seconds the simulation took
+  double wall_s = 0;  // real seconds the simulation took
 };
 
 struct Progress {

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/report.h"
-
 #include "plot/png_plot.h"
 
 namespace beacon::planner {

@@ -3,13 +3,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-
 #include "planner/plots.h"
 
 namespace beacon::planner {
@@ -31,14 +29,16 @@ std::string Replicas(int64_t n) { return n < 0 ? "unreachable" : absl::StrCat(n)
 std::string FormatTable(const PlanReport& r) {
   std::string out;
   const std::vector<std::string> measured = r.gpu.MeasuredKeys();
-  absl::StrAppendFormat(&out, "model    %s: %d layers, %d/%d heads (q/kv), head_dim %d; weights %.2f GB; KV %.1f KiB/token\n",
+  absl::StrAppendFormat(&out,
+                        "model    %s: %d layers, %d/%d heads (q/kv), head_dim %d; weights %.2f GB; KV %.1f KiB/token\n",
                         r.model.name, r.model.n_layers, r.model.n_heads, r.model.n_kv_heads, r.model.head_dim,
                         r.model.weight_bytes() / 1e9, r.model.kv_bytes_per_token() / 1024);
   absl::StrAppendFormat(&out, "gpu      %s (%s): %.0f GB, %.2f TB/s, %.0f TFLOP/s bf16; %s\n", r.gpu.name, r.gpu.file,
                         r.gpu.memory_bytes / 1e9, r.gpu.hbm_bandwidth / 1e12, r.gpu.bf16_flops / 1e12,
                         measured.empty() ? "no measured constants: every figure below is modelled"
                                          : absl::StrCat("measured: ", absl::StrJoin(measured, ", ")));
-  absl::StrAppendFormat(&out, "pool     %.2f GiB of KV = %d blocks x %d slots; scheduler max_running %d, "
+  absl::StrAppendFormat(&out,
+                        "pool     %.2f GiB of KV = %d blocks x %d slots; scheduler max_running %d, "
                         "max_step_tokens %d, prefill_chunk %d, admission %s\n",
                         r.pool.bytes / kGiB, r.pool.blocks, r.pool.block_size, r.sched.max_running,
                         r.sched.max_step_tokens, r.sched.prefill_chunk, AdmissionModeName(r.sched.admission));
@@ -47,8 +47,8 @@ std::string FormatTable(const PlanReport& r) {
   absl::StrAppendFormat(&out, "%-9s %6s %9s %13s %8s %9s %10s %15s %15s %6s %6s\n", "policy", "budget", "footprint",
                         "admitted", "peak KV", "peak mem", "out tok/s", "TTFT p50/p99", "TPOT p50/p99", "mem-bd",
                         "sim");
-  absl::StrAppendFormat(&out, "%-9s %6s %9s %13s %8s %9s %10s %15s %15s %6s %6s\n", "", "", "slots/req",
-                        "arith / sim", "GiB", "GiB", "", "s", "ms", "steps", "s");
+  absl::StrAppendFormat(&out, "%-9s %6s %9s %13s %8s %9s %10s %15s %15s %6s %6s\n", "", "", "slots/req", "arith / sim",
+                        "GiB", "GiB", "", "s", "ms", "steps", "s");
   for (const ConfigResult& c : r.configs) {
     const RunResult& x = c.run;
     const double mem_bound =
@@ -192,7 +192,8 @@ json ToJson(const PlanReport& r) {
                        {"attainment_at_max", c.capacity.at_max.attainment},
                        {"replicas", r.target_rate > 0 ? json(c.replicas) : json(nullptr)}};
       json grid = json::array();
-      for (double rate : r.rate_grid) grid.push_back({{"rate", rate}, {"replicas", ReplicasFor(rate, c.capacity.max_rate)}});
+      for (double rate : r.rate_grid)
+        grid.push_back({{"rate", rate}, {"replicas", ReplicasFor(rate, c.capacity.max_rate)}});
       e["capacity"]["replicas_vs_rate"] = grid;
     }
     configs.push_back(e);
@@ -200,19 +201,26 @@ json ToJson(const PlanReport& r) {
   j["configurations"] = configs;
   if (r.reproduction) {
     const Reproduction& p = *r.reproduction;
-    j["reproduction"] = {
-        {"published", {{"full_gb", p.published_full_gb}, {"beacon_gb", p.published_beacon_gb},
-                       {"full_tok_s", p.published_full_tps}, {"beacon_tok_s", p.published_beacon_tps}}},
-        {"modelled", {{"full_gib", p.modelled_full_gib}, {"beacon_gib", p.modelled_beacon_gib},
-                      {"full_gb", p.modelled_full_gb}, {"beacon_gb", p.modelled_beacon_gb},
-                      {"kv_only_full_gb", p.kv_only_full_gb}, {"kv_only_beacon_gb", p.kv_only_beacon_gb},
-                      {"full_tok_s", p.modelled_full_tps}, {"beacon_tok_s", p.modelled_beacon_tps}}},
-        {"full_error", p.full_error},
-        {"beacon_error", p.beacon_error},
-        {"memory_ratio", p.memory_ratio()},
-        {"throughput_ratio", p.throughput_ratio()},
-        {"within_5pct", p.within_5pct},
-        {"assumptions", p.assumptions}};
+    j["reproduction"] = {{"published",
+                          {{"full_gb", p.published_full_gb},
+                           {"beacon_gb", p.published_beacon_gb},
+                           {"full_tok_s", p.published_full_tps},
+                           {"beacon_tok_s", p.published_beacon_tps}}},
+                         {"modelled",
+                          {{"full_gib", p.modelled_full_gib},
+                           {"beacon_gib", p.modelled_beacon_gib},
+                           {"full_gb", p.modelled_full_gb},
+                           {"beacon_gb", p.modelled_beacon_gb},
+                           {"kv_only_full_gb", p.kv_only_full_gb},
+                           {"kv_only_beacon_gb", p.kv_only_beacon_gb},
+                           {"full_tok_s", p.modelled_full_tps},
+                           {"beacon_tok_s", p.modelled_beacon_tps}}},
+                         {"full_error", p.full_error},
+                         {"beacon_error", p.beacon_error},
+                         {"memory_ratio", p.memory_ratio()},
+                         {"throughput_ratio", p.throughput_ratio()},
+                         {"within_5pct", p.within_5pct},
+                         {"assumptions", p.assumptions}};
   }
   return j;
 }

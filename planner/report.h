@@ -6,11 +6,10 @@
 #define BEACON_PLANNER_REPORT_H_
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/status.h"
 #include "kv/kv_policy.h"
@@ -20,7 +19,7 @@
 namespace beacon::planner {
 
 struct ConfigResult {
-  std::string label;   // "full", "beacon b=2048"
+  std::string label;  // "full", "beacon b=2048"
   KvPolicyOptions kv;
   RunResult run;
   bool has_capacity = false;
@@ -32,11 +31,11 @@ struct ConfigResult {
 struct Reproduction {
   double published_full_gb = 77.0, published_beacon_gb = 13.3;
   double published_full_tps = 82.3, published_beacon_tps = 356.4;
-  double modelled_full_gib = 0, modelled_beacon_gib = 0;    // weights + peak KV, GiB
-  double modelled_full_gb = 0, modelled_beacon_gb = 0;      // the same in 1e9 bytes
-  double kv_only_full_gb = 0, kv_only_beacon_gb = 0;        // peak KV alone, 1e9 bytes
+  double modelled_full_gib = 0, modelled_beacon_gib = 0;  // weights + peak KV, GiB
+  double modelled_full_gb = 0, modelled_beacon_gb = 0;    // the same in 1e9 bytes
+  double kv_only_full_gb = 0, kv_only_beacon_gb = 0;      // peak KV alone, 1e9 bytes
   double modelled_full_tps = 0, modelled_beacon_tps = 0;
-  double full_error = 0, beacon_error = 0;                  // modelled GiB / published - 1
+  double full_error = 0, beacon_error = 0;  // modelled GiB / published - 1
   bool within_5pct = false;
   double memory_ratio() const { return modelled_full_gib / modelled_beacon_gib; }
   double throughput_ratio() const { return modelled_beacon_tps / modelled_full_tps; }
@@ -50,8 +49,8 @@ struct PlanReport {
   SchedulerConfig sched;
   WorkloadSpec workload;
   SloSpec slo;
-  double target_rate = 0;            // requests/s over all replicas (0: not asked)
-  std::vector<double> rate_grid;     // rates for the replicas-against-rate series
+  double target_rate = 0;         // requests/s over all replicas (0: not asked)
+  std::vector<double> rate_grid;  // rates for the replicas-against-rate series
   std::vector<ConfigResult> configs;
   std::optional<Reproduction> reproduction;
 };

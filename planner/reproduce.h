@@ -31,8 +31,8 @@ namespace beacon::planner {
 struct PublishedSetup {
   std::string model = "configs/qwen3-4b.json";  // relative to the source tree
   std::string gpu = "h200";
-  WorkloadSpec workload;                        // 16 requests at once, fixed prompt, 32,768 outputs
-  std::vector<KvPolicyOptions> configs;         // full; beacon at budget 2,048, interval 128
+  WorkloadSpec workload;                 // 16 requests at once, fixed prompt, 32,768 outputs
+  std::vector<KvPolicyOptions> configs;  // full; beacon at budget 2,048, interval 128
 };
 
 // `prompt_tokens`: the assumed prompt length (256 by default in beacon-plan).

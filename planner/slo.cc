@@ -85,8 +85,9 @@ absl::StatusOr<CapacityResult> FindMaxRate(const RunInputs& base, const SloSpec&
   if (!sat.ok()) return sat.status();
   ++out.probes;
   out.saturation_rate = SteadyStateRate(*sat);
-  if (progress) progress(absl::StrFormat("saturation %.4g req/s (closed loop x%d)", out.saturation_rate,
-                                         sat_in.workload.concurrency));
+  if (progress)
+    progress(
+        absl::StrFormat("saturation %.4g req/s (closed loop x%d)", out.saturation_rate, sat_in.workload.concurrency));
   if (!(out.saturation_rate > 0)) return out;
 
   in.workload.arrival = ArrivalKind::kPoisson;

@@ -69,9 +69,9 @@ struct CapacityResult {
 };
 
 struct SearchOptions {
-  int32_t requests = 0;        // requests per probe (0: max(the workload's, 4 x max_running));
-                               // the saturation run takes at least 3 x max_running
-  int32_t iterations = 8;      // bisection steps (relative precision 2^-iterations)
+  int32_t requests = 0;    // requests per probe (0: max(the workload's, 4 x max_running));
+                           // the saturation run takes at least 3 x max_running
+  int32_t iterations = 8;  // bisection steps (relative precision 2^-iterations)
 };
 
 // `base` is the configuration; its workload's arrival kind and rate are

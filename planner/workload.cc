@@ -24,7 +24,8 @@ absl::Status WorkloadSpec::Validate() const {
 std::string WorkloadSpec::Describe() const {
   const std::string arr = arrival == ArrivalKind::kPoisson ? absl::StrFormat("Poisson %.4g req/s", rate)
                                                            : absl::StrFormat("closed loop x%d", concurrency);
-  return absl::StrFormat("%s, %d requests, prompt %s, output %s%s", arr, num_requests, prompt.ToString(), output.ToString(),
+  return absl::StrFormat("%s, %d requests, prompt %s, output %s%s", arr, num_requests, prompt.ToString(),
+                         output.ToString(),
                          max_tokens > 0 ? absl::StrFormat(", max_tokens %d", max_tokens) : std::string());
 }
 

@@ -39,8 +39,8 @@ enum class ArrivalKind { kPoisson, kClosedLoop };
 
 struct WorkloadSpec {
   ArrivalKind arrival = ArrivalKind::kClosedLoop;
-  double rate = 0;             // requests/s, Poisson
-  int32_t concurrency = 16;    // clients, closed loop
+  double rate = 0;           // requests/s, Poisson
+  int32_t concurrency = 16;  // clients, closed loop
   int32_t num_requests = 64;
   LengthDist prompt, output;
   // The requests' max_tokens: 0 = each request's drawn output length (it runs

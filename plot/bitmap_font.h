@@ -10,7 +10,7 @@
 namespace beacon::plot {
 
 inline constexpr int kGlyphWidth = 5;   // pixels of ink per glyph, before scaling
-inline constexpr int kGlyphHeight = 8;   // 7 above the baseline + 1 descender row
+inline constexpr int kGlyphHeight = 8;  // 7 above the baseline + 1 descender row
 inline constexpr int kCellWidth = 6;    // advance from one character to the next
 inline constexpr int kCellHeight = 10;  // line height
 

@@ -1,7 +1,5 @@
 // The raster Image (pixels, lines, bitmap-font text) and its PNG encoding,
 // declared in png_plot.h; the axes and LinePlot are in png_plot.cc.
-#include "plot/png_plot.h"
-
 #include <zlib.h>
 
 #include <algorithm>
@@ -11,13 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "plot/bitmap_font.h"
+#include "plot/png_plot.h"
 
 namespace beacon::plot {
 
 // ---- Image ------------------------------------------------------------------
 
-Image::Image(int width, int height, Rgb background)
-    : width_(std::max(width, 1)), height_(std::max(height, 1)) {
+Image::Image(int width, int height, Rgb background) : width_(std::max(width, 1)), height_(std::max(height, 1)) {
   rgb_.resize(static_cast<size_t>(width_) * height_ * 3);
   for (size_t i = 0; i < rgb_.size(); i += 3) {
     rgb_[i] = background.r;
@@ -63,8 +61,8 @@ void Image::DrawText(int x, int y, std::string_view text, Rgb c, int scale) {
     const int gx = x + static_cast<int>(i) * kCellWidth * scale;
     for (int col = 0; col < kGlyphWidth; ++col) {
       for (int row = 0; row < kGlyphHeight; ++row) {
-        if (GlyphPixel(text[i], col, row)) FillRect(gx + col * scale, y + row * scale, gx + (col + 1) * scale,
-                                                    y + (row + 1) * scale, c);
+        if (GlyphPixel(text[i], col, row))
+          FillRect(gx + col * scale, y + row * scale, gx + (col + 1) * scale, y + (row + 1) * scale, c);
       }
     }
   }
@@ -98,8 +96,8 @@ void PutChunk(std::string* out, const char* type, const std::string& data) {
   PutU32(out, static_cast<uint32_t>(data.size()));
   const std::string body = std::string(type, 4) + data;
   out->append(body);
-  PutU32(out, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(body.data()),
-                                          static_cast<uInt>(body.size()))));
+  PutU32(out,
+         static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ std::vector<double> NiceTicks(double lo, double hi, bool log, int target) {
     if (lo <= 0) return {};
     const int d0 = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
     const int d1 = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
-    const bool fine = std::log10(hi / lo) <= 3.01;  // up to 3 decades: 1-2-5 ticks
+    const bool fine = std::log10(hi / lo) <= 3.01;     // up to 3 decades: 1-2-5 ticks
     const int every = std::max(1, (d1 - d0 + 7) / 8);  // at most ~8 decade labels
     for (int d = d0; d <= d1; ++d) {
       for (double m : {1.0, 2.0, 5.0}) {
@@ -290,12 +290,11 @@ absl::Status LinePlot::WritePng(const std::string& path, int width, int height) 
   return plot::WritePng(path, img);
 }
 
-absl::Status WritePngStack(const std::string& path, const std::vector<LinePlot>& plots, int width,
-                           int panel_height) {
+absl::Status WritePngStack(const std::string& path, const std::vector<LinePlot>& plots, int width, int panel_height) {
   const int n = std::max<int>(1, static_cast<int>(plots.size()));
   Image img(width, panel_height * n);
-  for (size_t i = 0; i < plots.size(); ++i) plots[i].Render(&img, 0, static_cast<int>(i) * panel_height, width,
-                                                            panel_height);
+  for (size_t i = 0; i < plots.size(); ++i)
+    plots[i].Render(&img, 0, static_cast<int>(i) * panel_height, width, panel_height);
   return WritePng(path, img);
 }
 

@@ -33,7 +33,7 @@ struct Rgb {
 inline constexpr Rgb kWhite{255, 255, 255};
 inline constexpr Rgb kBlack{0, 0, 0};
 // Colours AddSeries() assigns in turn (distinct hues, readable on white).
-inline constexpr Rgb kPalette[] = {{31, 119, 180}, {214, 39, 40},  {44, 160, 44},  {255, 127, 14},
+inline constexpr Rgb kPalette[] = {{31, 119, 180},  {214, 39, 40}, {44, 160, 44},   {255, 127, 14},
                                    {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {23, 190, 207}};
 
 // An RGB raster, origin top-left. Drawing outside the image is clipped.
@@ -72,10 +72,10 @@ std::string EncodePng(const Image& image);
 absl::Status WritePng(const std::string& path, const Image& image);
 
 struct Series {
-  std::string name;                             // legend entry
+  std::string name;                               // legend entry
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in order
   Rgb color;
-  bool markers = true;   // a small square at each point
+  bool markers = true;  // a small square at each point
   bool dashed = false;
 };
 

@@ -17,14 +17,14 @@ using SchedClock = std::chrono::steady_clock;
 
 // Ordered: every state from kFinishedStopped on is terminal (IsFinished).
 enum class RequestState {
-  kWaiting,          // queued, holds no KV
-  kRunning,          // admitted: prefilling or decoding
-  kPreempted,        // KV taken back (optimistic mode); waits to recompute
-  kFinishedStopped,  // EOS, stop token or stop string
-  kFinishedLength,   // max_tokens or context length
-  kFinishedTimeLimit,// its deadline passed
-  kFinishedCancelled,// the client went away, or the server cancelled it
-  kFinishedError,    // the engine failed it
+  kWaiting,            // queued, holds no KV
+  kRunning,            // admitted: prefilling or decoding
+  kPreempted,          // KV taken back (optimistic mode); waits to recompute
+  kFinishedStopped,    // EOS, stop token or stop string
+  kFinishedLength,     // max_tokens or context length
+  kFinishedTimeLimit,  // its deadline passed
+  kFinishedCancelled,  // the client went away, or the server cancelled it
+  kFinishedError,      // the engine failed it
 };
 
 inline bool IsFinished(RequestState s) { return s >= RequestState::kFinishedStopped; }
@@ -32,8 +32,8 @@ std::string_view RequestStateName(RequestState s);
 
 struct SchedRequest {
   RequestId id = 0;
-  int32_t prompt_tokens = 0;     // >= 1
-  int32_t max_new_tokens = 0;    // >= 1, already clamped to the context
+  int32_t prompt_tokens = 0;   // >= 1
+  int32_t max_new_tokens = 0;  // >= 1, already clamped to the context
   // KV slots the sequence can ever hold (EvictionSchedule::PeakSlots,
   // clamped to the context): what reserve-mode admission sets aside.
   int32_t peak_slots = 0;
@@ -42,12 +42,12 @@ struct SchedRequest {
 
   // Scheduler bookkeeping.
   RequestState state = RequestState::kWaiting;
-  int32_t prefill_target = 0;    // tokens to run before decoding (prompt, or prompt + output on recompute)
+  int32_t prefill_target = 0;  // tokens to run before decoding (prompt, or prompt + output on recompute)
   int32_t prefill_done = 0;
-  int32_t generated = 0;         // tokens sampled so far
-  int32_t reserved_blocks = 0;   // reserve mode: blocks set aside while admitted
+  int32_t generated = 0;        // tokens sampled so far
+  int32_t reserved_blocks = 0;  // reserve mode: blocks set aside while admitted
   int32_t preemptions = 0;
-  uint64_t admit_seq = 0;        // admission order (preemption victims: newest first)
+  uint64_t admit_seq = 0;                    // admission order (preemption victims: newest first)
   SchedClock::time_point first_scheduled{};  // first admission (queue time ends)
   bool scheduled_once = false;
 

@@ -21,9 +21,7 @@ std::string_view RequestStateName(RequestState s) {
   return "?";
 }
 
-std::string_view AdmissionModeName(AdmissionMode m) {
-  return m == AdmissionMode::kReserve ? "reserve" : "optimistic";
-}
+std::string_view AdmissionModeName(AdmissionMode m) { return m == AdmissionMode::kReserve ? "reserve" : "optimistic"; }
 
 absl::StatusOr<AdmissionMode> ParseAdmissionMode(std::string_view name) {
   if (name == "reserve") return AdmissionMode::kReserve;
@@ -40,8 +38,8 @@ absl::Status SchedulerConfig::Validate() const {
   // Every running sequence decodes every step; a smaller budget would leave
   // the newest ones behind for good.
   if (max_step_tokens < max_running) {
-    return absl::InvalidArgumentError(absl::StrCat("max_step_tokens (", max_step_tokens,
-                                                   ") must be >= max_running (", max_running, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_step_tokens (", max_step_tokens, ") must be >= max_running (", max_running, ")"));
   }
   if (prefill_chunk < 1) {
     return absl::InvalidArgumentError(absl::StrCat("prefill_chunk must be >= 1, got ", prefill_chunk));
@@ -74,11 +72,11 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
   // client's error whatever the load.
   const int32_t need = BlocksFor(request.peak_slots);
   if (need > engine_->TotalBlocks()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the request needs ", request.peak_slots, " KV slots (prompt ", request.prompt_tokens, " + max_tokens ",
-        request.max_new_tokens, " under its KV policy) but the whole KV pool holds ",
-        int64_t{engine_->TotalBlocks()} * engine_->BlockSize(),
-        ": lower max_tokens or the prompt, or choose a compressing kv_policy"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request needs ", request.peak_slots, " KV slots (prompt ", request.prompt_tokens,
+                     " + max_tokens ", request.max_new_tokens, " under its KV policy) but the whole KV pool holds ",
+                     int64_t{engine_->TotalBlocks()} * engine_->BlockSize(),
+                     ": lower max_tokens or the prompt, or choose a compressing kv_policy"));
   }
   // Preempted requests wait too, but they were admitted once: they do not
   // count against the bound on new arrivals.
@@ -154,7 +152,8 @@ bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * engine_->TotalBlocks()));
   // A compressing sequence evicts while it recomputes: it never holds more
   // than its peak plus one chunk.
-  const int32_t need = BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk));
+  const int32_t need =
+      BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk));
   const int32_t free_after = engine_->FreeBlocks() - *step_blocks - need;
   // With nothing running the watermark protects no one: admit if it fits.
   if (free_after < (running_.empty() ? 0 : watermark)) return false;
@@ -193,9 +192,8 @@ StepReport Scheduler::Step(SchedClock::time_point now) {
       int32_t need = 0;
       for (RequestId id : running_) {
         const SchedRequest& r = requests_.at(id);
-        need += engine_->BlocksToAppend(id, r.prefilling() ? std::min(config_.prefill_chunk,
-                                                                      r.prefill_target - r.prefill_done)
-                                                          : 1);
+        need += engine_->BlocksToAppend(
+            id, r.prefilling() ? std::min(config_.prefill_chunk, r.prefill_target - r.prefill_done) : 1);
       }
       if (need <= engine_->FreeBlocks() || running_.empty()) {
         step_blocks = need;

@@ -43,10 +43,10 @@ std::string_view AdmissionModeName(AdmissionMode m);
 absl::StatusOr<AdmissionMode> ParseAdmissionMode(std::string_view name);
 
 struct SchedulerConfig {
-  int32_t max_running = 64;        // sequences in the running set at most
-  int32_t max_waiting = 1024;      // waiting queue bound; past it Add() fails
-  int32_t max_step_tokens = 512;   // tokens per step (decode + prefill)
-  int32_t prefill_chunk = 256;     // prompt tokens per sequence per step
+  int32_t max_running = 64;       // sequences in the running set at most
+  int32_t max_waiting = 1024;     // waiting queue bound; past it Add() fails
+  int32_t max_step_tokens = 512;  // tokens per step (decode + prefill)
+  int32_t prefill_chunk = 256;    // prompt tokens per sequence per step
   AdmissionMode admission = AdmissionMode::kReserve;
   // kOptimistic: fraction of the pool kept free when admitting.
   double watermark = 0.01;
@@ -59,12 +59,12 @@ struct SchedulerConfig {
 struct StepReport {
   int32_t decode_seqs = 0;
   int32_t prefill_seqs = 0;
-  int32_t tokens = 0;               // tokens run (prefill + decode)
+  int32_t tokens = 0;  // tokens run (prefill + decode)
   int32_t admitted = 0;
   int32_t preempted = 0;
-  int32_t finished = 0;             // any terminal state, expiries included
-  bool ran = false;                 // an engine step ran
-  absl::Status engine_status;       // the engine's error, if the step failed
+  int32_t finished = 0;        // any terminal state, expiries included
+  bool ran = false;            // an engine step ran
+  absl::Status engine_status;  // the engine's error, if the step failed
 };
 
 class Scheduler {

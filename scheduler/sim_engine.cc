@@ -12,13 +12,11 @@ SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec) {
   r.id = id;
   r.prompt_tokens = spec.prompt_tokens;
   r.max_new_tokens = spec.max_new_tokens;
-  r.peak_slots = static_cast<int32_t>(
-      EvictionSchedule::PeakSlots(spec.kv, spec.prompt_tokens, spec.max_new_tokens));
+  r.peak_slots = static_cast<int32_t>(EvictionSchedule::PeakSlots(spec.kv, spec.prompt_tokens, spec.max_new_tokens));
   return r;
 }
 
-SimEngine::SimEngine(int32_t num_blocks, int32_t block_size)
-    : cache_(KvCacheShape{1, 1, 1, block_size}, num_blocks) {}
+SimEngine::SimEngine(int32_t num_blocks, int32_t block_size) : cache_(KvCacheShape{1, 1, 1, block_size}, num_blocks) {}
 
 SimEngine::~SimEngine() = default;
 
@@ -53,12 +51,12 @@ absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcom
     } else if (w.prefill) {
       const Seq& s = it->second;
       if (w.n_tokens < 1 || s.prefill_done + w.n_tokens > s.prefill_target) {
-        bad = absl::InvalidArgumentError(absl::StrCat("id ", w.id, ": prefill of ", w.n_tokens, " at ",
-                                                      s.prefill_done, "/", s.prefill_target));
+        bad = absl::InvalidArgumentError(
+            absl::StrCat("id ", w.id, ": prefill of ", w.n_tokens, " at ", s.prefill_done, "/", s.prefill_target));
       }
     } else if (w.n_tokens != 1 || it->second.prefill_done < it->second.prefill_target) {
-      bad = absl::FailedPreconditionError(absl::StrCat("id ", w.id, ": decode of ", w.n_tokens,
-                                                       " while prefilling or not 1 token"));
+      bad = absl::FailedPreconditionError(
+          absl::StrCat("id ", w.id, ": decode of ", w.n_tokens, " while prefilling or not 1 token"));
     }
     if (!bad.ok()) {
       ++protocol_errors_;

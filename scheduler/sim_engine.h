@@ -63,12 +63,12 @@ class SimEngine : public StepEngine {
   // What the engine saw of a request once it was removed.
   struct Record {
     RequestState state = RequestState::kWaiting;  // the final state passed to Remove
-    int32_t generated = 0;        // tokens the engine sampled
-    int32_t sched_generated = 0;  // SchedRequest::generated as passed to Remove
-    int32_t max_slots = 0;        // most KV slots it ever held
-    int32_t preemptions = 0;      // Preempt calls
-    int32_t sched_preemptions = 0;  // SchedRequest::preemptions as passed to Remove
-    int32_t remove_calls = 0;     // Remove calls (the contract: exactly 1)
+    int32_t generated = 0;                        // tokens the engine sampled
+    int32_t sched_generated = 0;                  // SchedRequest::generated as passed to Remove
+    int32_t max_slots = 0;                        // most KV slots it ever held
+    int32_t preemptions = 0;                      // Preempt calls
+    int32_t sched_preemptions = 0;                // SchedRequest::preemptions as passed to Remove
+    int32_t remove_calls = 0;                     // Remove calls (the contract: exactly 1)
   };
 
   SimEngine(int32_t num_blocks, int32_t block_size);
@@ -96,11 +96,11 @@ class SimEngine : public StepEngine {
   // Stats.
   int32_t UsedBlocks() const { return cache_.pool().num_used(); }
   const KvCache& cache() const { return cache_; }
-  int32_t peak_running() const { return peak_running_; }  // most sequences holding KV after a Run
-  int32_t running() const { return running_; }            // sequences holding KV now
-  int64_t steps() const { return steps_; }                 // successful Runs
-  int64_t tokens() const { return tokens_; }               // tokens run (prefill + decode)
-  int64_t exhausted() const { return exhausted_; }         // Runs failed with RESOURCE_EXHAUSTED
+  int32_t peak_running() const { return peak_running_; }        // most sequences holding KV after a Run
+  int32_t running() const { return running_; }                  // sequences holding KV now
+  int64_t steps() const { return steps_; }                      // successful Runs
+  int64_t tokens() const { return tokens_; }                    // tokens run (prefill + decode)
+  int64_t exhausted() const { return exhausted_; }              // Runs failed with RESOURCE_EXHAUSTED
   int64_t protocol_errors() const { return protocol_errors_; }  // Runs failed for a protocol error
   int64_t unknown_removes() const { return unknown_removes_; }  // Remove/Preempt of ids never added
   const std::vector<SeqWork>& last_work() const { return last_work_; }
@@ -116,12 +116,12 @@ class SimEngine : public StepEngine {
     SimSequenceSpec spec;
     std::unique_ptr<SequenceKv> kv;
     EvictionSchedule schedule{KvPolicyOptions{}, 0};  // the same arithmetic as SequenceCompressor
-    int32_t prefill_target = 0;   // tokens before decoding (prompt, or the recompute)
+    int32_t prefill_target = 0;                       // tokens before decoding (prompt, or the recompute)
     int32_t prefill_done = 0;
-    bool recompute = false;       // the current prefill is a recompute: it samples nothing
-    bool holds_kv = false;        // counted in running_
-    bool ever_ran = false;        // in first_run_order_
-    bool finished = false;        // reported kStopped / kLength / kError: must not run again
+    bool recompute = false;  // the current prefill is a recompute: it samples nothing
+    bool holds_kv = false;   // counted in running_
+    bool ever_ran = false;   // in first_run_order_
+    bool finished = false;   // reported kStopped / kLength / kError: must not run again
     int32_t generated = 0;
     int32_t max_slots = 0;
     int32_t preemptions = 0;

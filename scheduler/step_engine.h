@@ -27,10 +27,10 @@ struct SeqWork {
 
 // What a step did to one sequence.
 enum class SeqResult {
-  kContinue,   // still running (mid-prefill, or sampled a token)
-  kStopped,    // sampled a token and hit EOS / a stop token / a stop string
-  kLength,     // sampled a token and hit max_tokens or the context
-  kError,      // the engine failed this sequence (its KV is released)
+  kContinue,  // still running (mid-prefill, or sampled a token)
+  kStopped,   // sampled a token and hit EOS / a stop token / a stop string
+  kLength,    // sampled a token and hit max_tokens or the context
+  kError,     // the engine failed this sequence (its KV is released)
 };
 
 struct SeqOutcome {

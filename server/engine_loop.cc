@@ -189,4 +189,3 @@ void EngineLoop::Run() {
 }
 
 }  // namespace beacon
-

@@ -30,7 +30,7 @@ namespace beacon {
 struct LoopStats {
   int32_t running = 0;
   int32_t waiting = 0;
-  int32_t inflight = 0;           // submitted and not yet finished or rejected
+  int32_t inflight = 0;  // submitted and not yet finished or rejected
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_free = 0;
   int32_t kv_blocks_reserved = 0;
@@ -38,9 +38,9 @@ struct LoopStats {
   int64_t kv_cached_tokens = 0;   // KV slots held by live sequences
   int64_t kv_logical_tokens = 0;  // what a full cache would hold for them
   EngineTotals totals;
-  int64_t finished = 0;           // requests that reached a final record
+  int64_t finished = 0;  // requests that reached a final record
   int64_t rejected = 0;
-  int32_t last_step_batch = 0;    // sequences in the last step
+  int32_t last_step_batch = 0;  // sequences in the last step
   int32_t last_step_tokens = 0;
 };
 

@@ -29,8 +29,7 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
       r.input = ServeRequest::Input::kTokens;
       r.token_ids.assign(q.tokens().ids().begin(), q.tokens().ids().end());
       break;
-    case v1::GenerateRequest::INPUT_NOT_SET:
-      break;
+    case v1::GenerateRequest::INPUT_NOT_SET: break;
   }
   const v1::SamplingParams& s = q.sampling();
   r.sampling.temperature = s.temperature();

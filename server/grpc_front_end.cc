@@ -28,7 +28,7 @@ int Ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<int64_t>(
 
 GrpcFrontEnd::Instance::~Instance() {
   if (server != nullptr) server->Shutdown(Clock::now());  // no-op when already shut down
-  server.reset();  // before the services it dispatches to
+  server.reset();                                         // before the services it dispatches to
 }
 
 GrpcFrontEnd::GrpcFrontEnd(GrpcFrontEndOptions options, ServiceFactory services)
@@ -140,8 +140,7 @@ bool GrpcFrontEnd::CheckOnce() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a new connection, never a pooled one
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(CheckTarget(options_.host, port_), creds, args);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(CheckTarget(options_.host, port_), creds, args);
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(Clock::now() + options_.check_timeout);
@@ -160,8 +159,7 @@ bool GrpcFrontEnd::CheckOnce() {
   bool ok = false;
   cq.Next(&tag, &ok);
   cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
+  while (cq.Next(&tag, &ok)) {}
   // Any status the server itself sent proves that it accepted and served
   // the connection; the client-side failures of a dead listener are these.
   return status.error_code() != grpc::StatusCode::UNAVAILABLE &&
@@ -189,8 +187,7 @@ void GrpcFrontEnd::Watch() {
     ++failures;
     if (failures < options_.failures_to_restart) continue;
     if (serving_.exchange(false)) {
-      std::fprintf(stderr,
-                   "beacon-serve: gRPC listener on port %d failed %d self-checks: not ready, rebuilding it\n",
+      std::fprintf(stderr, "beacon-serve: gRPC listener on port %d failed %d self-checks: not ready, rebuilding it\n",
                    port_, failures);
     }
     lock.unlock();

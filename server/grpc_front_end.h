@@ -49,9 +49,9 @@ struct GrpcFrontEndOptions {
   std::string host = "0.0.0.0";
   int port = 50051;  // 0: an ephemeral port (kept across restarts)
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
-  bool tls = false;  // the self-check dials TLS (without verifying the certificate)
-  bool reflection = true;                     // grpc.reflection.v1alpha (the API schema only)
-  std::vector<std::string> health_services;   // named in grpc.health.v1 besides ""
+  bool tls = false;                          // the self-check dials TLS (without verifying the certificate)
+  bool reflection = true;                    // grpc.reflection.v1alpha (the API schema only)
+  std::vector<std::string> health_services;  // named in grpc.health.v1 besides ""
 
   // Connection limits (gRPC channel arguments). 0 disables the idle and age
   // limits.
@@ -64,8 +64,8 @@ struct GrpcFrontEndOptions {
   // Self-check and recovery.
   std::chrono::milliseconds check_interval{1'000};
   std::chrono::milliseconds check_timeout{2'000};
-  int failures_to_restart = 3;                  // consecutive failed checks (one slow check under load is not death)
-  std::chrono::seconds retire_grace{600};       // how long a retired server's streams may run on
+  int failures_to_restart = 3;             // consecutive failed checks (one slow check under load is not death)
+  std::chrono::seconds retire_grace{600};  // how long a retired server's streams may run on
 };
 
 class GrpcFrontEnd {
@@ -121,10 +121,10 @@ class GrpcFrontEnd {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                     // GUARDED_BY(mu_)
-  bool health_serving_ = true;                // GUARDED_BY(mu_)
-  std::unique_ptr<Instance> current_;         // GUARDED_BY(mu_)
-  std::vector<std::thread> retiring_;         // GUARDED_BY(mu_): each shuts one old server down
+  bool stopping_ = false;              // GUARDED_BY(mu_)
+  bool health_serving_ = true;         // GUARDED_BY(mu_)
+  std::unique_ptr<Instance> current_;  // GUARDED_BY(mu_)
+  std::vector<std::thread> retiring_;  // GUARDED_BY(mu_): each shuts one old server down
   std::thread watchdog_;
   std::once_flag shutdown_once_;
 };

@@ -42,8 +42,8 @@ class BeaconGrpcService final : public v1::BeaconService::CallbackService {
                                                            const v1::GenerateRequest* request) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context, const v1::TokenizeRequest* request,
                                      v1::TokenizeResponse* response) override;
-  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context,
-                                         const v1::GetModelInfoRequest* request, v1::ModelInfo* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context, const v1::GetModelInfoRequest* request,
+                                         v1::ModelInfo* response) override;
 
  private:
   // UNAUTHENTICATED unless the call carries the API key (or none is set).

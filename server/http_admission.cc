@@ -27,8 +27,8 @@ AdmissionTicket ConnectionLimits::Admit(std::string client) {
   std::lock_guard<std::mutex> lock(mu_);
   auto held = per_client_.find(client);
   if (max_per_client_ > 0 && held != per_client_.end() && held->second >= max_per_client_) {
-    t.refusal_ = absl::StrCat("too many connections from ", client, " (max_connections_per_client is ",
-                              max_per_client_, ")");
+    t.refusal_ =
+        absl::StrCat("too many connections from ", client, " (max_connections_per_client is ", max_per_client_, ")");
     return t;
   }
   if (normal_ < max_connections_) {

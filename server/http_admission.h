@@ -72,8 +72,8 @@ class ConnectionLimits {
   const int max_per_client_;
   const int probe_connections_;
   mutable std::mutex mu_;
-  int normal_ = 0;                                  // GUARDED_BY(mu_)
-  int reserve_ = 0;                                 // GUARDED_BY(mu_)
+  int normal_ = 0;                                   // GUARDED_BY(mu_)
+  int reserve_ = 0;                                  // GUARDED_BY(mu_)
   std::unordered_map<std::string, int> per_client_;  // GUARDED_BY(mu_) only addresses holding some
 };
 

@@ -10,13 +10,12 @@
 
 #include <algorithm>
 #include <array>
-#include <exception>
-#include <future>
-#include <optional>
-
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <exception>
+#include <future>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "server/http_message.h"
@@ -30,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 using ErrorCode = boost::system::error_code;
 using Done = std::function<void(bool ok)>;
 
-constexpr uint32_t kMaxHeaderBytes = 16 * 1024;  // request line + headers
+constexpr uint32_t kMaxHeaderBytes = 16 * 1024;   // request line + headers
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;  // read ahead while a handler runs
 constexpr auto kLingerTimeout = std::chrono::seconds(3);
 // Bounds every step of a connection that holds no max_connections slot (the
@@ -45,8 +44,7 @@ bool IsProbe(const Router& router, const http::request_header<>& msg) {
   const std::string_view target(msg.target().data(), msg.target().size());
   std::string allow;
   RouteKind kind;
-  return router.Find(method, target.substr(0, target.find('?')), &allow, &kind) != nullptr &&
-         kind == RouteKind::kProbe;
+  return router.Find(method, target.substr(0, target.find('?')), &allow, &kind) != nullptr && kind == RouteKind::kProbe;
 }
 
 }  // namespace
@@ -80,8 +78,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start() {
     const auto first = slot_ == Slot::kReserve
                            ? short_timeout_
-                           : std::min<Clock::duration>(server_->options.header_timeout,
-                                                       server_->options.idle_timeout);
+                           : std::min<Clock::duration>(server_->options.header_timeout, server_->options.idle_timeout);
     ReadHeader(Clock::now() + first);
   }
   void Reject() { SendInline(JsonError(503, ticket_.refusal(), "server_error"), false); }
@@ -113,8 +110,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Write([this, &msg](auto h) { http::async_write(socket_, *msg, std::move(h)); }, msg, std::move(done));
   }
   void WriteHead(std::shared_ptr<StreamHead> head, Done done) {
-    Write([this, &head](auto h) { http::async_write_header(socket_, *head->sr, std::move(h)); }, head,
-          std::move(done));
+    Write([this, &head](auto h) { http::async_write_header(socket_, *head->sr, std::move(h)); }, head, std::move(done));
   }
   // `data` null: the last chunk.
   void WriteChunk(std::shared_ptr<std::string> data, Done done) {
@@ -208,7 +204,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const auto& http_category = http::make_error_code(http::error::bad_target).category();
     if (ec == http::error::body_limit) {
       SendInline(JsonError(413, absl::StrCat("request body exceeds ", server_->options.max_body_bytes, " bytes"),
-                           "invalid_request_error"), false);
+                           "invalid_request_error"),
+                 false);
     } else if (ec == http::error::header_limit) {
       SendInline(JsonError(431, "request headers too large", "invalid_request_error"), false);
     } else if (ec.category() == http_category && ec != http::error::end_of_stream &&
@@ -255,9 +252,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Drain();
   }
   void Drain() {
-    socket_.async_read_some(asio::buffer(drain_), [self = shared_from_this()](ErrorCode ec, size_t) {
-      ec ? self->Close() : self->Drain();
-    });
+    socket_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](ErrorCode ec, size_t) { ec ? self->Close() : self->Drain(); });
   }
 
   ServerShared* const server_;
@@ -265,7 +261,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const asio::any_io_executor ex_;  // the strand
   const AdmissionTicket ticket_;
   const Slot slot_;
-  const std::string remote_;  // "ip:port"
+  const std::string remote_;             // "ip:port"
   const Clock::duration short_timeout_;  // min(header_timeout, kShortTimeout)
   // Strand only.
   asio::steady_timer timer_;
@@ -343,9 +339,8 @@ class ResponderImpl final : public HttpResponder {
     if (failed_) return false;
     auto result = std::make_shared<std::promise<bool>>();
     std::future<bool> ok = result->get_future();
-    asio::post(connection_->executor(), [s = connection_, op = std::move(op), result] {
-      op(*s, [result](bool ok) { result->set_value(ok); });
-    });
+    asio::post(connection_->executor(),
+               [s = connection_, op = std::move(op), result] { op(*s, [result](bool ok) { result->set_value(ok); }); });
     bool written = false;
     try {
       written = ok.get();
@@ -386,12 +381,13 @@ void Connection::OnRequest(ErrorCode ec) {
   std::string allow;
   const HttpHandler* handler = server_->router.Find(req->method, req->path, &allow);
   if (handler == nullptr && allow.empty()) {
-    return SendInline(JsonError(404, absl::StrCat("no route for ", req->method, " ", req->path),
-                                "invalid_request_error"), keep_alive);
+    return SendInline(
+        JsonError(404, absl::StrCat("no route for ", req->method, " ", req->path), "invalid_request_error"),
+        keep_alive);
   }
   if (handler == nullptr) {
-    HttpResponse r = JsonError(405, absl::StrCat("method ", req->method, " not allowed on ", req->path),
-                               "invalid_request_error");
+    HttpResponse r =
+        JsonError(405, absl::StrCat("method ", req->method, " not allowed on ", req->path), "invalid_request_error");
     r.headers.emplace_back("Allow", allow);
     return SendInline(std::move(r), keep_alive);
   }
@@ -428,9 +424,8 @@ void ServeConnection(ServerShared* shared, tcp::socket socket) {
     connection = std::make_shared<Connection>(shared, std::move(socket), std::move(ticket), std::move(remote));
     shared->connections.emplace(connection.get(), connection);
   }
-  asio::dispatch(connection->executor(), [connection, admitted] {
-    admitted ? connection->Start() : connection->Reject();
-  });
+  asio::dispatch(connection->executor(),
+                 [connection, admitted] { admitted ? connection->Start() : connection->Reject(); });
 }
 
 void StopConnections(ServerShared* shared) {

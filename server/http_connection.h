@@ -6,6 +6,7 @@
 #define BEACON_SERVER_HTTP_CONNECTION_H_
 
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -13,8 +14,6 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/ip/tcp.hpp>
 
 #include "server/http_admission.h"
 #include "server/http_server.h"
@@ -72,8 +71,8 @@ class DisconnectSignal {
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<bool> disconnected_{false};
-  bool finished_ = false;                          // GUARDED_BY(mu_)
-  bool firing_ = false;                            // GUARDED_BY(mu_)
+  bool finished_ = false;                         // GUARDED_BY(mu_)
+  bool firing_ = false;                           // GUARDED_BY(mu_)
   std::vector<std::function<void()>> callbacks_;  // GUARDED_BY(mu_)
 };
 
@@ -88,8 +87,8 @@ struct ServerShared {
         limits(o.max_connections, o.max_connections_per_client, o.probe_connections) {}
 
   const HttpServerOptions options;
-  const Router router;  // read-only: handler pointers into it stay valid
-  WorkerPool pool;      // runs the handlers
+  const Router router;      // read-only: handler pointers into it stay valid
+  WorkerPool pool;          // runs the handlers
   ConnectionLimits limits;  // each Connection holds its AdmissionTicket
   std::atomic<bool> stopping{false};
   std::mutex mu;

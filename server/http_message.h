@@ -5,12 +5,11 @@
 #ifndef BEACON_SERVER_HTTP_MESSAGE_H_
 #define BEACON_SERVER_HTTP_MESSAGE_H_
 
+#include <boost/beast/http.hpp>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <boost/beast/http.hpp>
 
 #include "server/http_server.h"
 
@@ -24,8 +23,7 @@ inline bool SafeHeader(const std::pair<std::string, std::string>& h) {  // no re
 }
 
 template <class Message>
-void FillHead(Message& msg, int status, const std::string& content_type, const HttpHeaders& headers,
-              bool keep_alive) {
+void FillHead(Message& msg, int status, const std::string& content_type, const HttpHeaders& headers, bool keep_alive) {
   msg.version(11);
   msg.result(status >= 200 && status <= 999 ? status : 500);
   if (!content_type.empty()) msg.set(http::field::content_type, content_type);

@@ -10,7 +10,6 @@
 #include <string>
 
 #include "absl/status/status.h"
-
 #include "server/engine_loop.h"
 #include "server/http_server.h"
 

@@ -2,10 +2,9 @@
 // and the shutdown order. Connections live in http_connection.cc.
 #include "server/http_server.h"
 
+#include <boost/asio.hpp>
 #include <future>
 #include <optional>
-
-#include <boost/asio.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -55,7 +54,7 @@ class ServerState : public ServerShared {
   void Accept() {  // on accept_strand
     acceptor.async_accept(asio::make_strand(ioc), [this](ErrorCode ec, tcp::socket socket) {
       if (!acceptor.is_open()) return;  // Stop()
-      if (ec) {  // e.g. out of file descriptors: back off instead of spinning
+      if (ec) {                         // e.g. out of file descriptors: back off instead of spinning
         accept_retry.expires_after(std::chrono::milliseconds(100));
         accept_retry.async_wait([this](ErrorCode ec) {
           if (!ec) Accept();
@@ -169,9 +168,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
         absl::StrCat("HttpServerOptions.max_connections must be >= 1, got ", options.max_connections));
   }
   if (options.max_connections_per_client < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "HttpServerOptions.max_connections_per_client must be >= 0 (0: no limit), got ",
-        options.max_connections_per_client));
+    return absl::InvalidArgumentError(
+        absl::StrCat("HttpServerOptions.max_connections_per_client must be >= 0 (0: no limit), got ",
+                     options.max_connections_per_client));
   }
   if (options.probe_connections < 0) {
     return absl::InvalidArgumentError(

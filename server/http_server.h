@@ -96,10 +96,10 @@ struct HttpRequest {
 };
 
 struct HttpResponse {
-  int status = 200;                                // 200..999, else sent as 500
+  int status = 200;                               // 200..999, else sent as 500
   std::string content_type = "application/json";  // empty: no Content-Type
-  HttpHeaders headers;                             // extra; CR/LF-bearing ones dropped
-  std::string body;                                // dropped for 204 and 304
+  HttpHeaders headers;                            // extra; CR/LF-bearing ones dropped
+  std::string body;                               // dropped for 204 and 304
 };
 
 // The OpenAI error shape: {"error":{"message":...,"type":...,"code":status}}.
@@ -177,15 +177,15 @@ class Router {
 };
 
 struct HttpServerOptions {
-  std::string host = "0.0.0.0";               // address or host name to bind
-  int port = 8080;                            // 0: an ephemeral port, see port()
-  int threads = 2;                            // IO threads (handlers run elsewhere)
-  size_t max_body_bytes = 8 << 20;            // larger request bodies get 413
-  int max_connections = 512;                  // beyond it (and the probe reserve) 503
-  int max_connections_per_client = 64;        // per peer address, beyond it 503; 0: no limit
-  int probe_connections = 32;                 // reserve for probe routes beyond max_connections
-  std::chrono::seconds header_timeout{10};    // request line + headers; see "Timeouts" above
-  std::chrono::seconds idle_timeout{60};      // see "Timeouts" above
+  std::string host = "0.0.0.0";             // address or host name to bind
+  int port = 8080;                          // 0: an ephemeral port, see port()
+  int threads = 2;                          // IO threads (handlers run elsewhere)
+  size_t max_body_bytes = 8 << 20;          // larger request bodies get 413
+  int max_connections = 512;                // beyond it (and the probe reserve) 503
+  int max_connections_per_client = 64;      // per peer address, beyond it 503; 0: no limit
+  int probe_connections = 32;               // reserve for probe routes beyond max_connections
+  std::chrono::seconds header_timeout{10};  // request line + headers; see "Timeouts" above
+  std::chrono::seconds idle_timeout{60};    // see "Timeouts" above
 };
 
 class HttpServer {

@@ -41,16 +41,17 @@ class BoundsChecker final : public nlohmann::json_sax<json> {
  private:
   bool Value() {
     if (++values_ > limits_.max_values) {
-      status_ = absl::InvalidArgumentError(absl::StrCat("JSON with more than ", limits_.max_values,
-                                                        " values (the server's limit)"));
+      status_ = absl::InvalidArgumentError(
+          absl::StrCat("JSON with more than ", limits_.max_values, " values (the server's limit)"));
       return false;
     }
     return true;
   }
   bool Allocating() {
     if (++allocating_ > limits_.max_strings_and_containers) {
-      status_ = absl::InvalidArgumentError(absl::StrCat("JSON with more than ", limits_.max_strings_and_containers,
-                                                        " strings (keys included), arrays and objects (the server's limit)"));
+      status_ =
+          absl::InvalidArgumentError(absl::StrCat("JSON with more than ", limits_.max_strings_and_containers,
+                                                  " strings (keys included), arrays and objects (the server's limit)"));
       return false;
     }
     return true;

@@ -13,17 +13,16 @@ using prometheus::BuildHistogram;
 
 // Seconds, from 1 ms: request latencies (TTFT, end to end, queue) reach minutes
 // for long reasoning outputs.
-const prometheus::Histogram::BucketBoundaries kLatency = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75,
-    1.0,   2.5,    5.0,   10.0, 20.0,  40.0, 80.0,  160.0, 320.0, 640.0, 1280.0};
+const prometheus::Histogram::BucketBoundaries kLatency = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,  0.075, 0.1,
+                                                          0.15,  0.2,    0.3,   0.5,  0.75,  1.0,   2.5,   5.0,
+                                                          10.0,  20.0,   40.0,  80.0, 160.0, 320.0, 640.0, 1280.0};
 // Seconds per token, from 1 ms.
-const prometheus::Histogram::BucketBoundaries kPerToken = {0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03,
-                                                           0.04,  0.05,   0.075, 0.1,    0.15, 0.2,   0.3,  0.5,
-                                                           0.75,  1.0,    2.5};
+const prometheus::Histogram::BucketBoundaries kPerToken = {
+    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 2.5};
 const prometheus::Histogram::BucketBoundaries kStep = {0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05,
                                                        0.075, 0.1,    0.15,  0.2,    0.3,  0.5,   1.0,  2.5,  5.0};
-const prometheus::Histogram::BucketBoundaries kKvTokens = {16,   32,   64,    128,   256,   512,   1024,
-                                                           2048, 4096, 8192,  16384, 32768, 65536, 131072};
+const prometheus::Histogram::BucketBoundaries kKvTokens = {16,   32,   64,   128,   256,   512,   1024,
+                                                           2048, 4096, 8192, 16384, 32768, 65536, 131072};
 // (prompt + completion tokens) / peak cached tokens: 1 = nothing evicted.
 const prometheus::Histogram::BucketBoundaries kRatio = {1.0, 1.1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64};
 
@@ -73,8 +72,8 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
   usage_perc_ = gauge("beacon_kv_cache_usage_perc", "Fraction of KV cache blocks in use (0..1)");
   compressing_ = gauge("beacon_num_requests_compressing", "Running requests whose KV policy evicts");
   cached_tokens_ = gauge("beacon_kv_cached_tokens", "KV slots held by live requests");
-  logical_tokens_ = gauge("beacon_kv_logical_tokens",
-                          "KV slots live requests would hold without eviction (their token positions)");
+  logical_tokens_ =
+      gauge("beacon_kv_logical_tokens", "KV slots live requests would hold without eviction (their token positions)");
   gauge("beacon_kv_bytes_per_token", "Bytes of K and V for one token slot, all layers")
       ->Set(static_cast<double>(info.kv_bytes_per_token));
   step_batch_ = gauge("beacon_engine_step_batch_size", "Sequences in the last engine step");
@@ -89,10 +88,8 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
   evictions_ = counter("beacon_kv_evictions_total", "KV eviction rounds (a sequence compressing its cache)");
   evicted_tokens_ = counter("beacon_kv_evicted_tokens_total", "KV slots evicted, per KV head, summed over rounds");
   steps_ = counter("beacon_engine_steps_total", "Engine steps run");
-  finished_ = &BuildCounter()
-                   .Name("beacon_request_success_total")
-                   .Help("Requests finished, by finish reason")
-                   .Register(r);
+  finished_ =
+      &BuildCounter().Name("beacon_request_success_total").Help("Requests finished, by finish reason").Register(r);
   for (ServeFinish f : {ServeFinish::kStop, ServeFinish::kLength, ServeFinish::kEos, ServeFinish::kStopSequence,
                         ServeFinish::kTimeLimit, ServeFinish::kCancelled, ServeFinish::kError}) {
     finished_->Add({{"finished_reason", std::string(ServeFinishName(f))}});
@@ -110,8 +107,8 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
   };
   ttft_ = hist("beacon_time_to_first_token_seconds", "Arrival to first token", kLatency);
   itl_ = hist("beacon_inter_token_latency_seconds", "Time between consecutive tokens of a request", kPerToken);
-  tpot_ = hist("beacon_time_per_output_token_seconds",
-               "Per request: (end - first token) / (output tokens - 1)", kPerToken);
+  tpot_ =
+      hist("beacon_time_per_output_token_seconds", "Per request: (end - first token) / (output tokens - 1)", kPerToken);
   e2e_ = hist("beacon_e2e_request_latency_seconds", "Arrival to finish", kLatency);
   queue_ = hist("beacon_request_queue_time_seconds", "Arrival to first scheduled step", kLatency);
   auto& steps = BuildHistogram()
@@ -142,8 +139,7 @@ void ServerMetrics::OnFinish(const StreamFinal& f) {
   }
   if (f.kv.peak_cached_tokens > 0) {
     peak_kv_tokens_->Observe(f.kv.peak_cached_tokens);
-    compression_ratio_->Observe(static_cast<double>(f.prompt_tokens + f.completion_tokens) /
-                                f.kv.peak_cached_tokens);
+    compression_ratio_->Observe(static_cast<double>(f.prompt_tokens + f.completion_tokens) / f.kv.peak_cached_tokens);
   }
 }
 
@@ -155,8 +151,7 @@ void ServerMetrics::OnFrontEndRejected(const absl::Status& s) {
 
 void ServerMetrics::OnStep(const StepReport& report, double seconds) {
   if (!report.ran || !report.engine_status.ok()) return;
-  (report.prefill_seqs == 0 ? step_decode_ : report.decode_seqs == 0 ? step_prefill_ : step_mixed_)
-      ->Observe(seconds);
+  (report.prefill_seqs == 0 ? step_decode_ : report.decode_seqs == 0 ? step_prefill_ : step_mixed_)->Observe(seconds);
 }
 
 void ServerMetrics::Refresh(const LoopStats& s) {
@@ -166,9 +161,8 @@ void ServerMetrics::Refresh(const LoopStats& s) {
   blocks_free_->Set(s.kv_blocks_free);
   blocks_used_->Set(s.kv_blocks_total - s.kv_blocks_free);
   blocks_reserved_->Set(s.kv_blocks_reserved);
-  usage_perc_->Set(s.kv_blocks_total > 0
-                       ? static_cast<double>(s.kv_blocks_total - s.kv_blocks_free) / s.kv_blocks_total
-                       : 0.0);
+  usage_perc_->Set(s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_total - s.kv_blocks_free) / s.kv_blocks_total
+                                         : 0.0);
   compressing_->Set(s.compressing);
   cached_tokens_->Set(static_cast<double>(s.kv_cached_tokens));
   logical_tokens_->Set(static_cast<double>(s.kv_logical_tokens));

@@ -100,7 +100,7 @@ class ServerMetrics : public EngineObserver {
   prometheus::Histogram* peak_kv_tokens_;
   prometheus::Histogram* compression_ratio_;
 
-  std::mutex mu_;        // guards the last totals seen
+  std::mutex mu_;  // guards the last totals seen
   EngineTotals last_;
 };
 

@@ -203,8 +203,7 @@ absl::Status ParseStop(const json& j, ServeRequest* r) {
 // Fields whose OpenAI features this server does not implement: refused, not
 // silently ignored, so a client never believes it got them.
 absl::Status RefuseUnsupported(const json& j) {
-  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null() &&
-                                    !(it->is_boolean() && !it->get<bool>()) &&
+  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>()) &&
                                     !(it->is_number_integer() && it->get<int64_t>() == 0)) {
     return Bad("logprobs", "log probabilities are not supported by this server");
   }

@@ -34,7 +34,7 @@ enum class OpenAiEndpoint { kCompletions, kChatCompletions };
 
 struct OpenAiRequest {
   ServeRequest serve;
-  std::string model;           // as the client named it (the served name when absent)
+  std::string model;  // as the client named it (the served name when absent)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };

@@ -117,14 +117,13 @@ absl::Status CheckJsonContentType(const HttpRequest& req) {
   for (char& c : shown) {
     if (c < 0x20 || c > 0x7e) c = '?';
   }
-  return absl::InvalidArgumentError(absl::StrCat("Content-Type must be application/json (got '", shown,
-                                                 sent.size() > kShown ? "...'" : "'", ")"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("Content-Type must be application/json (got '", shown, sent.size() > kShown ? "...'" : "'", ")"));
 }
 
 class CompletionHandler {
  public:
-  CompletionHandler(EngineLoop* loop, const Tokenizer* tokenizer, const OpenAiOptions* options,
-                    OpenAiEndpoint endpoint)
+  CompletionHandler(EngineLoop* loop, const Tokenizer* tokenizer, const OpenAiOptions* options, OpenAiEndpoint endpoint)
       : loop_(loop), tokenizer_(tokenizer), options_(options), endpoint_(endpoint) {}
 
   void operator()(const HttpRequest& req, HttpResponder& resp) const {
@@ -281,19 +280,18 @@ void AddOpenAiRoutes(Router* router, EngineLoop* loop, const Tokenizer* tokenize
   for (auto [path, endpoint] : {std::pair{"/v1/completions", OpenAiEndpoint::kCompletions},
                                 std::pair{"/v1/chat/completions", OpenAiEndpoint::kChatCompletions}}) {
     CompletionHandler h(loop, tokenizer, opts.get(), endpoint);
-    router->Handle("POST", path, RequireApiKey(opts->api_key, [h, opts](const HttpRequest& q, HttpResponder& r) {
-                     h(q, r);
-                   }));
+    router->Handle("POST", path,
+                   RequireApiKey(opts->api_key, [h, opts](const HttpRequest& q, HttpResponder& r) { h(q, r); }));
   }
-  router->Handle("GET", "/v1/models", RequireApiKey(opts->api_key, [opts](const HttpRequest&, HttpResponder& r) {
-                   json model = {{"id", opts->served_model},
-                                 {"object", "model"},
-                                 {"created", 0},
-                                 {"owned_by", "beacon-serve"},
-                                 {"max_model_len", opts->limits.context_length}};
-                   r.Reply(HttpResponse{200, "application/json", {},
-                                        Dump({{"object", "list"}, {"data", json::array({model})}})});
-                 }));
+  router->Handle(
+      "GET", "/v1/models", RequireApiKey(opts->api_key, [opts](const HttpRequest&, HttpResponder& r) {
+        json model = {{"id", opts->served_model},
+                      {"object", "model"},
+                      {"created", 0},
+                      {"owned_by", "beacon-serve"},
+                      {"max_model_len", opts->limits.context_length}};
+        r.Reply(HttpResponse{200, "application/json", {}, Dump({{"object", "list"}, {"data", json::array({model})}})});
+      }));
 }
 
 }  // namespace beacon

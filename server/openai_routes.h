@@ -29,8 +29,8 @@ namespace beacon {
 struct OpenAiOptions {
   std::string served_model;  // the id clients use ("model")
   ServeLimits limits;
-  std::string api_key;       // empty: no authentication
-  JsonLimits json_limits;    // nesting depth and value count of a request body
+  std::string api_key;     // empty: no authentication
+  JsonLimits json_limits;  // nesting depth and value count of a request body
   // Requests refused before the engine (metrics); may be empty.
   std::function<void(const absl::Status&)> on_rejected;
 };

@@ -22,8 +22,8 @@ double NowSeconds() {
 void Handler(google::protobuf::LogLevel level, const char* /*file*/, int /*line*/, const std::string& message) {
   static constexpr const char* kLevels[] = {"INFO", "WARNING", "ERROR", "FATAL"};
   const std::string name = level >= 0 && level < 4 ? kLevels[level] : "LOG";
-  const std::string out = g_limiter->Line("libprotobuf " + name, message,
-                                          level == google::protobuf::LOGLEVEL_FATAL, NowSeconds());
+  const std::string out =
+      g_limiter->Line("libprotobuf " + name, message, level == google::protobuf::LOGLEVEL_FATAL, NowSeconds());
   if (!out.empty()) std::fprintf(stderr, "%s\n", out.c_str());
 }
 

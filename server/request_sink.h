@@ -19,25 +19,25 @@ std::string_view ServeFinishName(ServeFinish f);
 
 struct RequestKvStats {
   std::string policy;
-  int32_t budget = 0;             // 0 under full
+  int32_t budget = 0;  // 0 under full
   int32_t peak_cached_tokens = 0;
   int64_t evictions = 0;
   int64_t evicted_tokens = 0;
-  int32_t reserved_tokens = 0;    // KV slots admission set aside (reserve mode)
+  int32_t reserved_tokens = 0;  // KV slots admission set aside (reserve mode)
   int32_t preemptions = 0;
 };
 
 struct StreamFinal {
   std::string request_id;
   ServeFinish reason = ServeFinish::kError;
-  std::string error;              // with kError
-  std::string matched_stop;       // the stop string that ended it (kStopSequence)
-  int32_t stop_token_id = -1;     // the token that ended it (kEos, kStop)
-  uint64_t seed = 0;              // the sampling seed used
+  std::string error;           // with kError
+  std::string matched_stop;    // the stop string that ended it (kStopSequence)
+  int32_t stop_token_id = -1;  // the token that ended it (kEos, kStop)
+  uint64_t seed = 0;           // the sampling seed used
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
-  double queue_seconds = 0;       // arrival to first scheduled step
-  double ttft_seconds = 0;        // arrival to first token (0 if none)
+  double queue_seconds = 0;  // arrival to first scheduled step
+  double ttft_seconds = 0;   // arrival to first token (0 if none)
   double total_seconds = 0;
   RequestKvStats kv;
 };

@@ -91,8 +91,7 @@ bool IsValidUtf8(std::string_view s) {
 absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer,
                                                    const ServeLimits& limits) {
   switch (r.input) {
-    case ServeRequest::Input::kNone:
-      return Invalid("input", "give one of text, chat messages or token ids");
+    case ServeRequest::Input::kNone: return Invalid("input", "give one of text, chat messages or token ids");
     case ServeRequest::Input::kText: {
       if (r.text.empty()) return Invalid("text", "is empty");
       if (absl::Status s = CheckUtf8("text", r.text); !s.ok()) return s;
@@ -203,8 +202,8 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   // Sampling ranges and stop token ids (names the field).
   if (absl::Status s = p.options.Validate(tokenizer.vocab_size()); !s.ok()) return s;
 
-  p.peak_slots = static_cast<int32_t>(std::min<int64_t>(
-      SequenceCompressor::PeakSlots(p.options.kv, n_prompt, max_tokens), limits.context_length));
+  p.peak_slots = static_cast<int32_t>(
+      std::min<int64_t>(SequenceCompressor::PeakSlots(p.options.kv, n_prompt, max_tokens), limits.context_length));
   p.arrival = r.arrival;
   p.deadline = r.deadline;
   if (r.time_limit_ms > 0) {

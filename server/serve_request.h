@@ -28,10 +28,10 @@ namespace beacon {
 struct ServeRequest {
   std::string request_id;  // the client's; the server makes one when empty
   enum class Input { kNone, kText, kChat, kTokens } input = Input::kNone;
-  std::string text;                    // kText: raw text, no template
-  std::vector<ChatMessage> messages;   // kChat: rendered with the chat template
-  bool add_generation_prompt = true;   // kChat
-  std::vector<int32_t> token_ids;      // kTokens
+  std::string text;                   // kText: raw text, no template
+  std::vector<ChatMessage> messages;  // kChat: rendered with the chat template
+  bool add_generation_prompt = true;  // kChat
+  std::vector<int32_t> token_ids;     // kTokens
 
   SamplingParams sampling;
   // 0: the server's default. 64-bit so that a value past the server's limit
@@ -41,7 +41,7 @@ struct ServeRequest {
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
-  uint32_t time_limit_ms = 0;          // 0: none
+  uint32_t time_limit_ms = 0;  // 0: none
   std::optional<std::string> kv_policy;
   std::optional<int64_t> kv_budget;
   // Integer fields the client sent that do not fit int64 (JSON only), by
@@ -57,9 +57,9 @@ struct ServeRequest {
 
 // What an operator allows (beacon-serve flags).
 struct ServeLimits {
-  int32_t context_length = 0;          // the model's
+  int32_t context_length = 0;  // the model's
   int32_t default_max_tokens = 256;
-  int32_t max_tokens_limit = 0;        // 0: the context length
+  int32_t max_tokens_limit = 0;  // 0: the context length
   int32_t max_stop_strings = 16;
   int32_t max_stop_string_bytes = 256;
   // Bounds on the other client-sized fields, so that no request makes the
@@ -67,8 +67,8 @@ struct ServeLimits {
   // ids are bounded by the context length.
   int32_t max_request_id_bytes = 256;  // printable UTF-8 only: it is echoed and logged
   int32_t max_stop_token_ids = 64;
-  int32_t max_messages = 4096;         // chat messages, checked before the template renders
-  KvPolicyOptions kv_default;          // --kv-policy and its settings
+  int32_t max_messages = 4096;  // chat messages, checked before the template renders
+  KvPolicyOptions kv_default;   // --kv-policy and its settings
   KvPolicyLimits kv_limits;
 };
 
@@ -76,8 +76,8 @@ struct ServeLimits {
 struct PreparedRequest {
   std::string request_id;
   std::vector<int32_t> prompt;
-  GenerationOptions options;           // max_tokens clamped to the context
-  int32_t peak_slots = 0;              // admission footprint (EvictionSchedule::PeakSlots)
+  GenerationOptions options;  // max_tokens clamped to the context
+  int32_t peak_slots = 0;     // admission footprint (EvictionSchedule::PeakSlots)
   SchedClock::time_point arrival;
   SchedClock::time_point deadline;
 };

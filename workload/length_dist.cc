@@ -76,8 +76,7 @@ absl::StatusOr<LengthDist> LengthDist::Parse(absl::string_view spec, absl::strin
 
 int32_t LengthDist::Sample(std::mt19937_64& rng) const {
   switch (kind_) {
-    case Kind::kFixed:
-      return ClampRound(a_);
+    case Kind::kFixed: return ClampRound(a_);
     case Kind::kUniform:
       return ClampRound(static_cast<double>(
           std::uniform_int_distribution<int64_t>(static_cast<int64_t>(a_), static_cast<int64_t>(b_))(rng)));
@@ -98,14 +97,10 @@ double LengthDist::Mean() const { return kind_ == Kind::kUniform ? (a_ + b_) / 2
 
 std::string LengthDist::ToString() const {
   switch (kind_) {
-    case Kind::kFixed:
-      return absl::StrCat("fixed:", a_);
-    case Kind::kUniform:
-      return absl::StrCat("uniform:", a_, ":", b_);
-    case Kind::kNormal:
-      return absl::StrCat("normal:", a_, ":", b_);
-    case Kind::kLogNormal:
-      return absl::StrCat("lognormal:", a_, ":", b_);
+    case Kind::kFixed: return absl::StrCat("fixed:", a_);
+    case Kind::kUniform: return absl::StrCat("uniform:", a_, ":", b_);
+    case Kind::kNormal: return absl::StrCat("normal:", a_, ":", b_);
+    case Kind::kLogNormal: return absl::StrCat("lognormal:", a_, ":", b_);
   }
   return "";
 }

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <random>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace beacon::workload {
 

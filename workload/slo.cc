@@ -32,7 +32,7 @@ absl::StatusOr<Slo> ParseSlo(absl::string_view spec) {
     }
     const absl::string_view key = absl::StripAsciiWhitespace(item.substr(0, eq));
     const absl::string_view val = absl::StripAsciiWhitespace(item.substr(eq + 1));
-    std::optional<double>* slot = key == "ttft_ms" ? &slo.ttft_ms
+    std::optional<double>* slot = key == "ttft_ms"   ? &slo.ttft_ms
                                   : key == "tpot_ms" ? &slo.tpot_ms
                                   : key == "e2e_ms"  ? &slo.e2e_ms
                                                      : nullptr;

@@ -3,7 +3,7 @@
 namespace beacon {
 
 absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::Create(const BeaconDims& dims,
-                                                                            cudaStream_t stream) {
+                                                                             cudaStream_t stream) {
   auto s = std::unique_ptr<BeaconDeviceState>(new BeaconDeviceState());
   s->dims_ = dims;
   const BeaconStateLayout layout = BeaconStateLayout::For(dims);
@@ -29,8 +29,7 @@ BeaconDims BeaconDimsFor(const KvPolicyOptions& o, const PolicyModelInfo& m) {
   return d;
 }
 
-absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model,
-                                                 cudaStream_t stream) {
+absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model, cudaStream_t stream) {
   if (auto* s = dynamic_cast<BeaconDeviceState*>(policy->device_state()); s != nullptr) return s;
   absl::StatusOr<std::unique_ptr<BeaconDeviceState>> created =
       BeaconDeviceState::Create(BeaconDimsFor(policy->options(), model), stream);

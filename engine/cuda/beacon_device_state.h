@@ -43,8 +43,7 @@ class BeaconDeviceState : public PolicyDeviceState {
 BeaconDims BeaconDimsFor(const KvPolicyOptions& options, const PolicyModelInfo& model);
 
 // The state attached to `policy`, created (zeroed on `stream`) on first use.
-absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model,
-                                                 cudaStream_t stream);
+absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model, cudaStream_t stream);
 
 }  // namespace beacon
 

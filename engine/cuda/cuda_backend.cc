@@ -36,7 +36,8 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelWeig
         "device \"cuda\": no usable CUDA device (", err != cudaSuccess ? cudaGetErrorString(err) : "none found", ")"));
   }
   if (options.device < 0 || options.device >= count) {
-    return absl::InvalidArgumentError(absl::StrFormat("CUDA device %d does not exist (%d visible)", options.device, count));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("CUDA device %d does not exist (%d visible)", options.device, count));
   }
   auto b = std::unique_ptr<CudaBackend>(new CudaBackend());
   if (absl::Status s = b->Init(weights, options); !s.ok()) return s;
@@ -98,8 +99,8 @@ std::unique_ptr<KvCache> CudaBackend::MakeKvCache(const KvCacheShape& shape_in, 
 absl::Status CudaBackend::CheckPolicy(const KvPolicyOptions& o) const {
   if (o.policy == "full") return absl::OkStatus();
   if (o.policy != "beacon") {
-    return absl::UnimplementedError(absl::StrCat("KV policy \"", o.policy,
-                                                 "\" does not run on the CUDA backend (full and beacon do)"));
+    return absl::UnimplementedError(
+        absl::StrCat("KV policy \"", o.policy, "\" does not run on the CUDA backend (full and beacon do)"));
   }
   if (o.beacon_filter != BeaconFilter::kAll) {
     return absl::UnimplementedError(
@@ -172,9 +173,8 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output ou
       o.n_tokens = n;
       o.ring_count_before = (*st)->ring_count();
       const BeaconDims& d = (*st)->dims();
-      auto it = std::find_if(by_dims.begin(), by_dims.end(), [&](const Group& g) {
-        return std::memcmp(&g.dims, &d, sizeof(BeaconDims)) == 0;
-      });
+      auto it = std::find_if(by_dims.begin(), by_dims.end(),
+                             [&](const Group& g) { return std::memcmp(&g.dims, &d, sizeof(BeaconDims)) == 0; });
       if (it == by_dims.end()) {
         by_dims.push_back({d, {}, {}});
         it = by_dims.end() - 1;
@@ -204,17 +204,17 @@ absl::Status CudaBackend::EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64
     const size_t bf = sizeof(__nv_bfloat16);
     const int qkv_dim = c.q_dim() + 2 * c.kv_dim();
     std::vector<size_t> sizes = {
-        Align256(T * c.hidden * bf),          // resid
-        Align256(T * c.hidden * bf),          // xb
-        Align256(T * qkv_dim * bf),           // qkv
-        Align256(T * c.q_dim() * bf),         // att
-        Align256(T * c.hidden * bf),          // proj
-        Align256(T * 2 * c.ffn_hidden * bf),  // gate_up
-        Align256(T * c.ffn_hidden * bf),      // ffn
-        Align256(R * c.hidden * bf),          // rows
-        Align256(T * c.q_dim() * sizeof(float)),          // q_pre
+        Align256(T * c.hidden * bf),                                      // resid
+        Align256(T * c.hidden * bf),                                      // xb
+        Align256(T * qkv_dim * bf),                                       // qkv
+        Align256(T * c.q_dim() * bf),                                     // att
+        Align256(T * c.hidden * bf),                                      // proj
+        Align256(T * 2 * c.ffn_hidden * bf),                              // gate_up
+        Align256(T * c.ffn_hidden * bf),                                  // ffn
+        Align256(R * c.hidden * bf),                                      // rows
+        Align256(T * c.q_dim() * sizeof(float)),                          // q_pre
         Align256(R * static_cast<size_t>(c.vocab_size) * sizeof(float)),  // logits
-        Align256(R * sizeof(int32_t)),                    // tokens
+        Align256(R * sizeof(int32_t)),                                    // tokens
         Align256(DecodeAttentionWorkspaceBytes(T, c.n_heads, c.head_dim, options_.max_splits)),
     };
     size_t total = 0;
@@ -275,7 +275,8 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
     for (const ForwardEntry& en : batch) en.kv->Truncate(en.kv->num_slots());
     return s;
   };
-  if (absl::Status s = EnsureCapacity(plan_.n_tokens, plan_.n_rows, plan_.offsets.total, static_cast<int>(observe_.size()));
+  if (absl::Status s =
+          EnsureCapacity(plan_.n_tokens, plan_.n_rows, plan_.offsets.total, static_cast<int>(observe_.size()));
       !s.ok()) {
     return fail(s);
   }
@@ -286,8 +287,8 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
                               "uploading the step plan");
   if (s.ok() && !observe_.empty()) {
     std::memcpy(observe_host_.get(), observe_.data(), observe_.size() * sizeof(BeaconObserveEntry));
-    s = CudaStatus(cudaMemcpyAsync(observe_dev_.get(), observe_host_.get(), observe_.size() * sizeof(BeaconObserveEntry),
-                                   cudaMemcpyHostToDevice, stream_),
+    s = CudaStatus(cudaMemcpyAsync(observe_dev_.get(), observe_host_.get(),
+                                   observe_.size() * sizeof(BeaconObserveEntry), cudaMemcpyHostToDevice, stream_),
                    "uploading BeaconKV entries");
   }
   if (s.ok() && output == Output::kSample) {
@@ -307,14 +308,14 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
   if (s.ok()) s = Launch(*kv, output);
   if (s.ok()) {
     if (returns_tokens) {
-      s = CudaStatus(cudaMemcpyAsync(tokens_host_.get(), tokens_, plan_.n_rows * sizeof(int32_t),
-                                     cudaMemcpyDeviceToHost, stream_),
-                     "copying sampled ids");
+      s = CudaStatus(
+          cudaMemcpyAsync(tokens_host_.get(), tokens_, plan_.n_rows * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_),
+          "copying sampled ids");
     } else {
       logits->resize(plan_.n_rows * static_cast<size_t>(config_.vocab_size));
-      s = CudaStatus(cudaMemcpyAsync(logits->data(), logits_, logits->size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                     stream_),
-                     "copying logits");
+      s = CudaStatus(
+          cudaMemcpyAsync(logits->data(), logits_, logits->size() * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "copying logits");
     }
   }
   if (s.ok()) s = CudaStatus(cudaStreamSynchronize(stream_), "running the forward step");

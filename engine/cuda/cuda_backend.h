@@ -31,8 +31,8 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -138,7 +138,7 @@ class CudaBackend : public Backend {
   float *q_pre_ = nullptr, *logits_ = nullptr;
   int32_t* tokens_ = nullptr;
   void* attn_workspace_ = nullptr;
-  DeviceAllocation meta_;       // StepPlan::packed
+  DeviceAllocation meta_;  // StepPlan::packed
   DeviceAllocation observe_dev_;
   DeviceAllocation sampling_dev_;  // DeviceSamplingParams [cap_rows_] + sampling workspace
   size_t sampling_workspace_bytes_ = 0;

@@ -42,8 +42,7 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
   const int32_t* meta = meta_.as<int32_t>();
   BEACON_CUDA_RETURN_IF_ERROR(LaunchEmbedding(weights_.tok_embd(), c.vocab_size, c.hidden,
                                               meta + plan_.offsets.token_ids, n, resid_, nullptr, stream_));
-  BEACON_CUDA_RETURN_IF_ERROR(
-      LaunchRmsNorm(resid_, weights_.layer(0).attn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchRmsNorm(resid_, weights_.layer(0).attn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
   for (int l = 0; l < c.n_layers; ++l) {
     if (absl::Status s = Layer(l, kv); !s.ok()) return s;
   }
@@ -62,10 +61,9 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
     BEACON_CUDA_RETURN_IF_ERROR(LaunchArgmax(logits_, plan_.n_rows, c.vocab_size, tokens_, stream_));
   } else if (output == Output::kSample) {
     const size_t cap_params = (cap_rows_ * sizeof(DeviceSamplingParams) + 255) / 256 * 256;
-    BEACON_CUDA_RETURN_IF_ERROR(LaunchSample(logits_, plan_.n_rows, c.vocab_size,
-                                             sampling_dev_.as<DeviceSamplingParams>(), tokens_,
-                                             sampling_dev_.as<char>() + cap_params, sampling_workspace_bytes_,
-                                             stream_));
+    BEACON_CUDA_RETURN_IF_ERROR(
+        LaunchSample(logits_, plan_.n_rows, c.vocab_size, sampling_dev_.as<DeviceSamplingParams>(), tokens_,
+                     sampling_dev_.as<char>() + cap_params, sampling_workspace_bytes_, stream_));
   }
   return absl::OkStatus();
 }
@@ -122,8 +120,8 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   BEACON_CUDA_RETURN_IF_ERROR(LaunchFusedAddRmsNorm(proj_, resid_, w.ffn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
 
   if (absl::Status s = gemm_.Linear(w.w_gate_up, 2 * c.ffn_hidden, c.hidden, xb_, n, gate_up_); !s.ok()) return s;
-  BEACON_CUDA_RETURN_IF_ERROR(LaunchSwiGlu(gate_up_, gate_up_ + c.ffn_hidden, 2 * c.ffn_hidden, ffn_, c.ffn_hidden, n,
-                                           c.ffn_hidden, stream_));
+  BEACON_CUDA_RETURN_IF_ERROR(
+      LaunchSwiGlu(gate_up_, gate_up_ + c.ffn_hidden, 2 * c.ffn_hidden, ffn_, c.ffn_hidden, n, c.ffn_hidden, stream_));
   if (absl::Status s = gemm_.Linear(w.w_down, c.hidden, c.ffn_hidden, ffn_, n, proj_); !s.ok()) return s;
   const __nv_bfloat16* next_norm = l + 1 < c.n_layers ? weights_.layer(l + 1).attn_norm : weights_.output_norm();
   BEACON_CUDA_RETURN_IF_ERROR(LaunchFusedAddRmsNorm(proj_, resid_, next_norm, xb_, n, c.hidden, c.rms_eps, stream_));
@@ -134,8 +132,7 @@ std::string CudaBackend::GraphKey(const PagedKv& kv, Output output) const {
   std::string key = absl::StrFormat("%p/%d/%d/%d/%d", static_cast<const void*>(kv.k), plan_.n_tokens, plan_.n_rows,
                                     plan_.stride, static_cast<int>(output));
   for (const BeaconGroup& g : groups_) {
-    absl::StrAppendFormat(&key, "|%d,%d,%d,%d,%d", g.offset, g.count, g.dims.recent, g.dims.beacons,
-                          g.dims.fps_bound);
+    absl::StrAppendFormat(&key, "|%d,%d,%d,%d,%d", g.offset, g.count, g.dims.recent, g.dims.beacons, g.dims.fps_bound);
   }
   return key;
 }

@@ -22,27 +22,25 @@ inline absl::Status CudaStatus(cudaError_t err, const char* what) {
 
 inline absl::Status CublasStatus(cublasStatus_t st, const char* what) {
   if (st == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": cuBLAS status ", static_cast<int>(st), " (",
-                                          cublasGetStatusString(st), ")"));
+  return absl::InternalError(
+      absl::StrCat(what, ": cuBLAS status ", static_cast<int>(st), " (", cublasGetStatusString(st), ")"));
 }
 
 }  // namespace beacon
 
 // Returns the Status of a failing CUDA call from the enclosing function.
-#define BEACON_CUDA_RETURN_IF_ERROR(expr)                                        \
-  do {                                                                           \
-    if (absl::Status beacon_cuda_st = ::beacon::CudaStatus((expr), #expr);       \
-        !beacon_cuda_st.ok()) {                                                  \
-      return beacon_cuda_st;                                                     \
-    }                                                                            \
+#define BEACON_CUDA_RETURN_IF_ERROR(expr)                                                          \
+  do {                                                                                             \
+    if (absl::Status beacon_cuda_st = ::beacon::CudaStatus((expr), #expr); !beacon_cuda_st.ok()) { \
+      return beacon_cuda_st;                                                                       \
+    }                                                                                              \
   } while (0)
 
-#define BEACON_CUBLAS_RETURN_IF_ERROR(expr)                                      \
-  do {                                                                           \
-    if (absl::Status beacon_cublas_st = ::beacon::CublasStatus((expr), #expr);   \
-        !beacon_cublas_st.ok()) {                                                \
-      return beacon_cublas_st;                                                   \
-    }                                                                            \
+#define BEACON_CUBLAS_RETURN_IF_ERROR(expr)                                                              \
+  do {                                                                                                   \
+    if (absl::Status beacon_cublas_st = ::beacon::CublasStatus((expr), #expr); !beacon_cublas_st.ok()) { \
+      return beacon_cublas_st;                                                                           \
+    }                                                                                                    \
   } while (0)
 
 #endif  // BEACON_ENGINE_CUDA_CUDA_STATUS_H_

@@ -16,9 +16,8 @@ size_t Align256(size_t n) { return (n + 255) / 256 * 256; }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(const KvCacheShape& shape,
-                                                                        int32_t num_blocks,
-                                                                        const EvictContext* context) {
+absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(const KvCacheShape& shape, int32_t num_blocks,
+                                                                         const EvictContext* context) {
   auto s = std::unique_ptr<DeviceKvStorage>(new DeviceKvStorage());
   s->context_ = context;
   PagedKvLayout& l = s->paged_.layout;
@@ -61,8 +60,8 @@ absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvP
   const size_t keep_bytes = Align256(static_cast<size_t>(n_layers) * n_kv * n_keep * sizeof(int32_t));
   const size_t score_ws = Align256(BeaconScoreWorkspaceBytes(dims, n));
   const size_t select_ws = Align256(SelectKeepWorkspaceBytes(n_layers, n_kv, n));
-  if (absl::Status st = scratch_.Reserve(table_bytes + score_bytes + keep_bytes + score_ws + select_ws,
-                                         "eviction scratch");
+  if (absl::Status st =
+          scratch_.Reserve(table_bytes + score_bytes + keep_bytes + score_ws + select_ws, "eviction scratch");
       !st.ok()) {
     return st;
   }

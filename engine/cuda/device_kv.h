@@ -45,8 +45,8 @@ class DeviceKvStorage : public KvDeviceStorage {
   const PagedKv& paged() const { return paged_; }
   const EvictContext* context() const { return context_; }
 
-  absl::Status Evict(SequenceKv* seq, KvPolicy* policy, const KvPolicyOptions& options,
-                     const Protection& protection, int32_t n_keep, int32_t next_position) override;
+  absl::Status Evict(SequenceKv* seq, KvPolicy* policy, const KvPolicyOptions& options, const Protection& protection,
+                     int32_t n_keep, int32_t next_position) override;
 
  private:
   DeviceKvStorage() = default;

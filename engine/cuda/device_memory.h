@@ -20,7 +20,8 @@ class DeviceAllocation {
  public:
   DeviceAllocation() = default;
   ~DeviceAllocation() { Reset(); }
-  DeviceAllocation(DeviceAllocation&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceAllocation(DeviceAllocation&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceAllocation& operator=(DeviceAllocation&& o) noexcept {
     if (this != &o) {
       Reset();
@@ -40,8 +41,8 @@ class DeviceAllocation {
     if (err != cudaSuccess) {
       ptr_ = nullptr;
       cudaGetLastError();
-      return CudaStatus(err, absl::StrFormat("allocating %.1f MiB of device memory for %s",
-                                             bytes / 1048576.0, what).c_str());
+      return CudaStatus(
+          err, absl::StrFormat("allocating %.1f MiB of device memory for %s", bytes / 1048576.0, what).c_str());
     }
     bytes_ = bytes;
     return absl::OkStatus();
@@ -58,7 +59,9 @@ class DeviceAllocation {
 
   void* get() const { return ptr_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:
@@ -81,8 +84,8 @@ class PinnedBuffer {
     if (err != cudaSuccess) {
       ptr_ = nullptr;
       cudaGetLastError();
-      return CudaStatus(err, absl::StrFormat("allocating %.1f MiB of pinned host memory for %s",
-                                             bytes / 1048576.0, what).c_str());
+      return CudaStatus(
+          err, absl::StrFormat("allocating %.1f MiB of pinned host memory for %s", bytes / 1048576.0, what).c_str());
     }
     bytes_ = bytes;
     return absl::OkStatus();
@@ -94,7 +97,9 @@ class PinnedBuffer {
   }
   void* get() const { return ptr_; }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:

@@ -102,7 +102,8 @@ absl::Status DeviceWeights::Upload(const ModelWeights& w) {
     staging.clear();
     for (const Tensor* t : p.parts) ConvertRowsToBf16(*t, 0, t->rows, &staging);
     char* dst = memory_.as<char>() + p.offset;
-    BEACON_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, staging.data(), staging.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+    BEACON_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(dst, staging.data(), staging.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
     *p.slot = reinterpret_cast<const __nv_bfloat16*>(dst);
   }
   if (tied) output_ = tok_embd_;

@@ -28,13 +28,13 @@ namespace beacon {
 struct DeviceLayerWeights {
   const __nv_bfloat16* attn_norm = nullptr;  // [hidden]
   const __nv_bfloat16* wqkv = nullptr;
-  const __nv_bfloat16* bqkv = nullptr;       // null unless config.qkv_bias
-  const __nv_bfloat16* q_norm = nullptr;     // null unless config.qk_norm
+  const __nv_bfloat16* bqkv = nullptr;    // null unless config.qkv_bias
+  const __nv_bfloat16* q_norm = nullptr;  // null unless config.qk_norm
   const __nv_bfloat16* k_norm = nullptr;
-  const __nv_bfloat16* wo = nullptr;         // [hidden][q_dim]
-  const __nv_bfloat16* ffn_norm = nullptr;   // [hidden]
+  const __nv_bfloat16* wo = nullptr;        // [hidden][q_dim]
+  const __nv_bfloat16* ffn_norm = nullptr;  // [hidden]
   const __nv_bfloat16* w_gate_up = nullptr;
-  const __nv_bfloat16* w_down = nullptr;     // [hidden][ffn_hidden]
+  const __nv_bfloat16* w_down = nullptr;  // [hidden][ffn_hidden]
 };
 
 class DeviceWeights {
@@ -43,9 +43,9 @@ class DeviceWeights {
   // RESOURCE_EXHAUSTED when the device is too small, naming the bytes.
   absl::Status Upload(const ModelWeights& weights);
 
-  const __nv_bfloat16* tok_embd() const { return tok_embd_; }      // [vocab][hidden]
+  const __nv_bfloat16* tok_embd() const { return tok_embd_; }        // [vocab][hidden]
   const __nv_bfloat16* output_norm() const { return output_norm_; }  // [hidden]
-  const __nv_bfloat16* output() const { return output_; }          // [vocab][hidden]
+  const __nv_bfloat16* output() const { return output_; }            // [vocab][hidden]
   const DeviceLayerWeights& layer(int l) const { return layers_[l]; }
   // Bytes of the matrices one decode step streams (the roofline's numerator):
   // every layer's matrices and the output head once.

@@ -29,11 +29,10 @@ absl::Status Gemm::Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const
   if (n == 0) return absl::OkStatus();
   if (out > INT32_MAX || in > INT32_MAX || n > INT32_MAX) return absl::InvalidArgumentError("GEMM dimension over 2^31");
   const float alpha = 1.0f, beta = 0.0f;
-  BEACON_CUBLAS_RETURN_IF_ERROR(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out),
-                                             static_cast<int>(n), static_cast<int>(in), &alpha, w, CUDA_R_16BF,
-                                             static_cast<int>(in), x, CUDA_R_16BF, static_cast<int>(in), &beta, y,
-                                             y_f32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(out),
-                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  BEACON_CUBLAS_RETURN_IF_ERROR(
+      cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(n), static_cast<int>(in),
+                   &alpha, w, CUDA_R_16BF, static_cast<int>(in), x, CUDA_R_16BF, static_cast<int>(in), &beta, y,
+                   y_f32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   return absl::OkStatus();
 }
 

@@ -39,11 +39,11 @@ StepPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, in
 
 struct StepPlan {
   int64_t n_tokens = 0;
-  int64_t n_rows = 0;        // logits rows
+  int64_t n_rows = 0;  // logits rows
   int64_t n_seqs = 0;
-  int stride = 0;            // block-table row length: a power of two >= 16
+  int stride = 0;  // block-table row length: a power of two >= 16
   int32_t max_seq_tokens = 0;
-  bool all_decode = false;   // every entry runs exactly one token
+  bool all_decode = false;       // every entry runs exactly one token
   bool rows_are_tokens = false;  // logit_rows[i] == i for every token (no gather needed)
   StepPlanOffsets offsets;
   std::vector<int32_t> packed;

@@ -14,8 +14,7 @@
 
 namespace beacon {
 
-static_assert(std::endian::native == std::endian::little,
-              "the GGUF reader assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little, "the GGUF reader assumes a little-endian host");
 
 class ByteCursor {
  public:
@@ -38,9 +37,7 @@ class ByteCursor {
   }
 
   // The bytes consumed since file offset `from` (a pos() taken earlier).
-  std::string_view Since(uint64_t from) const {
-    return data_.substr(from - base_, base_ + at_ - from);
-  }
+  std::string_view Since(uint64_t from) const { return data_.substr(from - base_, base_ + at_ - from); }
 
   bool Skip(uint64_t n) {
     if (n > remaining()) return false;

@@ -47,10 +47,10 @@ struct GgufTensorInfo {
   int n_dims = 0;
   std::array<int64_t, kGgufMaxDims> ne = {1, 1, 1, 1};  // ne[0] is contiguous
   uint32_t ggml_type = 0;
-  uint64_t offset = 0;      // relative to the data section
-  uint64_t nbytes = 0;      // 0 when the type's size is unknown (see size_known)
-  bool size_known = false;  // the ggml type has known geometry (GgmlTypeInfo)
-  uint64_t info_offset = 0; // file offset of this directory entry
+  uint64_t offset = 0;       // relative to the data section
+  uint64_t nbytes = 0;       // 0 when the type's size is unknown (see size_known)
+  bool size_known = false;   // the ggml type has known geometry (GgmlTypeInfo)
+  uint64_t info_offset = 0;  // file offset of this directory entry
 
   int64_t elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
 };
@@ -78,8 +78,7 @@ class GgufFile {
 
   // Parses `bytes`, which the caller keeps alive and unchanged for the
   // lifetime of the result. `name` labels error messages.
-  static absl::StatusOr<std::unique_ptr<GgufFile>> FromBuffer(std::string_view bytes,
-                                                              std::string name = "<buffer>");
+  static absl::StatusOr<std::unique_ptr<GgufFile>> FromBuffer(std::string_view bytes, std::string name = "<buffer>");
 
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;

@@ -25,8 +25,7 @@ const GgufValue* GgufFile::Find(std::string_view key) const {
 }
 
 absl::Status GgufFile::KeyError(std::string_view key, const absl::Status& cause) const {
-  return absl::Status(cause.code(),
-                      absl::StrCat(name_, ": metadata '", AbslView(key), "' ", cause.message()));
+  return absl::Status(cause.code(), absl::StrCat(name_, ": metadata '", AbslView(key), "' ", cause.message()));
 }
 
 absl::StatusOr<const GgufValue*> GgufFile::Require(std::string_view key) const {
@@ -41,8 +40,8 @@ absl::Status GgufFile::ArrayOf(std::string_view key, const GgufValue** out) cons
   absl::StatusOr<const GgufValue*> v = Require(key);
   if (!v.ok()) return v.status();
   if (!(*v)->is_array()) {
-    return KeyError(key, absl::InvalidArgumentError(
-                             absl::StrCat("has type ", (*v)->TypeName(), ", expected an array")));
+    return KeyError(key,
+                    absl::InvalidArgumentError(absl::StrCat("has type ", (*v)->TypeName(), ", expected an array")));
   }
   *out = *v;
   return absl::OkStatus();
@@ -68,8 +67,7 @@ absl::StatusOr<uint32_t> GgufFile::GetU32(std::string_view key) const {
   absl::StatusOr<int64_t> i = GetInt(key);
   if (!i.ok()) return i.status();
   if (*i < 0 || *i > std::numeric_limits<uint32_t>::max()) {
-    return KeyError(key, absl::InvalidArgumentError(
-                             absl::StrCat("value ", *i, " does not fit in uint32")));
+    return KeyError(key, absl::InvalidArgumentError(absl::StrCat("value ", *i, " does not fit in uint32")));
   }
   return static_cast<uint32_t>(*i);
 }
@@ -80,8 +78,7 @@ absl::StatusOr<float> GgufFile::GetF32(std::string_view key) const {
   absl::StatusOr<double> d = GgufValueAsDouble(**v);
   if (!d.ok()) return KeyError(key, d.status());
   if (!FitsFloat(*d)) {
-    return KeyError(key, absl::InvalidArgumentError(
-                             absl::StrCat("value ", *d, " does not fit in float")));
+    return KeyError(key, absl::InvalidArgumentError(absl::StrCat("value ", *d, " does not fit in float")));
   }
   return static_cast<float>(*d);
 }
@@ -98,8 +95,8 @@ absl::StatusOr<std::vector<std::string>> GgufFile::GetStringArray(std::string_vi
   const GgufValue* array;
   if (absl::Status st = ArrayOf(key, &array); !st.ok()) return st;
   if (array->elem_type != GgufValueType::kString) {
-    return KeyError(key, absl::InvalidArgumentError(absl::StrCat(
-                             "has type ", array->TypeName(), ", expected ARRAY[STRING]")));
+    return KeyError(
+        key, absl::InvalidArgumentError(absl::StrCat("has type ", array->TypeName(), ", expected ARRAY[STRING]")));
   }
   std::vector<std::string> out;
   out.reserve(array->count);  // bounded: each element took at least 8 file bytes
@@ -115,18 +112,17 @@ absl::StatusOr<std::vector<int32_t>> GgufFile::GetI32Array(std::string_view key)
   const GgufValue* array;
   if (absl::Status st = ArrayOf(key, &array); !st.ok()) return st;
   if (!GgufIsIntegerType(array->elem_type)) {
-    return KeyError(key, absl::InvalidArgumentError(absl::StrCat(
-                             "has type ", array->TypeName(), ", expected an integer array")));
+    return KeyError(
+        key, absl::InvalidArgumentError(absl::StrCat("has type ", array->TypeName(), ", expected an integer array")));
   }
   std::vector<int32_t> out;
   out.reserve(array->count);  // bounded: each element took at least 1 file byte
   absl::Status error;
   absl::Status st = ForEachGgufArrayElement(*array, [&](const GgufValue& e) {
     absl::StatusOr<int64_t> i = GgufValueAsInt(e);
-    if (!i.ok() || *i < std::numeric_limits<int32_t>::min() ||
-        *i > std::numeric_limits<int32_t>::max()) {
-      error = absl::InvalidArgumentError(absl::StrCat(
-          "element ", out.size(), " (offset ", e.offset, ") does not fit in int32"));
+    if (!i.ok() || *i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max()) {
+      error = absl::InvalidArgumentError(
+          absl::StrCat("element ", out.size(), " (offset ", e.offset, ") does not fit in int32"));
       return false;
     }
     out.push_back(static_cast<int32_t>(*i));
@@ -141,8 +137,8 @@ absl::StatusOr<std::vector<float>> GgufFile::GetF32Array(std::string_view key) c
   const GgufValue* array;
   if (absl::Status st = ArrayOf(key, &array); !st.ok()) return st;
   if (!GgufIsFloatType(array->elem_type)) {
-    return KeyError(key, absl::InvalidArgumentError(absl::StrCat(
-                             "has type ", array->TypeName(), ", expected a float array")));
+    return KeyError(
+        key, absl::InvalidArgumentError(absl::StrCat("has type ", array->TypeName(), ", expected a float array")));
   }
   std::vector<float> out;
   out.reserve(array->count);
@@ -150,8 +146,7 @@ absl::StatusOr<std::vector<float>> GgufFile::GetF32Array(std::string_view key) c
   absl::Status st = ForEachGgufArrayElement(*array, [&](const GgufValue& e) {
     const double d = *GgufValueAsDouble(e);
     if (!FitsFloat(d)) {
-      error = absl::InvalidArgumentError(absl::StrCat("element ", out.size(), " value ", d,
-                                                      " does not fit in float"));
+      error = absl::InvalidArgumentError(absl::StrCat("element ", out.size(), " value ", d, " does not fit in float"));
       return false;
     }
     out.push_back(static_cast<float>(d));
@@ -169,9 +164,8 @@ absl::StatusOr<GgufTensor> GgufFile::FindTensor(std::string_view name) const {
   }
   const GgufTensorInfo& info = tensors_[it->second];
   if (!IsSupportedDType(info.ggml_type) || !info.size_known) {
-    return absl::InvalidArgumentError(absl::StrCat(name_, ": tensor ", AbslView(name),
-                                                   " has unsupported type ",
-                                                   GgmlTypeLabel(info.ggml_type)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name_, ": tensor ", AbslView(name), " has unsupported type ", GgmlTypeLabel(info.ggml_type)));
   }
   GgufTensor t;
   t.name = info.name;

@@ -14,10 +14,10 @@ namespace {
 constexpr uint64_t kMinStringBytes = 8;        // u64 length, empty string
 constexpr uint64_t kMinNestedArrayBytes = 12;  // u32 type + u64 count, no elements
 
-absl::Status Truncated(const std::string& where, const std::string& what, uint64_t offset,
-                       uint64_t need, uint64_t have) {
-  return absl::DataLossError(absl::StrCat(where, ": ", what, " at offset ", offset, " needs ",
-                                          need, " bytes but only ", have, " remain"));
+absl::Status Truncated(const std::string& where, const std::string& what, uint64_t offset, uint64_t need,
+                       uint64_t have) {
+  return absl::DataLossError(
+      absl::StrCat(where, ": ", what, " at offset ", offset, " needs ", need, " bytes but only ", have, " remain"));
 }
 
 bool ValidTypeId(uint32_t id) { return id < kGgufValueTypeCount; }
@@ -36,23 +36,20 @@ std::string GgufValue::TypeName() const {
   return absl::StrCat("ARRAY[", GgufValueTypeName(elem_type), "]");
 }
 
-absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& c, GgufValueType type,
-                                        const std::string& where, int depth) {
+absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& c, GgufValueType type, const std::string& where, int depth) {
   GgufValue v;
   v.type = type;
   v.offset = c.pos();
   if (!ValidTypeId(static_cast<uint32_t>(type))) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": unknown value type ",
-                                                   static_cast<uint32_t>(type), " at offset ",
-                                                   v.offset));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": unknown value type ", static_cast<uint32_t>(type), " at offset ", v.offset));
   }
   if (const size_t size = GgufValueTypeSize(type); size > 0) {
     if (!c.ReadBytes(size, &v.bytes)) {
       return Truncated(where, GgufValueTypeName(type), v.offset, size, c.remaining());
     }
     if (type == GgufValueType::kBool && static_cast<uint8_t>(v.bytes[0]) > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": bool value ",
-                                                     static_cast<uint8_t>(v.bytes[0]),
+      return absl::InvalidArgumentError(absl::StrCat(where, ": bool value ", static_cast<uint8_t>(v.bytes[0]),
                                                      " at offset ", v.offset, " is not 0 or 1"));
     }
     return v;
@@ -61,9 +58,8 @@ absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& c, GgufValueType type,
     uint64_t len;
     if (!c.ReadU64(&len)) return Truncated(where, "string length", v.offset, 8, c.remaining());
     if (!c.ReadBytes(len, &v.bytes)) {
-      return absl::DataLossError(absl::StrCat(where, ": string length ", len, " at offset ",
-                                              v.offset, " exceeds the remaining ",
-                                              c.remaining(), " bytes"));
+      return absl::DataLossError(absl::StrCat(where, ": string length ", len, " at offset ", v.offset,
+                                              " exceeds the remaining ", c.remaining(), " bytes"));
     }
     return v;
   }
@@ -72,18 +68,17 @@ absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& c, GgufValueType type,
   uint32_t elem_id;
   if (!c.ReadU32(&elem_id)) return Truncated(where, "array type", v.offset, 4, c.remaining());
   if (!ValidTypeId(elem_id)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": unknown array element type ",
-                                                   elem_id, " at offset ", v.offset));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": unknown array element type ", elem_id, " at offset ", v.offset));
   }
   v.elem_type = static_cast<GgufValueType>(elem_id);
   if (!c.ReadU64(&v.count)) return Truncated(where, "array length", v.offset + 4, 8, c.remaining());
   const uint64_t start = c.pos();
   const std::string elem_name = GgufValueTypeName(v.elem_type);
   auto too_long = [&](uint64_t min_bytes) {
-    return absl::DataLossError(absl::StrCat(
-        where, ": array of ", v.count, " ", elem_name, " at offset ", v.offset,
-        " cannot fit in the remaining ", c.remaining(), " bytes (at least ", min_bytes,
-        " bytes per element)"));
+    return absl::DataLossError(absl::StrCat(where, ": array of ", v.count, " ", elem_name, " at offset ", v.offset,
+                                            " cannot fit in the remaining ", c.remaining(), " bytes (at least ",
+                                            min_bytes, " bytes per element)"));
   };
   if (const size_t size = GgufValueTypeSize(v.elem_type); size > 0) {
     if (v.count > c.remaining() / size) return too_long(size);
@@ -92,21 +87,18 @@ absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& c, GgufValueType type,
     if (v.elem_type == GgufValueType::kBool) {
       for (uint64_t i = 0; i < v.count; ++i) {
         if (static_cast<uint8_t>(v.bytes[i]) > 1) {
-          return absl::InvalidArgumentError(absl::StrCat(where, ": bool value ",
-                                                         static_cast<uint8_t>(v.bytes[i]),
-                                                         " at offset ", start + i,
-                                                         " is not 0 or 1"));
+          return absl::InvalidArgumentError(absl::StrCat(where, ": bool value ", static_cast<uint8_t>(v.bytes[i]),
+                                                         " at offset ", start + i, " is not 0 or 1"));
         }
       }
     }
     return v;
   }
   if (v.elem_type == GgufValueType::kArray && depth + 1 >= kGgufMaxArrayDepth) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": arrays nested deeper than ",
-                                                   kGgufMaxArrayDepth, " at offset ", v.offset));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": arrays nested deeper than ", kGgufMaxArrayDepth, " at offset ", v.offset));
   }
-  const uint64_t min_bytes =
-      v.elem_type == GgufValueType::kString ? kMinStringBytes : kMinNestedArrayBytes;
+  const uint64_t min_bytes = v.elem_type == GgufValueType::kString ? kMinStringBytes : kMinNestedArrayBytes;
   if (v.count > c.remaining() / min_bytes) return too_long(min_bytes);
   for (uint64_t i = 0; i < v.count; ++i) {
     absl::StatusOr<GgufValue> elem = ReadGgufValue(c, v.elem_type, where, depth + 1);
@@ -116,11 +108,9 @@ absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& c, GgufValueType type,
   return v;
 }
 
-absl::Status ForEachGgufArrayElement(const GgufValue& array,
-                                     absl::FunctionRef<bool(const GgufValue&)> fn) {
+absl::Status ForEachGgufArrayElement(const GgufValue& array, absl::FunctionRef<bool(const GgufValue&)> fn) {
   if (!array.is_array()) {
-    return absl::InvalidArgumentError(absl::StrCat("value of type ", array.TypeName(),
-                                                   " is not an array"));
+    return absl::InvalidArgumentError(absl::StrCat("value of type ", array.TypeName(), " is not an array"));
   }
   // The elements start after the u32 element type and u64 count.
   ByteCursor c(array.bytes, array.offset + 12);
@@ -155,51 +145,44 @@ absl::StatusOr<int64_t> GgufValueAsInt(const GgufValue& v) {
     case GgufValueType::kUint64: {
       const uint64_t u = Load<uint64_t>(v.bytes);
       if (u > static_cast<uint64_t>(INT64_MAX)) {
-        return absl::InvalidArgumentError(absl::StrCat("UINT64 value ", u,
-                                                       " does not fit in int64"));
+        return absl::InvalidArgumentError(absl::StrCat("UINT64 value ", u, " does not fit in int64"));
       }
       return static_cast<int64_t>(u);
     }
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(),
-                                                     ", expected an integer"));
+    default: return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(), ", expected an integer"));
   }
 }
 
 absl::StatusOr<double> GgufValueAsDouble(const GgufValue& v) {
   if (v.type == GgufValueType::kFloat32) return Load<float>(v.bytes);
   if (v.type == GgufValueType::kFloat64) return Load<double>(v.bytes);
-  return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(),
-                                                 ", expected FLOAT32 or FLOAT64"));
+  return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(), ", expected FLOAT32 or FLOAT64"));
 }
 
 absl::StatusOr<bool> GgufValueAsBool(const GgufValue& v) {
   if (v.type != GgufValueType::kBool) {
-    return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(),
-                                                   ", expected BOOL"));
+    return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(), ", expected BOOL"));
   }
   return v.bytes[0] != 0;
 }
 
 absl::StatusOr<std::string_view> GgufValueAsString(const GgufValue& v) {
   if (v.type != GgufValueType::kString) {
-    return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(),
-                                                   ", expected STRING"));
+    return absl::InvalidArgumentError(absl::StrCat("has type ", v.TypeName(), ", expected STRING"));
   }
   return v.bytes;
 }
 
 std::string FormatGgufValue(const GgufValue& v, size_t max_elems) {
   switch (v.type) {
-    case GgufValueType::kUint64:
-      return absl::StrCat(Load<uint64_t>(v.bytes));
-    case GgufValueType::kFloat32: case GgufValueType::kFloat64:
-      return absl::StrCat(*GgufValueAsDouble(v));
-    case GgufValueType::kBool:
-      return v.bytes[0] != 0 ? "true" : "false";
+    case GgufValueType::kUint64: return absl::StrCat(Load<uint64_t>(v.bytes));
+    case GgufValueType::kFloat32:
+    case GgufValueType::kFloat64: return absl::StrCat(*GgufValueAsDouble(v));
+    case GgufValueType::kBool: return v.bytes[0] != 0 ? "true" : "false";
     case GgufValueType::kString: {
       constexpr size_t kMaxChars = 200;
-      std::string out = absl::StrCat("\"", absl::CHexEscape(absl::string_view(v.bytes.data(), std::min(v.bytes.size(), kMaxChars))), "\"");
+      std::string out = absl::StrCat(
+          "\"", absl::CHexEscape(absl::string_view(v.bytes.data(), std::min(v.bytes.size(), kMaxChars))), "\"");
       if (v.bytes.size() > kMaxChars) absl::StrAppend(&out, "...");
       return out;
     }

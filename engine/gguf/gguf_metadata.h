@@ -29,8 +29,8 @@ struct GgufValue {
   // ARRAY: the encoded elements, after the element type and count.
   std::string_view bytes;
   GgufValueType elem_type = GgufValueType::kUint8;  // ARRAY only
-  uint64_t count = 0;                                // ARRAY only
-  uint64_t offset = 0;  // file offset where the value's encoding starts
+  uint64_t count = 0;                               // ARRAY only
+  uint64_t offset = 0;                              // file offset where the value's encoding starts
 
   bool is_array() const { return type == GgufValueType::kArray; }
   // "UINT32", "STRING", "ARRAY[INT32]", "ARRAY[ARRAY]".
@@ -47,14 +47,13 @@ struct GgufKeyValue {
 // ("model.gguf: metadata 'general.name'"). Errors: DATA_LOSS when the bytes
 // run out, INVALID_ARGUMENT for a bad type id, a bool other than 0/1 or
 // nesting deeper than kGgufMaxArrayDepth. `depth` counts enclosing arrays.
-absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& cursor, GgufValueType type,
-                                        const std::string& where, int depth = 0);
+absl::StatusOr<GgufValue> ReadGgufValue(ByteCursor& cursor, GgufValueType type, const std::string& where,
+                                        int depth = 0);
 
 // Calls `fn` with each element of `array` in order until it returns false.
 // REQUIRES: `array` came from ReadGgufValue and is an ARRAY. Errors only if
 // the encoding is inconsistent, which ReadGgufValue rules out.
-absl::Status ForEachGgufArrayElement(const GgufValue& array,
-                                     absl::FunctionRef<bool(const GgufValue&)> fn);
+absl::Status ForEachGgufArrayElement(const GgufValue& array, absl::FunctionRef<bool(const GgufValue&)> fn);
 
 // Scalar decoding. AsInt: any integer type (UINT64 above INT64_MAX fails).
 // AsDouble: FLOAT32/FLOAT64. AsBool: BOOL. AsString: STRING.

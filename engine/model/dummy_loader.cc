@@ -22,14 +22,12 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "absl/status/status.h"
-#include "kernels/cpu/thread_pool.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -37,6 +35,7 @@
 #include "engine/model/hf_config.h"
 #include "engine/model/model_loader.h"
 #include "kernels/cpu/quantize.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace beacon {
 namespace {
@@ -67,8 +66,8 @@ absl::StatusOr<DType> ParseDummyDType(absl::string_view name, absl::string_view 
   if (n == "q8_0") return DType::kQ8_0;
   if (n == "q4_0") return DType::kQ4_0;
   if (n == "q4_1") return DType::kQ4_1;
-  return absl::InvalidArgumentError(absl::StrCat(where, ": unknown dummy weight dtype '", name,
-                                                 "' (expected f32, f16, bf16, q8_0, q4_0 or q4_1)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ": unknown dummy weight dtype '", name, "' (expected f32, f16, bf16, q8_0, q4_0 or q4_1)"));
 }
 
 absl::StatusOr<DType> ChooseDType(const nlohmann::json& config, const std::string& path) {
@@ -105,9 +104,9 @@ class DummyBuilder {
   // [rows, cols] of dtype_, uniform with variance 1/cols.
   absl::StatusOr<Tensor> Matrix(const std::string& name, int64_t rows, int64_t cols) {
     if (cols % DTypeBlockElems(dtype_) != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("dummy tensor ", name, ": ", cols, " columns are not a multiple of ",
-                       DTypeBlockElems(dtype_), " as ", std::string(DTypeName(dtype_)), " needs"));
+      return absl::InvalidArgumentError(absl::StrCat("dummy tensor ", name, ": ", cols,
+                                                     " columns are not a multiple of ", DTypeBlockElems(dtype_), " as ",
+                                                     std::string(DTypeName(dtype_)), " needs"));
     }
     const float scale = std::sqrt(3.0f / static_cast<float>(cols));
     Tensor t{dtype_, rows, cols, nullptr};
@@ -143,8 +142,7 @@ class DummyBuilder {
  private:
   uint64_t Key(const std::string& name) const { return Mix64(seed_ ^ Fnv1a(name)); }
   static absl::Status OutOfMemory(const std::string& name, size_t bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate ", bytes, " bytes for dummy tensor ", name));
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes for dummy tensor ", name));
   }
 
   uint64_t seed_;
@@ -189,8 +187,7 @@ absl::Status BuildLayer(const ModelConfig& c, int l, DummyBuilder& b, LayerWeigh
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadDummyModel(const std::string& config_json_path,
-                                                            uint64_t seed) {
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadDummyModel(const std::string& config_json_path, uint64_t seed) {
   auto json = ReadJsonFile(config_json_path);
   if (!json.ok()) return json.status();
   // Random weights make rope scaling, sliding windows etc. irrelevant: only

@@ -36,8 +36,7 @@ absl::StatusOr<int> ReadInt(const GgufFile& f, const std::string& key, std::opti
   return static_cast<int>(*v);
 }
 
-absl::StatusOr<float> ReadFloat(const GgufFile& f, const std::string& key,
-                                std::optional<float> def) {
+absl::StatusOr<float> ReadFloat(const GgufFile& f, const std::string& key, std::optional<float> def) {
   if (!f.Has(key)) {
     if (def.has_value()) return *def;
     return Invalid(f, absl::StrCat("missing metadata '", key, "'"));
@@ -50,16 +49,13 @@ std::string Basename(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
-std::string ShapeString(const int64_t* ne, int n) {
-  return absl::StrCat("[", absl::StrJoin(ne, ne + n, ", "), "]");
-}
+std::string ShapeString(const int64_t* ne, int n) { return absl::StrCat("[", absl::StrJoin(ne, ne + n, ", "), "]"); }
 
 // Looks tensors up, checks their shapes and produces Tensors whose bytes stay
 // alive through `keep`.
 class TensorReader {
  public:
-  TensorReader(const GgufFile& file, std::vector<std::shared_ptr<const void>>& keep)
-      : file_(file), keep_(keep) {}
+  TensorReader(const GgufFile& file, std::vector<std::shared_ptr<const void>>& keep) : file_(file), keep_(keep) {}
 
   // A [rows, cols] matrix (GGUF ne = [cols, rows]) in its stored type.
   absl::StatusOr<Tensor> Matrix(const std::string& name, int64_t rows, int64_t cols) {
@@ -96,17 +92,15 @@ class TensorReader {
       match = match && t->ne[d] == (d < n_want ? want[d] : 1);
     }
     if (!match) {
-      return Invalid(file_, absl::StrCat("tensor ", name, " has shape ",
-                                         ShapeString(t->ne.data(), t->n_dims), ", expected ",
-                                         ShapeString(want, n_want)));
+      return Invalid(file_, absl::StrCat("tensor ", name, " has shape ", ShapeString(t->ne.data(), t->n_dims),
+                                         ", expected ", ShapeString(want, n_want)));
     }
     return t;
   }
 
   // `data` itself when suitably aligned (the normal case: a mapped file with
   // the default alignment), else an aligned copy.
-  absl::StatusOr<const void*> Aligned(const std::string& name, const uint8_t* data,
-                                      size_t nbytes) {
+  absl::StatusOr<const void*> Aligned(const std::string& name, const uint8_t* data, size_t nbytes) {
     if (reinterpret_cast<uintptr_t>(data) % kTensorAlign == 0) return data;
     std::shared_ptr<uint8_t> copy = Allocate(nbytes);
     if (copy == nullptr) return OutOfMemory(name);
@@ -122,8 +116,7 @@ class TensorReader {
   }
 
   absl::Status OutOfMemory(const std::string& name) const {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(file_.name(), ": out of memory copying tensor ", name));
+    return absl::ResourceExhaustedError(absl::StrCat(file_.name(), ": out of memory copying tensor ", name));
   }
 
   const GgufFile& file_;
@@ -139,14 +132,10 @@ absl::Status ReadLayer(TensorReader& r, const ModelConfig& c, int i, LayerWeight
     int64_t cols;
   };
   std::vector<Want> wants = {
-      {&l.attn_norm, "attn_norm.weight", 0, c.hidden},
-      {&l.wq, "attn_q.weight", c.q_dim(), c.hidden},
-      {&l.wk, "attn_k.weight", c.kv_dim(), c.hidden},
-      {&l.wv, "attn_v.weight", c.kv_dim(), c.hidden},
-      {&l.wo, "attn_output.weight", c.hidden, c.q_dim()},
-      {&l.ffn_norm, "ffn_norm.weight", 0, c.hidden},
-      {&l.w_gate, "ffn_gate.weight", c.ffn_hidden, c.hidden},
-      {&l.w_up, "ffn_up.weight", c.ffn_hidden, c.hidden},
+      {&l.attn_norm, "attn_norm.weight", 0, c.hidden},        {&l.wq, "attn_q.weight", c.q_dim(), c.hidden},
+      {&l.wk, "attn_k.weight", c.kv_dim(), c.hidden},         {&l.wv, "attn_v.weight", c.kv_dim(), c.hidden},
+      {&l.wo, "attn_output.weight", c.hidden, c.q_dim()},     {&l.ffn_norm, "ffn_norm.weight", 0, c.hidden},
+      {&l.w_gate, "ffn_gate.weight", c.ffn_hidden, c.hidden}, {&l.w_up, "ffn_up.weight", c.ffn_hidden, c.hidden},
       {&l.w_down, "ffn_down.weight", c.hidden, c.ffn_hidden},
   };
   if (c.qkv_bias) {
@@ -203,27 +192,24 @@ absl::StatusOr<ModelConfig> ReadGgufModelConfig(const GgufFile& f) {
   if (!n_kv.ok()) return n_kv.status();
   c.n_kv_heads = *n_kv;
   if (!f.Has(key("attention.key_length")) && (c.n_heads <= 0 || c.hidden % c.n_heads != 0)) {
-    return Invalid(f, absl::StrCat("embedding_length (", c.hidden,
-                                   ") is not a multiple of head_count (", c.n_heads, ") and '",
-                                   key("attention.key_length"), "' is absent"));
+    return Invalid(f, absl::StrCat("embedding_length (", c.hidden, ") is not a multiple of head_count (", c.n_heads,
+                                   ") and '", key("attention.key_length"), "' is absent"));
   }
-  absl::StatusOr<int> head_dim =
-      ReadInt(f, key("attention.key_length"), c.n_heads > 0 ? c.hidden / c.n_heads : 0);
+  absl::StatusOr<int> head_dim = ReadInt(f, key("attention.key_length"), c.n_heads > 0 ? c.hidden / c.n_heads : 0);
   if (!head_dim.ok()) return head_dim.status();
   c.head_dim = *head_dim;
   // The forward pass uses one head size for K and V and rotates whole heads.
   absl::StatusOr<int> v_len = ReadInt(f, key("attention.value_length"), c.head_dim);
   if (!v_len.ok()) return v_len.status();
   if (*v_len != c.head_dim) {
-    return Invalid(f, absl::StrCat("attention.value_length (", *v_len,
-                                   ") differs from the key length (", c.head_dim,
+    return Invalid(f, absl::StrCat("attention.value_length (", *v_len, ") differs from the key length (", c.head_dim,
                                    "): not supported"));
   }
   absl::StatusOr<int> rot = ReadInt(f, key("rope.dimension_count"), c.head_dim);
   if (!rot.ok()) return rot.status();
   if (*rot != c.head_dim) {
-    return Invalid(f, absl::StrCat("partial rotary embedding (rope.dimension_count ", *rot,
-                                   ", head_dim ", c.head_dim, ") is not supported"));
+    return Invalid(f, absl::StrCat("partial rotary embedding (rope.dimension_count ", *rot, ", head_dim ", c.head_dim,
+                                   ") is not supported"));
   }
   if (f.Has(key("rope.scaling.type"))) {
     absl::StatusOr<std::string> scaling = f.GetString(key("rope.scaling.type"));
@@ -233,8 +219,9 @@ absl::StatusOr<ModelConfig> ReadGgufModelConfig(const GgufFile& f) {
     }
   }
   if (f.HasTensor("rope_freqs.weight")) {
-    return Invalid(f, "tensor rope_freqs.weight (RoPE frequency factors, Llama 3.1 style "
-                      "scaling) is not supported");
+    return Invalid(f,
+                   "tensor rope_freqs.weight (RoPE frequency factors, Llama 3.1 style "
+                   "scaling) is not supported");
   }
   absl::StatusOr<float> theta = ReadFloat(f, key("rope.freq_base"), 10000.0f);
   if (!theta.ok()) return theta.status();
@@ -247,8 +234,7 @@ absl::StatusOr<ModelConfig> ReadGgufModelConfig(const GgufFile& f) {
     absl::StatusOr<int> vocab = ReadInt(f, key("vocab_size"), std::nullopt);
     if (!vocab.ok()) return vocab.status();
     c.vocab_size = *vocab;
-  } else if (const GgufValue* tokens = f.Find("tokenizer.ggml.tokens");
-             tokens != nullptr && tokens->is_array()) {
+  } else if (const GgufValue* tokens = f.Find("tokenizer.ggml.tokens"); tokens != nullptr && tokens->is_array()) {
     c.vocab_size = static_cast<int>(std::min<uint64_t>(tokens->count, INT32_MAX));
   } else {
     for (const GgufTensorInfo& t : f.tensor_infos()) {
@@ -267,8 +253,7 @@ absl::StatusOr<ModelConfig> ReadGgufModelConfig(const GgufFile& f) {
   return c;
 }
 
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadGgufModelFromFile(
-    std::shared_ptr<const GgufFile> file) {
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadGgufModelFromFile(std::shared_ptr<const GgufFile> file) {
   const GgufFile& f = *file;
   absl::StatusOr<ModelConfig> config = ReadGgufModelConfig(f);
   if (!config.ok()) return config.status();
@@ -300,8 +285,8 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadGgufModelFromFile(
   absl::StatusOr<TokenizerData> tok = ReadGgufTokenizer(f);
   if (tok.ok()) {
     if (tok->tokens.size() > static_cast<size_t>(c.vocab_size)) {
-      return Invalid(f, absl::StrCat("the tokenizer has ", tok->tokens.size(),
-                                     " tokens but the model's vocabulary is ", c.vocab_size));
+      return Invalid(f, absl::StrCat("the tokenizer has ", tok->tokens.size(), " tokens but the model's vocabulary is ",
+                                     c.vocab_size));
     }
     model->tokenizer = std::move(*tok);
   } else if (!absl::IsNotFound(tok.status())) {

@@ -42,8 +42,7 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file);
 // buffer) is copied into an aligned buffer, so every Tensor::data is 32-byte
 // aligned. `file` goes into weights.keep_alive, with the buffers; for a
 // FromBuffer file the caller must also keep its buffer alive.
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadGgufModelFromFile(
-    std::shared_ptr<const GgufFile> file);
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadGgufModelFromFile(std::shared_ptr<const GgufFile> file);
 
 }  // namespace beacon
 

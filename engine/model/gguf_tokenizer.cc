@@ -12,16 +12,14 @@ constexpr int32_t kMaxTokenType = static_cast<int32_t>(TokenType::kByte);
 
 // Reads an optional special-token id. Absent: -1. `required_in_range`: an id
 // outside [0, n_tokens) is an error; otherwise it is dropped to -1.
-absl::StatusOr<int32_t> ReadSpecialId(const GgufFile& file, const char* key,
-                                      size_t n_tokens, bool required_in_range) {
+absl::StatusOr<int32_t> ReadSpecialId(const GgufFile& file, const char* key, size_t n_tokens, bool required_in_range) {
   if (!file.Has(key)) return -1;
   absl::StatusOr<int64_t> id = file.GetInt(key);
   if (!id.ok()) return id.status();
   if (*id >= 0 && static_cast<uint64_t>(*id) < n_tokens) return static_cast<int32_t>(*id);
   if (!required_in_range) return -1;
   return absl::InvalidArgumentError(absl::StrCat(file.name(), ": metadata '", key, "' = ", *id,
-                                                 " is outside the vocabulary of ", n_tokens,
-                                                 " tokens"));
+                                                 " is outside the vocabulary of ", n_tokens, " tokens"));
 }
 
 // Optional string / bool / string array: `*out` keeps its default when absent.
@@ -41,8 +39,7 @@ absl::Status ReadOptional(const GgufFile& file, std::string_view key, bool* out)
   return absl::OkStatus();
 }
 
-absl::Status ReadOptional(const GgufFile& file, std::string_view key,
-                          std::vector<std::string>* out) {
+absl::Status ReadOptional(const GgufFile& file, std::string_view key, std::vector<std::string>* out) {
   if (!file.Has(key)) return absl::OkStatus();
   absl::StatusOr<std::vector<std::string>> v = file.GetStringArray(key);
   if (!v.ok()) return v.status();
@@ -61,8 +58,8 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file) {
   // NOT_FOUND is reserved for "no tokenizer at all": a vocabulary without its
   // model type is a broken file.
   if (!file.Has("tokenizer.ggml.model")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file.name(), ": metadata 'tokenizer.ggml.model' is absent but tokenizer.ggml.tokens is present"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file.name(), ": metadata 'tokenizer.ggml.model' is absent but tokenizer.ggml.tokens is present"));
   }
   absl::StatusOr<std::string> model = file.GetString("tokenizer.ggml.model");
   if (!model.ok()) return model.status();
@@ -72,12 +69,10 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file) {
   absl::StatusOr<std::vector<std::string>> tokens = file.GetStringArray("tokenizer.ggml.tokens");
   if (!tokens.ok()) return tokens.status();
   if (tokens->empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file.name(), ": metadata 'tokenizer.ggml.tokens' is empty"));
+    return absl::InvalidArgumentError(absl::StrCat(file.name(), ": metadata 'tokenizer.ggml.tokens' is empty"));
   }
   if (tokens->size() > static_cast<size_t>(INT32_MAX)) {
-    return absl::InvalidArgumentError(absl::StrCat(file.name(), ": ", tokens->size(),
-                                                   " tokens do not fit int32 ids"));
+    return absl::InvalidArgumentError(absl::StrCat(file.name(), ": ", tokens->size(), " tokens do not fit int32 ids"));
   }
   data.tokens = std::move(*tokens);
   const size_t n = data.tokens.size();
@@ -86,17 +81,15 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file) {
     absl::StatusOr<std::vector<int32_t>> types = file.GetI32Array("tokenizer.ggml.token_type");
     if (!types.ok()) return types.status();
     if (types->size() != n) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file.name(), ": metadata 'tokenizer.ggml.token_type' has ", types->size(),
-          " entries for ", n, " tokens"));
+      return absl::InvalidArgumentError(absl::StrCat(file.name(), ": metadata 'tokenizer.ggml.token_type' has ",
+                                                     types->size(), " entries for ", n, " tokens"));
     }
     data.token_types.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const int32_t t = (*types)[i];
       if (t < 0 || t > kMaxTokenType) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            file.name(), ": metadata 'tokenizer.ggml.token_type'[", i, "] = ", t,
-            " is not a token type (0..", kMaxTokenType, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(file.name(), ": metadata 'tokenizer.ggml.token_type'[", i,
+                                                       "] = ", t, " is not a token type (0..", kMaxTokenType, ")"));
       }
       data.token_types.push_back(static_cast<TokenType>(t));
     }
@@ -120,12 +113,10 @@ absl::StatusOr<TokenizerData> ReadGgufTokenizer(const GgufFile& file) {
     if (!id.ok()) return id.status();
     *f.out = *id;
   }
-  if (absl::Status st = ReadOptional(file, "tokenizer.ggml.add_bos_token", &data.add_bos);
-      !st.ok()) {
+  if (absl::Status st = ReadOptional(file, "tokenizer.ggml.add_bos_token", &data.add_bos); !st.ok()) {
     return st;
   }
-  if (absl::Status st = ReadOptional(file, "tokenizer.chat_template", &data.chat_template);
-      !st.ok()) {
+  if (absl::Status st = ReadOptional(file, "tokenizer.chat_template", &data.chat_template); !st.ok()) {
     return st;
   }
 

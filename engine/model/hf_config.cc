@@ -4,10 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -33,12 +32,11 @@ class FieldReader {
   }
 
   absl::Status Missing(absl::string_view key) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source_, ": required field '", key, "' is missing"));
+    return absl::InvalidArgumentError(absl::StrCat(source_, ": required field '", key, "' is missing"));
   }
   absl::Status WrongType(absl::string_view key, absl::string_view want, const json& v) const {
-    return absl::InvalidArgumentError(absl::StrCat(source_, ": field '", key, "' must be ", want,
-                                                   ", got ", JsonTypeName(v)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_, ": field '", key, "' must be ", want, ", got ", JsonTypeName(v)));
   }
   absl::Status Unsupported(absl::string_view key, absl::string_view what) const {
     return absl::InvalidArgumentError(absl::StrCat(source_, ": field '", key, "': ", what));
@@ -117,13 +115,13 @@ absl::StatusOr<ModelFamily> ReadFamily(const FieldReader& r, absl::string_view s
   if (!model_type.ok()) return model_type.status();
   if (model_type->has_value()) {
     if (auto f = FamilyFromModelType(**model_type)) return *f;
-    return r.Unsupported("model_type", absl::StrCat("unsupported model_type '", **model_type,
-                                                    "' (supported: llama, qwen2, qwen3)"));
+    return r.Unsupported("model_type",
+                         absl::StrCat("unsupported model_type '", **model_type, "' (supported: llama, qwen2, qwen3)"));
   }
   const json* arch = r.Find("architectures");
   if (arch == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": required field 'model_type' is missing (and there is no 'architectures')"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": required field 'model_type' is missing (and there is no 'architectures')"));
   }
   if (!arch->is_array() || arch->empty() || !(*arch)[0].is_string()) {
     return r.WrongType("architectures", "a non-empty array of strings", *arch);
@@ -148,8 +146,7 @@ absl::Status CheckUnsupportedFeatures(const FieldReader& r) {
       }
     }
     if (type != "default") {
-      return r.Unsupported("rope_scaling", absl::StrCat("rope scaling type '", type,
-                                                        "' is not supported"));
+      return r.Unsupported("rope_scaling", absl::StrCat("rope scaling type '", type, "' is not supported"));
     }
   }
   auto mlp_bias = r.Bool("mlp_bias", false);
@@ -161,19 +158,16 @@ absl::Status CheckUnsupportedFeatures(const FieldReader& r) {
   auto act = r.String("hidden_act");
   if (!act.ok()) return act.status();
   if (act->has_value() && **act != "silu") {
-    return r.Unsupported("hidden_act", absl::StrCat("activation '", **act,
-                                                    "' is not supported (only silu)"));
+    return r.Unsupported("hidden_act", absl::StrCat("activation '", **act, "' is not supported (only silu)"));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& source,
-                                          const HfConfigOptions& options) {
+absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& source, const HfConfigOptions& options) {
   if (!j.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": expected a JSON object, got ", JsonTypeName(j)));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": expected a JSON object, got ", JsonTypeName(j)));
   }
   const FieldReader r(j, source);
   ModelConfig c;
@@ -207,8 +201,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& sour
   } else {
     if (c.n_heads <= 0 || c.hidden % c.n_heads != 0) {
       return r.Unsupported("head_dim", absl::StrCat("absent, and hidden_size ", c.hidden,
-                                                    " is not a multiple of num_attention_heads ",
-                                                    c.n_heads));
+                                                    " is not a multiple of num_attention_heads ", c.n_heads));
     }
     c.head_dim = c.hidden / c.n_heads;
   }

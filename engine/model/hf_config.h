@@ -25,9 +25,8 @@
 #ifndef BEACON_ENGINE_MODEL_HF_CONFIG_H_
 #define BEACON_ENGINE_MODEL_HF_CONFIG_H_
 
-#include <string>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "engine/model/model_config.h"
@@ -43,15 +42,13 @@ struct HfConfigOptions {
 // `source` names the file in error messages. Errors: INVALID_ARGUMENT naming
 // the field and `source` (missing, wrong JSON type, out of range, unsupported),
 // or whatever ModelConfig::Validate() reports.
-absl::StatusOr<ModelConfig> ParseHfConfig(const nlohmann::json& j,
-                                          const std::string& source = "config.json",
+absl::StatusOr<ModelConfig> ParseHfConfig(const nlohmann::json& j, const std::string& source = "config.json",
                                           const HfConfigOptions& options = {});
 
 // Reads and parses `path`. NOT_FOUND when it cannot be opened; INVALID_ARGUMENT
 // when it is not a JSON object. A config without _name_or_path is named after
 // its file (its directory when the file is config.json).
-absl::StatusOr<ModelConfig> ParseHfConfigFile(const std::string& path,
-                                              const HfConfigOptions& options = {});
+absl::StatusOr<ModelConfig> ParseHfConfigFile(const std::string& path, const HfConfigOptions& options = {});
 
 // Reads a whole JSON file without exceptions: NOT_FOUND when it cannot be
 // opened, INVALID_ARGUMENT naming the file when it does not parse.

@@ -11,10 +11,9 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -86,9 +85,8 @@ class TensorReader {
     const bool ok = rows < 0 ? (shape.size() == 1 && shape[0] == cols)
                              : (shape.size() == 2 && shape[0] == rows && shape[1] == cols);
     if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " has shape ", (*t)->ShapeString(),
-                                                     ", expected ", ShapeString(rows, cols), " (in ",
-                                                     ckpt_.FileOf(name), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " has shape ", (*t)->ShapeString(), ", expected ",
+                                                     ShapeString(rows, cols), " (in ", ckpt_.FileOf(name), ")"));
     }
     return *t;
   }
@@ -97,17 +95,17 @@ class TensorReader {
   ModelWeights* w_;
 };
 
-#define BEACON_TRY_ASSIGN(lhs, expr) \
-  do {                               \
-    auto v_ = (expr);                \
+#define BEACON_TRY_ASSIGN(lhs, expr)  \
+  do {                                \
+    auto v_ = (expr);                 \
     if (!v_.ok()) return v_.status(); \
-    lhs = *std::move(v_);            \
+    lhs = *std::move(v_);             \
   } while (0)
 
 // LayerWeights has no output-projection bias; a checkpoint with a non-zero
 // one (llama/qwen3 with attention_bias) would be computed wrongly.
-absl::Status RefuseOutputBias(const SafetensorsCheckpoint& ckpt, const std::string& name,
-                              TensorReader& reader, int64_t n) {
+absl::Status RefuseOutputBias(const SafetensorsCheckpoint& ckpt, const std::string& name, TensorReader& reader,
+                              int64_t n) {
   if (ckpt.Find(name) == nullptr) return absl::OkStatus();
   Tensor b;
   BEACON_TRY_ASSIGN(b, reader.Vector(name, n));

@@ -1,10 +1,9 @@
 #include "engine/model/hf_tokenizer_json.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -35,8 +34,8 @@ absl::string_view StringOr(const json* j, absl::string_view fallback) {
 // What the pre-tokenizer tree holds that decides TokenizerData::pre.
 struct PreTokenizerFacts {
   std::vector<std::string> split_patterns;  // with CR/LF written as \r, \n
-  bool byte_level = false;        // a ByteLevel step anywhere
-  bool byte_level_regex = false;  // ... that also splits with the GPT-2 regex
+  bool byte_level = false;                  // a ByteLevel step anywhere
+  bool byte_level_regex = false;            // ... that also splits with the GPT-2 regex
   bool individual_digits = false;
 };
 
@@ -63,8 +62,7 @@ void CollectPreTokenizer(const json& node, PreTokenizerFacts* facts) {
     if (regex != nullptr && regex->is_string()) {
       // Files differ in whether CR/LF are JSON-escaped control characters or
       // regex escapes; compare in the regex-escape spelling.
-      facts->split_patterns.push_back(
-          absl::StrReplaceAll(regex->get<std::string>(), {{"\r", "\\r"}, {"\n", "\\n"}}));
+      facts->split_patterns.push_back(absl::StrReplaceAll(regex->get<std::string>(), {{"\r", "\\r"}, {"\n", "\\n"}}));
     }
   }
 }
@@ -84,8 +82,8 @@ absl::StatusOr<std::string> PreName(const PreTokenizerFacts& f, const std::strin
   if (llama3_letters && any("\\p{N}{1,3}")) return std::string("llama3");
   if (llama3_letters && any("\\p{N}")) return std::string("qwen2");
   if (!f.split_patterns.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": unsupported pre_tokenizer Split regex '",
-                                                   f.split_patterns.front(), "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": unsupported pre_tokenizer Split regex '", f.split_patterns.front(), "'"));
   }
   if (f.byte_level_regex) return std::string(f.individual_digits ? "smollm" : "gpt2");
   return absl::InvalidArgumentError(
@@ -99,13 +97,12 @@ absl::StatusOr<int32_t> ResolveToken(const json& cfg, const char* key, const std
   if (v == nullptr) return -1;
   if (v->is_object()) v = Child(*v, "content");
   if (v == nullptr || !v->is_string()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": '", key, "' must be a string or {\"content\": string}"));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": '", key, "' must be a string or {\"content\": string}"));
   }
   const auto it = ids.find(v->get_ref<const std::string&>());
   if (it == ids.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", key, " '", v->get<std::string>(),
-                                                   "' is not in the vocabulary"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", key, " '", v->get<std::string>(), "' is not in the vocabulary"));
   }
   return it->second;
 }
@@ -210,8 +207,7 @@ absl::StatusOr<TokenizerData> ReadHfTokenizerJson(const std::string& path) {
   PreTokenizerFacts facts;
   if (const json* pre = Child(j, "pre_tokenizer")) CollectPreTokenizer(*pre, &facts);
   const json* decoder = Child(j, "decoder");
-  const bool byte_level_decoder =
-      StringOr(decoder != nullptr ? Child(*decoder, "type") : nullptr, "") == "ByteLevel";
+  const bool byte_level_decoder = StringOr(decoder != nullptr ? Child(*decoder, "type") : nullptr, "") == "ByteLevel";
   if (!facts.byte_level && !byte_level_decoder) {
     return bad("neither pre_tokenizer nor decoder is ByteLevel; only byte-level BPE is supported");
   }
@@ -246,8 +242,8 @@ absl::StatusOr<TokenizerData> ReadHfTokenizerJson(const std::string& path) {
       const json* id = Child(a, "id");
       const json* content = Child(a, "content");
       const json* special = Child(a, "special");
-      if (id == nullptr || !id->is_number_unsigned() || id->get<uint64_t>() >= kMaxTokenId ||
-          content == nullptr || !content->is_string()) {
+      if (id == nullptr || !id->is_number_unsigned() || id->get<uint64_t>() >= kMaxTokenId || content == nullptr ||
+          !content->is_string()) {
         return bad("added_tokens entry ", a.dump(), " needs an 'id' and a string 'content'");
       }
       const bool is_special = special != nullptr && special->is_boolean() && special->get<bool>();
@@ -281,8 +277,7 @@ absl::StatusOr<TokenizerData> ReadHfTokenizerJson(const std::string& path) {
     }
   }
 
-  const std::string config_path =
-      (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
+  const std::string config_path = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
   if (absl::Status s = ReadTokenizerConfig(config_path, j, &out); !s.ok()) return s;
   return out;
 }

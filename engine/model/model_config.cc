@@ -19,8 +19,7 @@ constexpr int kMaxVocab = 1 << 24;
 
 absl::Status InRange(const char* field, int64_t v, int64_t lo, int64_t hi) {
   if (v < lo || v > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " (", v, ") must be in [", lo, ", ", hi, "]"));
+    return absl::InvalidArgumentError(absl::StrCat(field, " (", v, ") must be in [", lo, ", ", hi, "]"));
   }
   return absl::OkStatus();
 }
@@ -58,32 +57,29 @@ absl::Status ModelConfig::Validate() const {
     if (!st.ok()) return st;
   }
   if (n_heads % n_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("n_heads (", n_heads,
-                                                   ") must be a multiple of n_kv_heads (",
-                                                   n_kv_heads, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("n_heads (", n_heads, ") must be a multiple of n_kv_heads (", n_kv_heads, ")"));
   }
   if (head_dim % 2 != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("head_dim (", head_dim, ") must be even: RoPE rotates pairs of dimensions"));
   }
   if (!std::isfinite(rope_theta) || rope_theta <= 1.0f) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rope_theta (", rope_theta, ") must be a finite number > 1"));
+    return absl::InvalidArgumentError(absl::StrCat("rope_theta (", rope_theta, ") must be a finite number > 1"));
   }
   if (!std::isfinite(rms_eps) || rms_eps <= 0.0f || rms_eps >= 1.0f) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rms_eps (", rms_eps, ") must be in (0, 1)"));
+    return absl::InvalidArgumentError(absl::StrCat("rms_eps (", rms_eps, ") must be in (0, 1)"));
   }
   switch (family) {
-    case ModelFamily::kLlama: case ModelFamily::kQwen2: case ModelFamily::kQwen3:
-      break;
+    case ModelFamily::kLlama:
+    case ModelFamily::kQwen2:
+    case ModelFamily::kQwen3: break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("family (", static_cast<int>(family), ") is not a ModelFamily"));
+      return absl::InvalidArgumentError(absl::StrCat("family (", static_cast<int>(family), ") is not a ModelFamily"));
   }
   switch (rope_style) {
-    case RopeStyle::kInterleaved: case RopeStyle::kHalf:
-      break;
+    case RopeStyle::kInterleaved:
+    case RopeStyle::kHalf: break;
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("rope_style (", static_cast<int>(rope_style), ") is not a RopeStyle"));

@@ -29,15 +29,15 @@ std::string_view ModelFamilyName(ModelFamily f);
 
 struct ModelConfig {
   ModelFamily family = ModelFamily::kLlama;
-  std::string name;             // human-readable, for logs and model info
+  std::string name;  // human-readable, for logs and model info
   int n_layers = 0;
-  int hidden = 0;               // embedding width
-  int n_heads = 0;              // query heads
-  int n_kv_heads = 0;           // key/value heads (GQA: n_heads % n_kv_heads == 0)
+  int hidden = 0;      // embedding width
+  int n_heads = 0;     // query heads
+  int n_kv_heads = 0;  // key/value heads (GQA: n_heads % n_kv_heads == 0)
   int head_dim = 0;
-  int ffn_hidden = 0;           // SwiGLU inner width
+  int ffn_hidden = 0;  // SwiGLU inner width
   int vocab_size = 0;
-  int context_length = 0;       // positions the model was trained for
+  int context_length = 0;  // positions the model was trained for
   float rope_theta = 10000.0f;
   float rms_eps = 1e-6f;
   RopeStyle rope_style = RopeStyle::kHalf;

@@ -63,8 +63,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> Dispatch(std::string_view spec) {
     return LoadGgufModel(path);
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "model path ", path,
-      " is neither a GGUF file nor a directory with config.json (or use dummy:<config.json>)"));
+      "model path ", path, " is neither a GGUF file nor a directory with config.json (or use dummy:<config.json>)"));
 }
 
 }  // namespace

@@ -13,8 +13,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "engine/tokenizer/tokenizer_data.h"
 #include "engine/model/weights.h"
+#include "engine/tokenizer/tokenizer_data.h"
 
 namespace beacon {
 
@@ -29,8 +29,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(std::string_view spec);
 // The per-format entry points LoadModel dispatches to.
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadGgufModel(const std::string& path);
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadHfModel(const std::string& dir);
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadDummyModel(const std::string& config_json_path,
-                                                            uint64_t seed);
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadDummyModel(const std::string& config_json_path, uint64_t seed);
 
 }  // namespace beacon
 

@@ -10,9 +10,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -36,8 +35,7 @@ size_t ElementBytes(absl::string_view dtype) {
   if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
-  if (dtype == "BOOL" || dtype == "U8" || dtype == "I8" || dtype == "F8_E4M3" ||
-      dtype == "F8_E5M2") {
+  if (dtype == "BOOL" || dtype == "U8" || dtype == "I8" || dtype == "F8_E4M3" || dtype == "F8_E5M2") {
     return 1;
   }
   return 0;
@@ -58,9 +56,7 @@ int64_t SafetensorsTensor::numel() const {
   return n;
 }
 
-std::string SafetensorsTensor::ShapeString() const {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
+std::string SafetensorsTensor::ShapeString() const { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
 absl::StatusOr<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
   std::shared_ptr<SafetensorsFile> f(new SafetensorsFile());
@@ -101,14 +97,11 @@ const SafetensorsTensor* SafetensorsFile::Find(absl::string_view name) const {
 }
 
 absl::Status SafetensorsFile::Parse() {
-  auto bad = [this](auto&&... parts) {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", parts...));
-  };
+  auto bad = [this](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(path_, ": ", parts...)); };
   uint64_t header_len;
   std::memcpy(&header_len, map_, 8);
   if (header_len > size_ - 8) {
-    return bad("header length ", header_len, " exceeds the ", size_ - 8,
-               " bytes after the length field");
+    return bad("header length ", header_len, " exceeds the ", size_ - 8, " bytes after the length field");
   }
   if (header_len > kMaxHeaderBytes) return bad("header length ", header_len, " exceeds 100 MiB");
   const char* text = reinterpret_cast<const char*>(map_ + 8);
@@ -128,8 +121,8 @@ absl::Status SafetensorsFile::Parse() {
     const auto off = entry.find("data_offsets");
     if (dt == entry.end() || !dt->is_string()) return bad_tensor("'dtype' missing or not a string");
     if (sh == entry.end() || !sh->is_array()) return bad_tensor("'shape' missing or not an array");
-    if (off == entry.end() || !off->is_array() || off->size() != 2 ||
-        !(*off)[0].is_number_unsigned() || !(*off)[1].is_number_unsigned()) {
+    if (off == entry.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+        !(*off)[1].is_number_unsigned()) {
       return bad_tensor("'data_offsets' must be two non-negative integers");
     }
     SafetensorsTensor t;
@@ -155,12 +148,11 @@ absl::Status SafetensorsFile::Parse() {
     const uint64_t begin = (*off)[0].get<uint64_t>();
     const uint64_t end = (*off)[1].get<uint64_t>();
     if (begin > end || end > data_size) {
-      return bad_tensor("data_offsets [", begin, ", ", end, "] out of bounds of the ", data_size,
-                        "-byte data section");
+      return bad_tensor("data_offsets [", begin, ", ", end, "] out of bounds of the ", data_size, "-byte data section");
     }
     if (end - begin != want_bytes) {
-      return bad_tensor("data_offsets span ", end - begin, " bytes but shape ", t.ShapeString(),
-                        " of ", t.dtype_name, " needs ", want_bytes);
+      return bad_tensor("data_offsets span ", end - begin, " bytes but shape ", t.ShapeString(), " of ", t.dtype_name,
+                        " needs ", want_bytes);
     }
     t.data = data + begin;
     t.nbytes = static_cast<size_t>(want_bytes);
@@ -173,8 +165,7 @@ absl::Status SafetensorsFile::Parse() {
   for (const auto& t : tensors_) {
     if (t.nbytes > 0) by_offset.push_back(&t);
   }
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const auto* a, const auto* b) { return a->data < b->data; });
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto* a, const auto* b) { return a->data < b->data; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     if (by_offset[i - 1]->data + by_offset[i - 1]->nbytes > by_offset[i]->data) {
       return bad("tensors ", by_offset[i - 1]->name, " and ", by_offset[i]->name, " overlap");
@@ -191,16 +182,14 @@ absl::Status SafetensorsCheckpoint::Add(std::shared_ptr<const SafetensorsFile> f
     const auto [it, inserted] = by_name_.try_emplace(t.name, fi, &t);
     if (!inserted) {
       return absl::InvalidArgumentError(absl::StrCat("tensor ", t.name, " appears in both ",
-                                                     files_[it->second.first]->path(), " and ",
-                                                     file->path()));
+                                                     files_[it->second.first]->path(), " and ", file->path()));
     }
   }
   files_.push_back(std::move(file));
   return absl::OkStatus();
 }
 
-absl::StatusOr<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenFiles(
-    const std::vector<std::string>& paths) {
+absl::StatusOr<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenFiles(const std::vector<std::string>& paths) {
   SafetensorsCheckpoint ckpt;
   for (const auto& p : paths) {
     auto f = SafetensorsFile::Open(p);
@@ -223,20 +212,19 @@ absl::StatusOr<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDir(const std::
   if (!index.ok()) return index.status();
   const auto wm = index->is_object() ? index->find("weight_map") : index->end();
   if (wm == index->end() || !wm->is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(index_path.string(), ": 'weight_map' missing or not an object"));
+    return absl::InvalidArgumentError(absl::StrCat(index_path.string(), ": 'weight_map' missing or not an object"));
   }
   std::set<std::string> shards;  // sorted: a deterministic opening order
   for (const auto& [name, file] : wm->items()) {
     if (!file.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(index_path.string(), ": weight_map entry for ",
-                                                     name, " is not a string"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(index_path.string(), ": weight_map entry for ", name, " is not a string"));
     }
     const std::string shard = file.get<std::string>();
     // A shard must be a plain file in `dir`: the index cannot point elsewhere.
     if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
-      return absl::InvalidArgumentError(absl::StrCat(index_path.string(), ": shard name '", shard,
-                                                     "' for ", name, " is not a plain file name"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(index_path.string(), ": shard name '", shard, "' for ", name, " is not a plain file name"));
     }
     shards.insert(shard);
   }
@@ -247,8 +235,8 @@ absl::StatusOr<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDir(const std::
   for (const auto& [name, file] : wm->items()) {
     const std::string want = (fs::path(dir) / file.get<std::string>()).string();
     if (ckpt->Find(name) == nullptr || ckpt->FileOf(name) != want) {
-      return absl::InvalidArgumentError(absl::StrCat(index_path.string(), ": weight_map places ", name,
-                                                     " in ", want, " but that shard does not hold it"));
+      return absl::InvalidArgumentError(absl::StrCat(index_path.string(), ": weight_map places ", name, " in ", want,
+                                                     " but that shard does not hold it"));
     }
   }
   return ckpt;
@@ -265,8 +253,8 @@ absl::StatusOr<const SafetensorsTensor*> SafetensorsCheckpoint::Get(absl::string
     return absl::NotFoundError(absl::StrCat("tensor ", name, " is missing from the checkpoint"));
   }
   if (!t->dtype.has_value()) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " in ", FileOf(name), " has dtype ",
-                                                   t->dtype_name, "; supported: F32, F16, BF16"));
+    return absl::InvalidArgumentError(absl::StrCat("tensor ", name, " in ", FileOf(name), " has dtype ", t->dtype_name,
+                                                   "; supported: F32, F16, BF16"));
   }
   return t;
 }

@@ -34,8 +34,8 @@ namespace beacon {
 
 struct SafetensorsTensor {
   std::string name;
-  std::string dtype_name;        // as written in the file: "F32", "BF16", "I64", ...
-  std::optional<DType> dtype;    // set for F32, F16 and BF16 only
+  std::string dtype_name;      // as written in the file: "F32", "BF16", "I64", ...
+  std::optional<DType> dtype;  // set for F32, F16 and BF16 only
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // into the mapping; may be unaligned
   size_t nbytes = 0;

@@ -33,13 +33,13 @@ struct Tensor {
 };
 
 struct LayerWeights {
-  Tensor attn_norm;                 // [hidden]
-  Tensor wq, wk, wv, wo;            // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
-  Tensor bq, bk, bv;                // Qwen2 only: [q_dim], [kv_dim], [kv_dim]
-  Tensor q_norm, k_norm;            // Qwen3 only: [head_dim]
-  Tensor ffn_norm;                  // [hidden]
-  Tensor w_gate, w_up;              // [ffn_hidden, hidden]
-  Tensor w_down;                    // [hidden, ffn_hidden]
+  Tensor attn_norm;       // [hidden]
+  Tensor wq, wk, wv, wo;  // [q_dim, hidden], [kv_dim, hidden] x2, [hidden, q_dim]
+  Tensor bq, bk, bv;      // Qwen2 only: [q_dim], [kv_dim], [kv_dim]
+  Tensor q_norm, k_norm;  // Qwen3 only: [head_dim]
+  Tensor ffn_norm;        // [hidden]
+  Tensor w_gate, w_up;    // [ffn_hidden, hidden]
+  Tensor w_down;          // [hidden, ffn_hidden]
 };
 
 struct ModelWeights {

@@ -26,8 +26,8 @@ absl::StatusOr<BpeModel> BpeModel::Build(const std::vector<std::string>& tokens,
   for (size_t id = 0; id < tokens.size(); ++id) {
     auto [it, inserted] = model.token_ids_.emplace(tokens[id], static_cast<int32_t>(id));
     if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrCat("tokenizer: token text '", tokens[id],
-                                                     "' appears twice (ids ", it->second, " and ", id, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tokenizer: token text '", tokens[id], "' appears twice (ids ", it->second, " and ", id, ")"));
     }
   }
 
@@ -49,9 +49,9 @@ absl::StatusOr<BpeModel> BpeModel::Build(const std::vector<std::string>& tokens,
     const int32_t result_id = model.Find(absl::StrCat(left, right));
     if (left_id < 0 || right_id < 0 || result_id < 0) {
       const absl::string_view missing = left_id < 0 ? left : right_id < 0 ? right : absl::string_view();
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tokenizer: merge ", rank, " '", merge, "' names unknown token '",
-          missing.empty() ? absl::StrCat(left, right) : std::string(missing), "'"));
+      return absl::InvalidArgumentError(absl::StrCat("tokenizer: merge ", rank, " '", merge, "' names unknown token '",
+                                                     missing.empty() ? absl::StrCat(left, right) : std::string(missing),
+                                                     "'"));
     }
     // The first (lowest-rank) occurrence of a pair wins.
     model.merges_.try_emplace(PairKey(left_id, right_id), Merge{static_cast<int32_t>(rank), result_id});

@@ -39,8 +39,8 @@ class BpeModel {
       int32_t rank;
       int32_t left;
       int32_t right;
-      uint32_t len;     // left.len + right.len when the pair was queued
-      int32_t result;   // id of the merged token
+      uint32_t len;    // left.len + right.len when the pair was queued
+      int32_t result;  // id of the merged token
     };
     std::vector<Symbol> symbols;
     std::vector<Pair> heap;
@@ -49,16 +49,14 @@ class BpeModel {
 
   // INVALID_ARGUMENT when tokens repeat, a merge is not "left right", or a
   // merge names a token (or yields a text) that is not in the vocabulary.
-  static absl::StatusOr<BpeModel> Build(const std::vector<std::string>& tokens,
-                                        const std::vector<std::string>& merges);
+  static absl::StatusOr<BpeModel> Build(const std::vector<std::string>& tokens, const std::vector<std::string>& merges);
 
   // The id of the token whose (byte-level) text is `text`, or -1.
   int32_t Find(std::string_view text) const;
 
   // Appends the ids for `word` (raw bytes of one pre-tokenized word). With
   // `ignore_merges`, a word that is itself a token is emitted as that token.
-  void EncodeWord(std::string_view word, bool ignore_merges, Scratch* scratch,
-                  std::vector<int32_t>* out) const;
+  void EncodeWord(std::string_view word, bool ignore_merges, Scratch* scratch, std::vector<int32_t>* out) const;
 
   size_t num_merges() const { return merges_.size(); }
 

@@ -35,8 +35,8 @@ namespace {
 
 // Texts llama.cpp recognises as end of generation (llama-vocab.cpp).
 constexpr std::string_view kEndOfGenerationTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<|end_of_text|>", "<｜end▁of▁sentence｜>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",   "<|endoftext|>",
+    "<|eom_id|>", "<EOT>",      "_<EOT>",  "<|end_of_text|>", "<｜end▁of▁sentence｜>",
 };
 
 enum class Render : uint8_t { kBytes, kSpecialText, kAlwaysText, kNothing };
@@ -87,7 +87,7 @@ class BpeTokenizer final : public Tokenizer {
   PreTokenizer pretokenizer_;
   BpeModel model_;
   SpecialTokenSplitter special_;
-  std::vector<Render> render_;     // per id
+  std::vector<Render> render_;      // per id
   std::vector<std::string> bytes_;  // per id: what it renders as (see render_)
   absl::flat_hash_set<int32_t> end_of_generation_;
   absl::StatusOr<ChatTemplate> chat_template_ = absl::UnknownError("not initialised");
@@ -136,9 +136,7 @@ void BpeTokenizer::Init() {
         if (b >= 0) bytes_[id] = std::string(1, static_cast<char>(b));
         break;
       }
-      default:
-        render_[id] = Render::kNothing;
-        break;
+      default: render_[id] = Render::kNothing; break;
     }
   }
   special_ = SpecialTokenSplitter(std::move(candidates));
@@ -149,8 +147,8 @@ void BpeTokenizer::Init() {
   // prepend BOS itself, so Encode(rendered, parse_special=true, add_bos=true)
   // yields exactly one BOS either way.
   const bool render_bos = !data_.add_bos && data_.bos_id >= 0;
-  chat_template_ = ChatTemplate::FromSource(data_.chat_template,
-                                            render_bos ? data_.tokens[data_.bos_id] : std::string());
+  chat_template_ =
+      ChatTemplate::FromSource(data_.chat_template, render_bos ? data_.tokens[data_.bos_id] : std::string());
 }
 
 std::vector<int32_t> BpeTokenizer::Encode(std::string_view text, bool parse_special, bool add_bos) const {
@@ -175,12 +173,9 @@ std::string BpeTokenizer::TokenBytes(int32_t id, bool render_special) const {
   if (id < 0 || id >= vocab_size()) return std::string();
   switch (render_[id]) {
     case Render::kBytes:
-    case Render::kAlwaysText:
-      return bytes_[id];
-    case Render::kSpecialText:
-      return render_special ? bytes_[id] : std::string();
-    case Render::kNothing:
-      break;
+    case Render::kAlwaysText: return bytes_[id];
+    case Render::kSpecialText: return render_special ? bytes_[id] : std::string();
+    case Render::kNothing: break;
   }
   return std::string();
 }
@@ -210,17 +205,19 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerData data)
   const size_t n = data.tokens.size();
   if (n == 0) return absl::InvalidArgumentError("tokenizer: the vocabulary (tokenizer.ggml.tokens) is empty");
   if (!data.token_types.empty() && data.token_types.size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("tokenizer: ", data.token_types.size(),
-                                                   " token types for ", n, " tokens"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tokenizer: ", data.token_types.size(), " token types for ", n, " tokens"));
   }
   for (auto [field, id] : {std::pair<const char*, int32_t>{"bos_id", data.bos_id},
-                           {"eos_id", data.eos_id}, {"unk_id", data.unk_id}, {"pad_id", data.pad_id}}) {
+                           {"eos_id", data.eos_id},
+                           {"unk_id", data.unk_id},
+                           {"pad_id", data.pad_id}}) {
     if (absl::Status s = CheckId(field, id, n); !s.ok()) return s;
   }
   for (int32_t id : data.extra_eos_ids) {
     if (id < 0 || id >= static_cast<int64_t>(n)) {
-      return absl::InvalidArgumentError(absl::StrCat("tokenizer: extra_eos_ids has ", id,
-                                                     ", outside the vocabulary of ", n, " tokens"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tokenizer: extra_eos_ids has ", id, ", outside the vocabulary of ", n, " tokens"));
     }
   }
   if (data.add_bos && data.bos_id < 0) {

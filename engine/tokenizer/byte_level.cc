@@ -7,9 +7,7 @@
 namespace beacon {
 namespace {
 
-bool StandsForItself(int b) {
-  return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-}
+bool StandsForItself(int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
 
 struct ByteTables {
   std::array<uint32_t, 256> to_cp{};

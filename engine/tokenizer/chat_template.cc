@@ -52,9 +52,7 @@ bool IsPlainLiteralText(absl::string_view s) {
 }
 
 // Skips a newline written either as the character or as the escape "\n".
-bool ConsumeNewline(absl::string_view* s) {
-  return absl::ConsumePrefix(s, "\n") || absl::ConsumePrefix(s, "\\n");
-}
+bool ConsumeNewline(absl::string_view* s) { return absl::ConsumePrefix(s, "\n") || absl::ConsumePrefix(s, "\\n"); }
 
 // The first "<|im_start|>system\n...<|im_end|>" whose middle is a literal.
 std::optional<std::string> FindDefaultSystemPrompt(absl::string_view source) {
@@ -124,10 +122,10 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromSource(std::string_view source_vi
     return t;
   }
   absl::string_view head = source.substr(0, 80);
-  return absl::UnimplementedError(absl::StrCat(
-      "unsupported chat template (only ChatML, with <|im_start|>, and Llama 3, with "
-      "<|start_header_id|>, are supported; there is no Jinja engine): \"",
-      head, source.size() > head.size() ? "..." : "", "\""));
+  return absl::UnimplementedError(
+      absl::StrCat("unsupported chat template (only ChatML, with <|im_start|>, and Llama 3, with "
+                   "<|start_header_id|>, are supported; there is no Jinja engine): \"",
+                   head, source.size() > head.size() ? "..." : "", "\""));
 }
 
 absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
@@ -135,16 +133,15 @@ absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>&
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     if (role != "system" && role != "user" && role != "assistant") {
-      return absl::InvalidArgumentError(absl::StrCat("messages[", i, "].role: '", role,
-                                                     "' is not one of system, user, assistant"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("messages[", i, "].role: '", role, "' is not one of system, user, assistant"));
     }
   }
   return family_ == Family::kChatMl ? RenderChatMl(messages, add_generation_prompt)
                                     : RenderLlama3(messages, add_generation_prompt);
 }
 
-std::string ChatTemplate::RenderChatMl(const std::vector<ChatMessage>& messages,
-                                       bool add_generation_prompt) const {
+std::string ChatTemplate::RenderChatMl(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   std::string out;
   if (default_system_.has_value() && !messages.empty() && messages[0].role != "system") {
     absl::StrAppend(&out, kImStart, "system\n", *default_system_, kImEnd, "\n");
@@ -156,8 +153,7 @@ std::string ChatTemplate::RenderChatMl(const std::vector<ChatMessage>& messages,
   return out;
 }
 
-std::string ChatTemplate::RenderLlama3(const std::vector<ChatMessage>& messages,
-                                       bool add_generation_prompt) const {
+std::string ChatTemplate::RenderLlama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
   std::string out;
   size_t first = 0;
   if (knowledge_date_.has_value()) {
@@ -168,14 +164,13 @@ std::string ChatTemplate::RenderLlama3(const std::vector<ChatMessage>& messages,
       system = Trim(messages[0].content);
       first = 1;
     }
-    absl::StrAppend(&out, bos_text_, kStartHeader, "system", kEndHeader, "\n\n", kKnowledgeDate,
-                    *knowledge_date_, "\n", "Today Date: ", today_date_, "\n\n", system, kEotId);
+    absl::StrAppend(&out, bos_text_, kStartHeader, "system", kEndHeader, "\n\n", kKnowledgeDate, *knowledge_date_, "\n",
+                    "Today Date: ", today_date_, "\n\n", system, kEotId);
   } else if (!messages.empty()) {
     out = bos_text_;  // Llama 3.0 prefixes BOS to the first message
   }
   for (size_t i = first; i < messages.size(); ++i) {
-    absl::StrAppend(&out, kStartHeader, messages[i].role, kEndHeader, "\n\n", Trim(messages[i].content),
-                    kEotId);
+    absl::StrAppend(&out, kStartHeader, messages[i].role, kEndHeader, "\n\n", Trim(messages[i].content), kEotId);
   }
   if (add_generation_prompt) absl::StrAppend(&out, kStartHeader, "assistant", kEndHeader, "\n\n");
   return out;

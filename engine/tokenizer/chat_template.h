@@ -42,8 +42,7 @@ class ChatTemplate {
 
   // INVALID_ARGUMENT naming the message whose role is not system, user or
   // assistant.
-  absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages,
-                                     bool add_generation_prompt) const;
+  absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
   Family family() const { return family_; }
   // ChatML: the system prompt used when the first message is not "system".

@@ -227,8 +227,7 @@ absl::StatusOr<PreTokenizerInfo> LookupPreTokenizer(std::string_view name) {
     if (name == entry.name) return entry.info;
   }
   return absl::InvalidArgumentError(absl::StrCat("unsupported pre-tokenizer '", std::string(name),
-                                                 "' (tokenizer.ggml.pre); supported: ",
-                                                 SupportedPreTokenizerNames()));
+                                                 "' (tokenizer.ggml.pre); supported: ", SupportedPreTokenizerNames()));
 }
 
 std::string SupportedPreTokenizerNames() {
@@ -260,19 +259,13 @@ std::vector<CodepointSpan> PreTokenizer::SplitCodepoints(const std::vector<uint3
       apply([&](Piece p, auto* out) { SplitRuns(p, /*single=*/false, number, out); });
       apply([&](Piece p, auto* out) { SplitDigitTriples(p, out); });
       break;
-    case PreTokenizerKind::kGpt2:
-      apply([&](Piece p, auto* out) { SplitGpt2(p, out); });
-      break;
+    case PreTokenizerKind::kGpt2: apply([&](Piece p, auto* out) { SplitGpt2(p, out); }); break;
     case PreTokenizerKind::kStarCoder:
       apply([&](Piece p, auto* out) { SplitRuns(p, /*single=*/true, number, out); });
       apply([&](Piece p, auto* out) { SplitGpt2(p, out); });
       break;
-    case PreTokenizerKind::kLlama3:
-      apply([&](Piece p, auto* out) { SplitLlama3(p, 3, out); });
-      break;
-    case PreTokenizerKind::kQwen2:
-      apply([&](Piece p, auto* out) { SplitLlama3(p, 1, out); });
-      break;
+    case PreTokenizerKind::kLlama3: apply([&](Piece p, auto* out) { SplitLlama3(p, 3, out); }); break;
+    case PreTokenizerKind::kQwen2: apply([&](Piece p, auto* out) { SplitLlama3(p, 1, out); }); break;
   }
   return pieces;
 }

@@ -17,7 +17,7 @@
 namespace beacon {
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant"
   std::string content;
 };
 
@@ -34,8 +34,7 @@ class Tokenizer {
   // User-defined (added) tokens are matched in both modes, as llama.cpp and
   // HF tokenizers do. `add_bos` prepends BOS when the vocabulary asks for it
   // (TokenizerData::add_bos).
-  virtual std::vector<int32_t> Encode(std::string_view text, bool parse_special,
-                                      bool add_bos) const = 0;
+  virtual std::vector<int32_t> Encode(std::string_view text, bool parse_special, bool add_bos) const = 0;
 
   // The raw bytes one token stands for (byte-level decoding undone). Control
   // tokens decode to their text only when `render_special`; else to "".

@@ -20,8 +20,8 @@ struct AsciiFlags {
   }
   static uint16_t CodepointFlagsSlow(uint32_t cp) {
     const CodepointRange* end = kCodepointRanges + kNumCodepointRanges;
-    const CodepointRange* it = std::upper_bound(
-        kCodepointRanges, end, cp, [](uint32_t v, const CodepointRange& r) { return v < r.first; });
+    const CodepointRange* it =
+        std::upper_bound(kCodepointRanges, end, cp, [](uint32_t v, const CodepointRange& r) { return v < r.first; });
     return it == kCodepointRanges ? static_cast<uint16_t>(kCpUndefined) : (it - 1)->flags;
   }
 };

@@ -32,7 +32,7 @@ enum CodepointFlag : uint16_t {
   kCpSymbol = 0x0040,       // \p{S}
   kCpControl = 0x0080,      // \p{C} other than Cn
   kCpCategoryMask = 0x00FF,
-  kCpWhitespace = 0x0100,   // \s
+  kCpWhitespace = 0x0100,  // \s
 };
 
 // Flags of one code point; code points above U+10FFFF are kCpUndefined.

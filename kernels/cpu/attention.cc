@@ -33,7 +33,8 @@ void PagedAttentionAvx512(const float* q, int n_q_heads, const PagedHeadView& kv
                           float* scores, float* out) {
   for (int g = 0; g < n_q_heads; ++g) {
     __m512 qv[NC];
-    for (int c = 0; c < NC; ++c) qv[c] = _mm512_mul_ps(_mm512_loadu_ps(q + g * 16 * NC + 16 * c), _mm512_set1_ps(scale));
+    for (int c = 0; c < NC; ++c)
+      qv[c] = _mm512_mul_ps(_mm512_loadu_ps(q + g * 16 * NC + 16 * c), _mm512_set1_ps(scale));
     float* sc = scores + static_cast<size_t>(g) * n_keys;
     for (int32_t s = 0; s < n_keys; ++s) {
       const float* k = kv.key(s);
@@ -56,8 +57,8 @@ void PagedAttentionAvx512(const float* q, int n_q_heads, const PagedHeadView& kv
 
 }  // namespace
 
-void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale,
-                    float* scores, float* out) {
+void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
+                    float* out) {
 #if defined(__AVX512F__)
   switch (kv.head_dim) {
     case 64: return PagedAttentionAvx512<4>(q, n_q_heads, kv, n_keys, scale, scores, out);

@@ -36,8 +36,8 @@ struct PagedHeadView {
 // `scores` is scratch of n_q_heads * n_keys floats; on return it holds the
 // attention probabilities [g][s] (callers may read them for statistics).
 // REQUIRES n_keys >= 1.
-void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys,
-                    float scale, float* scores, float* out);
+void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
+                    float* out);
 
 }  // namespace beacon
 

@@ -7,10 +7,13 @@ namespace beacon {
 
 bool IsSupportedDType(uint32_t t) {
   switch (t) {
-    case 0: case 1: case 2: case 3: case 8: case 30:
-      return true;
-    default:
-      return false;
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 8:
+    case 30: return true;
+    default: return false;
   }
 }
 
@@ -28,7 +31,9 @@ std::string_view DTypeName(DType t) {
 
 int DTypeBlockElems(DType t) {
   switch (t) {
-    case DType::kQ8_0: case DType::kQ4_0: case DType::kQ4_1: return kQuantBlock;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1: return kQuantBlock;
     default: return 1;
   }
 }
@@ -36,7 +41,8 @@ int DTypeBlockElems(DType t) {
 size_t DTypeBlockBytes(DType t) {
   switch (t) {
     case DType::kF32: return 4;
-    case DType::kF16: case DType::kBF16: return 2;
+    case DType::kF16:
+    case DType::kBF16: return 2;
     case DType::kQ8_0: return sizeof(BlockQ8_0);
     case DType::kQ4_0: return sizeof(BlockQ4_0);
     case DType::kQ4_1: return sizeof(BlockQ4_1);
@@ -44,9 +50,7 @@ size_t DTypeBlockBytes(DType t) {
   return 0;
 }
 
-size_t DTypeRowBytes(DType t, int64_t n) {
-  return static_cast<size_t>(n / DTypeBlockElems(t)) * DTypeBlockBytes(t);
-}
+size_t DTypeRowBytes(DType t, int64_t n) { return static_cast<size_t>(n / DTypeBlockElems(t)) * DTypeBlockBytes(t); }
 
 float Fp16ToFp32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
@@ -58,7 +62,10 @@ float Fp16ToFp32(uint16_t h) {
       bits = sign;
     } else {  // subnormal: renormalise
       int e = -1;
-      do { ++e; mant <<= 1; } while ((mant & 0x400) == 0);
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400) == 0);
       bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
     }
   } else if (exp == 31) {
@@ -77,8 +84,8 @@ uint16_t Fp32ToFp16(float f) {
   const uint16_t sign = (x >> 16) & 0x8000;
   const uint32_t abs = x & 0x7fffffff;
   if (abs >= 0x7f800000) return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);  // inf/nan
-  if (abs >= 0x477ff000) return sign | 0x7c00;  // rounds to >= 65520: overflow
-  if (abs < 0x38800000) {  // subnormal half (or zero)
+  if (abs >= 0x477ff000) return sign | 0x7c00;                                   // rounds to >= 65520: overflow
+  if (abs < 0x38800000) {                                                        // subnormal half (or zero)
     float a;
     std::memcpy(&a, &abs, 4);
     // a * 2^24 rounded to nearest even gives the subnormal mantissa.
@@ -98,9 +105,7 @@ uint16_t Fp32ToBf16(float f) {
 
 void DequantizeRow(DType t, const void* src, float* dst, int64_t n) {
   switch (t) {
-    case DType::kF32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
+    case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
     case DType::kF16: {
       const auto* s = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(s[i]);

@@ -38,9 +38,9 @@ struct MatrixView {
 struct QuantizedRows {
   int64_t n_rows = 0;
   int64_t cols = 0;
-  std::vector<int8_t> q;    // [n_rows][cols]
-  std::vector<float> d;     // [n_rows][cols / 32]: block scale
-  std::vector<float> sum;   // [n_rows][cols / 32]: d * sum(q), for offset terms
+  std::vector<int8_t> q;   // [n_rows][cols]
+  std::vector<float> d;    // [n_rows][cols / 32]: block scale
+  std::vector<float> sum;  // [n_rows][cols / 32]: d * sum(q), for offset terms
 };
 
 // Float weights (F32, F16, BF16): from this many activation rows on, MatMul
@@ -60,14 +60,13 @@ void QuantizeRowsQ8(const float* x, int64_t n_rows, int64_t cols, QuantizedRows*
 // Y[n_tokens][w.rows] = X[n_tokens][w.cols] * W^T. `scratch` holds the
 // quantised activations between calls (reused to avoid allocation).
 // REQUIRES w.cols % 32 == 0 for quantised types; Y does not alias X.
-void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool,
-            QuantizedRows* scratch);
+void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, ThreadPool* pool, QuantizedRows* scratch);
 
 // Same, but over only rows [row_begin, row_end) of W, single-threaded, writing
 // Y[t][r - row_begin] with row stride `y_stride`. Exposed for tests and for
 // callers that parallelise differently.
-void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, int64_t n_tokens,
-                int64_t row_begin, int64_t row_end, float* y, int64_t y_stride);
+void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, int64_t n_tokens, int64_t row_begin,
+                int64_t row_end, float* y, int64_t y_stride);
 
 }  // namespace beacon
 

@@ -76,8 +76,8 @@ void GroupTile(const uint8_t* grp, int64_t nb, size_t block_bytes, const Quantiz
 }
 
 template <bool kQ8>
-void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, int64_t g_begin,
-            int64_t g_end, float* y, int64_t y_stride) {
+void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, int64_t g_begin, int64_t g_end, float* y,
+            int64_t y_stride) {
   const int64_t nb = w.n_blocks();
   const size_t bb = w.block_bytes();
   __m512 out[kTokTile];
@@ -100,8 +100,8 @@ void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, in
 
 }  // namespace
 
-void MatMulPackedGroups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens,
-                        int64_t g_begin, int64_t g_end, float* y, int64_t y_stride) {
+void MatMulPackedGroups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, int64_t g_begin,
+                        int64_t g_end, float* y, int64_t y_stride) {
   if (w.dtype() == DType::kQ8_0) {
     Groups<true>(w, xq, n_tokens, g_begin, g_end, y, y_stride);
   } else {
@@ -111,8 +111,7 @@ void MatMulPackedGroups(const PackedMatrix& w, const QuantizedRows& xq, int64_t 
 
 #else  // no AVX-512 VNNI: PackedMatrix::Supported() is false, nothing is packed.
 
-void MatMulPackedGroups(const PackedMatrix&, const QuantizedRows&, int64_t, int64_t, int64_t, float*,
-                        int64_t) {}
+void MatMulPackedGroups(const PackedMatrix&, const QuantizedRows&, int64_t, int64_t, int64_t, float*, int64_t) {}
 
 #endif
 

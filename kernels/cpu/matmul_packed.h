@@ -14,8 +14,8 @@
 namespace beacon {
 
 // y has row stride y_stride (>= w.rows()); row r of token t is y[t * y_stride + r].
-void MatMulPackedGroups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens,
-                        int64_t g_begin, int64_t g_end, float* y, int64_t y_stride);
+void MatMulPackedGroups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, int64_t g_begin,
+                        int64_t g_end, float* y, int64_t y_stride);
 
 }  // namespace beacon
 

@@ -103,14 +103,12 @@ void DequantizeRowFast(DType t, const void* src, float* dst, int64_t n) {
       DequantizeRow(t, s + 2 * i, dst + i, n - i);
       return;
     }
-    case DType::kF32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
+    case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
   }
 }
 
-void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int64_t row_begin,
-                     int64_t row_end, float* y, int64_t y_stride) {
+void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int64_t row_begin, int64_t row_end,
+                     float* y, int64_t y_stride) {
   const int64_t cols = w.cols;
   const int64_t vec_cols = cols / kLanes * kLanes;
   const size_t row_bytes = DTypeRowBytes(w.dtype, cols);

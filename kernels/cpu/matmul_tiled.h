@@ -20,8 +20,8 @@ namespace beacon {
 inline constexpr int kTiledRowTile = 4;
 
 // Y[t][r - row_begin] (row stride y_stride) for rows [row_begin, row_end).
-void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int64_t row_begin,
-                     int64_t row_end, float* y, int64_t y_stride);
+void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int64_t row_begin, int64_t row_end,
+                     float* y, int64_t y_stride);
 
 // Vectorised DequantizeRow (equal up to the last bit: FMA contraction).
 void DequantizeRowFast(DType t, const void* src, float* dst, int64_t n);

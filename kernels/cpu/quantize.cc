@@ -19,7 +19,7 @@ inline int RoundClamp(float v, int lo, int hi) {
 uint16_t Fp16AtOrBelow(float f) {
   uint16_t h = Fp32ToFp16(f);
   if (Fp16ToFp32(h) <= f) return h;
-  if ((h & 0x7fff) == 0) return 0x8001;  // +-0 > f: the smallest negative subnormal
+  if ((h & 0x7fff) == 0) return 0x8001;                // +-0 > f: the smallest negative subnormal
   return (h & 0x8000) ? static_cast<uint16_t>(h + 1)   // negative: grow the magnitude
                       : static_cast<uint16_t>(h - 1);  // positive: shrink it
 }
@@ -76,9 +76,7 @@ void QuantizeQ4_1(const float* x, BlockQ4_1* out, int64_t nblocks) {
 
 void QuantizeRow(DType t, const float* src, void* dst, int64_t n) {
   switch (t) {
-    case DType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
+    case DType::kF32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
     case DType::kF16: {
       auto* d = static_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) d[i] = Fp32ToFp16(src[i]);
@@ -89,15 +87,9 @@ void QuantizeRow(DType t, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) d[i] = Fp32ToBf16(src[i]);
       return;
     }
-    case DType::kQ8_0:
-      QuantizeQ8_0(src, static_cast<BlockQ8_0*>(dst), n / kQuantBlock);
-      return;
-    case DType::kQ4_0:
-      QuantizeQ4_0(src, static_cast<BlockQ4_0*>(dst), n / kQuantBlock);
-      return;
-    case DType::kQ4_1:
-      QuantizeQ4_1(src, static_cast<BlockQ4_1*>(dst), n / kQuantBlock);
-      return;
+    case DType::kQ8_0: QuantizeQ8_0(src, static_cast<BlockQ8_0*>(dst), n / kQuantBlock); return;
+    case DType::kQ4_0: QuantizeQ4_0(src, static_cast<BlockQ4_0*>(dst), n / kQuantBlock); return;
+    case DType::kQ4_1: QuantizeQ4_1(src, static_cast<BlockQ4_1*>(dst), n / kQuantBlock); return;
   }
 }
 

@@ -37,8 +37,7 @@ class ThreadPool {
   // Calls fn(begin, end, thread_index) over [0, n) in chunks of `grain`
   // items; thread_index is in [0, n_threads()) and unique among concurrent
   // calls, so it can index per-thread scratch.
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t, int)>& fn);
+  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:
   // A job's parameters, double-buffered by generation parity: a worker that
@@ -59,10 +58,10 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   Job jobs_[2];
-  uint64_t gen_ = 0;                 // caller-side generation counter
-  std::atomic<uint64_t> state_{0};   // generation << 32 | next chunk index
-  std::atomic<int64_t> done_{0};     // chunks finished in the current job
-  std::atomic<uint32_t> wake_{0};    // bumped to wake sleeping workers
+  uint64_t gen_ = 0;                // caller-side generation counter
+  std::atomic<uint64_t> state_{0};  // generation << 32 | next chunk index
+  std::atomic<int64_t> done_{0};    // chunks finished in the current job
+  std::atomic<uint32_t> wake_{0};   // bumped to wake sleeping workers
   std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
 };

@@ -21,9 +21,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 // the key's low 3 bits when the row holds whole groups of 8 chunks
 // (head_dim % 64 == 0), so that key-per-thread and chunk-per-thread reads
 // are both free of bank conflicts.
-__device__ __forceinline__ int Phys(bool swizzle, int c, int key) {
-  return swizzle ? (c ^ (key & 7)) : c;
-}
+__device__ __forceinline__ int Phys(bool swizzle, int c, int key) { return swizzle ? (c ^ (key & 7)) : c; }
 
 // kVec bf16 (16 or 4 bytes, aligned) to fp32: a bf16 is the top half of a float.
 template <int kVec>
@@ -50,11 +48,18 @@ __device__ __forceinline__ void LoadF32(const float* src, float (&f)[kVec]) {
   if constexpr (kVec == 8) {
     const float4 a = reinterpret_cast<const float4*>(src)[0];
     const float4 b = reinterpret_cast<const float4*>(src)[1];
-    f[0] = a.x; f[1] = a.y; f[2] = a.z; f[3] = a.w;
-    f[4] = b.x; f[5] = b.y; f[6] = b.z; f[7] = b.w;
+    f[0] = a.x;
+    f[1] = a.y;
+    f[2] = a.z;
+    f[3] = a.w;
+    f[4] = b.x;
+    f[5] = b.y;
+    f[6] = b.z;
+    f[7] = b.w;
   } else {
     const float2 a = *reinterpret_cast<const float2*>(src);
-    f[0] = a.x; f[1] = a.y;
+    f[0] = a.x;
+    f[1] = a.y;
   }
 }
 

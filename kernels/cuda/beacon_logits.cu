@@ -1,8 +1,8 @@
-#include "kernels/cuda/beacon_logits.h"
-
 #include <cuda_bf16.h>
 
 #include <cmath>
+
+#include "kernels/cuda/beacon_logits.h"
 
 namespace beacon::beacon_logits {
 namespace {
@@ -34,8 +34,7 @@ __device__ void SetKeyRows(const Args& a, int layer, int kv_head, int32_t s0, Ti
     const int32_t s = s0 + static_cast<int32_t>(threadIdx.x);
     const PagedKvLayout& l = a.kv.layout;
     sm.key_row[threadIdx.x] =
-        s < a.n_slots ? a.kv.k + l.KvIndex(layer, a.block_table[s / l.block_size], kv_head, s % l.block_size)
-                      : nullptr;
+        s < a.n_slots ? a.kv.k + l.KvIndex(layer, a.block_table[s / l.block_size], kv_head, s % l.block_size) : nullptr;
   }
 }
 

@@ -22,12 +22,12 @@ namespace {
 using beacon_fps::kThreads;
 
 struct StateView {
-  float* ring;       // this layer: [R][n_heads][d]
-  int32_t* ring_pos; // this layer: [R]
-  float* pts;        // (layer, h): [U][d]
-  double* inv;       // (layer, h): [U]
-  int32_t* tag;      // (layer, h): [U]
-  int32_t* size;     // (layer, h)
+  float* ring;        // this layer: [R][n_heads][d]
+  int32_t* ring_pos;  // this layer: [R]
+  float* pts;         // (layer, h): [U][d]
+  double* inv;        // (layer, h): [U]
+  int32_t* tag;       // (layer, h): [U]
+  int32_t* size;      // (layer, h)
 };
 
 __device__ StateView View(void* state, const BeaconDims& dims, const BeaconStateLayout& lay, int layer, int h) {
@@ -84,7 +84,9 @@ __global__ void __launch_bounds__(kThreads)
   const int n = e.n_tokens, tid = threadIdx.x;
   const StateView v = View(e.state, dims, lay, layer, h);
   const size_t row = static_cast<size_t>(dims.n_heads) * d;
-  auto query = [&](int i) { return q_pre_rope + (static_cast<int64_t>(e.first_token) + i) * row + static_cast<size_t>(h) * d; };
+  auto query = [&](int i) {
+    return q_pre_rope + (static_cast<int64_t>(e.first_token) + i) * row + static_cast<size_t>(h) * d;
+  };
   auto ring_slot = [&](int i) { return static_cast<int>((static_cast<int64_t>(e.ring_count_before) + i) % R); };
 
   // Ring: only the last R tokens of the launch survive in it; they land in

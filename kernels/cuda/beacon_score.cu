@@ -29,8 +29,8 @@ using beacon_fps::kThreads;
 // and rotation. `in` and `out` do not alias.
 __device__ inline void RotatePair(const float* in, float* out, int pair, int d, int32_t position, RopeStyle style,
                                   float theta, const float* inv_freq) {
-  const float f = inv_freq != nullptr ? inv_freq[pair]
-                                      : static_cast<float>(pow(static_cast<double>(theta), -2.0 * pair / d));
+  const float f =
+      inv_freq != nullptr ? inv_freq[pair] : static_cast<float>(pow(static_cast<double>(theta), -2.0 * pair / d));
   double sd, cd;
   sincos(static_cast<double>(position) * f, &sd, &cd);
   const float c = static_cast<float>(cd), s = static_cast<float>(sd);
@@ -136,8 +136,8 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
                               int pool_kernel, float* scores, void* workspace, cudaStream_t stream) {
   const PagedKvLayout& kl = kv.layout;
   if (!BeaconDimsValid(dims) || dims.n_heads > 65535 || dims.n_layers > 65535 || ring_count < 0 || n_slots < 0 ||
-      pool_kernel < 1 || pool_kernel % 2 == 0 || kl.n_layers != dims.n_layers ||
-      kl.n_kv_heads != dims.n_kv_heads || kl.head_dim != dims.head_dim || kl.block_size <= 0 ||
+      pool_kernel < 1 || pool_kernel % 2 == 0 || kl.n_layers != dims.n_layers || kl.n_kv_heads != dims.n_kv_heads ||
+      kl.head_dim != dims.head_dim || kl.block_size <= 0 ||
       (rope.style != RopeStyle::kInterleaved && rope.style != RopeStyle::kHalf) ||
       (rope.inv_freq == nullptr && !(rope.theta > 0.0f))) {
     return cudaErrorInvalidValue;

@@ -59,9 +59,9 @@ struct BeaconDims {
 
 // The limits above (those of KvPolicyOptions::Validate plus the kernels').
 inline bool BeaconDimsValid(const BeaconDims& d) {
-  return d.n_layers >= 1 && d.n_heads >= 1 && d.n_kv_heads >= 1 && d.n_heads % d.n_kv_heads == 0 &&
-         d.head_dim >= 2 && d.head_dim <= 256 && d.head_dim % 2 == 0 && d.recent >= 1 && d.recent <= 1024 &&
-         d.beacons >= 1 && d.fps_bound > d.beacons && d.fps_bound <= 4096;
+  return d.n_layers >= 1 && d.n_heads >= 1 && d.n_kv_heads >= 1 && d.n_heads % d.n_kv_heads == 0 && d.head_dim >= 2 &&
+         d.head_dim <= 256 && d.head_dim % 2 == 0 && d.recent >= 1 && d.recent <= 1024 && d.beacons >= 1 &&
+         d.fps_bound > d.beacons && d.fps_bound <= 4096;
 }
 
 // Byte offsets of the regions of one sequence's state allocation.
@@ -86,8 +86,8 @@ struct BeaconStateLayout {
 
 // One sequence's part of a step's batch.
 struct BeaconObserveEntry {
-  void* state = nullptr;          // the sequence's state allocation
-  int32_t first_token = 0;        // its rows of q_pre_rope / tok_pos: [first_token, first_token + n_tokens)
+  void* state = nullptr;    // the sequence's state allocation
+  int32_t first_token = 0;  // its rows of q_pre_rope / tok_pos: [first_token, first_token + n_tokens)
   int32_t n_tokens = 0;
   int32_t ring_count_before = 0;  // tokens it observed before this step: token i goes to
                                   // ring index (ring_count_before + i) % R

@@ -82,8 +82,7 @@ __host__ __device__ inline Smem DecodeSmem(int tile_keys, int d_parts, int d, in
 
 template <int kMaxDim, int kVec, bool kExact>
 __global__ void __launch_bounds__(kThreads)
-    DecodeSplitKernel(const PagedAttentionParams p, int max_splits, float* ws_acc, float* ws_m,
-                      float* ws_l) {
+    DecodeSplitKernel(const PagedAttentionParams p, int max_splits, float* ws_acc, float* ws_m, float* ws_l) {
   using C = Cfg<kMaxDim, kVec, kExact>;
   constexpr int T = C::kTileKeys;
   const int d = kExact ? kMaxDim : p.kv.layout.head_dim;
@@ -119,8 +118,8 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   const Smem layout = DecodeSmem(T, C::kDParts, d, kVec);
   __nv_bfloat16* kv_s = reinterpret_cast<__nv_bfloat16*>(smem);
-  float* q_s = reinterpret_cast<float*>(smem + layout.q);      // [kMaxGroup][d]
-  float* sp = reinterpret_cast<float*>(smem + layout.sp);      // [kDParts][kMaxGroup][T]
+  float* q_s = reinterpret_cast<float*>(smem + layout.q);  // [kMaxGroup][d]
+  float* sp = reinterpret_cast<float*>(smem + layout.sp);  // [kDParts][kMaxGroup][T]
   float* alpha_s = reinterpret_cast<float*>(smem + layout.stats);
   float* m_s = alpha_s + kMaxGroup;
   float* l_s = m_s + kMaxGroup;
@@ -315,8 +314,8 @@ __global__ void __launch_bounds__(kThreads)
 // sum_p 2^(m_p - M) l_p with M = max_p m_p, over the token's partitions.
 __global__ void __launch_bounds__(kMergeThreads)
     DecodeMergeKernel(const int32_t* __restrict__ tok_slot, int n_q_heads, int d, int max_splits,
-                      const float* __restrict__ ws_acc, const float* __restrict__ ws_m,
-                      const float* __restrict__ ws_l, __nv_bfloat16* __restrict__ out) {
+                      const float* __restrict__ ws_acc, const float* __restrict__ ws_m, const float* __restrict__ ws_l,
+                      __nv_bfloat16* __restrict__ out) {
   extern __shared__ float weight[];  // [max_splits]
   const int64_t row = blockIdx.x;
   const int n = tok_slot[row / n_q_heads] + 1;
@@ -343,8 +342,8 @@ __global__ void __launch_bounds__(kMergeThreads)
 size_t AlignUp256(size_t b) { return (b + 255) / 256 * 256; }
 
 template <int kMaxDim, int kVec, bool kExact>
-cudaError_t LaunchSplit(const PagedAttentionParams& p, int max_splits, float* ws_acc, float* ws_m,
-                        float* ws_l, cudaStream_t stream) {
+cudaError_t LaunchSplit(const PagedAttentionParams& p, int max_splits, float* ws_acc, float* ws_m, float* ws_l,
+                        cudaStream_t stream) {
   using C = Cfg<kMaxDim, kVec, kExact>;
   const int d = p.kv.layout.head_dim;
   const size_t smem = DecodeSmem(C::kTileKeys, C::kDParts, d, kVec).total;
@@ -356,8 +355,7 @@ cudaError_t LaunchSplit(const PagedAttentionParams& p, int max_splits, float* ws
   }
   const int group = p.n_q_heads / p.kv.layout.n_kv_heads;
   const int head_chunks = (group + kMaxGroup - 1) / kMaxGroup;
-  const dim3 grid(static_cast<unsigned>(p.n_tokens),
-                  static_cast<unsigned>(p.kv.layout.n_kv_heads * head_chunks),
+  const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.kv.layout.n_kv_heads * head_chunks),
                   static_cast<unsigned>(max_splits));
   kernel<<<grid, kThreads, smem, stream>>>(p, max_splits, ws_acc, ws_m, ws_l);
   return cudaGetLastError();
@@ -368,11 +366,10 @@ cudaError_t LaunchSplit(const PagedAttentionParams& p, int max_splits, float* ws
 bool PagedAttentionParamsValid(const PagedAttentionParams& p) {
   const PagedKvLayout& l = p.kv.layout;
   const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
-  return p.q != nullptr && p.out != nullptr && p.kv.k != nullptr && p.kv.v != nullptr &&
-         aligned16(p.kv.k) && aligned16(p.kv.v) && p.tables.table != nullptr &&
-         p.tables.stride > 0 && p.tok_seq != nullptr && p.tok_slot != nullptr && l.n_layers > 0 &&
-         p.layer >= 0 && p.layer < l.n_layers && l.n_kv_heads > 0 && l.n_kv_heads <= 65535 &&
-         p.n_q_heads > 0 && p.n_q_heads % l.n_kv_heads == 0 && l.head_dim >= 2 &&
+  return p.q != nullptr && p.out != nullptr && p.kv.k != nullptr && p.kv.v != nullptr && aligned16(p.kv.k) &&
+         aligned16(p.kv.v) && p.tables.table != nullptr && p.tables.stride > 0 && p.tok_seq != nullptr &&
+         p.tok_slot != nullptr && l.n_layers > 0 && p.layer >= 0 && p.layer < l.n_layers && l.n_kv_heads > 0 &&
+         l.n_kv_heads <= 65535 && p.n_q_heads > 0 && p.n_q_heads % l.n_kv_heads == 0 && l.head_dim >= 2 &&
          l.head_dim <= 256 && l.head_dim % 2 == 0 && l.block_size > 0 && l.num_blocks > 0 &&
          p.q_token_stride >= static_cast<int64_t>(p.n_q_heads) * l.head_dim && p.n_tokens >= 0 &&
          p.n_tokens <= INT32_MAX && std::isfinite(p.scale) &&
@@ -385,8 +382,7 @@ size_t DecodeAttentionWorkspaceBytes(int64_t n_tokens, int n_q_heads, int head_d
   return AlignUp256(rows * head_dim * sizeof(float)) + 2 * AlignUp256(rows * sizeof(float));
 }
 
-cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace,
-                                  cudaStream_t stream) {
+cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream) {
   if (!PagedAttentionParamsValid(p) || max_splits < 1 || max_splits > kMaxSplits ||
       (max_splits > 1 && workspace == nullptr) || p.n_tokens * p.n_q_heads > INT32_MAX ||
       reinterpret_cast<uintptr_t>(workspace) % sizeof(float) != 0) {

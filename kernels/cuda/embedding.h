@@ -25,9 +25,8 @@
 
 namespace beacon {
 
-cudaError_t LaunchEmbedding(const __nv_bfloat16* table, int64_t vocab, int dim,
-                            const int32_t* ids, int64_t num_tokens, __nv_bfloat16* out,
-                            int32_t* error_flag, cudaStream_t stream);
+cudaError_t LaunchEmbedding(const __nv_bfloat16* table, int64_t vocab, int dim, const int32_t* ids, int64_t num_tokens,
+                            __nv_bfloat16* out, int32_t* error_flag, cudaStream_t stream);
 
 }  // namespace beacon
 

@@ -20,8 +20,8 @@ __global__ void GatherRowsKernel(const __nv_bfloat16* __restrict__ in, const int
 
 }  // namespace
 
-cudaError_t LaunchGatherRows(const __nv_bfloat16* in, const int32_t* rows, int64_t n_rows, int dim,
-                             __nv_bfloat16* out, cudaStream_t stream) {
+cudaError_t LaunchGatherRows(const __nv_bfloat16* in, const int32_t* rows, int64_t n_rows, int dim, __nv_bfloat16* out,
+                             cudaStream_t stream) {
   if (in == nullptr || rows == nullptr || out == nullptr || n_rows < 0 || dim <= 0) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
   if (n_rows > 0x7fffffff) return cudaErrorInvalidValue;

@@ -21,8 +21,8 @@
 
 namespace beacon {
 
-cudaError_t LaunchGatherRows(const __nv_bfloat16* in, const int32_t* rows, int64_t n_rows, int dim,
-                             __nv_bfloat16* out, cudaStream_t stream);
+cudaError_t LaunchGatherRows(const __nv_bfloat16* in, const int32_t* rows, int64_t n_rows, int dim, __nv_bfloat16* out,
+                             cudaStream_t stream);
 
 }  // namespace beacon
 

@@ -12,9 +12,8 @@ constexpr int kPosPerThread = 4;
 // Grid (n_kv_heads, n_layers). Vec: the copy unit, uint4 (8 bf16) when
 // head_dim % 8 == 0 and the bases are 16-byte aligned, else uint32 (2 bf16).
 template <typename Vec>
-__global__ void __launch_bounds__(kThreads)
-    CompactKernel(PagedKv kv, const int32_t* __restrict__ block_table, const int32_t* __restrict__ keep,
-                  int32_t n_keep) {
+__global__ void __launch_bounds__(kThreads) CompactKernel(PagedKv kv, const int32_t* __restrict__ block_table,
+                                                          const int32_t* __restrict__ keep, int32_t n_keep) {
   const int h = blockIdx.x, layer = blockIdx.y, tid = threadIdx.x;
   const PagedKvLayout& l = kv.layout;
   const int bs = l.block_size;

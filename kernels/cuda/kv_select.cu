@@ -137,8 +137,8 @@ cudaError_t LaunchSelectKeep(const float* scores, const PagedKv& kv, const int32
                              const DeviceProtection& prot, int32_t n_keep, int32_t* keep, void* workspace,
                              size_t workspace_bytes, cudaStream_t stream) {
   const PagedKvLayout& l = kv.layout;
-  if (n_slots < 0 || n_keep < 0 || n_keep > n_slots || l.n_layers <= 0 || l.n_kv_heads <= 0 ||
-      l.n_layers > 65535 || l.n_kv_heads > 65535 || l.block_size <= 0) {
+  if (n_slots < 0 || n_keep < 0 || n_keep > n_slots || l.n_layers <= 0 || l.n_kv_heads <= 0 || l.n_layers > 65535 ||
+      l.n_kv_heads > 65535 || l.block_size <= 0) {
     return cudaErrorInvalidValue;
   }
   if (n_keep == 0) return cudaSuccess;

@@ -51,16 +51,16 @@ namespace beacon {
 
 struct PagedAttentionParams {
   const __nv_bfloat16* q = nullptr;
-  int64_t q_token_stride = 0;     // elements; >= n_q_heads * head_dim
-  __nv_bfloat16* out = nullptr;   // [n_tokens][n_q_heads * head_dim]
-  PagedKv kv;                     // k and v 16-byte aligned (cudaMalloc'd)
+  int64_t q_token_stride = 0;    // elements; >= n_q_heads * head_dim
+  __nv_bfloat16* out = nullptr;  // [n_tokens][n_q_heads * head_dim]
+  PagedKv kv;                    // k and v 16-byte aligned (cudaMalloc'd)
   int layer = 0;
-  int n_q_heads = 0;              // multiple of kv.layout.n_kv_heads
+  int n_q_heads = 0;  // multiple of kv.layout.n_kv_heads
   BlockTables tables;
   const int32_t* tok_seq = nullptr;   // [n_tokens] block-table row of token t
   const int32_t* tok_slot = nullptr;  // [n_tokens] last slot token t attends to
   int64_t n_tokens = 0;
-  float scale = 1.0f;                 // softmax scale, 1 / sqrt(head_dim)
+  float scale = 1.0f;  // softmax scale, 1 / sqrt(head_dim)
 };
 
 // Host-side checks shared by both launchers: non-null pointers, 0 <= layer <
@@ -85,10 +85,8 @@ bool PagedAttentionParamsValid(const PagedAttentionParams& p);
 // Workspace: DecodeAttentionWorkspaceBytes(n_tokens, n_q_heads, head_dim,
 // max_splits) bytes, 4-byte aligned; 0 (and `workspace` may be null) when
 // max_splits == 1. 1 <= max_splits <= 1024.
-size_t DecodeAttentionWorkspaceBytes(int64_t n_tokens, int n_q_heads, int head_dim,
-                                     int max_splits);
-cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace,
-                                  cudaStream_t stream);
+size_t DecodeAttentionWorkspaceBytes(int64_t n_tokens, int n_q_heads, int head_dim, int max_splits);
+cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream);
 
 // ---- Prefill ---------------------------------------------------------------
 // Chunked, causal prefill over the paged cache, which already holds earlier
@@ -106,8 +104,7 @@ cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits,
 // max_seq_tokens < 0; cudaSuccess without launching when n_seqs,
 // max_seq_tokens or n_tokens is 0.
 cudaError_t LaunchPrefillAttention(const PagedAttentionParams& p, const int32_t* seq_first_token,
-                                   const int32_t* seq_n_tokens, int n_seqs, int max_seq_tokens,
-                                   cudaStream_t stream);
+                                   const int32_t* seq_n_tokens, int n_seqs, int max_seq_tokens, cudaStream_t stream);
 
 }  // namespace beacon
 

@@ -31,9 +31,7 @@ struct PagedKvLayout {
   int32_t num_blocks = 0;
 
   // Elements (bf16 for K/V) of one block of one layer: all its heads.
-  __host__ __device__ int64_t block_elems() const {
-    return static_cast<int64_t>(n_kv_heads) * block_size * head_dim;
-  }
+  __host__ __device__ int64_t block_elems() const { return static_cast<int64_t>(n_kv_heads) * block_size * head_dim; }
   __host__ __device__ int64_t layer_elems() const { return block_elems() * num_blocks; }
   // Index of element 0 of (layer, block, kv_head, slot_in_block) in k / v.
   __host__ __device__ int64_t KvIndex(int layer, int32_t block, int kv_head, int slot_in_block) const {

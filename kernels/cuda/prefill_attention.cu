@@ -43,10 +43,10 @@ struct Smem {
 };
 __host__ __device__ inline Smem PrefillSmem(int d) {
   Smem m;
-  m.q = Align16(static_cast<size_t>(kStages) * 2 * kTileKeys * d * 2);  // K/V stages
+  m.q = Align16(static_cast<size_t>(kStages) * 2 * kTileKeys * d * 2);   // K/V stages
   m.s = m.q + Align16(static_cast<size_t>(kRows) * d * 4);               // q [row][d]
   m.ints = m.s + Align16(static_cast<size_t>(kTileKeys) * kSPitch * 4);  // P [key][row]
-  m.total = m.ints + 3 * kRows * 4;  // row slot, alpha, l
+  m.total = m.ints + 3 * kRows * 4;                                      // row slot, alpha, l
   return m;
 }
 
@@ -84,8 +84,8 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem[];
   const Smem layout = PrefillSmem(d);
   __nv_bfloat16* kv_s = reinterpret_cast<__nv_bfloat16*>(smem);
-  float* q_s = reinterpret_cast<float*>(smem + layout.q);     // [kRows][d]
-  float* s_s = reinterpret_cast<float*>(smem + layout.s);     // [T][kSPitch]
+  float* q_s = reinterpret_cast<float*>(smem + layout.q);      // [kRows][d]
+  float* s_s = reinterpret_cast<float*>(smem + layout.s);      // [T][kSPitch]
   int* row_slot = reinterpret_cast<int*>(smem + layout.ints);  // -1: padding row
   float* alpha_s = reinterpret_cast<float*>(row_slot + kRows);
   float* l_s = alpha_s + kRows;
@@ -264,8 +264,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int kMaxDim, int kVec, bool kExact>
-cudaError_t Launch(const PagedAttentionParams& p, const int32_t* seq_first, const int32_t* seq_n,
-                   int n_seqs, int q_tiles, int head_chunks, int gp, cudaStream_t stream) {
+cudaError_t Launch(const PagedAttentionParams& p, const int32_t* seq_first, const int32_t* seq_n, int n_seqs,
+                   int q_tiles, int head_chunks, int gp, cudaStream_t stream) {
   const size_t smem = PrefillSmem(p.kv.layout.head_dim).total;
   auto* kernel = PrefillKernel<kMaxDim, kVec, kExact>;
   if (smem > 48 * 1024) {
@@ -282,10 +282,9 @@ cudaError_t Launch(const PagedAttentionParams& p, const int32_t* seq_first, cons
 }  // namespace
 
 cudaError_t LaunchPrefillAttention(const PagedAttentionParams& p, const int32_t* seq_first_token,
-                                   const int32_t* seq_n_tokens, int n_seqs, int max_seq_tokens,
-                                   cudaStream_t stream) {
-  if (!PagedAttentionParamsValid(p) || seq_first_token == nullptr || seq_n_tokens == nullptr ||
-      n_seqs < 0 || max_seq_tokens < 0) {
+                                   const int32_t* seq_n_tokens, int n_seqs, int max_seq_tokens, cudaStream_t stream) {
+  if (!PagedAttentionParamsValid(p) || seq_first_token == nullptr || seq_n_tokens == nullptr || n_seqs < 0 ||
+      max_seq_tokens < 0) {
     return cudaErrorInvalidValue;
   }
   if (n_seqs == 0 || max_seq_tokens == 0 || p.n_tokens == 0) return cudaSuccess;
@@ -301,7 +300,8 @@ cudaError_t LaunchPrefillAttention(const PagedAttentionParams& p, const int32_t*
   const int d = p.kv.layout.head_dim;
   if (d == 64) return Launch<64, 8, true>(p, seq_first_token, seq_n_tokens, n_seqs, q_tiles, head_chunks, gp, stream);
   if (d == 128) return Launch<128, 8, true>(p, seq_first_token, seq_n_tokens, n_seqs, q_tiles, head_chunks, gp, stream);
-  if (d % 8 == 0) return Launch<256, 8, false>(p, seq_first_token, seq_n_tokens, n_seqs, q_tiles, head_chunks, gp, stream);
+  if (d % 8 == 0)
+    return Launch<256, 8, false>(p, seq_first_token, seq_n_tokens, n_seqs, q_tiles, head_chunks, gp, stream);
   return Launch<256, 2, false>(p, seq_first_token, seq_n_tokens, n_seqs, q_tiles, head_chunks, gp, stream);
 }
 

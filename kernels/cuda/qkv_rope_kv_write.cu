@@ -1,6 +1,6 @@
-#include "kernels/cuda/qkv_rope_kv_write.h"
-
 #include <cstdint>
+
+#include "kernels/cuda/qkv_rope_kv_write.h"
 
 namespace beacon {
 namespace {
@@ -93,9 +93,8 @@ __global__ void __launch_bounds__(kThreads)
       const int kv_head = is_v ? head - p.n_q_heads - p.n_kv_heads : head - p.n_q_heads;
       dst = (is_v ? kv.v : kv.k) + kv.layout.KvIndex(layer, block, kv_head, off);
     }
-    float* pre = is_q && p.q_pre_rope != nullptr
-                     ? p.q_pre_rope + (t * p.n_q_heads + head) * static_cast<int64_t>(d)
-                     : nullptr;
+    float* pre =
+        is_q && p.q_pre_rope != nullptr ? p.q_pre_rope + (t * p.n_q_heads + head) * static_cast<int64_t>(d) : nullptr;
 #pragma unroll
     for (int m = 0; m < kMaxPairsPerLane; ++m) {
       const int i = lane + 32 * m;
@@ -122,19 +121,16 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int layer,
-                                 const BlockTables& tables, const int32_t* tok_seq,
-                                 const int32_t* tok_slot, const int32_t* tok_pos,
+cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int layer, const BlockTables& tables,
+                                 const int32_t* tok_seq, const int32_t* tok_slot, const int32_t* tok_pos,
                                  cudaStream_t stream) {
   const PagedKvLayout& l = kv.layout;
-  const bool bad_shape = p.n_tokens < 0 || p.n_tokens > INT32_MAX || p.n_q_heads <= 0 ||
-                         p.n_kv_heads <= 0 || p.head_dim < 2 || p.head_dim > kMaxHeadDim ||
-                         p.head_dim % 2 != 0 || l.n_kv_heads != p.n_kv_heads ||
-                         l.head_dim != p.head_dim || l.block_size <= 0 || l.num_blocks <= 0 ||
-                         layer < 0 || layer >= l.n_layers || tables.stride <= 0 || !(p.eps >= 0.f);
+  const bool bad_shape = p.n_tokens < 0 || p.n_tokens > INT32_MAX || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+                         p.head_dim < 2 || p.head_dim > kMaxHeadDim || p.head_dim % 2 != 0 ||
+                         l.n_kv_heads != p.n_kv_heads || l.head_dim != p.head_dim || l.block_size <= 0 ||
+                         l.num_blocks <= 0 || layer < 0 || layer >= l.n_layers || tables.stride <= 0 || !(p.eps >= 0.f);
   const bool bad_ptr = p.qkv == nullptr || kv.k == nullptr || kv.v == nullptr || kv.pos == nullptr ||
-                       tables.table == nullptr || tok_seq == nullptr || tok_slot == nullptr ||
-                       tok_pos == nullptr;
+                       tables.table == nullptr || tok_seq == nullptr || tok_slot == nullptr || tok_pos == nullptr;
   const bool bad_rope = (p.rope.style != RopeStyle::kHalf && p.rope.style != RopeStyle::kInterleaved) ||
                         (p.rope.inv_freq == nullptr && !(p.rope.theta > 0.f));
   if (bad_shape || bad_ptr || bad_rope) return cudaErrorInvalidValue;

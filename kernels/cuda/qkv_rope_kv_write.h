@@ -59,12 +59,11 @@ struct QkvPrepParams {
   const __nv_bfloat16* k_norm = nullptr;  // optional, same for k
   float eps = 1e-6f;                      // RMSNorm epsilon
   RopeParams rope;
-  float* q_pre_rope = nullptr;            // optional out, fp32
+  float* q_pre_rope = nullptr;  // optional out, fp32
 };
 
-cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int layer,
-                                 const BlockTables& tables, const int32_t* tok_seq,
-                                 const int32_t* tok_slot, const int32_t* tok_pos,
+cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int layer, const BlockTables& tables,
+                                 const int32_t* tok_seq, const int32_t* tok_slot, const int32_t* tok_pos,
                                  cudaStream_t stream);
 
 }  // namespace beacon

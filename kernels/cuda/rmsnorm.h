@@ -33,14 +33,11 @@
 
 namespace beacon {
 
-cudaError_t LaunchRmsNorm(const __nv_bfloat16* x, const __nv_bfloat16* weight,
-                          __nv_bfloat16* out, int64_t num_tokens, int hidden, float eps,
-                          cudaStream_t stream);
+cudaError_t LaunchRmsNorm(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* out, int64_t num_tokens,
+                          int hidden, float eps, cudaStream_t stream);
 
-cudaError_t LaunchFusedAddRmsNorm(const __nv_bfloat16* x, __nv_bfloat16* residual,
-                                  const __nv_bfloat16* weight, __nv_bfloat16* out,
-                                  int64_t num_tokens, int hidden, float eps,
-                                  cudaStream_t stream);
+cudaError_t LaunchFusedAddRmsNorm(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight,
+                                  __nv_bfloat16* out, int64_t num_tokens, int hidden, float eps, cudaStream_t stream);
 
 }  // namespace beacon
 

@@ -11,8 +11,7 @@ constexpr int kThreads = 128;
 constexpr int kMaxHeadDim = 1024;  // bounds the dynamic shared memory (8 KiB)
 
 template <RopeStyle kStyle>
-__device__ void RotateHeads(__nv_bfloat16* base, int num_heads, int head_dim,
-                            const float* cos_sin) {
+__device__ void RotateHeads(__nv_bfloat16* base, int num_heads, int head_dim, const float* cos_sin) {
   const int half = head_dim / 2;
   const int pairs = num_heads * half;
   for (int p = threadIdx.x; p < pairs; p += kThreads) {
@@ -32,18 +31,17 @@ __device__ void RotateHeads(__nv_bfloat16* base, int num_heads, int head_dim,
 
 template <RopeStyle kStyle>
 __global__ void __launch_bounds__(kThreads)
-    RopeKernel(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads, __nv_bfloat16* k,
-               int64_t k_token_stride, int num_kv_heads, const int32_t* __restrict__ positions,
-               int head_dim, float theta, const float* __restrict__ inv_freq) {
+    RopeKernel(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads, __nv_bfloat16* k, int64_t k_token_stride,
+               int num_kv_heads, const int32_t* __restrict__ positions, int head_dim, float theta,
+               const float* __restrict__ inv_freq) {
   extern __shared__ float cos_sin[];  // [head_dim / 2][2]
   const int64_t t = blockIdx.x;
   const float pos = static_cast<float>(positions[t]);
   const int half = head_dim / 2;
   for (int i = threadIdx.x; i < half; i += kThreads) {
     // Same fp32 formula as HF: 1 / theta^(2i / d), then position * inv_freq.
-    const float f = inv_freq != nullptr
-                        ? inv_freq[i]
-                        : 1.0f / powf(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+    const float f = inv_freq != nullptr ? inv_freq[i]
+                                        : 1.0f / powf(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
     float s, c;
     sincosf(pos * f, &s, &c);  // full-range argument reduction (no fast math)
     cos_sin[2 * i] = c;
@@ -58,13 +56,11 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads,
-                       __nv_bfloat16* k, int64_t k_token_stride, int num_kv_heads,
-                       const int32_t* positions, int64_t num_tokens, int head_dim,
-                       const RopeParams& params, cudaStream_t stream) {
-  const bool bad_shape = num_tokens < 0 || num_tokens > INT32_MAX || num_q_heads < 0 ||
-                         num_kv_heads < 0 || head_dim <= 0 || head_dim % 2 != 0 ||
-                         head_dim > kMaxHeadDim;
+cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads, __nv_bfloat16* k,
+                       int64_t k_token_stride, int num_kv_heads, const int32_t* positions, int64_t num_tokens,
+                       int head_dim, const RopeParams& params, cudaStream_t stream) {
+  const bool bad_shape = num_tokens < 0 || num_tokens > INT32_MAX || num_q_heads < 0 || num_kv_heads < 0 ||
+                         head_dim <= 0 || head_dim % 2 != 0 || head_dim > kMaxHeadDim;
   if (bad_shape || q == nullptr || positions == nullptr || (num_kv_heads > 0 && k == nullptr) ||
       q_token_stride < static_cast<int64_t>(num_q_heads) * head_dim ||
       (num_kv_heads > 0 && k_token_stride < static_cast<int64_t>(num_kv_heads) * head_dim) ||
@@ -76,17 +72,16 @@ cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads
   const size_t shared = static_cast<size_t>(head_dim) * sizeof(float);
   switch (params.style) {
     case RopeStyle::kInterleaved:
-      RopeKernel<RopeStyle::kInterleaved><<<grid, kThreads, shared, stream>>>(
-          q, q_token_stride, num_q_heads, k, k_token_stride, num_kv_heads, positions, head_dim,
-          params.theta, params.inv_freq);
+      RopeKernel<RopeStyle::kInterleaved><<<grid, kThreads, shared, stream>>>(q, q_token_stride, num_q_heads, k,
+                                                                              k_token_stride, num_kv_heads, positions,
+                                                                              head_dim, params.theta, params.inv_freq);
       break;
     case RopeStyle::kHalf:
-      RopeKernel<RopeStyle::kHalf><<<grid, kThreads, shared, stream>>>(
-          q, q_token_stride, num_q_heads, k, k_token_stride, num_kv_heads, positions, head_dim,
-          params.theta, params.inv_freq);
+      RopeKernel<RopeStyle::kHalf><<<grid, kThreads, shared, stream>>>(q, q_token_stride, num_q_heads, k,
+                                                                       k_token_stride, num_kv_heads, positions,
+                                                                       head_dim, params.theta, params.inv_freq);
       break;
-    default:
-      return cudaErrorInvalidValue;
+    default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

@@ -46,17 +46,15 @@
 
 namespace beacon {
 
-
 struct RopeParams {
   RopeStyle style = RopeStyle::kHalf;
-  float theta = 10000.0f;            // base of the default frequencies
-  const float* inv_freq = nullptr;   // optional device [head_dim / 2]; overrides theta
+  float theta = 10000.0f;           // base of the default frequencies
+  const float* inv_freq = nullptr;  // optional device [head_dim / 2]; overrides theta
 };
 
-cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads,
-                       __nv_bfloat16* k, int64_t k_token_stride, int num_kv_heads,
-                       const int32_t* positions, int64_t num_tokens, int head_dim,
-                       const RopeParams& params, cudaStream_t stream);
+cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads, __nv_bfloat16* k,
+                       int64_t k_token_stride, int num_kv_heads, const int32_t* positions, int64_t num_tokens,
+                       int head_dim, const RopeParams& params, cudaStream_t stream);
 
 }  // namespace beacon
 

@@ -1,9 +1,8 @@
-#include "kernels/cuda/sampling.h"
-
 #include <climits>
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/sampling.h"
 #include "kernels/cuda/sampling_select.cuh"
 
 namespace beacon {
@@ -40,8 +39,7 @@ __device__ __forceinline__ float KeyToFloat(uint32_t k) {
 // Argmax as a max over (key, ~id): the larger value, then the lower id. Every
 // real element packs above 0 (the smallest key, -inf's, is 0x007FFFFF).
 __device__ __forceinline__ u64 PackArgmax(float raw, int i) {
-  return (static_cast<u64>(OrderedKey(Sanitize(raw))) << 32) |
-         static_cast<u64>(0xFFFFFFFFu - static_cast<uint32_t>(i));
+  return (static_cast<u64>(OrderedKey(Sanitize(raw))) << 32) | static_cast<u64>(0xFFFFFFFFu - static_cast<uint32_t>(i));
 }
 __device__ __forceinline__ int PackedId(u64 packed) {
   return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(packed));
@@ -129,17 +127,14 @@ struct RowModel {
 // Exactly k candidates: the k largest logits, ties to the lower id.
 __device__ Threshold SelectTopK(const RowModel& m, int vocab, int k) {
   const float* row = m.row;
-  const SelectResult r =
-      CountSelect(vocab, static_cast<uint32_t>(k), 24, [&](int i, uint32_t* key) {
-        *key = OrderedKey(Sanitize(__ldg(row + i)));
-        return true;
-      });
+  const SelectResult r = CountSelect(vocab, static_cast<uint32_t>(k), 24, [&](int i, uint32_t* key) {
+    *key = OrderedKey(Sanitize(__ldg(row + i)));
+    return true;
+  });
   Threshold t;
   t.key = r.key;
   if (!r.all) {
-    t.id_cut = LowestIdsCut(vocab, r.rem, [&](int i) {
-      return OrderedKey(Sanitize(__ldg(row + i))) == r.key;
-    });
+    t.id_cut = LowestIdsCut(vocab, r.rem, [&](int i) { return OrderedKey(Sanitize(__ldg(row + i))) == r.key; });
   }
   return t;
 }
@@ -176,9 +171,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 __global__ void __launch_bounds__(kBlockThreads)
-    SampleKernel(const float* __restrict__ logits, int vocab,
-                 const DeviceSamplingParams* __restrict__ params, int32_t* __restrict__ out,
-                 float mass_scale) {
+    SampleKernel(const float* __restrict__ logits, int vocab, const DeviceSamplingParams* __restrict__ params,
+                 int32_t* __restrict__ out, float mass_scale) {
   const DeviceSamplingParams p = params[blockIdx.x];  // block-uniform from here on
   RowModel m;
   m.row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
@@ -197,14 +191,13 @@ __global__ void __launch_bounds__(kBlockThreads)
   // The best token has weight 1 and survives every filter: min_p is capped at
   // 1 (as Validate requires) so that this stays true.
   if (p.min_p > 0.0f) m.min_p = fminf(p.min_p, 1.0f);
-  const int token = DrawByMass(vocab, SamplingRandomBits(p.seed, p.step), best_id,
-                               [&](int i) { return m.KeptMass(i); });
+  const int token =
+      DrawByMass(vocab, SamplingRandomBits(p.seed, p.step), best_id, [&](int i) { return m.KeptMass(i); });
   if (threadIdx.x == 0) out[blockIdx.x] = token;
 }
 
 bool ValidShape(const float* logits, int64_t n_rows, int vocab, const int32_t* out) {
-  return logits != nullptr && out != nullptr && n_rows >= 0 && n_rows <= INT32_MAX &&
-         vocab > 0 && vocab <= (1 << 30);
+  return logits != nullptr && out != nullptr && n_rows >= 0 && n_rows <= INT32_MAX && vocab > 0 && vocab <= (1 << 30);
 }
 
 }  // namespace
@@ -215,9 +208,8 @@ size_t SamplingWorkspaceBytes(int64_t n_rows, int vocab) {
   return 0;
 }
 
-cudaError_t LaunchSample(const float* logits, int64_t n_rows, int vocab,
-                         const DeviceSamplingParams* params, int32_t* out_tokens,
-                         void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+cudaError_t LaunchSample(const float* logits, int64_t n_rows, int vocab, const DeviceSamplingParams* params,
+                         int32_t* out_tokens, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   (void)workspace;
   if (!ValidShape(logits, n_rows, vocab, out_tokens) || params == nullptr ||
       workspace_bytes < SamplingWorkspaceBytes(n_rows, vocab)) {
@@ -225,17 +217,15 @@ cudaError_t LaunchSample(const float* logits, int64_t n_rows, int vocab,
   }
   if (n_rows == 0) return cudaSuccess;
   const float mass_scale = ldexpf(1.0f, SamplingMassFractionBits(vocab));
-  SampleKernel<<<static_cast<unsigned>(n_rows), kBlockThreads, 0, stream>>>(
-      logits, vocab, params, out_tokens, mass_scale);
+  SampleKernel<<<static_cast<unsigned>(n_rows), kBlockThreads, 0, stream>>>(logits, vocab, params, out_tokens,
+                                                                            mass_scale);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens,
-                         cudaStream_t stream) {
+cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens, cudaStream_t stream) {
   if (!ValidShape(logits, n_rows, vocab, out_tokens)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  ArgmaxKernel<<<static_cast<unsigned>(n_rows), kBlockThreads, 0, stream>>>(logits, vocab,
-                                                                            out_tokens);
+  ArgmaxKernel<<<static_cast<unsigned>(n_rows), kBlockThreads, 0, stream>>>(logits, vocab, out_tokens);
   return cudaGetLastError();
 }
 

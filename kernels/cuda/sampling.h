@@ -58,13 +58,13 @@
 
 namespace beacon {
 
-struct DeviceSamplingParams {   // one per row, in device memory
-  float temperature = 0.0f;     // <= 0: greedy (argmax; ties -> lowest token id)
-  int32_t top_k = 0;            // 0: off
-  float top_p = 1.0f;           // 1: off
-  float min_p = 0.0f;           // 0: off
+struct DeviceSamplingParams {  // one per row, in device memory
+  float temperature = 0.0f;    // <= 0: greedy (argmax; ties -> lowest token id)
+  int32_t top_k = 0;           // 0: off
+  float top_p = 1.0f;          // 1: off
+  float min_p = 0.0f;          // 0: off
   uint64_t seed = 0;
-  uint64_t step = 0;            // draw counter (e.g. tokens generated so far), mixed with seed
+  uint64_t step = 0;  // draw counter (e.g. tokens generated so far), mixed with seed
 };
 static_assert(sizeof(DeviceSamplingParams) == 32, "host and device layouts must agree");
 
@@ -99,14 +99,12 @@ inline __host__ __device__ int SamplingMassFractionBits(int vocab) {
 size_t SamplingWorkspaceBytes(int64_t n_rows, int vocab);
 
 // logits: [n_rows][vocab] f32 (device). out_tokens: [n_rows] int32 (device).
-cudaError_t LaunchSample(const float* logits, int64_t n_rows, int vocab,
-                         const DeviceSamplingParams* params, int32_t* out_tokens,
-                         void* workspace, size_t workspace_bytes, cudaStream_t stream);
+cudaError_t LaunchSample(const float* logits, int64_t n_rows, int vocab, const DeviceSamplingParams* params,
+                         int32_t* out_tokens, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // Greedy only, no params/workspace: argmax per row, ties -> lowest id, NaN as
 // -inf (the same result LaunchSample gives a row with temperature <= 0).
-cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens,
-                         cudaStream_t stream);
+cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens, cudaStream_t stream);
 
 }  // namespace beacon
 

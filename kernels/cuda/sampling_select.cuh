@@ -28,18 +28,18 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 static_assert(kBlockWarps <= 32, "the draw scans one warp sum per lane");
 
 struct SelectShared {
-  uint32_t count[256];   // histogram of the current digit: tokens
-  u64 mass[256];         // and their fixed-point mass (mass selection only)
-  u64 warp_value[32];    // per-warp partials (reductions, draw)
-  u64 need;              // mass selection: target mass, broadcast by warp 0
-  u64 above;             // picked digit: count/mass of the digits above it
+  uint32_t count[256];  // histogram of the current digit: tokens
+  u64 mass[256];        // and their fixed-point mass (mass selection only)
+  u64 warp_value[32];   // per-warp partials (reductions, draw)
+  u64 need;             // mass selection: target mass, broadcast by warp 0
+  u64 above;            // picked digit: count/mass of the digits above it
   u64 digit_mass;
   uint32_t digit;
   uint32_t digit_count;
-  int pick_warp;         // draw: the warp whose range holds the draw
-  u64 pick_base;         // draw: mass of the ranges before it
-  u64 pick_u;            // draw: the scaled uniform
-  int token;             // draw: result
+  int pick_warp;  // draw: the warp whose range holds the draw
+  u64 pick_base;  // draw: mass of the ranges before it
+  u64 pick_u;     // draw: the scaled uniform
+  int token;      // draw: result
 };
 
 __device__ __forceinline__ SelectShared& Shared() {
@@ -91,8 +91,7 @@ __device__ u64 BlockMax(u64 v) {
 // call it together (inactive lanes with active == false). Lanes with equal
 // digits are merged first: logits and weights cluster in a few digits, and
 // unmerged shared-memory atomics on one address serialise.
-__device__ __forceinline__ void AddToHistogram(bool active, uint32_t digit, u64 mass,
-                                               bool with_mass) {
+__device__ __forceinline__ void AddToHistogram(bool active, uint32_t digit, u64 mass, bool with_mass) {
   SelectShared& sh = Shared();
   const uint32_t tag = active ? digit : 0xFFFFFFFFu;
   const unsigned peers = __match_any_sync(kFullMask, tag);

@@ -10,8 +10,8 @@ constexpr int kThreads = 256;
 
 // No __restrict__: `out` may alias `gate` or `up`.
 __global__ void __launch_bounds__(kThreads)
-    SwiGluKernel(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t in_stride,
-                 __nv_bfloat16* out, int64_t out_stride, int dim) {
+    SwiGluKernel(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t in_stride, __nv_bfloat16* out,
+                 int64_t out_stride, int dim) {
   const int64_t t = blockIdx.x;
   const __nv_bfloat16* g = gate + t * in_stride;
   const __nv_bfloat16* u = up + t * in_stride;
@@ -27,16 +27,14 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-cudaError_t LaunchSwiGlu(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t in_stride,
-                         __nv_bfloat16* out, int64_t out_stride, int64_t num_tokens, int dim,
-                         cudaStream_t stream) {
-  if (gate == nullptr || up == nullptr || out == nullptr || num_tokens < 0 || dim <= 0 ||
-      in_stride < dim || out_stride < dim || num_tokens > INT32_MAX) {
+cudaError_t LaunchSwiGlu(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t in_stride, __nv_bfloat16* out,
+                         int64_t out_stride, int64_t num_tokens, int dim, cudaStream_t stream) {
+  if (gate == nullptr || up == nullptr || out == nullptr || num_tokens < 0 || dim <= 0 || in_stride < dim ||
+      out_stride < dim || num_tokens > INT32_MAX) {
     return cudaErrorInvalidValue;
   }
   if (num_tokens == 0) return cudaSuccess;
-  SwiGluKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(gate, up, in_stride,
-                                                                         out, out_stride, dim);
+  SwiGluKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(gate, up, in_stride, out, out_stride, dim);
   return cudaGetLastError();
 }
 

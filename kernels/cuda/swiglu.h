@@ -29,9 +29,8 @@
 
 namespace beacon {
 
-cudaError_t LaunchSwiGlu(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t in_stride,
-                         __nv_bfloat16* out, int64_t out_stride, int64_t num_tokens, int dim,
-                         cudaStream_t stream);
+cudaError_t LaunchSwiGlu(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t in_stride, __nv_bfloat16* out,
+                         int64_t out_stride, int64_t num_tokens, int dim, cudaStream_t stream);
 
 }  // namespace beacon
 

@@ -213,7 +213,7 @@ TEST(CudaBeaconObserveTest, RejectsBadArgumentsWithoutLaunching) {
   auto* e = reinterpret_cast<const BeaconObserveEntry*>(uintptr_t{256});  // never dereferenced
   auto* q = reinterpret_cast<const float*>(uintptr_t{256});
   auto* p = reinterpret_cast<const int32_t*>(uintptr_t{256});
-  EXPECT_EQ(LaunchBeaconObserve(d, 2, e, 1, 1, q, p, nullptr), cudaErrorInvalidValue);   // layer
+  EXPECT_EQ(LaunchBeaconObserve(d, 2, e, 1, 1, q, p, nullptr), cudaErrorInvalidValue);  // layer
   EXPECT_EQ(LaunchBeaconObserve(d, 0, nullptr, 1, 1, q, p, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchBeaconObserve(d, 0, e, 1, 1, nullptr, p, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchBeaconObserve(d, 0, e, -1, 1, q, p, nullptr), cudaErrorInvalidValue);

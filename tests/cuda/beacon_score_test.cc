@@ -137,8 +137,9 @@ void RunCase(const Case& c) {
       int bad = 0;
       for (int32_t s = 0; s < c.n_slots; ++s) {
         if (std::isfinite(g[s]) && std::abs(g[s] - want[s]) <= tol) continue;
-        if (++bad <= 5) ADD_FAILURE() << "layer " << l << " kv head " << h << " slot " << s << ": got " << g[s]
-                                      << " want " << want[s] << " (tol " << tol << ")";
+        if (++bad <= 5)
+          ADD_FAILURE() << "layer " << l << " kv head " << h << " slot " << s << ": got " << g[s] << " want " << want[s]
+                        << " (tol " << tol << ")";
       }
       EXPECT_EQ(bad, 0) << "layer " << l << " kv head " << h;
     }
@@ -152,8 +153,8 @@ TEST(CudaBeaconScoreTest, MatchesBeaconPolicyAfterShrinks) {
   for (int head_dim : {32, 64, 128}) {
     for (int pool : {1, 7}) RunCase({4, 2, head_dim, 8, 16, 64, 150, 301, pool, false, false});
   }
-  RunCase({4, 2, 64, 8, 16, 64, 150, 301, 1, true, false});   // interleaved pairs
-  RunCase({4, 2, 64, 8, 16, 64, 150, 301, 5, false, true});   // frequencies from rope.inv_freq
+  RunCase({4, 2, 64, 8, 16, 64, 150, 301, 1, true, false});  // interleaved pairs
+  RunCase({4, 2, 64, 8, 16, 64, 150, 301, 5, false, true});  // frequencies from rope.inv_freq
 }
 
 TEST(CudaBeaconScoreTest, ManyQueriesGroupOfThreeAndManySlots) {
@@ -196,8 +197,7 @@ TEST(CudaBeaconScoreTest, RejectsBadArgumentsWithoutLaunching) {
   EXPECT_EQ(LaunchBeaconScore(d, state, 3, wrong, table, 10, 5, rope, 1, out, state, nullptr), cudaErrorInvalidValue);
   RopeParams no_theta;
   no_theta.theta = 0.0f;
-  EXPECT_EQ(LaunchBeaconScore(d, state, 3, kv, table, 10, 5, no_theta, 1, out, state, nullptr),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchBeaconScore(d, state, 3, kv, table, 10, 5, no_theta, 1, out, state, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchBeaconScore(d, state, 3, kv, table, 0, 5, rope, 1, out, state, nullptr), cudaSuccess);
   EXPECT_GT(BeaconScoreWorkspaceBytes(d, 100), BeaconScoreWorkspaceBytes(d, 10));
 }

@@ -11,12 +11,13 @@
 // a GQA head mapping) gives errors of order 1. On the default model the CPU
 // itself quantises activations to int8 (2-4% from an exact reference,
 // docs/fidelity.md), so the bound there is 8e-2.
+#include "engine/cuda/cuda_backend.h"
+
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/cuda/cuda_backend.h"
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
@@ -112,7 +113,8 @@ TEST(CudaBackendTest, GreedyAndGraphsAgreeWithPlainLogits) {
   const std::string model = "dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json";
   std::unique_ptr<Runtime> rt = MakeRuntime(model, "cuda");
   ASSERT_NE(rt, nullptr);
-  absl::StatusOr<std::unique_ptr<CudaBackend>> plain = CudaBackend::Create(&rt->weights(), CudaBackendOptions{0, false});
+  absl::StatusOr<std::unique_ptr<CudaBackend>> plain =
+      CudaBackend::Create(&rt->weights(), CudaBackendOptions{0, false});
   ASSERT_TRUE(plain.ok()) << plain.status();
   auto* graphed = dynamic_cast<CudaBackend*>(rt->backend());
   ASSERT_NE(graphed, nullptr);
@@ -184,10 +186,23 @@ TEST(CudaBackendTest, ForwardSampleDrawsOnTheDevice) {
     ForwardEntry e{&s, prompt, 0, false};
     EntrySampling p;
     switch (trial) {
-      case 0: break;                                    // greedy
-      case 1: p.temperature = 1.0f; p.top_k = 1; break;  // top-1 is greedy
-      case 2: p.temperature = 1.3f; p.top_k = 5; p.seed = 42; p.step = 7; break;
-      case 3: p.temperature = 1.3f; p.top_k = 5; p.seed = 42; p.step = 7; break;  // same draw again
+      case 0: break;  // greedy
+      case 1:
+        p.temperature = 1.0f;
+        p.top_k = 1;
+        break;  // top-1 is greedy
+      case 2:
+        p.temperature = 1.3f;
+        p.top_k = 5;
+        p.seed = 42;
+        p.step = 7;
+        break;
+      case 3:
+        p.temperature = 1.3f;
+        p.top_k = 5;
+        p.seed = 42;
+        p.step = 7;
+        break;  // same draw again
     }
     ASSERT_TRUE(be->ForwardSample(std::span(&e, 1), std::span(&p, 1), &ids).ok());
     const int32_t drawn = ids[0];

@@ -11,10 +11,10 @@
 #include "engine/cuda/beacon_device_state.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/device_kv.h"
-#include "kernels/cuda/beacon_state.h"
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/beacon_state.h"
 #include "kv/sequence_compressor.h"
 #include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -137,8 +137,10 @@ TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
   std::vector<int32_t> ring_pos(static_cast<size_t>(d.n_layers) * d.recent);
   std::vector<int32_t> fps_size(static_cast<size_t>(d.n_layers) * d.n_heads);
   const char* base = static_cast<const char*>(state->data());
-  ASSERT_EQ(cudaMemcpy(ring_pos.data(), base + layout.ring_pos, ring_pos.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(fps_size.data(), base + layout.fps_size, fps_size.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ring_pos.data(), base + layout.ring_pos, ring_pos.size() * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(fps_size.data(), base + layout.fps_size, fps_size.size() * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
   const int32_t U = d.fps_bound, K = d.beacons;
   const int32_t want_size = total < U ? total : K + (total - U) % (U - K);
   for (int layer = 0; layer < d.n_layers; ++layer) {

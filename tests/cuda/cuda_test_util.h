@@ -35,15 +35,15 @@ inline std::string NoDeviceReason() {
 }
 
 // Use at the top of a test body: skips the test on a machine without a GPU.
-#define BEACON_REQUIRE_CUDA_DEVICE()                                            \
-  do {                                                                          \
-    const std::string reason = ::beacon::cuda_test::NoDeviceReason();           \
-    if (!reason.empty()) GTEST_SKIP() << "CUDA test skipped: " << reason;       \
+#define BEACON_REQUIRE_CUDA_DEVICE()                                      \
+  do {                                                                    \
+    const std::string reason = ::beacon::cuda_test::NoDeviceReason();     \
+    if (!reason.empty()) GTEST_SKIP() << "CUDA test skipped: " << reason; \
   } while (0)
 
-#define BEACON_CUDA_ASSERT_OK(expr)                                             \
-  do {                                                                          \
-    const cudaError_t beacon_err = (expr);                                      \
+#define BEACON_CUDA_ASSERT_OK(expr)                                                        \
+  do {                                                                                     \
+    const cudaError_t beacon_err = (expr);                                                 \
     ASSERT_EQ(beacon_err, cudaSuccess) << #expr << ": " << cudaGetErrorString(beacon_err); \
   } while (0)
 
@@ -82,8 +82,7 @@ class DeviceBuffer {
   cudaError_t status_;
 };
 
-inline std::vector<uint16_t> RandomBf16(size_t n, uint64_t seed, float stddev = 1.0f,
-                                        float mean = 0.0f) {
+inline std::vector<uint16_t> RandomBf16(size_t n, uint64_t seed, float stddev = 1.0f, float mean = 0.0f) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> dist(mean, stddev);
   std::vector<uint16_t> v(n);
@@ -99,8 +98,8 @@ inline std::vector<float> ToFloat(const std::vector<uint16_t>& bf16) {
 
 // Expects |got - want| <= atol + rtol * |want| elementwise; NaN or inf in
 // `got` always fails. Reports the count and the first few offenders.
-inline void ExpectBf16Near(const std::vector<uint16_t>& got, const std::vector<double>& want,
-                           double rtol, double atol, const std::string& what) {
+inline void ExpectBf16Near(const std::vector<uint16_t>& got, const std::vector<double>& want, double rtol, double atol,
+                           const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   size_t bad = 0;
   std::string first;
@@ -109,13 +108,11 @@ inline void ExpectBf16Near(const std::vector<uint16_t>& got, const std::vector<d
     const double w = want[i];
     if (std::isfinite(g) && std::abs(g - w) <= atol + rtol * std::abs(w)) continue;
     if (++bad <= 5) {
-      first += "\n  [" + std::to_string(i) + "] got " + std::to_string(g) + " want " +
-               std::to_string(w);
+      first += "\n  [" + std::to_string(i) + "] got " + std::to_string(g) + " want " + std::to_string(w);
     }
   }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size()
-                     << " elements outside tolerance (rtol " << rtol << ", atol " << atol
-                     << ")" << first;
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements outside tolerance (rtol " << rtol
+                     << ", atol " << atol << ")" << first;
 }
 
 }  // namespace beacon::cuda_test

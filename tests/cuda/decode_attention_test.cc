@@ -1,5 +1,3 @@
-#include "kernels/cuda/paged_attention.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cuda/paged_attention.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/paged_attention_test_util.h"
 
@@ -26,7 +25,12 @@ struct DeviceBatch {
   DeviceBuffer<uint16_t> k, v, q, out;
   DeviceBuffer<int32_t> table, seq, slot;
   DeviceBatch(const HostCache& hc, const std::vector<uint16_t>& hq, size_t out_elems, size_t tokens)
-      : k(hc.k.size()), v(hc.v.size()), q(hq.size()), out(out_elems), table(hc.table.size()), seq(tokens),
+      : k(hc.k.size()),
+        v(hc.v.size()),
+        q(hq.size()),
+        out(out_elems),
+        table(hc.table.size()),
+        seq(tokens),
         slot(tokens) {}
 };
 

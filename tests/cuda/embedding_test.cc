@@ -24,18 +24,16 @@ struct Result {
 };
 
 // Runs the kernel with the output poisoned and the flag zeroed first.
-void RunEmbedding(const std::vector<uint16_t>& table, int64_t vocab, int dim,
-                  const std::vector<int32_t>& ids, Result* r) {
+void RunEmbedding(const std::vector<uint16_t>& table, int64_t vocab, int dim, const std::vector<int32_t>& ids,
+                  Result* r) {
   DeviceBuffer<uint16_t> dtable(table.size()), dout(ids.size() * dim);
   DeviceBuffer<int32_t> dids(ids.size()), dflag(1);
   BEACON_CUDA_ASSERT_OK(dtable.Upload(table));
   BEACON_CUDA_ASSERT_OK(dids.Upload(ids));
   BEACON_CUDA_ASSERT_OK(dout.PoisonWithNaN());
   BEACON_CUDA_ASSERT_OK(cudaMemset(dflag.get(), 0, sizeof(int32_t)));
-  BEACON_CUDA_ASSERT_OK(LaunchEmbedding(reinterpret_cast<const __nv_bfloat16*>(dtable.get()),
-                                        vocab, dim, dids.get(),
-                                        static_cast<int64_t>(ids.size()),
-                                        reinterpret_cast<__nv_bfloat16*>(dout.get()),
+  BEACON_CUDA_ASSERT_OK(LaunchEmbedding(reinterpret_cast<const __nv_bfloat16*>(dtable.get()), vocab, dim, dids.get(),
+                                        static_cast<int64_t>(ids.size()), reinterpret_cast<__nv_bfloat16*>(dout.get()),
                                         dflag.get(), nullptr));
   BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
   BEACON_CUDA_ASSERT_OK(dout.Download(&r->out));
@@ -79,8 +77,8 @@ TEST(CudaEmbeddingTest, OutOfRangeIdsGiveZerosAndRaiseTheFlag) {
   const int64_t vocab = 500;
   const int dim = 300;
   const auto table = RandomBf16(vocab * dim, 9);
-  const std::vector<int32_t> ids = {3, -1, 499, 500, std::numeric_limits<int32_t>::max(), 0,
-                                    std::numeric_limits<int32_t>::min()};
+  const std::vector<int32_t> ids = {
+      3, -1, 499, 500, std::numeric_limits<int32_t>::max(), 0, std::numeric_limits<int32_t>::min()};
   Result r;
   ASSERT_NO_FATAL_FAILURE(RunEmbedding(table, vocab, dim, ids, &r));
   EXPECT_EQ(r.out, NaiveGather(table, vocab, dim, ids));

@@ -3,13 +3,14 @@
 // sides compare the same floats). Scores come distinct, with planted ties
 // (a coarse grid, so the tie rule "later slot wins" decides at the
 // threshold), with +0 / -0 mixed (equal under SelectKeep), and negative.
+#include "kernels/cuda/kv_select.h"
+
 #include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/cuda/kv_select.h"
 #include "kv/selection.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/kv_mirror_test_util.h"
@@ -80,8 +81,8 @@ void RunCase(const Case& c, uint64_t seed) {
   DeviceProtection dp;
   dp.prompt_len = c.prot.prompt_len, dp.sinks = c.prot.sinks, dp.window = c.prot.window;
   dp.keep_prompt = c.prot.keep_prompt;
-  ASSERT_EQ(LaunchSelectKeep(dscores.get(), mirror.Device(), table.get(), c.n_slots, dp, c.n_keep, keep.get(),
-                             ws.get(), ws_bytes, nullptr),
+  ASSERT_EQ(LaunchSelectKeep(dscores.get(), mirror.Device(), table.get(), c.n_slots, dp, c.n_keep, keep.get(), ws.get(),
+                             ws_bytes, nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<int32_t> got;
@@ -122,8 +123,8 @@ TEST(CudaSelectKeepTest, MatchesSelectKeep) {
 
 TEST(CudaSelectKeepTest, MoreProtectedThanKeptKeepsTheEarliest) {
   BEACON_REQUIRE_CUDA_DEVICE();
-  RunCase({300, 10, Prot(0, false, 4, 32), ScoreKind::kDistinct}, 50);     // 36 protected
-  RunCase({300, 36, Prot(0, false, 4, 32), ScoreKind::kDistinct}, 51);     // exactly the protected ones
+  RunCase({300, 10, Prot(0, false, 4, 32), ScoreKind::kDistinct}, 50);       // 36 protected
+  RunCase({300, 36, Prot(0, false, 4, 32), ScoreKind::kDistinct}, 51);       // exactly the protected ones
   RunCase({300, 100, Prot(1000, true, 4, 32), ScoreKind::kCoarseTies}, 52);  // every slot is prompt
   RunCase({1, 1, Prot(0, false, 4, 32), ScoreKind::kDistinct}, 53);
 }

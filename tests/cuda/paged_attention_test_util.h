@@ -89,7 +89,8 @@ inline HostCache MakeCache(const Config& c, const std::vector<int>& seq_slots, u
 
 // out[t][h] = softmax_s(scale q . k_s) v over slots 0..slot[t] of row seq[t].
 inline std::vector<double> NaiveAttention(const HostCache& hc, const std::vector<uint16_t>& q, int64_t q_stride, int nq,
-                                   const std::vector<int32_t>& seq, const std::vector<int32_t>& slot, double scale) {
+                                          const std::vector<int32_t>& seq, const std::vector<int32_t>& slot,
+                                          double scale) {
   const int d = hc.layout.head_dim, group = nq / hc.layout.n_kv_heads;
   std::vector<double> out(seq.size() * nq * d, 0.0);
   for (size_t t = 0; t < seq.size(); ++t) {

@@ -1,5 +1,3 @@
-#include "kernels/cuda/paged_attention.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -10,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cuda/paged_attention.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/paged_attention_test_util.h"
 
@@ -29,8 +28,8 @@ struct Seq {
 // Chunks starting at slot 0 and mid-cache (at, before and after block
 // boundaries), single-token sequences (decode rows in a mixed batch, one at
 // slot 2000) and lengths around the query tile sizes (8..64 tokens).
-const std::vector<Seq> kSeqs = {{3, 0, 37}, {0, 100, 1}, {5, 16, 70}, {1, 250, 5},
-                                {2, 2000, 1}, {4, 0, 1}, {6, 33, 64}};
+const std::vector<Seq> kSeqs = {{3, 0, 37},   {0, 100, 1}, {5, 16, 70}, {1, 250, 5},
+                                {2, 2000, 1}, {4, 0, 1},   {6, 33, 64}};
 
 // Token arrays of a batch; sequences sit in the token arrays in reverse
 // order, so sequence i's first token is not at a predictable offset.

@@ -99,9 +99,9 @@ void RunCase(const Config& c, const Options& o, uint64_t seed) {
   const Tokens tk = MakeTokens();
   const int64_t n = static_cast<int64_t>(tk.seq.size());
   const int d = c.d, width = (c.nq + 2 * c.nkv) * d;
-  const std::string what = "nq " + std::to_string(c.nq) + " nkv " + std::to_string(c.nkv) + " d " +
-                           std::to_string(d) + " style " + std::to_string(static_cast<int>(o.style)) +
-                           (o.bias ? " bias" : "") + (o.norm ? " norm" : "") + (o.inv_freq ? " inv_freq" : "");
+  const std::string what = "nq " + std::to_string(c.nq) + " nkv " + std::to_string(c.nkv) + " d " + std::to_string(d) +
+                           " style " + std::to_string(static_cast<int>(o.style)) + (o.bias ? " bias" : "") +
+                           (o.norm ? " norm" : "") + (o.inv_freq ? " inv_freq" : "");
 
   // Cache: 3 rows of 1, 3 and 2 blocks from a shuffled id list, 4 spare
   // blocks; 2 layers, all with random "previous" contents that must survive.
@@ -168,8 +168,8 @@ void RunCase(const Config& c, const Options& o, uint64_t seed) {
   kv.v = reinterpret_cast<__nv_bfloat16*>(dv.get());
   kv.pos = dpos.get();
   kv.layout = layout;
-  BEACON_CUDA_ASSERT_OK(LaunchQkvRopeKvWrite(p, kv, kLayer, {dtable.get(), stride}, dseq.get(), dslot.get(),
-                                             dtpos.get(), nullptr));
+  BEACON_CUDA_ASSERT_OK(
+      LaunchQkvRopeKvWrite(p, kv, kLayer, {dtable.get(), stride}, dseq.get(), dslot.get(), dtpos.get(), nullptr));
   BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
 
   // Reference: q in place, q_pre_rope, and the cache with the written rows.

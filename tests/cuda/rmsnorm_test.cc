@@ -75,16 +75,14 @@ TEST(CudaRmsNormTest, PlainMatchesNaiveLoop) {
     BEACON_CUDA_ASSERT_OK(dx.Upload(x));
     BEACON_CUDA_ASSERT_OK(dw.Upload(w));
     BEACON_CUDA_ASSERT_OK(dout.PoisonWithNaN());
-    BEACON_CUDA_ASSERT_OK(LaunchRmsNorm(reinterpret_cast<const __nv_bfloat16*>(dx.get()),
-                                        reinterpret_cast<const __nv_bfloat16*>(dw.get()),
-                                        reinterpret_cast<__nv_bfloat16*>(dout.get()), s.tokens,
-                                        s.hidden, 1e-5f, nullptr));
+    BEACON_CUDA_ASSERT_OK(LaunchRmsNorm(
+        reinterpret_cast<const __nv_bfloat16*>(dx.get()), reinterpret_cast<const __nv_bfloat16*>(dw.get()),
+        reinterpret_cast<__nv_bfloat16*>(dout.get()), s.tokens, s.hidden, 1e-5f, nullptr));
     BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
     std::vector<uint16_t> out;
     BEACON_CUDA_ASSERT_OK(dout.Download(&out));
     const Reference ref = NaiveRmsNorm(x, nullptr, w, s.tokens, s.hidden, 1e-5f);
-    ExpectBf16Near(out, ref.out, kRtol, kAtol,
-                   "rmsnorm " + std::to_string(s.tokens) + "x" + std::to_string(s.hidden));
+    ExpectBf16Near(out, ref.out, kRtol, kAtol, "rmsnorm " + std::to_string(s.tokens) + "x" + std::to_string(s.hidden));
   }
 }
 
@@ -105,17 +103,16 @@ TEST(CudaRmsNormTest, FusedAddMatchesNaiveLoopAndUpdatesResidualExactly) {
       // In place writes the output over x.
       uint16_t* out_ptr = in_place ? dx.get() : dout.get();
       BEACON_CUDA_ASSERT_OK(LaunchFusedAddRmsNorm(
-          reinterpret_cast<const __nv_bfloat16*>(dx.get()),
-          reinterpret_cast<__nv_bfloat16*>(dres.get()),
-          reinterpret_cast<const __nv_bfloat16*>(dw.get()),
-          reinterpret_cast<__nv_bfloat16*>(out_ptr), s.tokens, s.hidden, 1e-6f, nullptr));
+          reinterpret_cast<const __nv_bfloat16*>(dx.get()), reinterpret_cast<__nv_bfloat16*>(dres.get()),
+          reinterpret_cast<const __nv_bfloat16*>(dw.get()), reinterpret_cast<__nv_bfloat16*>(out_ptr), s.tokens,
+          s.hidden, 1e-6f, nullptr));
       BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
       std::vector<uint16_t> out, new_res;
       BEACON_CUDA_ASSERT_OK((in_place ? dx : dout).Download(&out));
       BEACON_CUDA_ASSERT_OK(dres.Download(&new_res));
       const Reference ref = NaiveRmsNorm(x, &res, w, s.tokens, s.hidden, 1e-6f);
-      const std::string what = std::string(in_place ? "in-place " : "") + "fused " +
-                               std::to_string(s.tokens) + "x" + std::to_string(s.hidden);
+      const std::string what = std::string(in_place ? "in-place " : "") + "fused " + std::to_string(s.tokens) + "x" +
+                               std::to_string(s.hidden);
       EXPECT_EQ(new_res, ref.residual) << what << ": residual must be bf16(x + residual)";
       ExpectBf16Near(out, ref.out, kRtol, kAtol, what);
     }
@@ -130,8 +127,7 @@ TEST(CudaRmsNormTest, RejectsBadArgumentsWithoutLaunching) {
   EXPECT_EQ(LaunchRmsNorm(p, p, p, -1, 64, 1e-5f, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRmsNorm(p, p, p, 1, 0, 1e-5f, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRmsNorm(p, p, p, 1, 64, -1.0f, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(LaunchFusedAddRmsNorm(p, nullptr, p, p, 1, 64, 1e-5f, nullptr),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchFusedAddRmsNorm(p, nullptr, p, p, 1, 64, 1e-5f, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRmsNorm(p, p, p, 0, 64, 1e-5f, nullptr), cudaSuccess);  // nothing to do
 }
 

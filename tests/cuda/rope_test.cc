@@ -34,9 +34,8 @@ struct Config {
 // The naive loop of the header's contract, in double, over a fused QKV row
 // layout [tokens, (nq + 2 * nkv) * head_dim]: rotates the Q and K heads and
 // leaves V as is.
-std::vector<double> NaiveRope(const std::vector<uint16_t>& qkv, const std::vector<int32_t>& pos,
-                              const Config& c, RopeStyle style,
-                              const std::vector<float>* inv_freq) {
+std::vector<double> NaiveRope(const std::vector<uint16_t>& qkv, const std::vector<int32_t>& pos, const Config& c,
+                              RopeStyle style, const std::vector<float>* inv_freq) {
   const int64_t stride = static_cast<int64_t>(c.nq + 2 * c.nkv) * c.head_dim;
   const int half = c.head_dim / 2;
   std::vector<double> out(qkv.size());
@@ -45,9 +44,8 @@ std::vector<double> NaiveRope(const std::vector<uint16_t>& qkv, const std::vecto
     for (int h = 0; h < c.nq + c.nkv; ++h) {  // Q heads, then K heads
       double* x = out.data() + t * stride + static_cast<int64_t>(h) * c.head_dim;
       for (int i = 0; i < half; ++i) {
-        const double f = inv_freq != nullptr
-                             ? (*inv_freq)[i]
-                             : std::pow(static_cast<double>(c.theta), -2.0 * i / c.head_dim);
+        const double f =
+            inv_freq != nullptr ? (*inv_freq)[i] : std::pow(static_cast<double>(c.theta), -2.0 * i / c.head_dim);
         const double angle = pos[t] * f;
         const int ia = style == RopeStyle::kInterleaved ? 2 * i : i;
         const int ib = style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
@@ -70,8 +68,7 @@ std::vector<int32_t> RaggedPositions() {
   return pos;
 }
 
-void RunCase(const Config& c, RopeStyle style, const std::vector<float>* inv_freq,
-             uint64_t seed) {
+void RunCase(const Config& c, RopeStyle style, const std::vector<float>* inv_freq, uint64_t seed) {
   const std::vector<int32_t> pos = RaggedPositions();
   const int64_t tokens = static_cast<int64_t>(pos.size());
   const int64_t stride = static_cast<int64_t>(c.nq + 2 * c.nkv) * c.head_dim;
@@ -91,17 +88,15 @@ void RunCase(const Config& c, RopeStyle style, const std::vector<float>* inv_fre
     params.inv_freq = dfreq.get();
   }
   auto* q = reinterpret_cast<__nv_bfloat16*>(dqkv.get());
-  BEACON_CUDA_ASSERT_OK(LaunchRope(q, stride, c.nq, q + static_cast<int64_t>(c.nq) * c.head_dim,
-                                   stride, c.nkv, dpos.get(), tokens, c.head_dim, params,
-                                   nullptr));
+  BEACON_CUDA_ASSERT_OK(LaunchRope(q, stride, c.nq, q + static_cast<int64_t>(c.nq) * c.head_dim, stride, c.nkv,
+                                   dpos.get(), tokens, c.head_dim, params, nullptr));
   BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
   std::vector<uint16_t> got;
   BEACON_CUDA_ASSERT_OK(dqkv.Download(&got));
 
   const std::string what = std::string(style == RopeStyle::kHalf ? "half" : "interleaved") +
                            " nq=" + std::to_string(c.nq) + " nkv=" + std::to_string(c.nkv) +
-                           " d=" + std::to_string(c.head_dim) +
-                           (inv_freq != nullptr ? " custom inv_freq" : "");
+                           " d=" + std::to_string(c.head_dim) + (inv_freq != nullptr ? " custom inv_freq" : "");
   ExpectBf16Near(got, NaiveRope(qkv, pos, c, style, inv_freq), kRtol, kAtol, what);
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t row = t * stride;
@@ -163,8 +158,7 @@ TEST(CudaRopeTest, RejectsBadArgumentsWithoutLaunching) {
   EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, 1, 63, ok, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRope(p, 63, 1, p, 64, 1, pos, 1, 64, ok, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, -1, 64, ok, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, 1, 64, no_theta, nullptr),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, 1, 64, no_theta, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, 0, 64, ok, nullptr), cudaSuccess);
 }
 

@@ -21,8 +21,8 @@ using cuda_test::DeviceBuffer;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-DeviceSamplingParams Params(float temperature, int top_k = 0, float top_p = 1.0f,
-                            float min_p = 0.0f, uint64_t seed = 0, uint64_t step = 0) {
+DeviceSamplingParams Params(float temperature, int top_k = 0, float top_p = 1.0f, float min_p = 0.0f, uint64_t seed = 0,
+                            uint64_t step = 0) {
   DeviceSamplingParams p;
   p.temperature = temperature;
   p.top_k = top_k;
@@ -34,8 +34,8 @@ DeviceSamplingParams Params(float temperature, int top_k = 0, float top_p = 1.0f
 }
 
 std::string Describe(const DeviceSamplingParams& p) {
-  return "T=" + std::to_string(p.temperature) + " k=" + std::to_string(p.top_k) +
-         " p=" + std::to_string(p.top_p) + " min_p=" + std::to_string(p.min_p);
+  return "T=" + std::to_string(p.temperature) + " k=" + std::to_string(p.top_k) + " p=" + std::to_string(p.top_p) +
+         " min_p=" + std::to_string(p.min_p);
 }
 
 // engine/sampler.cc's Sample() without penalties, written out naively with
@@ -55,8 +55,7 @@ std::vector<double> CpuProbabilities(const float* logits, int n, const DeviceSam
   }
   std::vector<int> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(),
-            [&](int a, int b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return x[a] > x[b] || (x[a] == x[b] && a < b); });
   const int count = p.top_k > 0 && p.top_k < n ? p.top_k : n;
   idx.resize(count);
   const float max_logit = x[idx[0]];
@@ -69,8 +68,7 @@ std::vector<double> CpuProbabilities(const float* logits, int n, const DeviceSam
   }
   int keep = count;
   if (p.top_p < 1.0f) {
-    std::sort(idx.begin(), idx.end(),
-              [&](int a, int b) { return w[a] > w[b] || (w[a] == w[b] && a < b); });
+    std::sort(idx.begin(), idx.end(), [&](int a, int b) { return w[a] > w[b] || (w[a] == w[b] && a < b); });
     const double target = static_cast<double>(p.top_p) * total;
     double cum = 0.0;
     keep = 0;
@@ -113,9 +111,8 @@ std::vector<float> Repeat(const std::vector<float>& row, int rows) {
 // Runs LaunchSample (LaunchArgmax when `params` is null) with the output
 // poisoned (0xFF bytes: token -1), checks every token is in [0, vocab).
 // `offset` shifts the logits by that many floats (misaligned rows).
-void RunKernel(const std::vector<float>& logits, int vocab,
-               const std::vector<DeviceSamplingParams>* params, std::vector<int32_t>* tokens,
-               int offset = 0) {
+void RunKernel(const std::vector<float>& logits, int vocab, const std::vector<DeviceSamplingParams>* params,
+               std::vector<int32_t>* tokens, int offset = 0) {
   const int64_t rows = static_cast<int64_t>(logits.size() / vocab);
   std::vector<float> padded(offset, 0.0f);
   padded.insert(padded.end(), logits.begin(), logits.end());
@@ -131,20 +128,18 @@ void RunKernel(const std::vector<float>& logits, int vocab,
     BEACON_CUDA_ASSERT_OK(dparams.Upload(*params));
     const size_t ws_bytes = SamplingWorkspaceBytes(rows, vocab);
     DeviceBuffer<uint8_t> ws(ws_bytes);
-    BEACON_CUDA_ASSERT_OK(LaunchSample(dlogits.get() + offset, rows, vocab, dparams.get(),
-                                       dout.get(), ws.get(), ws_bytes, nullptr));
+    BEACON_CUDA_ASSERT_OK(
+        LaunchSample(dlogits.get() + offset, rows, vocab, dparams.get(), dout.get(), ws.get(), ws_bytes, nullptr));
   }
   BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
   BEACON_CUDA_ASSERT_OK(dout.Download(tokens));
   for (int64_t r = 0; r < rows; ++r) {
-    ASSERT_TRUE((*tokens)[r] >= 0 && (*tokens)[r] < vocab)
-        << "row " << r << " token " << (*tokens)[r];
+    ASSERT_TRUE((*tokens)[r] >= 0 && (*tokens)[r] < vocab) << "row " << r << " token " << (*tokens)[r];
   }
 }
 
 // `draws` rows of the same logits and params, steps 0..draws-1.
-void Draw(const std::vector<float>& row, const DeviceSamplingParams& p, int draws,
-          std::vector<int32_t>* tokens) {
+void Draw(const std::vector<float>& row, const DeviceSamplingParams& p, int draws, std::vector<int32_t>* tokens) {
   std::vector<DeviceSamplingParams> params(draws, p);
   for (int i = 0; i < draws; ++i) params[i].step = p.step + i;
   RunKernel(Repeat(row, draws), static_cast<int>(row.size()), &params, tokens);
@@ -183,8 +178,7 @@ TEST(CudaSamplingTest, GreedyMatchesCpuArgmaxWithTies) {
     const int rows = static_cast<int>(logits.size() / vocab);
     std::vector<int32_t> want(rows);
     for (int r = 0; r < rows; ++r) {
-      const auto prob =
-          CpuProbabilities(&logits[static_cast<size_t>(r) * vocab], vocab, Params(0.0f));
+      const auto prob = CpuProbabilities(&logits[static_cast<size_t>(r) * vocab], vocab, Params(0.0f));
       want[r] = static_cast<int32_t>(std::max_element(prob.begin(), prob.end()) - prob.begin());
     }
     // Greedy rows in LaunchSample: temperature 0, negative and NaN, other
@@ -223,8 +217,7 @@ TEST(CudaSamplingTest, SamplesStayInTheCpuKeptSet) {
   uint64_t seed = 100;
   for (int vocab : {50, 1000, 151936}) {
     const int draws = vocab > 10000 ? 48 : 512;
-    std::vector<std::vector<float>> rows = {RandomLogits(vocab, seed++, 2.0f),
-                                            RandomLogits(vocab, seed++, 4.0f)};
+    std::vector<std::vector<float>> rows = {RandomLogits(vocab, seed++, 2.0f), RandomLogits(vocab, seed++, 4.0f)};
     auto masked = RandomLogits(vocab, seed++, 2.0f);  // half -inf / NaN: never drawn
     for (int i = 0; i < vocab; i += 2) masked[i] = i % 4 == 0 ? -kInf : kNaN;
     rows.push_back(masked);
@@ -269,8 +262,7 @@ TEST(CudaSamplingTest, FrequenciesMatchTheFilteredSoftmax) {
           const double freq = static_cast<double>(count[t]) / kDraws;
           const double sigma = std::sqrt(prob[t] * (1.0 - prob[t]) / kDraws);
           EXPECT_LE(std::abs(freq - prob[t]), 5.0 * sigma + 1e-3)
-              << Describe(p) << " vocab " << vocab << " token " << t << " freq " << freq << " want "
-              << prob[t];
+              << Describe(p) << " vocab " << vocab << " token " << t << " freq " << freq << " want " << prob[t];
         }
       }
     }
@@ -299,8 +291,7 @@ TEST(CudaSamplingTest, DrawIsTheDocumentedInverseCdf) {
   int checked = 0, wrong = 0;
   for (int r = 0; r < kRows; ++r) {
     const auto prob = CpuProbabilities(&logits[static_cast<size_t>(r) * kVocab], kVocab, params[r]);
-    const double u =
-        std::ldexp(static_cast<double>(SamplingRandomBits(params[r].seed, params[r].step)), -64);
+    const double u = std::ldexp(static_cast<double>(SamplingRandomBits(params[r].seed, params[r].step)), -64);
     double cum = 0.0, margin = 1.0;
     int want = -1;
     for (int t = 0; t < kVocab; ++t) {
@@ -312,8 +303,7 @@ TEST(CudaSamplingTest, DrawIsTheDocumentedInverseCdf) {
     if (params[r].temperature > 0.0f && margin < 1e-5) continue;
     ++checked;
     if (got[r] != want && ++wrong <= 5) {
-      ADD_FAILURE() << "row " << r << " " << Describe(params[r]) << ": got " << got[r] << " want "
-                    << want;
+      ADD_FAILURE() << "row " << r << " " << Describe(params[r]) << ": got " << got[r] << " want " << want;
     }
   }
   EXPECT_EQ(wrong, 0);
@@ -381,8 +371,7 @@ TEST(CudaSamplingTest, EdgeCases) {
   EXPECT_NEAR(sevens, kDraws / 2, 112);
   // All equal logits, top_p = 0.5: the 24 lowest ids, uniformly (a tie group
   // cut by id; Binomial(2000, 1/24), 5 sigma = 45).
-  ASSERT_NO_FATAL_FAILURE(
-      Draw(std::vector<float>(kVocab, 1.0f), Params(1.0f, 0, 0.5f, 0.0f, 8), kDraws, &got));
+  ASSERT_NO_FATAL_FAILURE(Draw(std::vector<float>(kVocab, 1.0f), Params(1.0f, 0, 0.5f, 0.0f, 8), kDraws, &got));
   std::vector<int> count(kVocab, 0);
   for (int32_t t : got) ++count[t];
   for (int t = 0; t < kVocab; ++t) {
@@ -398,8 +387,7 @@ TEST(CudaSamplingTest, EdgeCases) {
   inf_row[41] = kInf;
   ASSERT_NO_FATAL_FAILURE(Draw(inf_row, Params(1.0f, 0, 0.9f, 0.0f, 9), 200, &got));
   EXPECT_EQ(std::set<int32_t>(got.begin(), got.end()), std::set<int32_t>{41});
-  ASSERT_NO_FATAL_FAILURE(
-      Draw(std::vector<float>(kVocab, -kInf), Params(1.0f, 3, 1.0f, 0.0f, 10), 300, &got));
+  ASSERT_NO_FATAL_FAILURE(Draw(std::vector<float>(kVocab, -kInf), Params(1.0f, 3, 1.0f, 0.0f, 10), 300, &got));
   EXPECT_EQ(std::set<int32_t>(got.begin(), got.end()), (std::set<int32_t>{0, 1, 2}));
   // top_k beyond the finite logits: the -inf candidates are never drawn.
   std::vector<float> few(kVocab, -kInf);
@@ -430,8 +418,8 @@ TEST(CudaSamplingTest, GraphCaptureReplaysTheSameDraws) {
   BEACON_CUDA_ASSERT_OK(cudaStreamCreate(&stream));
   cudaGraph_t graph;
   BEACON_CUDA_ASSERT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const cudaError_t launch = LaunchSample(dlogits.get(), kRows, kVocab, dparams.get(), dout.get(),
-                                          nullptr, SamplingWorkspaceBytes(kRows, kVocab), stream);
+  const cudaError_t launch = LaunchSample(dlogits.get(), kRows, kVocab, dparams.get(), dout.get(), nullptr,
+                                          SamplingWorkspaceBytes(kRows, kVocab), stream);
   BEACON_CUDA_ASSERT_OK(cudaStreamEndCapture(stream, &graph));
   BEACON_CUDA_ASSERT_OK(launch);
   cudaGraphExec_t exec;
@@ -467,8 +455,7 @@ TEST(CudaSamplingTest, HostContractsWithoutDevice) {
   auto* out = reinterpret_cast<int32_t*>(uintptr_t{256});
   EXPECT_EQ(LaunchSample(nullptr, 1, 8, params, out, nullptr, 0, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchSample(logits, 1, 8, nullptr, out, nullptr, 0, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(LaunchSample(logits, 1, 8, params, nullptr, nullptr, 0, nullptr),
-            cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchSample(logits, 1, 8, params, nullptr, nullptr, 0, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchSample(logits, -1, 8, params, out, nullptr, 0, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchSample(logits, 1, 0, params, out, nullptr, 0, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchArgmax(logits, 1, -3, out, nullptr), cudaErrorInvalidValue);

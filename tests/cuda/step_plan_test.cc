@@ -20,8 +20,8 @@ KvCacheShape Shape() {
 
 TEST(StepPlanTest, OffsetsAreAlignedAndDisjoint) {
   const StepPlanOffsets o = PlanOffsets(5, 3, 2, 16);
-  const size_t starts[] = {o.token_ids, o.tok_seq, o.tok_slot, o.tok_pos, o.logit_rows, o.seq_first, o.seq_n,
-                           o.block_tables};
+  const size_t starts[] = {o.token_ids,  o.tok_seq,   o.tok_slot, o.tok_pos,
+                           o.logit_rows, o.seq_first, o.seq_n,    o.block_tables};
   const size_t lens[] = {5, 5, 5, 5, 3, 2, 2, 32};
   for (int i = 0; i < 8; ++i) {
     EXPECT_EQ(starts[i] % 4, 0u) << i;  // 16-byte boundaries

@@ -42,9 +42,8 @@ TEST(CudaSwiGluTest, FusedLayoutMatchesNaiveLoop) {
     BEACON_CUDA_ASSERT_OK(din.Upload(gate_up));
     BEACON_CUDA_ASSERT_OK(dout.PoisonWithNaN());
     const auto* base = reinterpret_cast<const __nv_bfloat16*>(din.get());
-    BEACON_CUDA_ASSERT_OK(LaunchSwiGlu(base, base + s.dim, in_stride,
-                                       reinterpret_cast<__nv_bfloat16*>(dout.get()), out_stride,
-                                       s.tokens, s.dim, nullptr));
+    BEACON_CUDA_ASSERT_OK(LaunchSwiGlu(base, base + s.dim, in_stride, reinterpret_cast<__nv_bfloat16*>(dout.get()),
+                                       out_stride, s.tokens, s.dim, nullptr));
     BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
     std::vector<uint16_t> out_padded;
     BEACON_CUDA_ASSERT_OK(dout.Download(&out_padded));
@@ -64,8 +63,7 @@ TEST(CudaSwiGluTest, FusedLayoutMatchesNaiveLoop) {
             << "padding written at token " << t << " column " << i;
       }
     }
-    ExpectBf16Near(out, want, kRtol, kAtol,
-                   "swiglu " + std::to_string(s.tokens) + "x" + std::to_string(s.dim));
+    ExpectBf16Near(out, want, kRtol, kAtol, "swiglu " + std::to_string(s.tokens) + "x" + std::to_string(s.dim));
   }
 }
 
@@ -84,8 +82,8 @@ TEST(CudaSwiGluTest, SeparateBuffersInPlaceAndExtremes) {
   BEACON_CUDA_ASSERT_OK(dgate.Upload(gate));
   BEACON_CUDA_ASSERT_OK(dup.Upload(up));
   auto* g = reinterpret_cast<__nv_bfloat16*>(dgate.get());
-  BEACON_CUDA_ASSERT_OK(LaunchSwiGlu(g, reinterpret_cast<const __nv_bfloat16*>(dup.get()), dim,
-                                     g, dim, tokens, dim, nullptr));
+  BEACON_CUDA_ASSERT_OK(
+      LaunchSwiGlu(g, reinterpret_cast<const __nv_bfloat16*>(dup.get()), dim, g, dim, tokens, dim, nullptr));
   BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
   std::vector<uint16_t> out;
   BEACON_CUDA_ASSERT_OK(dgate.Download(&out));

@@ -115,7 +115,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
                             cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (m < 0 || n < 0 || k < 0) return CUBLAS_STATUS_INVALID_VALUE;
-  const bool ops_ok = (transa == CUBLAS_OP_N || transa == CUBLAS_OP_T) && (transb == CUBLAS_OP_N || transb == CUBLAS_OP_T);
+  const bool ops_ok =
+      (transa == CUBLAS_OP_N || transa == CUBLAS_OP_T) && (transb == CUBLAS_OP_N || transb == CUBLAS_OP_T);
   const bool types_ok = (a_type == CUDA_R_16BF || a_type == CUDA_R_32F) && a_type == b_type &&
                         (c_type == CUDA_R_16BF || c_type == CUDA_R_32F) && compute == CUBLAS_COMPUTE_32F;
   if (!ops_ok || !types_ok) return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -125,10 +126,9 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-  const bool operands_on_device =
-      (k == 0 || (IsDeviceRange(A, Span(a_rows, a_cols, lda, ElementBytes(a_type))) &&
-                  IsDeviceRange(B, Span(b_rows, b_cols, ldb, ElementBytes(b_type))))) &&
-      IsDeviceRange(C, Span(m, n, ldc, ElementBytes(c_type)));
+  const bool operands_on_device = (k == 0 || (IsDeviceRange(A, Span(a_rows, a_cols, lda, ElementBytes(a_type))) &&
+                                              IsDeviceRange(B, Span(b_rows, b_cols, ldb, ElementBytes(b_type))))) &&
+                                  IsDeviceRange(C, Span(m, n, ldc, ElementBytes(c_type)));
   if (!operands_on_device) {
     Report(Severity::kError, "cublasGemmEx: an operand is not (entirely) in device memory", false);
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -140,14 +140,14 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
     std::vector<float> b_cols(static_cast<size_t>(n) * k), a_row(k);
     for (int j = 0; j < n; ++j) {
       for (int l = 0; l < k; ++l) {
-        b_cols[static_cast<size_t>(j) * k + l] =
-            Load(B, b_type, transb == CUBLAS_OP_N ? static_cast<size_t>(j) * ldb + l : static_cast<size_t>(l) * ldb + j);
+        b_cols[static_cast<size_t>(j) * k + l] = Load(
+            B, b_type, transb == CUBLAS_OP_N ? static_cast<size_t>(j) * ldb + l : static_cast<size_t>(l) * ldb + j);
       }
     }
     for (int i = 0; i < m; ++i) {
       for (int l = 0; l < k; ++l) {
-        a_row[l] =
-            Load(A, a_type, transa == CUBLAS_OP_T ? static_cast<size_t>(i) * lda + l : static_cast<size_t>(l) * lda + i);
+        a_row[l] = Load(A, a_type,
+                        transa == CUBLAS_OP_T ? static_cast<size_t>(i) * lda + l : static_cast<size_t>(l) * lda + i);
       }
       for (int j = 0; j < n; ++j) {
         const float* b = &b_cols[static_cast<size_t>(j) * k];

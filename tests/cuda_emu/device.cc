@@ -45,8 +45,8 @@ int g_device = 0;
 
 void AtExit() {
   Findings& f = F();
-  std::fprintf(stderr, "EMU summary: %d error(s), %d warning(s) (distinct); CPU emulation, not a GPU run\n",
-               f.errors, f.warnings);
+  std::fprintf(stderr, "EMU summary: %d error(s), %d warning(s) (distinct); CPU emulation, not a GPU run\n", f.errors,
+               f.warnings);
   const char* mode = std::getenv("EMU_ERRORS");
   if (f.errors > 0 && !(mode != nullptr && std::strcmp(mode, "report") == 0)) {
     std::fprintf(stderr, "EMU: exiting with status %d because of the error(s) above\n", kErrorExitStatus);

@@ -137,8 +137,8 @@ void Initialise() {
   char* stacks = static_cast<char*>(mmap(nullptr, kStackBytes * kMaxThreads, PROT_READ | PROT_WRITE,
                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
   const size_t smem_bytes = (kMaxDynamicSmem + kPage - 1) / kPage * kPage;
-  g.smem_region = static_cast<char*>(
-      mmap(nullptr, smem_bytes + kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  g.smem_region =
+      static_cast<char*>(mmap(nullptr, smem_bytes + kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   if (stacks == MAP_FAILED || g.smem_region == MAP_FAILED) {
     std::fprintf(stderr, "EMU FATAL: cannot map fiber stacks / shared memory\n");
     std::abort();

@@ -144,10 +144,10 @@ void Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t 
   cudaError_t err = cudaSuccess;
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
       grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535) {
-    Report(Severity::kError, std::string("kernel ") + name + ": invalid launch configuration grid (" +
-                                 std::to_string(grid.x) + "," + std::to_string(grid.y) + "," +
-                                 std::to_string(grid.z) + ") block (" + std::to_string(block.x) + "," +
-                                 std::to_string(block.y) + "," + std::to_string(block.z) + ")",
+    Report(Severity::kError,
+           std::string("kernel ") + name + ": invalid launch configuration grid (" + std::to_string(grid.x) + "," +
+               std::to_string(grid.y) + "," + std::to_string(grid.z) + ") block (" + std::to_string(block.x) + "," +
+               std::to_string(block.y) + "," + std::to_string(block.z) + ")",
            false);
     err = cudaErrorInvalidConfiguration;
   } else if (block.y != 1 || block.z != 1) {
@@ -156,8 +156,9 @@ void Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t 
   } else if (smem > 48 * 1024) {
     const auto it = g_max_dynamic_smem.find(kernel);
     if (it == g_max_dynamic_smem.end() || static_cast<size_t>(it->second) < smem) {
-      Report(Severity::kError, std::string("kernel ") + name + ": " + std::to_string(smem) +
-                                   " bytes of dynamic shared memory without cudaFuncSetAttribute allowing them",
+      Report(Severity::kError,
+             std::string("kernel ") + name + ": " + std::to_string(smem) +
+                 " bytes of dynamic shared memory without cudaFuncSetAttribute allowing them",
              false);
       err = cudaErrorInvalidValue;
     }
@@ -167,9 +168,8 @@ void Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t 
     return;
   }
   CheckArguments(name, args, n_args);
-  err = Enqueue(stream, name, [name, grid, block, smem, body = std::move(body)] {
-    RunGrid(name, grid, block, smem, body);
-  });
+  err = Enqueue(stream, name,
+                [name, grid, block, smem, body = std::move(body)] { RunGrid(name, grid, block, smem, body); });
   if (err != cudaSuccess) SetLastError(err);
 }
 

@@ -70,14 +70,15 @@ cudaError_t CheckCopy(void* dst, const void* src, size_t n, cudaMemcpyKind kind,
   const bool ok = rule.ok;
   const char* kind_name = rule.name;
   if (!ok) {
-    Report(Severity::kError, std::string(what) + ": " + kind_name + " with destination in " + Where(dst_device) +
-                                 " memory and source in " + Where(src_device) + " memory",
+    Report(Severity::kError,
+           std::string(what) + ": " + kind_name + " with destination in " + Where(dst_device) +
+               " memory and source in " + Where(src_device) + " memory",
            false);
     return cudaErrorInvalidValue;
   }
   if ((dst_device && !IsDeviceRange(dst, n)) || (src_device && !IsDeviceRange(src, n))) {
-    Report(Severity::kError, std::string(what) + ": " + std::to_string(n) + " bytes run past the end of a device allocation",
-           false);
+    Report(Severity::kError,
+           std::string(what) + ": " + std::to_string(n) + " bytes run past the end of a device allocation", false);
     return cudaErrorInvalidValue;
   }
   return cudaSuccess;

@@ -81,8 +81,9 @@ cudaStream_t CapturingStream() {
 // Work issued to non-blocking stream `s` now.
 void NonBlockingIssued(cudaStream_t s, const char* what) {
   if (!g_legacy_pending.empty()) {
-    Report(Severity::kError, std::string("stream order: ") + what + " on a non-blocking stream while legacy-stream work (" +
-                                 g_legacy_pending + ") may still be running: it is not ordered after that work");
+    Report(Severity::kError, std::string("stream order: ") + what +
+                                 " on a non-blocking stream while legacy-stream work (" + g_legacy_pending +
+                                 ") may still be running: it is not ordered after that work");
   }
   g_stream_pending[s] = Pending{what, NextSequence()};
 }
@@ -262,7 +263,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status) {
   if (!IsValidStream(s)) return cudaErrorInvalidResourceHandle;
-  *status = !IsCapturing(s)   ? cudaStreamCaptureStatusNone
+  *status = !IsCapturing(s)  ? cudaStreamCaptureStatusNone
             : s->invalidated ? cudaStreamCaptureStatusInvalidated
                              : cudaStreamCaptureStatusActive;
   return cudaSuccess;

@@ -23,7 +23,7 @@ TEST(KlDivergenceTest, MatchesAHandComputedPair) {
   const std::vector<float> p = {0.0f, std::log(3.0f)};
   const std::vector<float> q = {0.0f, 0.0f};
   const double want_pq = 0.25 * std::log(0.25 / 0.5) + 0.75 * std::log(0.75 / 0.5);  // 0.130812
-  const double want_qp = 0.5 * std::log(0.5 / 0.25) + 0.5 * std::log(0.5 / 0.75);   // 0.143841
+  const double want_qp = 0.5 * std::log(0.5 / 0.25) + 0.5 * std::log(0.5 / 0.75);    // 0.143841
   EXPECT_NEAR(KlDivergence(p, q), want_pq, 1e-7);
   EXPECT_NEAR(KlDivergence(q, p), want_qp, 1e-7);  // KL is not symmetric
   EXPECT_NEAR(want_pq, 0.130812, 1e-6);

@@ -3,11 +3,12 @@
 // cache (KL exactly 0: the engine is batch-invariant), a compressing one
 // evicts within its bound, and the free-running agreement measured in
 // pass 1 equals the one derived from the teacher-forced replay.
+#include "eval/model_eval.h"
+
 #include <filesystem>
 
 #include "engine/runtime.h"
 #include "eval/free_run.h"
-#include "eval/model_eval.h"
 #include "eval/replay.h"
 #include "gtest/gtest.h"
 #include "kv/sequence_compressor.h"

@@ -56,12 +56,9 @@ TEST(AttentionRecallTest, MatchesAHandComputedCase) {
   // two query heads of each KV head's group.
   const std::vector<float> l0h0 = {0.4f, 0.1f, 0.1f, 0.1f, 0.1f, 0.2f,   // g0
                                    0.0f, 0.0f, 0.5f, 0.0f, 0.0f, 0.5f};  // g1
-  const std::vector<float> l0h1 = {0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.5f,
-                                   0.2f, 0.2f, 0.2f, 0.2f, 0.1f, 0.1f};
-  const std::vector<float> l1h0 = {1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f,
-                                   0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
-  const std::vector<float> l1h1 = {0.3f, 0.3f, 0.1f, 0.1f, 0.1f, 0.1f,
-                                   0.1f, 0.1f, 0.1f, 0.1f, 0.3f, 0.3f};
+  const std::vector<float> l0h1 = {0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.5f, 0.2f, 0.2f, 0.2f, 0.2f, 0.1f, 0.1f};
+  const std::vector<float> l1h0 = {1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+  const std::vector<float> l1h1 = {0.3f, 0.3f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.3f, 0.3f};
   rec.ObserveAttention(0, 0, l0h0.data(), 2, 6);
   rec.ObserveAttention(0, 1, l0h1.data(), 2, 6);
   rec.ObserveAttention(1, 0, l1h0.data(), 2, 6);

@@ -1,13 +1,14 @@
 // Result tables render to CSV, markdown and JSON as documented; the bundled
 // prompt file loads and malformed prompt files are named errors; the policy
 // grid refuses what cannot be compared.
+#include "eval/report.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "eval/policy_grid.h"
 #include "eval/prompt_set.h"
-#include "eval/report.h"
 #include "gtest/gtest.h"
 
 namespace beacon::eval {
@@ -45,7 +46,8 @@ TEST(ResultTableTest, JsonHasNullForMissing) {
 }
 
 TEST(PromptSetTest, LoadsTheBundledPrompts) {
-  absl::StatusOr<std::vector<EvalPrompt>> p = LoadPrompts(std::string(BEACON_SOURCE_DIR) + "/eval/prompts/long_prompts.jsonl");
+  absl::StatusOr<std::vector<EvalPrompt>> p =
+      LoadPrompts(std::string(BEACON_SOURCE_DIR) + "/eval/prompts/long_prompts.jsonl");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_GE(p->size(), 4u);
   EXPECT_LE(p->size(), 6u);

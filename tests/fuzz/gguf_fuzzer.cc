@@ -67,9 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     touch(w.output_norm);
     touch(w.output);
     for (const beacon::LayerWeights& l : w.layers) {
-      for (const beacon::Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk,
-                                      &l.bv, &l.q_norm, &l.k_norm, &l.ffn_norm, &l.w_gate,
-                                      &l.w_up, &l.w_down}) {
+      for (const beacon::Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm,
+                                      &l.k_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
         touch(*t);
       }
     }

@@ -78,7 +78,8 @@ TEST(AttentionScores, MatchesNaiveForEveryAggregate) {
         AttentionScores(queries.data(), n_queries, keys, h, agg, got.data(), &scratch);
         for (int32_t s = 0; s < keys.n_slots(); ++s) {
           double want = 0.0;
-          for (int j = 0; j < n_queries; ++j) want = agg == ScoreAggregate::kMax ? std::max(want, p[j][s]) : want + p[j][s];
+          for (int j = 0; j < n_queries; ++j)
+            want = agg == ScoreAggregate::kMax ? std::max(want, p[j][s]) : want + p[j][s];
           if (agg == ScoreAggregate::kMean) want /= n_queries;
           EXPECT_NEAR(got[s], want, 1e-6 + 1e-5 * want) << "agg=" << int(agg) << " slot " << s;
         }
@@ -109,7 +110,8 @@ TEST(MaxPool1D, MatchesNaive) {
       if (n > 3) x[2] = x[3];
       const std::vector<double> want = NaiveMaxPool(std::vector<double>(x.begin(), x.end()), kernel);
       MaxPool1D(x.data(), n, kernel);
-      for (int s = 0; s < n; ++s) EXPECT_EQ(x[s], static_cast<float>(want[s])) << "n=" << n << " k=" << kernel << " s=" << s;
+      for (int s = 0; s < n; ++s)
+        EXPECT_EQ(x[s], static_cast<float>(want[s])) << "n=" << n << " k=" << kernel << " s=" << s;
     }
   }
 }

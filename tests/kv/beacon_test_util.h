@@ -151,9 +151,8 @@ inline std::vector<int32_t> RefSelect(const Vec& scores, const std::vector<int32
     const bool prot = (keep_prompt && positions[s] < prompt_len) || positions[s] < sinks || s >= n - window;
     (prot ? keep : rest).push_back(s);
   }
-  std::sort(rest.begin(), rest.end(), [&](int32_t a, int32_t b) {
-    return scores[a] != scores[b] ? scores[a] > scores[b] : a > b;
-  });
+  std::sort(rest.begin(), rest.end(),
+            [&](int32_t a, int32_t b) { return scores[a] != scores[b] ? scores[a] > scores[b] : a > b; });
   for (int32_t i = 0; static_cast<int32_t>(keep.size()) < n_keep; ++i) keep.push_back(rest[i]);
   std::sort(keep.begin(), keep.end());
   return keep;

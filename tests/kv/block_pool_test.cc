@@ -63,11 +63,8 @@ TEST(SequenceKv, RandomizedNoLeak) {
         }
         break;
       }
-      case 2:
-        s.Truncate(static_cast<int32_t>(rng() % (s.num_slots() + 1)));
-        break;
-      default:
-        s.Release();
+      case 2: s.Truncate(static_cast<int32_t>(rng() % (s.num_slots() + 1))); break;
+      default: s.Release();
     }
     int32_t held = 0;
     for (const SequenceKv& q : seqs) {

@@ -44,10 +44,10 @@ TEST(EvictionScheduleTest, DecodeStepsEvictEveryIntervalOncePastTheBound) {
 
 TEST(EvictionScheduleTest, ReachingBoundPlusIntervalEvictsAtOnce) {
   EvictionSchedule s(Beacon(20, 8, false), 100);  // a prompt far above the bound
-  EXPECT_TRUE(s.OnDecodeStep(101));                 // 101 >= 20 + 8 on the first step
+  EXPECT_TRUE(s.OnDecodeStep(101));               // 101 >= 20 + 8 on the first step
   s.OnEvicted();
-  EXPECT_FALSE(s.OnDecodeStep(21));                 // above the bound, one step since
-  EXPECT_FALSE(s.OnDecodeStep(20));                 // at the bound: never
+  EXPECT_FALSE(s.OnDecodeStep(21));  // above the bound, one step since
+  EXPECT_FALSE(s.OnDecodeStep(20));  // at the bound: never
 }
 
 TEST(EvictionScheduleTest, FullNeverEvicts) {
@@ -58,7 +58,7 @@ TEST(EvictionScheduleTest, FullNeverEvicts) {
 }
 
 TEST(EvictionScheduleTest, RecomputeEvictsOnlyPastThePromptAndAboveTheBound) {
-  EvictionSchedule s(Beacon(20, 8, true), 10);  // bound 30
+  EvictionSchedule s(Beacon(20, 8, true), 10);        // bound 30
   EXPECT_FALSE(s.EvictsAfterRecomputeChunk(10, 40));  // still the prompt
   EXPECT_FALSE(s.EvictsAfterRecomputeChunk(40, 30));  // at the bound
   EXPECT_TRUE(s.EvictsAfterRecomputeChunk(40, 31));

@@ -27,8 +27,8 @@ TEST(KvPolicyLimits, SwitchingPolicyTakesItsPublishedScoringButTheOperatorsCaden
   EXPECT_EQ(o->policy, "rkv");
   EXPECT_EQ(o->recent_queries, 8);  // R-KV's own
   EXPECT_EQ(o->pool_kernel, 7);
-  EXPECT_EQ(o->budget, 256);        // the request's
-  EXPECT_EQ(o->interval, 64);       // the operator's
+  EXPECT_EQ(o->budget, 256);   // the request's
+  EXPECT_EQ(o->interval, 64);  // the operator's
   EXPECT_EQ(o->window, 16);
 }
 

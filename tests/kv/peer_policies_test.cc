@@ -175,7 +175,8 @@ TEST(H2oPolicy, AccumulatesAttentionAndRemapsThroughEvictions) {
   seq.Append(prompt_pos, rng);
 
   // The reference: accumulated mass by token position, per (layer, head).
-  std::vector<std::vector<std::map<int32_t, double>>> mass(m.n_layers, std::vector<std::map<int32_t, double>>(m.n_kv_heads));
+  std::vector<std::vector<std::map<int32_t, double>>> mass(m.n_layers,
+                                                           std::vector<std::map<int32_t, double>>(m.n_kv_heads));
   int32_t next = prompt;
   auto decode = [&](int steps) {
     for (int t = 0; t < steps; ++t) {
@@ -204,13 +205,15 @@ TEST(H2oPolicy, AccumulatesAttentionAndRemapsThroughEvictions) {
         // The policy's own scores agree before the selection does.
         std::vector<float> got(pos.size());
         comp->policy()->Score(l, h, seq.keys(l), next, got.data());
-        for (size_t s = 0; s < pos.size(); ++s) ASSERT_NEAR(got[s], scores[s], 1e-5 * (1 + scores[s])) << when << " slot " << s;
+        for (size_t s = 0; s < pos.size(); ++s)
+          ASSERT_NEAR(got[s], scores[s], 1e-5 * (1 + scores[s])) << when << " slot " << s;
         want[l].push_back(kvtest::Gather(pos, NaiveKeep(scores, pos, ProtectionOf(o, prompt), comp->bound())));
       }
     }
     ASSERT_GT(comp->Evict(&seq.kv(), next), 0) << when;
     for (int l = 0; l < m.n_layers; ++l) {
-      for (int h = 0; h < m.n_kv_heads; ++h) EXPECT_EQ(seq.Positions(l, h), want[l][h]) << when << " l" << l << " h" << h;
+      for (int h = 0; h < m.n_kv_heads; ++h)
+        EXPECT_EQ(seq.Positions(l, h), want[l][h]) << when << " l" << l << " h" << h;
     }
   };
 

@@ -56,8 +56,7 @@ inline std::vector<float> RandomVector(size_t n, std::mt19937& rng, float stddev
 class TestSequence {
  public:
   TestSequence(const PolicyModelInfo& m, int block_size, int32_t num_blocks)
-      : cache_(std::make_unique<KvCache>(KvCacheShape{m.n_layers, m.n_kv_heads, m.head_dim, block_size},
-                                         num_blocks)),
+      : cache_(std::make_unique<KvCache>(KvCacheShape{m.n_layers, m.n_kv_heads, m.head_dim, block_size}, num_blocks)),
         kv_(std::make_unique<SequenceKv>(cache_.get())) {}
 
   // Appends slots at `positions`; REQUIRES enough free blocks.

@@ -51,7 +51,8 @@ std::vector<double> NaiveSnapKv(const PolicyModelInfo& m, const KvPolicyOptions&
       const std::vector<double> p = NaiveSoftmax(logits, visible);
       for (int32_t s = 0; s < n; ++s) sum[s] += p[s];
     }
-    const std::vector<double> pooled = NaiveMaxPool(std::vector<double>(sum.begin(), sum.begin() + past), o.pool_kernel);
+    const std::vector<double> pooled =
+        NaiveMaxPool(std::vector<double>(sum.begin(), sum.begin() + past), o.pool_kernel);
     std::copy(pooled.begin(), pooled.end(), sum.begin());
     for (int32_t s = 0; s < n; ++s) score[s] += sum[s] / group;
   }
@@ -76,7 +77,8 @@ std::vector<double> NaiveRkv(const PolicyModelInfo& m, const KvPolicyOptions& o,
     std::vector<double> logits(past, -1e300);
     std::vector<bool> visible(past);
     for (int32_t s = 0; s < past; ++s) {
-      for (int i = 0; i < group; ++i) logits[s] = std::max(logits[s], NaiveDot(rq[i], keys.key(g, s)) / std::sqrt(double(d)));
+      for (int i = 0; i < group; ++i)
+        logits[s] = std::max(logits[s], NaiveDot(rq[i], keys.key(g, s)) / std::sqrt(double(d)));
       visible[s] = keys.position(g, s) <= q.position;
     }
     if (std::find(visible.begin(), visible.end(), true) == visible.end()) continue;
@@ -165,7 +167,8 @@ TEST_P(QueryPolicyTest, ScoresAndKeptSetMatchNaiveReference) {
           name == "snapkv" ? NaiveSnapKv(m, o, window_q, seq, l, g) : NaiveRkv(m, o, window_q, seq, l, g);
       std::vector<float> got(n);
       policy->Score(l, g, seq.keys(l), next, got.data());
-      for (int32_t s = 0; s < n; ++s) ASSERT_NEAR(got[s], ref[s], 1e-6 + 1e-4 * std::abs(ref[s])) << "l" << l << " g" << g << " s" << s;
+      for (int32_t s = 0; s < n; ++s)
+        ASSERT_NEAR(got[s], ref[s], 1e-6 + 1e-4 * std::abs(ref[s])) << "l" << l << " g" << g << " s" << s;
       want[l].push_back(kvtest::Gather(pos, kvtest::NaiveKeep(ref, pos, prot, (*comp)->bound())));
     }
   }
@@ -179,16 +182,16 @@ TEST_P(QueryPolicyTest, ScoresAndKeptSetMatchNaiveReference) {
   EXPECT_NE(seq.Positions(0, 0), recent);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Policies, QueryPolicyTest,
-    ::testing::Values(std::make_tuple("snapkv", false, 0.1f), std::make_tuple("snapkv", true, 0.1f),
-                      std::make_tuple("rkv", false, 0.1f), std::make_tuple("rkv", true, 0.1f),
-                      std::make_tuple("rkv", false, 0.0f), std::make_tuple("rkv", false, 1.0f)),
-    [](const ::testing::TestParamInfo<QueryPolicyTest::ParamType>& i) {
-      const std::string lambda = std::to_string(static_cast<int>(std::get<2>(i.param) * 100));
-      return std::get<0>(i.param) + (std::get<1>(i.param) ? "_interleaved" : "_neox") +
-             (std::get<0>(i.param) == "rkv" ? "_lambda_pct" + lambda : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Policies, QueryPolicyTest,
+                         ::testing::Values(std::make_tuple("snapkv", false, 0.1f),
+                                           std::make_tuple("snapkv", true, 0.1f), std::make_tuple("rkv", false, 0.1f),
+                                           std::make_tuple("rkv", true, 0.1f), std::make_tuple("rkv", false, 0.0f),
+                                           std::make_tuple("rkv", false, 1.0f)),
+                         [](const ::testing::TestParamInfo<QueryPolicyTest::ParamType>& i) {
+                           const std::string lambda = std::to_string(static_cast<int>(std::get<2>(i.param) * 100));
+                           return std::get<0>(i.param) + (std::get<1>(i.param) ? "_interleaved" : "_neox") +
+                                  (std::get<0>(i.param) == "rkv" ? "_lambda_pct" + lambda : "");
+                         });
 
 // R-KV's redundancy term alone (lambda 0): of a cluster of identical keys,
 // the most recent copy is the one the others' exemptions favour, so the

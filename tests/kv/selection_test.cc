@@ -42,9 +42,9 @@ TEST(SelectKeep, ProtectsPromptSinksAndWindowWhateverTheirScores) {
   // Protected slots score lowest; the middle scores rise with the slot.
   std::vector<float> scores(40);
   for (int s = 0; s < 40; ++s) scores[s] = static_cast<float>(s);
-  for (int s = 0; s < 10; ++s) scores[s] = -100.0f;  // prompt
+  for (int s = 0; s < 10; ++s) scores[s] = -100.0f;   // prompt
   for (int s = 35; s < 40; ++s) scores[s] = -100.0f;  // window
-  scores[12] = 1000.0f;                                // one heavy hitter
+  scores[12] = 1000.0f;                               // one heavy hitter
   Protection p;
   p.prompt_len = 10;
   p.keep_prompt = true;

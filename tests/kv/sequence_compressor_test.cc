@@ -37,8 +37,8 @@ TEST(SequenceCompressor, BoundAndPeakSlots) {
   auto c = SequenceCompressor::Create(o, m, 50);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->bound(), 150);
-  EXPECT_EQ(SequenceCompressor::PeakSlots(o, 50, 1000), 166);  // kept prompt + budget + interval
-  EXPECT_EQ(SequenceCompressor::PeakSlots(o, 50, 10), 60);     // never more than prompt + output
+  EXPECT_EQ(SequenceCompressor::PeakSlots(o, 50, 1000), 166);    // kept prompt + budget + interval
+  EXPECT_EQ(SequenceCompressor::PeakSlots(o, 50, 10), 60);       // never more than prompt + output
   EXPECT_EQ(SequenceCompressor::PeakSlots(o, 50, 100000), 166);  // constant in max_tokens
 
   o.keep_prompt = false;
@@ -198,7 +198,8 @@ TEST(SequenceCompressor, RandomizedSharedCacheNeverLeaksOrExceedsThePeak) {
     for (int l = 0; l < m.n_layers; ++l) {
       for (int h = 0; h < m.n_kv_heads; ++h) {
         const int32_t b = kv.block_ids()[slot / bs];
-        for (int c = 0; c < m.head_dim; ++c) cache.K(l, b, h)[(slot % bs) * m.head_dim + c] = std::normal_distribution<float>()(rng);
+        for (int c = 0; c < m.head_dim; ++c)
+          cache.K(l, b, h)[(slot % bs) * m.head_dim + c] = std::normal_distribution<float>()(rng);
         cache.Positions(l, b, h)[slot % bs] = position;
       }
     }

@@ -71,8 +71,8 @@ TEST(OptionsTest, SweepLevels) {
   EXPECT_TRUE(c->sweep);
   EXPECT_TRUE(c->by_concurrency);
   EXPECT_EQ(c->levels, (std::vector<double>{1, 2, 4, 8}));
-  c = Parse({"sweep", "--rate", "0.5:2:+0.5", "--slo", "e2e_ms=9000", "--slo-attainment", "0.95",
-             "--plot", "s.png", "--stop-after-fails", "2"});
+  c = Parse({"sweep", "--rate", "0.5:2:+0.5", "--slo", "e2e_ms=9000", "--slo-attainment", "0.95", "--plot", "s.png",
+             "--stop-after-fails", "2"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->by_concurrency);
   EXPECT_EQ(c->levels, (std::vector<double>{0.5, 1, 1.5, 2}));
@@ -86,7 +86,8 @@ TEST(OptionsTest, SweepLevels) {
 }
 
 TEST(OptionsTest, BadLevels) {
-  for (const char* spec : {"4,2", "1,1", "0,1", "1.5,2", "a", "1:8", "1:8:2", "8:1:x2", "1:8:x1", "1:8:+0", "1:2:3:4"}) {
+  for (const char* spec :
+       {"4,2", "1,1", "0,1", "1.5,2", "a", "1:8", "1:8:2", "8:1:x2", "1:8:x1", "1:8:+0", "1:2:3:4"}) {
     absl::StatusOr<std::vector<double>> l = ParseLevels(spec, true, "--concurrency");
     ASSERT_FALSE(l.ok()) << spec;
     EXPECT_NE(l.status().message().find("--concurrency"), absl::string_view::npos) << l.status();

@@ -32,8 +32,7 @@ TEST(PercentileTest, SummaryOf) {
   EXPECT_EQ(Summary::Of({}).count, 0);
 }
 
-RequestResult Req(double start, double ttft, double e2e, int tokens, int code = 0,
-                  const char* finish = "length") {
+RequestResult Req(double start, double ttft, double e2e, int tokens, int code = 0, const char* finish = "length") {
   RequestResult r;
   r.start_s = start;
   r.ttft_s = ttft;
@@ -67,10 +66,10 @@ TEST(StatsTest, SummarizeGoodputThroughputAndErrors) {
   RequestResult warm = Req(0, 5, 9, 3);  // slow warm-up: excluded from every figure
   warm.warmup = true;
   rs.push_back(warm);
-  rs.push_back(Req(1.0, 0.2, 1.2, 11));   // TPOT 100 ms, ends at 2.2
-  rs.push_back(Req(1.5, 0.4, 2.4, 21));   // TPOT 100 ms, ends at 3.9
-  rs.push_back(Req(2.0, 0.1, 0.5, 5));    // TPOT 100 ms, ends at 2.5
-  rs.push_back(Req(2.5, 1.0, 3.0, 11));   // TTFT 1000 ms: misses ttft_ms=500, ends at 5.5
+  rs.push_back(Req(1.0, 0.2, 1.2, 11));                  // TPOT 100 ms, ends at 2.2
+  rs.push_back(Req(1.5, 0.4, 2.4, 21));                  // TPOT 100 ms, ends at 3.9
+  rs.push_back(Req(2.0, 0.1, 0.5, 5));                   // TPOT 100 ms, ends at 2.5
+  rs.push_back(Req(2.5, 1.0, 3.0, 11));                  // TTFT 1000 ms: misses ttft_ms=500, ends at 5.5
   rs.push_back(Req(3.0, -1, 0.001, 0, 8, ""));           // RESOURCE_EXHAUSTED
   rs.push_back(Req(3.0, 0.3, 1.0, 4, 0, "time_limit"));  // cut short
   const RunSummary s = Summarize(rs, *ParseSlo("ttft_ms=500,tpot_ms=150"));

@@ -141,8 +141,8 @@ TEST(ReportTest, RunTableJsonAndCsv) {
   b.error = "queue full, try later";
   const RunSummary s = Summarize({a, b}, *ParseSlo("ttft_ms=200"));
   const std::string table = RunTable(s, "test run");
-  for (const char* needle : {"==== test run ====", "2 measured: 1 ok, 1 failed", "RESOURCE_EXHAUSTED 1",
-                             "TTFT", "TPOT", "ITL", "E2E", "goodput", "1/2 requests (50.0%) meet ttft_ms=200"}) {
+  for (const char* needle : {"==== test run ====", "2 measured: 1 ok, 1 failed", "RESOURCE_EXHAUSTED 1", "TTFT", "TPOT",
+                             "ITL", "E2E", "goodput", "1/2 requests (50.0%) meet ttft_ms=200"}) {
     EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
   }
   Config c;

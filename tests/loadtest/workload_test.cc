@@ -37,10 +37,10 @@ TEST(KvMixTest, ErrorsNameTheEntry) {
     const char* spec;
     const char* needle;
   };
-  for (const Case& c : {Case{"lru", "unknown KV policy 'lru'"}, Case{"beacon@0", "budget '0'"},
-                        Case{"beacon@x", "budget 'x'"}, Case{"full:0", "weight '0'"},
-                        Case{"full,,beacon", "empty entry"}, Case{"full@128", "takes no budget"},
-                        Case{"", "empty entry"}}) {
+  for (const Case& c :
+       {Case{"lru", "unknown KV policy 'lru'"}, Case{"beacon@0", "budget '0'"}, Case{"beacon@x", "budget 'x'"},
+        Case{"full:0", "weight '0'"}, Case{"full,,beacon", "empty entry"}, Case{"full@128", "takes no budget"},
+        Case{"", "empty entry"}}) {
     absl::StatusOr<std::vector<KvChoice>> m = ParseKvMix(c.spec);
     ASSERT_FALSE(m.ok()) << c.spec;
     EXPECT_NE(m.status().message().find("--kv-mix"), absl::string_view::npos) << m.status();
@@ -124,12 +124,12 @@ TEST(WorkloadTest, BadPromptsFilesNameFileAndLine) {
     const char* content;
     const char* needle;
   };
-  for (const Case& c : {Case{"{\"prompt\": \"a\"}\nnot json\n", ":2: not a JSON object"},
-                        Case{"{\"text\": \"a\"}\n", ":1: needs \"prompt\" or \"messages\""},
-                        Case{"{\"prompt\": \"\"}\n", "non-empty string"},
-                        Case{"{\"messages\": [{\"role\": \"user\"}]}\n", "role\" and \"content"},
-                        Case{"{\"prompt\": \"a\", \"max_tokens\": 0}\n", "positive integer"},
-                        Case{"\n\n", "has no prompts"}}) {
+  for (const Case& c :
+       {Case{"{\"prompt\": \"a\"}\nnot json\n", ":2: not a JSON object"},
+        Case{"{\"text\": \"a\"}\n", ":1: needs \"prompt\" or \"messages\""},
+        Case{"{\"prompt\": \"\"}\n", "non-empty string"},
+        Case{"{\"messages\": [{\"role\": \"user\"}]}\n", "role\" and \"content"},
+        Case{"{\"prompt\": \"a\", \"max_tokens\": 0}\n", "positive integer"}, Case{"\n\n", "has no prompts"}}) {
     const std::string path = WriteFile("bad.jsonl", c.content);
     absl::StatusOr<std::vector<PromptEntry>> p = LoadPromptsJsonl(path);
     ASSERT_FALSE(p.ok()) << c.content;

@@ -129,8 +129,8 @@ TEST(PlanRun, ProductionScaleRunsAreCheap) {
   const ModelCost model = ShippedModel("qwen3-4b.json");
   absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
   ASSERT_TRUE(gpu.ok());
-  RunInputs in{model, *gpu, *ResolvePool(PoolSpec{}, *gpu, model), SchedulerConfig{}, Beacon(2048),
-               Fixed(512, 32768, 64, 64)};
+  RunInputs in{
+      model, *gpu, *ResolvePool(PoolSpec{}, *gpu, model), SchedulerConfig{}, Beacon(2048), Fixed(512, 32768, 64, 64)};
   absl::StatusOr<RunResult> r = RunPlan(in);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->engine.decode_tokens, 64LL * 32767);

@@ -16,8 +16,8 @@ namespace beacon::plot {
 namespace {
 
 uint32_t U32(const std::string& s, size_t at) {
-  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) |
-         (uint32_t(uint8_t(s[at + 2])) << 8) | uint32_t(uint8_t(s[at + 3]));
+  return (uint32_t(uint8_t(s[at])) << 24) | (uint32_t(uint8_t(s[at + 1])) << 16) | (uint32_t(uint8_t(s[at + 2])) << 8) |
+         uint32_t(uint8_t(s[at + 3]));
 }
 
 struct Decoded {
@@ -45,8 +45,8 @@ Decoded Decode(const std::string& png) {
       EXPECT_EQ(len, 13u);
       d.width = static_cast<int>(U32(data, 0));
       d.height = static_cast<int>(U32(data, 4));
-      EXPECT_EQ(data[8], 8);  // bit depth
-      EXPECT_EQ(data[9], 2);  // RGB
+      EXPECT_EQ(data[8], 8);   // bit depth
+      EXPECT_EQ(data[9], 2);   // RGB
       EXPECT_EQ(data[12], 0);  // no interlace
     } else if (type == "IDAT") {
       idat += data;
@@ -165,8 +165,8 @@ TEST(LinePlotTest, RendersSeriesInTheirColoursWithLegendAndRefLines) {
   // Each series: lines 2 px wide plus markers and a legend sample.
   EXPECT_GT(CountColor(d, kPalette[0]), 300);
   EXPECT_GT(CountColor(d, kPalette[1]), 300);
-  EXPECT_GT(CountColor(d, Rgb{0, 128, 0}), 100);   // dashed SLO line and its label
-  EXPECT_GT(CountColor(d, Rgb{128, 0, 128}), 50);  // the knee
+  EXPECT_GT(CountColor(d, Rgb{0, 128, 0}), 100);    // dashed SLO line and its label
+  EXPECT_GT(CountColor(d, Rgb{128, 0, 128}), 50);   // the knee
   EXPECT_GT(CountColor(d, kBlack), 200);            // title, tick labels, legend text
   EXPECT_GT(CountColor(d, kWhite), 640 * 400 / 2);  // mostly background
 }

@@ -62,13 +62,13 @@ TEST(SchedulerCapacity, ReserveFullAdmitsPoolOverPromptPlusMaxTokens) {
 TEST(SchedulerCapacity, ReserveCompressingAdmitsPoolOverConstantFootprint) {
   const SimSequenceSpec beacon = Beacon(200, 2000, 2000, 64, 16);
   const int64_t peak = SequenceCompressor::PeakSlots(beacon.kv, 200, 2000);
-  ASSERT_EQ(peak, 200 + 64 + 16);                     // kept prompt + budget + interval
+  ASSERT_EQ(peak, 200 + 64 + 16);  // kept prompt + budget + interval
   ASSERT_EQ(Ceil(peak, 16), 18);
   const int32_t compressed = PeakConcurrency(AdmissionMode::kReserve, 200, 64, beacon, 20);
-  EXPECT_EQ(compressed, 200 / 18);                    // 11
+  EXPECT_EQ(compressed, 200 / 18);  // 11
   // The same requests under `full`: 2200 slots, 138 blocks: one at a time.
   const int32_t full = PeakConcurrency(AdmissionMode::kReserve, 200, 64, Full(200, 2000, 2000), 4);
-  EXPECT_EQ(full, 200 / Ceil(2200, 16));              // 1
+  EXPECT_EQ(full, 200 / Ceil(2200, 16));  // 1
   EXPECT_GE(compressed, 10 * full);
   // The running cap still applies.
   EXPECT_EQ(PeakConcurrency(AdmissionMode::kReserve, 200, 8, beacon, 20), 8);

@@ -80,7 +80,8 @@ void Stress(AdmissionMode mode, uint64_t seed, int32_t max_running, int32_t max_
       reserved += footprint;
       if (r->reserved_blocks != footprint) violation("request " + std::to_string(id) + " reserved != footprint");
       const SequenceKv* kv = e.kv(id);
-      if (kv != nullptr && kv->num_blocks() > footprint) violation("request " + std::to_string(id) + " over its footprint");
+      if (kv != nullptr && kv->num_blocks() > footprint)
+        violation("request " + std::to_string(id) + " over its footprint");
     }
     if (reserved > kBlocks) violation("running footprints exceed the pool: " + std::to_string(reserved));
     if (reserved != h.sched.reserved_blocks()) violation("reserved_blocks() != sum of running footprints");
@@ -90,8 +91,8 @@ void Stress(AdmissionMode mode, uint64_t seed, int32_t max_running, int32_t max_
   size_t removed_seen = 0;
   int n_cancelled = 0, n_expired = 0, n_finished = 0;
   while (next < kN || h.sched.HasWork()) {
-    ASSERT_LT(h.steps, 1000000) << "no progress: " << h.sched.num_waiting() << " waiting, "
-                                << h.sched.num_running() << " running";
+    ASSERT_LT(h.steps, 1000000) << "no progress: " << h.sched.num_waiting() << " waiting, " << h.sched.num_running()
+                                << " running";
     for (int64_t k = uni(0, 4); k > 0 && next < kN; --k, ++next) {
       const Planned& p = plan[next];
       ASSERT_TRUE(h.Add(next, p.spec, p.deadline).ok()) << next;

@@ -133,7 +133,7 @@ TEST(Scheduler, MaxRunningCap) {
 // Reserve mode: a head request that does not fit blocks smaller ones behind
 // it, which would fit; they run in arrival order.
 TEST(Scheduler, FcfsHeadBlocksSmallerRequests) {
-  Harness h(Config(AdmissionMode::kReserve), 64);  // 64 blocks of 16
+  Harness h(Config(AdmissionMode::kReserve), 64);   // 64 blocks of 16
   ASSERT_TRUE(h.Add(1, Full(100, 400, 400)).ok());  // 500 slots: 32 blocks
   h.Step();
   ASSERT_TRUE(h.Add(2, Full(100, 700, 700)).ok());  // 800 slots: 50 blocks, does not fit beside 1
@@ -158,11 +158,11 @@ TEST(Scheduler, FcfsHeadBlocksSmallerRequests) {
 TEST(Scheduler, AddRejectsFootprintLargerThanThePool) {
   for (AdmissionMode mode : {AdmissionMode::kReserve, AdmissionMode::kOptimistic}) {
     SCOPED_TRACE(std::string(AdmissionModeName(mode)));
-    Harness h(Config(mode), 64);  // 1024 slots
+    Harness h(Config(mode), 64);                             // 1024 slots
     const absl::Status st = h.Add(1, Full(1000, 100, 100));  // 1100 slots
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-    EXPECT_TRUE(h.Add(2, Full(1000, 24, 24)).ok());           // exactly the pool
-    EXPECT_TRUE(h.Add(3, Beacon(500, 10000, 10000)).ok());    // 580 slots under beacon
+    EXPECT_TRUE(h.Add(2, Full(1000, 24, 24)).ok());         // exactly the pool
+    EXPECT_TRUE(h.Add(3, Beacon(500, 10000, 10000)).ok());  // 580 slots under beacon
     EXPECT_EQ(h.sched.Find(1), nullptr);
     EXPECT_EQ(h.sched.num_waiting(), 2);
     EXPECT_TRUE(h.RunUntilIdle(100000));

@@ -199,7 +199,7 @@ TEST(SimEngine, CompressingRecomputeStaysWithinPeakPlusChunk) {
   RunOne(e, 2, 128, true);
   EXPECT_EQ(e.kv(2)->num_slots(), 128);  // inside the prompt: kept
   RunOne(e, 2, 128, true);
-  EXPECT_EQ(e.kv(2)->num_slots(), 64);   // past it: evicted to the bound
+  EXPECT_EQ(e.kv(2)->num_slots(), 64);  // past it: evicted to the bound
   RunOne(e, 2, 44, true);
   EXPECT_EQ(e.kv(2)->num_slots(), 64);
 }
@@ -209,11 +209,11 @@ TEST(SimEngine, ProtocolErrorsChangeNothing) {
   ASSERT_TRUE(e.AddSequence(1, Spec(20, 5, 5)).ok());
   std::vector<SeqOutcome> out;
   const std::vector<std::vector<SeqWork>> bad = {
-      {{2, 4, true}},                  // unknown id
-      {{1, 21, true}},                 // past the prefill target
-      {{1, 0, true}},                  // empty chunk
-      {{1, 1, false}},                 // decode while prefilling
-      {{1, 4, true}, {1, 4, true}},    // twice in a step
+      {{2, 4, true}},                // unknown id
+      {{1, 21, true}},               // past the prefill target
+      {{1, 0, true}},                // empty chunk
+      {{1, 1, false}},               // decode while prefilling
+      {{1, 4, true}, {1, 4, true}},  // twice in a step
   };
   for (const auto& w : bad) EXPECT_FALSE(e.Run(w, &out).ok());
   EXPECT_TRUE(out.empty());
@@ -266,8 +266,8 @@ TEST(SimEngine, CompressionMatchesSequenceCompressor) {
     int32_t prompt;
   };
   const std::vector<Case> cases = {
-      {"streaming", 64, 16, true, 10},   {"streaming", 64, 16, true, 100},  {"streaming", 32, 7, false, 10},
-      {"streaming", 32, 7, false, 200},  {"random", 48, 1, true, 33},          {"streaming", 20, 64, false, 5},
+      {"streaming", 64, 16, true, 10},  {"streaming", 64, 16, true, 100}, {"streaming", 32, 7, false, 10},
+      {"streaming", 32, 7, false, 200}, {"random", 48, 1, true, 33},      {"streaming", 20, 64, false, 5},
       {"full", 64, 16, true, 50},
   };
   const int steps = 400;

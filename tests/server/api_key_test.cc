@@ -1,8 +1,8 @@
 #include "server/api_key.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace beacon {
 namespace {

@@ -254,8 +254,8 @@ TEST(HttpServerTest, StreamArrivesAsChunksInOrderAndEndsProperly) {
   EXPECT_EQ(resp->headers["transfer-encoding"], "chunked");
   EXPECT_EQ(resp->headers["content-type"], "text/event-stream");
   EXPECT_EQ(resp->headers["cache-control"], "no-cache");
-  EXPECT_THAT(resp->chunks, ::testing::ElementsAre("data: 0\n\n", "data: 1\n\n", "data: 2\n\n", "data: 3\n\n",
-                                                   "data: 4\n\n"));
+  EXPECT_THAT(resp->chunks,
+              ::testing::ElementsAre("data: 0\n\n", "data: 1\n\n", "data: 2\n\n", "data: 3\n\n", "data: 4\n\n"));
   ASSERT_TRUE(c.Send(Get("/unended")));  // the connection survives a stream
   auto unended = c.Read();
   ASSERT_TRUE(unended);
@@ -499,7 +499,7 @@ TEST(HttpServerTest, ProbesAreServedWhenSlowClientsHoldEveryConnection) {
   RawClient beyond(port);
   auto refused = beyond.RoundTrip(Get("/health"));
   ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status, 503);  // beyond the reserve
+  EXPECT_EQ(refused->status, 503);   // beyond the reserve
   EXPECT_TRUE(squatter.ReadsEof());  // nobody sits in the reserve
   // The squatter's reserve slot comes back; a probe is served on it, once.
   std::optional<Response> probe;

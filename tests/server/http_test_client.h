@@ -94,8 +94,7 @@ class RawClient {
       }
     }
     if (r.headers.count("content-length")) return Take(std::stoul(r.headers["content-length"]), &r.body);
-    while (Fill()) {
-    }
+    while (Fill()) {}
     r.body = std::exchange(buf_, "");
     return true;
   }

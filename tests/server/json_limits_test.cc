@@ -11,8 +11,8 @@
 namespace beacon {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 std::string Nested(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
@@ -67,7 +67,7 @@ TEST(JsonLimitsTest, StringsKeysAndContainersAreBoundedApart) {
   JsonLimits limits;
   limits.max_strings_and_containers = 3;
   EXPECT_TRUE(ParseJsonBounded(R"([1, "a", {}, 2, null, true])", limits).ok());  // numbers are not counted
-  EXPECT_TRUE(ParseJsonBounded(R"({"a": 1, "b": 2})", limits).ok());            // the object and 2 keys
+  EXPECT_TRUE(ParseJsonBounded(R"({"a": 1, "b": 2})", limits).ok());             // the object and 2 keys
   ExpectRefused(ParseJsonBounded(R"({"a": 1, "b": 2, "c": 3})", limits),
                 "JSON with more than 3 strings (keys included), arrays and objects");
   ExpectRefused(ParseJsonBounded(R"(["a", [], {}])", limits), "more than 3 strings");

@@ -70,8 +70,7 @@ TEST(OpenAiRequestTest, ServerLimitedIntegersPassThroughAsSent) {
 }
 
 TEST(OpenAiRequestTest, OwnRangesShowTheSentValue) {
-  ExpectInvalid(Completion(R"(, "n": 18446744073709551615)"),
-                "n: only n = 1 is supported, got 18446744073709551615");
+  ExpectInvalid(Completion(R"(, "n": 18446744073709551615)"), "n: only n = 1 is supported, got 18446744073709551615");
   ExpectInvalid(Completion(R"(, "n": 2)"), "n: only n = 1 is supported, got 2");
   ExpectInvalid(Completion(R"(, "top_k": 4294967296)"), "top_k: 4294967296 is outside [-1, 2147483647]");
   ExpectInvalid(Completion(R"(, "top_k": -2)"), "top_k: -2 is outside [-1, 2147483647]");

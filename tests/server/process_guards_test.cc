@@ -1,8 +1,7 @@
 #include "server/process_guards.h"
 
-#include <sys/resource.h>
-
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 namespace beacon {
 namespace {
@@ -45,7 +44,8 @@ TEST(LogRateLimiterTest, BurstPerWindowThenCountsWhatItDropped) {
   // A fatal line always passes, even in a full window.
   EXPECT_FALSE(limiter.Line("libprotobuf ERROR", "bad utf-8", false, 12.2).empty());
   EXPECT_TRUE(limiter.Line("libprotobuf ERROR", "bad utf-8", false, 12.3).empty());
-  EXPECT_EQ(limiter.Line("libprotobuf FATAL", "abort", true, 12.4), "[libprotobuf FATAL] abort (1 similar lines suppressed)");
+  EXPECT_EQ(limiter.Line("libprotobuf FATAL", "abort", true, 12.4),
+            "[libprotobuf FATAL] abort (1 similar lines suppressed)");
 }
 
 }  // namespace

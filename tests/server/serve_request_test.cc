@@ -162,7 +162,7 @@ TEST_F(PrepareRequestTest, RangeErrorsShowTheSentValueAndTheRealLimit) {
   ServeRequest r = Text("hi");
   r.max_tokens = int64_t{1} << 31;  // past int32: not wrapped, not clamped
   ExpectInvalid(r, "max_tokens: 2147483648 is outside [1, 4096]");
-  limits_.max_tokens_limit = 0;     // then the context is the limit
+  limits_.max_tokens_limit = 0;  // then the context is the limit
   ExpectInvalid(r, absl::StrCat("max_tokens: 2147483648 is outside [1, ", limits_.context_length, "]"));
   // Past int64 (JSON only): the field saturates, the digits are shown.
   r.max_tokens = std::numeric_limits<int64_t>::max();

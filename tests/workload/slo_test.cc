@@ -26,11 +26,10 @@ TEST(SloTest, ErrorsNameTheFlagAndTheProblem) {
     const char* spec;
     const char* needle;
   };
-  for (const Case& c : {Case{"ttft=5", "unknown key 'ttft'"}, Case{"latency_ms=5", "unknown key"},
-                        Case{"ttft_ms", "not KEY=VALUE"}, Case{"ttft_ms=0", "positive"},
-                        Case{"tpot_ms=-3", "positive"}, Case{"e2e_ms=fast", "positive number"},
-                        Case{"ttft_ms=1,ttft_ms=2", "given twice"}, Case{"", "empty"},
-                        Case{"ttft_ms=1,", "not KEY=VALUE"}}) {
+  for (const Case& c :
+       {Case{"ttft=5", "unknown key 'ttft'"}, Case{"latency_ms=5", "unknown key"}, Case{"ttft_ms", "not KEY=VALUE"},
+        Case{"ttft_ms=0", "positive"}, Case{"tpot_ms=-3", "positive"}, Case{"e2e_ms=fast", "positive number"},
+        Case{"ttft_ms=1,ttft_ms=2", "given twice"}, Case{"", "empty"}, Case{"ttft_ms=1,", "not KEY=VALUE"}}) {
     absl::StatusOr<Slo> s = ParseSlo(c.spec);
     ASSERT_FALSE(s.ok()) << c.spec;
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);

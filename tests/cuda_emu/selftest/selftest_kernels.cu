@@ -1,8 +1,8 @@
 // Kernels for the emulator's self-test; see selftest_kernels.h. Valid CUDA,
 // though only ever compiled through gen.py.
-#include "tests/cuda_emu/selftest/selftest_kernels.h"
-
 #include <cuda_pipeline.h>
+
+#include "tests/cuda_emu/selftest/selftest_kernels.h"
 
 namespace emu_selftest {
 namespace {

@@ -90,13 +90,28 @@ inline std::string PatternData(const std::vector<int64_t>& ne, uint32_t type, ui
 
 class GgufBuilder {
  public:
-  GgufBuilder& Version(uint32_t v) { version_ = v; return *this; }
+  GgufBuilder& Version(uint32_t v) {
+    version_ = v;
+    return *this;
+  }
   // The alignment used to lay out tensor data; Alignment() also writes the
   // general.alignment key, LayoutAlignment() only lays out.
-  GgufBuilder& Alignment(uint32_t a) { align_ = a; return U32("general.alignment", a); }
-  GgufBuilder& LayoutAlignment(uint32_t a) { align_ = a; return *this; }
-  GgufBuilder& TensorCount(uint64_t n) { tensor_count_ = n; return *this; }
-  GgufBuilder& KvCount(uint64_t n) { kv_count_ = n; return *this; }
+  GgufBuilder& Alignment(uint32_t a) {
+    align_ = a;
+    return U32("general.alignment", a);
+  }
+  GgufBuilder& LayoutAlignment(uint32_t a) {
+    align_ = a;
+    return *this;
+  }
+  GgufBuilder& TensorCount(uint64_t n) {
+    tensor_count_ = n;
+    return *this;
+  }
+  GgufBuilder& KvCount(uint64_t n) {
+    kv_count_ = n;
+    return *this;
+  }
 
   // A metadata entry: `encoded` is written verbatim after the type id.
   // Replaces an entry of the same key, keeping its position.
@@ -125,9 +140,7 @@ class GgufBuilder {
   GgufBuilder& I64(const std::string& k, int64_t v) { return Scalar(k, GgufValueType::kInt64, v); }
   GgufBuilder& F32(const std::string& k, float v) { return Scalar(k, GgufValueType::kFloat32, v); }
   GgufBuilder& F64(const std::string& k, double v) { return Scalar(k, GgufValueType::kFloat64, v); }
-  GgufBuilder& Bool(const std::string& k, bool v) {
-    return Scalar(k, GgufValueType::kBool, static_cast<uint8_t>(v));
-  }
+  GgufBuilder& Bool(const std::string& k, bool v) { return Scalar(k, GgufValueType::kBool, static_cast<uint8_t>(v)); }
   GgufBuilder& Str(const std::string& k, const std::string& v) {
     std::string e;
     PutString(e, v);
@@ -137,18 +150,15 @@ class GgufBuilder {
     return Raw(k, static_cast<uint32_t>(GgufValueType::kArray), EncodeStringArray(v));
   }
   GgufBuilder& I32Array(const std::string& k, const std::vector<int32_t>& v) {
-    return Raw(k, static_cast<uint32_t>(GgufValueType::kArray),
-               EncodeArray(GgufValueType::kInt32, v));
+    return Raw(k, static_cast<uint32_t>(GgufValueType::kArray), EncodeArray(GgufValueType::kInt32, v));
   }
   GgufBuilder& F32Array(const std::string& k, const std::vector<float>& v) {
-    return Raw(k, static_cast<uint32_t>(GgufValueType::kArray),
-               EncodeArray(GgufValueType::kFloat32, v));
+    return Raw(k, static_cast<uint32_t>(GgufValueType::kArray), EncodeArray(GgufValueType::kFloat32, v));
   }
 
   // A tensor whose data is laid out after the previous one at the next
   // multiple of the alignment. `ne` is written as given (any length).
-  GgufBuilder& Tensor(const std::string& name, std::vector<int64_t> ne, uint32_t type,
-                      std::string data) {
+  GgufBuilder& Tensor(const std::string& name, std::vector<int64_t> ne, uint32_t type, std::string data) {
     RemoveTensor(name);
     tensors_.push_back({name, std::move(ne), type, std::move(data), std::nullopt});
     return *this;
@@ -159,8 +169,7 @@ class GgufBuilder {
     return Tensor(name, std::move(ne), type, std::move(data));
   }
   // A directory entry with an explicit data offset and no data of its own.
-  GgufBuilder& TensorAt(const std::string& name, std::vector<int64_t> ne, uint32_t type,
-                        uint64_t offset) {
+  GgufBuilder& TensorAt(const std::string& name, std::vector<int64_t> ne, uint32_t type, uint64_t offset) {
     tensors_.push_back({name, std::move(ne), type, "", offset});
     return *this;
   }

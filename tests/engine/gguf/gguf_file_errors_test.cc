@@ -14,16 +14,14 @@
 namespace beacon {
 namespace {
 
+using test::GgufBuilder;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using test::GgufBuilder;
 
 constexpr uint32_t kF32 = 0, kQ8_0 = 8, kQ6_K = 14;
 constexpr uint32_t kArray = 9, kString = 8;
 
-absl::Status ParseStatus(const std::string& bytes) {
-  return GgufFile::FromBuffer(bytes, "bad.gguf").status();
-}
+absl::Status ParseStatus(const std::string& bytes) { return GgufFile::FromBuffer(bytes, "bad.gguf").status(); }
 
 // A small valid file using every value type and a few tensors; its last
 // tensor's data ends the file, so every strict prefix is missing something.
@@ -31,18 +29,25 @@ std::string ValidFile() {
   using test::EncodeArray;
   return GgufBuilder()
       .Str("general.architecture", "llama")
-      .U8("u8", 1).I8("i8", -1).U16("u16", 2).I16("i16", -2).U32("u32", 3).I32("i32", -3)
-      .U64("u64", 4).I64("i64", -4).F32("f32", 0.5f).F64("f64", 0.25).Bool("b", true)
+      .U8("u8", 1)
+      .I8("i8", -1)
+      .U16("u16", 2)
+      .I16("i16", -2)
+      .U32("u32", 3)
+      .I32("i32", -3)
+      .U64("u64", 4)
+      .I64("i64", -4)
+      .F32("f32", 0.5f)
+      .F64("f64", 0.25)
+      .Bool("b", true)
       .StrArray("strs", {"a", "bc"})
-      .Raw("nested", kArray,
-           test::EncodeArrayOfArrays({EncodeArray<int16_t>(GgufValueType::kInt16, {1, 2})}))
+      .Raw("nested", kArray, test::EncodeArrayOfArrays({EncodeArray<int16_t>(GgufValueType::kInt16, {1, 2})}))
       .Tensor("w", {32, 2}, kQ8_0)
       .Tensor("v", {3}, kF32, test::F32Data({1, 2, 3}))
       .Build();
 }
 
-void ExpectError(const absl::Status& st, absl::StatusCode code,
-                 const std::vector<std::string>& substrings) {
+void ExpectError(const absl::Status& st, absl::StatusCode code, const std::vector<std::string>& substrings) {
   EXPECT_EQ(st.code(), code) << st;
   EXPECT_THAT(std::string(st.message()), HasSubstr("bad.gguf"));
   for (const auto& s : substrings) EXPECT_THAT(std::string(st.message()), HasSubstr(s));
@@ -53,8 +58,7 @@ TEST(GgufFileErrorsTest, ValidFileParses) { EXPECT_TRUE(ParseStatus(ValidFile())
 TEST(GgufFileErrorsTest, BadMagic) {
   std::string bytes = ValidFile();
   bytes[0] = 'X';
-  ExpectError(ParseStatus(bytes), absl::StatusCode::kInvalidArgument,
-              {"bad magic 'XGUF'", "offset 0"});
+  ExpectError(ParseStatus(bytes), absl::StatusCode::kInvalidArgument, {"bad magic 'XGUF'", "offset 0"});
 }
 
 TEST(GgufFileErrorsTest, Version1IsUnsupported) {
@@ -68,8 +72,8 @@ TEST(GgufFileErrorsTest, Version4IsUnsupported) {
 }
 
 TEST(GgufFileErrorsTest, BigEndianFileIsNamedAsSuch) {
-  ExpectError(ParseStatus(GgufBuilder().Version(0x03000000).Build()),
-              absl::StatusCode::kInvalidArgument, {"big-endian"});
+  ExpectError(ParseStatus(GgufBuilder().Version(0x03000000).Build()), absl::StatusCode::kInvalidArgument,
+              {"big-endian"});
 }
 
 TEST(GgufFileErrorsTest, EveryTruncationIsDataLoss) {
@@ -86,8 +90,7 @@ TEST(GgufFileErrorsTest, StringLengthBeyondFile) {
   std::string value;
   test::PutU64(value, ~uint64_t{0});
   value += "abc";
-  ExpectError(ParseStatus(GgufBuilder().Raw("name", kString, value).Build()),
-              absl::StatusCode::kDataLoss,
+  ExpectError(ParseStatus(GgufBuilder().Raw("name", kString, value).Build()), absl::StatusCode::kDataLoss,
               {"metadata 'name'", "string length 18446744073709551615", "remaining 3 bytes"});
 }
 
@@ -98,8 +101,8 @@ TEST(GgufFileErrorsTest, KeyLengthBeyondFile) {
 }
 
 TEST(GgufFileErrorsTest, AbsurdTensorCount) {
-  ExpectError(ParseStatus(GgufBuilder().TensorCount(uint64_t{1} << 40).Build()),
-              absl::StatusCode::kInvalidArgument, {"tensor count 1099511627776", "absurd"});
+  ExpectError(ParseStatus(GgufBuilder().TensorCount(uint64_t{1} << 40).Build()), absl::StatusCode::kInvalidArgument,
+              {"tensor count 1099511627776", "absurd"});
 }
 
 TEST(GgufFileErrorsTest, TensorCountBeyondFile) {
@@ -108,16 +111,15 @@ TEST(GgufFileErrorsTest, TensorCountBeyondFile) {
 }
 
 TEST(GgufFileErrorsTest, AbsurdMetadataCount) {
-  ExpectError(ParseStatus(GgufBuilder().KvCount(~uint64_t{0}).Build()),
-              absl::StatusCode::kInvalidArgument, {"metadata count", "absurd"});
+  ExpectError(ParseStatus(GgufBuilder().KvCount(~uint64_t{0}).Build()), absl::StatusCode::kInvalidArgument,
+              {"metadata count", "absurd"});
 }
 
 TEST(GgufFileErrorsTest, ArrayLengthBeyondFile) {
   std::string value;
   test::PutU32(value, static_cast<uint32_t>(GgufValueType::kUint32));
   test::PutU64(value, uint64_t{1} << 60);
-  ExpectError(ParseStatus(GgufBuilder().Raw("arr", kArray, value).Build()),
-              absl::StatusCode::kDataLoss,
+  ExpectError(ParseStatus(GgufBuilder().Raw("arr", kArray, value).Build()), absl::StatusCode::kDataLoss,
               {"metadata 'arr'", "array of 1152921504606846976 UINT32", "cannot fit"});
 }
 
@@ -125,33 +127,33 @@ TEST(GgufFileErrorsTest, StringArrayLengthBeyondFile) {
   std::string value;
   test::PutU32(value, kString);
   test::PutU64(value, 1000);
-  ExpectError(ParseStatus(GgufBuilder().Raw("arr", kArray, value).Build()),
-              absl::StatusCode::kDataLoss, {"array of 1000 STRING"});
+  ExpectError(ParseStatus(GgufBuilder().Raw("arr", kArray, value).Build()), absl::StatusCode::kDataLoss,
+              {"array of 1000 STRING"});
 }
 
 TEST(GgufFileErrorsTest, UnknownValueType) {
-  ExpectError(ParseStatus(GgufBuilder().Raw("k", 13, "xxxx").Build()),
-              absl::StatusCode::kInvalidArgument, {"metadata 'k'", "unknown value type 13"});
+  ExpectError(ParseStatus(GgufBuilder().Raw("k", 13, "xxxx").Build()), absl::StatusCode::kInvalidArgument,
+              {"metadata 'k'", "unknown value type 13"});
 }
 
 TEST(GgufFileErrorsTest, UnknownArrayElementType) {
   std::string value;
   test::PutU32(value, 99);
   test::PutU64(value, 0);
-  ExpectError(ParseStatus(GgufBuilder().Raw("k", kArray, value).Build()),
-              absl::StatusCode::kInvalidArgument, {"unknown array element type 99"});
+  ExpectError(ParseStatus(GgufBuilder().Raw("k", kArray, value).Build()), absl::StatusCode::kInvalidArgument,
+              {"unknown array element type 99"});
 }
 
 TEST(GgufFileErrorsTest, BoolMustBeZeroOrOne) {
-  ExpectError(ParseStatus(GgufBuilder().Raw("flag", 7, "\x02").Build()),
-              absl::StatusCode::kInvalidArgument, {"metadata 'flag'", "bool value 2"});
+  ExpectError(ParseStatus(GgufBuilder().Raw("flag", 7, "\x02").Build()), absl::StatusCode::kInvalidArgument,
+              {"metadata 'flag'", "bool value 2"});
 }
 
 TEST(GgufFileErrorsTest, ArraysNestedTooDeep) {
   std::string value = test::EncodeArray<int32_t>(GgufValueType::kInt32, {1});
   for (int i = 0; i < kGgufMaxArrayDepth; ++i) value = test::EncodeArrayOfArrays({value});
-  ExpectError(ParseStatus(GgufBuilder().Raw("deep", kArray, value).Build()),
-              absl::StatusCode::kInvalidArgument, {"nested deeper than 8"});
+  ExpectError(ParseStatus(GgufBuilder().Raw("deep", kArray, value).Build()), absl::StatusCode::kInvalidArgument,
+              {"nested deeper than 8"});
 }
 
 TEST(GgufFileErrorsTest, DuplicateKey) {
@@ -161,23 +163,21 @@ TEST(GgufFileErrorsTest, DuplicateKey) {
   // same-length key and patch its name.
   std::string bytes = GgufBuilder().U32("dup", 1).Raw("DUP", 4, u32).Build();
   bytes.replace(bytes.find("DUP"), 3, "dup");
-  ExpectError(ParseStatus(bytes), absl::StatusCode::kInvalidArgument,
-              {"duplicate metadata key 'dup'"});
+  ExpectError(ParseStatus(bytes), absl::StatusCode::kInvalidArgument, {"duplicate metadata key 'dup'"});
 }
 
 TEST(GgufFileErrorsTest, EmptyKey) {
-  ExpectError(ParseStatus(GgufBuilder().U32("", 1).Build()), absl::StatusCode::kInvalidArgument,
-              {"empty key"});
+  ExpectError(ParseStatus(GgufBuilder().U32("", 1).Build()), absl::StatusCode::kInvalidArgument, {"empty key"});
 }
 
 TEST(GgufFileErrorsTest, AlignmentNotAPowerOfTwo) {
-  ExpectError(ParseStatus(GgufBuilder().U32("general.alignment", 48).Build()),
-              absl::StatusCode::kInvalidArgument, {"general.alignment 48", "power of two"});
+  ExpectError(ParseStatus(GgufBuilder().U32("general.alignment", 48).Build()), absl::StatusCode::kInvalidArgument,
+              {"general.alignment 48", "power of two"});
 }
 
 TEST(GgufFileErrorsTest, AlignmentOfTheWrongType) {
-  ExpectError(ParseStatus(GgufBuilder().Str("general.alignment", "32").Build()),
-              absl::StatusCode::kInvalidArgument, {"general.alignment", "STRING"});
+  ExpectError(ParseStatus(GgufBuilder().Str("general.alignment", "32").Build()), absl::StatusCode::kInvalidArgument,
+              {"general.alignment", "STRING"});
 }
 
 TEST(GgufFileErrorsTest, UnknownGgmlTypeIsReportedWhenTheTensorIsRead) {
@@ -194,29 +194,25 @@ TEST(GgufFileErrorsTest, KnownButUnsupportedTypeIsNamed) {
   auto f = GgufFile::FromBuffer(bytes, "bad.gguf");
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ((*f)->tensor_infos()[0].nbytes, 210u);
-  ExpectError((*f)->FindTensor("blk.0.ffn_down.weight").status(),
-              absl::StatusCode::kInvalidArgument,
+  ExpectError((*f)->FindTensor("blk.0.ffn_down.weight").status(), absl::StatusCode::kInvalidArgument,
               {"tensor blk.0.ffn_down.weight has unsupported type Q6_K (14)"});
 }
 
 TEST(GgufFileErrorsTest, MisalignedTensorOffset) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {4}, kF32, 16).Build()),
-              absl::StatusCode::kInvalidArgument,
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {4}, kF32, 16).Build()), absl::StatusCode::kInvalidArgument,
               {"tensor 't'", "data offset 16", "not a multiple of the alignment 32"});
 }
 
 TEST(GgufFileErrorsTest, TensorDataBeyondFile) {
-  const std::string bytes = GgufBuilder()
-                                .Tensor("a", {4}, kF32, test::F32Data({1, 2, 3, 4}))
-                                .TensorAt("b", {1000}, kF32, 32)
-                                .Build();
+  const std::string bytes =
+      GgufBuilder().Tensor("a", {4}, kF32, test::F32Data({1, 2, 3, 4})).TensorAt("b", {1000}, kF32, 32).Build();
   ExpectError(ParseStatus(bytes), absl::StatusCode::kDataLoss,
               {"tensor 'b'", "4000 bytes at data offset 32", "past the end of the file"});
 }
 
 TEST(GgufFileErrorsTest, TensorOffsetNearUint64Max) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {1}, kF32, ~uint64_t{31}).Build()),
-              absl::StatusCode::kDataLoss, {"tensor 't'", "past the end"});
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {1}, kF32, ~uint64_t{31}).Build()), absl::StatusCode::kDataLoss,
+              {"tensor 't'", "past the end"});
 }
 
 TEST(GgufFileErrorsTest, FiveDimensions) {
@@ -225,23 +221,22 @@ TEST(GgufFileErrorsTest, FiveDimensions) {
 }
 
 TEST(GgufFileErrorsTest, ZeroDimensions) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {}, kF32, 0).Build()),
-              absl::StatusCode::kInvalidArgument, {"n_dims 0"});
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {}, kF32, 0).Build()), absl::StatusCode::kInvalidArgument,
+              {"n_dims 0"});
 }
 
 TEST(GgufFileErrorsTest, ZeroSizedDimension) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {4, 0}, kF32, 0).Build()),
-              absl::StatusCode::kInvalidArgument, {"tensor 't'", "ne[1] = 0", "must be positive"});
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {4, 0}, kF32, 0).Build()), absl::StatusCode::kInvalidArgument,
+              {"tensor 't'", "ne[1] = 0", "must be positive"});
 }
 
 TEST(GgufFileErrorsTest, NegativeDimension) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {-3}, kF32, 0).Build()),
-              absl::StatusCode::kInvalidArgument, {"ne[0] = -3"});
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {-3}, kF32, 0).Build()), absl::StatusCode::kInvalidArgument,
+              {"ne[0] = -3"});
 }
 
 TEST(GgufFileErrorsTest, ElementCountOverflow) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {1 << 20, int64_t{1} << 40,
-                                                       int64_t{1} << 10}, kF32, 0).Build()),
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("t", {1 << 20, int64_t{1} << 40, int64_t{1} << 10}, kF32, 0).Build()),
               absl::StatusCode::kInvalidArgument, {"tensor 't'", "element count overflows"});
 }
 
@@ -251,23 +246,19 @@ TEST(GgufFileErrorsTest, ByteSizeOverflow) {
 }
 
 TEST(GgufFileErrorsTest, RowNotAMultipleOfTheBlockSize) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("q", {33, 2}, kQ8_0, 0).Build()),
-              absl::StatusCode::kInvalidArgument,
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("q", {33, 2}, kQ8_0, 0).Build()), absl::StatusCode::kInvalidArgument,
               {"tensor 'q'", "row length 33", "block size 32", "Q8_0 (8)"});
 }
 
 TEST(GgufFileErrorsTest, DuplicateTensorName) {
-  const std::string bytes = GgufBuilder()
-                                .Tensor("w", {2}, kF32, test::F32Data({1, 2}))
-                                .TensorAt("w", {2}, kF32, 0)
-                                .Build();
-  ExpectError(ParseStatus(bytes), absl::StatusCode::kInvalidArgument,
-              {"duplicate tensor name 'w'"});
+  const std::string bytes =
+      GgufBuilder().Tensor("w", {2}, kF32, test::F32Data({1, 2})).TensorAt("w", {2}, kF32, 0).Build();
+  ExpectError(ParseStatus(bytes), absl::StatusCode::kInvalidArgument, {"duplicate tensor name 'w'"});
 }
 
 TEST(GgufFileErrorsTest, EmptyTensorName) {
-  ExpectError(ParseStatus(GgufBuilder().TensorAt("", {1}, kF32, 0).Build()),
-              absl::StatusCode::kInvalidArgument, {"empty tensor name"});
+  ExpectError(ParseStatus(GgufBuilder().TensorAt("", {1}, kF32, 0).Build()), absl::StatusCode::kInvalidArgument,
+              {"empty tensor name"});
 }
 
 // Not a fuzzer, but a cheap deterministic stand-in that runs in every test

@@ -19,9 +19,9 @@
 namespace beacon {
 namespace {
 
+using test::GgufBuilder;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using test::GgufBuilder;
 
 constexpr uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8;
 
@@ -101,20 +101,19 @@ TEST(GgufFileTest, EveryScalarTypeRoundTrips) {
 
 TEST(GgufFileTest, ArraysOfEveryKindRoundTrip) {
   using test::EncodeArray;
-  auto f = Parse(
-      GgufBuilder()
-          .StrArray("strs", {"a", "", "ccc"})
-          .I32Array("i32s", {-1, 0, 2147483647})
-          .F32Array("f32s", {0.5f, -2.0f})
-          .Raw("u8s", 9, EncodeArray<uint8_t>(GgufValueType::kUint8, {1, 255}))
-          .Raw("i64s", 9, EncodeArray<int64_t>(GgufValueType::kInt64, {-3, 4}))
-          .Raw("f64s", 9, EncodeArray<double>(GgufValueType::kFloat64, {1.25}))
-          .Raw("bools", 9, EncodeArray<uint8_t>(GgufValueType::kBool, {1, 0}))
-          .Raw("nested", 9,
-               test::EncodeArrayOfArrays({EncodeArray<int32_t>(GgufValueType::kInt32, {1, 2}),
-                                          test::EncodeStringArray({"x"})}))
-          .StrArray("none", {})
-          .Build());
+  auto f = Parse(GgufBuilder()
+                     .StrArray("strs", {"a", "", "ccc"})
+                     .I32Array("i32s", {-1, 0, 2147483647})
+                     .F32Array("f32s", {0.5f, -2.0f})
+                     .Raw("u8s", 9, EncodeArray<uint8_t>(GgufValueType::kUint8, {1, 255}))
+                     .Raw("i64s", 9, EncodeArray<int64_t>(GgufValueType::kInt64, {-3, 4}))
+                     .Raw("f64s", 9, EncodeArray<double>(GgufValueType::kFloat64, {1.25}))
+                     .Raw("bools", 9, EncodeArray<uint8_t>(GgufValueType::kBool, {1, 0}))
+                     .Raw("nested", 9,
+                          test::EncodeArrayOfArrays(
+                              {EncodeArray<int32_t>(GgufValueType::kInt32, {1, 2}), test::EncodeStringArray({"x"})}))
+                     .StrArray("none", {})
+                     .Build());
   ASSERT_NE(f, nullptr);
   EXPECT_THAT(*f->GetStringArray("strs"), ElementsAre("a", "", "ccc"));
   EXPECT_THAT(*f->GetI32Array("i32s"), ElementsAre(-1, 0, 2147483647));
@@ -140,8 +139,7 @@ TEST(GgufFileTest, IntegerGettersAcceptAnyTypeThatFits) {
                      .I64("too_big", int64_t{1} << 33)
                      .I32("negative", -1)
                      .U64("huge", ~uint64_t{0})
-                     .Raw("wide", 9, test::EncodeArray<int64_t>(GgufValueType::kInt64,
-                                                                {int64_t{1} << 40}))
+                     .Raw("wide", 9, test::EncodeArray<int64_t>(GgufValueType::kInt64, {int64_t{1} << 40}))
                      .Build());
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(*f->GetU32("small"), 9u);
@@ -164,12 +162,8 @@ TEST(GgufFileTest, MissingKeyIsNotFound) {
 }
 
 TEST(GgufFileTest, WrongMetadataTypeNamesKeyAndBothTypes) {
-  auto f = Parse(GgufBuilder()
-                     .Str("llama.block_count", "thirty")
-                     .U32("n", 3)
-                     .F64("big", 1e300)
-                     .I32Array("ints", {1})
-                     .Build());
+  auto f = Parse(
+      GgufBuilder().Str("llama.block_count", "thirty").U32("n", 3).F64("big", 1e300).I32Array("ints", {1}).Build());
   ASSERT_NE(f, nullptr);
   auto n = f->GetU32("llama.block_count");
   EXPECT_EQ(n.status().code(), absl::StatusCode::kInvalidArgument);
@@ -179,8 +173,7 @@ TEST(GgufFileTest, WrongMetadataTypeNamesKeyAndBothTypes) {
   EXPECT_THAT(f->GetF32("n").status().message(), HasSubstr("expected FLOAT32"));
   EXPECT_THAT(f->GetBool("n").status().message(), HasSubstr("expected BOOL"));
   EXPECT_THAT(f->GetF32("big").status().message(), HasSubstr("does not fit in float"));
-  EXPECT_THAT(f->GetStringArray("ints").status().message(),
-              HasSubstr("ARRAY[INT32], expected ARRAY[STRING]"));
+  EXPECT_THAT(f->GetStringArray("ints").status().message(), HasSubstr("ARRAY[INT32], expected ARRAY[STRING]"));
   EXPECT_THAT(f->GetF32Array("ints").status().message(), HasSubstr("expected a float array"));
   EXPECT_THAT(f->GetI32Array("n").status().message(), HasSubstr("expected an array"));
 }
@@ -221,8 +214,7 @@ TEST(GgufFileTest, TensorsRoundTripAtAlignedOffsets) {
   EXPECT_EQ(Fp16ToFp32(reinterpret_cast<const uint16_t*>(c->data)[4]), 5.0f);
   // The last tensor's data ends exactly at the end of the file.
   EXPECT_EQ(f->bytes().size(), bytes.size());
-  EXPECT_EQ(c->data + c->nbytes,
-            reinterpret_cast<const uint8_t*>(f->bytes().data()) + f->bytes().size());
+  EXPECT_EQ(c->data + c->nbytes, reinterpret_cast<const uint8_t*>(f->bytes().data()) + f->bytes().size());
 
   EXPECT_EQ(f->FindTensor("d").status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(f->HasTensor("c"));
@@ -293,10 +285,9 @@ class GgufOpenTest : public ::testing::Test {
 };
 
 TEST_F(GgufOpenTest, MapsAFile) {
-  const std::string path = Write("open_test.gguf", GgufBuilder()
-                                                       .Str("general.name", "tiny")
-                                                       .Tensor("t", {2}, kF32, test::F32Data({3, 4}))
-                                                       .Build());
+  const std::string path =
+      Write("open_test.gguf",
+            GgufBuilder().Str("general.name", "tiny").Tensor("t", {2}, kF32, test::F32Data({3, 4})).Build());
   auto f = GgufFile::Open(path);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ((*f)->name(), path);

@@ -2,10 +2,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/model/hf_config.h"
 #include "engine/model/model_loader.h"
@@ -166,8 +165,11 @@ TEST_F(DummyLoaderTest, DtypeFromConfigKeyMatchesTheFloatValues) {
     const char* name;
     DType dtype;
     double tol;  // of the max |x| = sqrt(3 / cols)
-  } cases[] = {{"f16", DType::kF16, 1e-3}, {"BF16", DType::kBF16, 8e-3}, {"q8_0", DType::kQ8_0, 0.5 / 127 + 1e-3},
-               {"q4_0", DType::kQ4_0, 0.5 / 7 + 1e-3}, {"q4_1", DType::kQ4_1, 1.0 / 15 + 1e-3}};
+  } cases[] = {{"f16", DType::kF16, 1e-3},
+               {"BF16", DType::kBF16, 8e-3},
+               {"q8_0", DType::kQ8_0, 0.5 / 127 + 1e-3},
+               {"q4_0", DType::kQ4_0, 0.5 / 7 + 1e-3},
+               {"q4_1", DType::kQ4_1, 1.0 / 15 + 1e-3}};
   for (const auto& c : cases) {
     auto m = LoadDummyModel(Config("llama", {{"beacon_dummy_dtype", c.name}}), 9);
     ASSERT_TRUE(m.ok()) << c.name << ": " << m.status();
@@ -208,8 +210,11 @@ TEST_F(DummyLoaderTest, BadDtypeKeyIsNamed) {
 
 TEST_F(DummyLoaderTest, QuantisedTypesNeedWholeBlocks) {
   // hidden 48 = 3 heads of 16: rows of 48 are not whole blocks of 32.
-  const json narrow = {{"hidden_size", 48}, {"num_attention_heads", 3}, {"num_key_value_heads", 1},
-                       {"head_dim", nullptr}, {"beacon_dummy_dtype", "q4_0"}};
+  const json narrow = {{"hidden_size", 48},
+                       {"num_attention_heads", 3},
+                       {"num_key_value_heads", 1},
+                       {"head_dim", nullptr},
+                       {"beacon_dummy_dtype", "q4_0"}};
   auto m = LoadDummyModel(Config("llama", narrow), 1);
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("not a multiple of 32"));

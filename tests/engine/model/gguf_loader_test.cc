@@ -16,19 +16,18 @@
 namespace beacon {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using test::GgufBuilder;
 using test::TinyModelBuilder;
 using test::TinyModelSpec;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 class GgufLoaderTest : public ::testing::Test {
  protected:
   // Writes the builder's file and loads it through the mmap path.
   absl::StatusOr<std::unique_ptr<LoadedModel>> Load(const GgufBuilder& b) {
     const std::string path = ::testing::TempDir() + "/gguf_loader_test_" +
-                             ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-                             ".gguf";
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".gguf";
     std::ofstream(path, std::ios::binary) << b.Build();
     paths_.push_back(path);
     return LoadGgufModel(path);
@@ -130,8 +129,7 @@ TEST_F(GgufLoaderTest, UntiedOutputIsItsOwnMatrix) {
   EXPECT_EQ(w.output.dtype, DType::kF16);
   EXPECT_EQ(w.output.rows, 40);
   EXPECT_EQ(w.tok_embd.dtype, DType::kQ8_0);
-  EXPECT_EQ(w.StreamedWeightBytes() - 40 * 64 * 2,
-            2u * 2 * (64 * 64 + 32 * 64 * 2 + 64 * 64 + 96 * 64 * 3));
+  EXPECT_EQ(w.StreamedWeightBytes() - 40 * 64 * 2, 2u * 2 * (64 * 64 + 32 * 64 * 2 + 64 * 64 + 96 * 64 * 3));
 }
 
 TEST_F(GgufLoaderTest, F16AndBF16VectorsBecomeF32) {
@@ -165,8 +163,7 @@ TEST_F(GgufLoaderTest, LoadsQwen2WithBiases) {
 TEST_F(GgufLoaderTest, Qwen2WithoutABiasFails) {
   TinyModelSpec s;
   s.arch = "qwen2";
-  ExpectInvalid(TinyModelBuilder(s).RemoveTensor("blk.1.attn_v.bias"),
-                "missing tensor blk.1.attn_v.bias");
+  ExpectInvalid(TinyModelBuilder(s).RemoveTensor("blk.1.attn_v.bias"), "missing tensor blk.1.attn_v.bias");
 }
 
 TEST_F(GgufLoaderTest, LoadsQwen3WithQkNormAndWideHeads) {
@@ -188,8 +185,7 @@ TEST_F(GgufLoaderTest, LoadsQwen3WithQkNormAndWideHeads) {
 }
 
 TEST_F(GgufLoaderTest, MissingTensor) {
-  ExpectInvalid(TinyModelBuilder({}).RemoveTensor("blk.1.ffn_up.weight"),
-                "missing tensor blk.1.ffn_up.weight");
+  ExpectInvalid(TinyModelBuilder({}).RemoveTensor("blk.1.ffn_up.weight"), "missing tensor blk.1.ffn_up.weight");
 }
 
 TEST_F(GgufLoaderTest, WrongShapedTensor) {
@@ -218,8 +214,7 @@ TEST_F(GgufLoaderTest, HeadsNotDivisibleByKvHeads) {
 }
 
 TEST_F(GgufLoaderTest, MissingRequiredKey) {
-  ExpectInvalid(TinyModelBuilder({}).Remove("llama.block_count"),
-                "missing metadata 'llama.block_count'");
+  ExpectInvalid(TinyModelBuilder({}).Remove("llama.block_count"), "missing metadata 'llama.block_count'");
 }
 
 TEST_F(GgufLoaderTest, WrongKeyType) {
@@ -228,17 +223,13 @@ TEST_F(GgufLoaderTest, WrongKeyType) {
 }
 
 TEST_F(GgufLoaderTest, RejectsWhatTheForwardPassCannotCompute) {
-  ExpectInvalid(TinyModelBuilder({}).U32("llama.rope.dimension_count", 8),
-                "partial rotary embedding");
-  ExpectInvalid(TinyModelBuilder({}).Str("llama.rope.scaling.type", "yarn"),
-                "RoPE scaling 'yarn'");
-  ExpectInvalid(TinyModelBuilder({}).Tensor("rope_freqs.weight", {8}, 0),
-                "rope_freqs.weight");
+  ExpectInvalid(TinyModelBuilder({}).U32("llama.rope.dimension_count", 8), "partial rotary embedding");
+  ExpectInvalid(TinyModelBuilder({}).Str("llama.rope.scaling.type", "yarn"), "RoPE scaling 'yarn'");
+  ExpectInvalid(TinyModelBuilder({}).Tensor("rope_freqs.weight", {8}, 0), "rope_freqs.weight");
 }
 
 TEST_F(GgufLoaderTest, HeadCountThatDoesNotDivideHiddenNeedsKeyLength) {
-  ExpectInvalid(TinyModelBuilder({}).U32("llama.attention.head_count", 5)
-                    .U32("llama.attention.head_count_kv", 5),
+  ExpectInvalid(TinyModelBuilder({}).U32("llama.attention.head_count", 5).U32("llama.attention.head_count_kv", 5),
                 "is not a multiple of head_count (5)");
 }
 
@@ -252,9 +243,9 @@ TEST_F(GgufLoaderTest, VocabularyFallsBackToTheEmbedding) {
 }
 
 TEST_F(GgufLoaderTest, TokenizerLargerThanTheVocabulary) {
-  ExpectInvalid(TinyModelBuilder({}).StrArray("tokenizer.ggml.tokens", test::TinyTokens(41))
-                    .Remove("tokenizer.ggml.token_type"),
-                "the tokenizer has 41 tokens but the model's vocabulary is 40");
+  ExpectInvalid(
+      TinyModelBuilder({}).StrArray("tokenizer.ggml.tokens", test::TinyTokens(41)).Remove("tokenizer.ggml.token_type"),
+      "the tokenizer has 41 tokens but the model's vocabulary is 40");
 }
 
 TEST_F(GgufLoaderTest, TokenizerErrors) {
@@ -266,8 +257,7 @@ TEST_F(GgufLoaderTest, TokenizerErrors) {
   types[7] = 9;
   ExpectInvalid(TinyModelBuilder({}).I32Array("tokenizer.ggml.token_type", types),
                 "'tokenizer.ggml.token_type'[7] = 9");
-  ExpectInvalid(TinyModelBuilder({}).Remove("tokenizer.ggml.model"),
-                "'tokenizer.ggml.model' is absent");
+  ExpectInvalid(TinyModelBuilder({}).Remove("tokenizer.ggml.model"), "'tokenizer.ggml.model' is absent");
 }
 
 TEST_F(GgufLoaderTest, OutOfRangePaddingIdIsDropped) {

@@ -1,8 +1,7 @@
 #include "engine/model/hf_config.h"
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -28,8 +27,8 @@ TEST(HfConfigTest, DefaultsForOptionalFields) {
   auto c = ParseHfConfig(j);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->family, ModelFamily::kLlama);
-  EXPECT_EQ(c->n_kv_heads, 4);      // = heads
-  EXPECT_EQ(c->head_dim, 16);       // hidden / heads
+  EXPECT_EQ(c->n_kv_heads, 4);  // = heads
+  EXPECT_EQ(c->head_dim, 16);   // hidden / heads
   EXPECT_EQ(c->rope_theta, 10000.0f);
   EXPECT_FALSE(c->tie_embeddings);
   EXPECT_FALSE(c->qkv_bias);
@@ -233,8 +232,7 @@ TEST(HfConfigTest, ShippedConfigs) {
 
 // Parameter counts from the configs match the published model sizes.
 int64_t ParamCount(const ModelConfig& c) {
-  const int64_t h = c.hidden, per_layer = 2 * h + h * c.q_dim() * 2 + h * c.kv_dim() * 2 +
-                                          3 * h * c.ffn_hidden +
+  const int64_t h = c.hidden, per_layer = 2 * h + h * c.q_dim() * 2 + h * c.kv_dim() * 2 + 3 * h * c.ffn_hidden +
                                           (c.qkv_bias ? c.q_dim() + 2 * c.kv_dim() : 0) +
                                           (c.qk_norm ? 2 * c.head_dim : 0);
   return c.n_layers * per_layer + h + int64_t{c.vocab_size} * h * (c.tie_embeddings ? 1 : 2);
@@ -243,8 +241,7 @@ int64_t ParamCount(const ModelConfig& c) {
 TEST(HfConfigTest, ShippedConfigsHaveThePublishedParameterCounts) {
   const HfConfigOptions any{.ignore_unsupported_features = true};
   EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/qwen3-4b.json"), any)) / 1e9, 4.02, 0.01);
-  EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/deepseek-r1-distill-qwen-7b.json"), any)) / 1e9, 7.62,
-              0.01);
+  EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/deepseek-r1-distill-qwen-7b.json"), any)) / 1e9, 7.62, 0.01);
   EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/llama-3.1-8b.json"), any)) / 1e9, 8.03, 0.01);
   EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/smollm2-135m.json"), any)) / 1e6, 134.5, 0.5);
 }

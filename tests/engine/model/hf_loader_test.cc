@@ -4,10 +4,9 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/model/hf_config.h"
 #include "engine/model/model_loader.h"
@@ -29,9 +28,7 @@ using testing_util::WriteText;
 
 std::string Src(const std::string& rel) { return std::string(BEACON_SOURCE_DIR) + "/" + rel; }
 
-json TinyConfigJson(const std::string& family) {
-  return *ReadJsonFile(Src("tests/data/tiny-" + family + ".json"));
-}
+json TinyConfigJson(const std::string& family) { return *ReadJsonFile(Src("tests/data/tiny-" + family + ".json")); }
 
 class HfLoaderTest : public ::testing::Test {
  protected:
@@ -41,8 +38,7 @@ class HfLoaderTest : public ::testing::Test {
   // Writes config.json and model.safetensors for `family` in `dtype`;
   // `edit` may change the tensors before they are written.
   void WriteCheckpoint(const std::string& family, const std::string& dtype,
-                       const std::function<void(std::vector<TensorSpec>&)>& edit = nullptr,
-                       size_t misalign_by = 0) {
+                       const std::function<void(std::vector<TensorSpec>&)>& edit = nullptr, size_t misalign_by = 0) {
     const json cfg = TinyConfigJson(family);
     WriteText(dir_ + "/config.json", cfg.dump(2));
     auto c = ParseHfConfig(cfg);
@@ -232,13 +228,14 @@ TEST_F(HfLoaderTest, WrongShapeIsNamedWithBothShapes) {
   absl::Status s = LoadStatus();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("tensor model.layers.1.self_attn.k_proj.weight has shape [16, 128], "
-                                     "expected [32, 64]"));
+                                                  "expected [32, 64]"));
   WriteCheckpoint("llama", "BF16", [](std::vector<TensorSpec>& s) {
     for (auto& t : s) {
       if (t.name == "model.norm.weight") t.shape = {8, 8};
     }
   });
-  EXPECT_THAT(std::string(LoadStatus().message()), HasSubstr("tensor model.norm.weight has shape [8, 8], expected [64]"));
+  EXPECT_THAT(std::string(LoadStatus().message()),
+              HasSubstr("tensor model.norm.weight has shape [8, 8], expected [64]"));
 }
 
 TEST_F(HfLoaderTest, UnsupportedTensorDtypeIsNamed) {
@@ -259,7 +256,9 @@ TEST_F(HfLoaderTest, UnsupportedTensorDtypeIsNamed) {
 TEST_F(HfLoaderTest, NonZeroOutputProjectionBiasIsRefused) {
   auto add_bias = [](float v) {
     return [v](std::vector<TensorSpec>& s) {
-      s.push_back({"model.layers.0.self_attn.o_proj.bias", "F32", {64},
+      s.push_back({"model.layers.0.self_attn.o_proj.bias",
+                   "F32",
+                   {64},
                    testing_util::Encode(std::vector<float>(64, v), "F32")});
     };
   };
@@ -315,11 +314,11 @@ TEST_F(HfLoaderTest, LoadsTokenizerBesideTheWeights) {
   json vocab = json::object();
   for (int i = 0; i < 4; ++i) vocab[std::string(1, static_cast<char>('a' + i))] = i;
   vocab["ab"] = 4;
-  const json tok = {
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}},
-      {"added_tokens", {{{"id", 5}, {"content", "<|endoftext|>"}, {"special", true}},
-                        {{"id", 6}, {"content", "<|im_end|>"}, {"special", true}}}},
-      {"pre_tokenizer", {{"type", "ByteLevel"}}}};
+  const json tok = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", {"a b"}}}},
+                    {"added_tokens",
+                     {{{"id", 5}, {"content", "<|endoftext|>"}, {"special", true}},
+                      {{"id", 6}, {"content", "<|im_end|>"}, {"special", true}}}},
+                    {"pre_tokenizer", {{"type", "ByteLevel"}}}};
   WriteText(dir_ + "/tokenizer.json", tok.dump());
   WriteText(dir_ + "/tokenizer_config.json", R"({"eos_token": "<|im_end|>", "bos_token": null})");
   WriteText(dir_ + "/generation_config.json", R"({"eos_token_id": [6, 5], "bos_token_id": 5})");
@@ -343,8 +342,7 @@ TEST_F(HfLoaderTest, LoadsTokenizerBesideTheWeights) {
   vocab = json::object();
   for (int i = 0; i < 300; ++i) vocab["t" + std::to_string(i)] = i;
   WriteText(dir_ + "/tokenizer.json",
-            json({{"model", {{"type", "BPE"}, {"vocab", vocab}}}, {"pre_tokenizer", {{"type", "ByteLevel"}}}})
-                .dump());
+            json({{"model", {{"type", "BPE"}, {"vocab", vocab}}}, {"pre_tokenizer", {{"type", "ByteLevel"}}}}).dump());
   EXPECT_THAT(std::string(LoadStatus().message()), HasSubstr("300 tokens but the model's vocab_size is 256"));
 }
 

@@ -1,9 +1,8 @@
 #include "engine/model/hf_tokenizer_json.h"
 
 #include <filesystem>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -32,11 +31,12 @@ class HfTokenizerJsonTest : public ::testing::Test {
   // A tokenizer.json with vocab {a:0, b:1, c:2, ab:3, abc:4}, merges given as
   // `merges`, two added tokens and the given pre_tokenizer.
   json Base(const json& pre_tokenizer, const json& merges = json::array({"a b", "ab c"})) const {
-    return {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {"ab", 3}, {"abc", 4}}},
-                       {"merges", merges}}},
-            {"added_tokens", {{{"id", 5}, {"content", "<|begin|>"}, {"special", true}},
-                              {{"id", 6}, {"content", "<think>"}, {"special", false}},
-                              {{"id", 8}, {"content", "<|end|>"}, {"special", true}}}},
+    return {{"model",
+             {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {"ab", 3}, {"abc", 4}}}, {"merges", merges}}},
+            {"added_tokens",
+             {{{"id", 5}, {"content", "<|begin|>"}, {"special", true}},
+              {{"id", 6}, {"content", "<think>"}, {"special", false}},
+              {{"id", 8}, {"content", "<|end|>"}, {"special", true}}}},
             {"pre_tokenizer", pre_tokenizer},
             {"decoder", {{"type", "ByteLevel"}}}};
   }
@@ -50,8 +50,9 @@ class HfTokenizerJsonTest : public ::testing::Test {
 
   static json SplitThenByteLevel(const std::string& regex) {
     return {{"type", "Sequence"},
-            {"pretokenizers", {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}},
-                               {{"type", "ByteLevel"}, {"use_regex", false}}}}};
+            {"pretokenizers",
+             {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}},
+              {{"type", "ByteLevel"}, {"use_regex", false}}}}};
   }
 
   std::string dir_;
@@ -63,10 +64,9 @@ TEST_F(HfTokenizerJsonTest, VocabMergesAndAddedTokens) {
   EXPECT_EQ(t->model, "gpt2");
   EXPECT_EQ(t->pre, "gpt2");  // ByteLevel's own (GPT-2) regex
   EXPECT_THAT(t->tokens, ElementsAre("a", "b", "c", "ab", "abc", "<|begin|>", "<think>", "<unused_7>", "<|end|>"));
-  EXPECT_THAT(t->token_types,
-              ElementsAre(TokenType::kNormal, TokenType::kNormal, TokenType::kNormal, TokenType::kNormal,
-                          TokenType::kNormal, TokenType::kControl, TokenType::kUserDefined, TokenType::kUnused,
-                          TokenType::kControl));
+  EXPECT_THAT(t->token_types, ElementsAre(TokenType::kNormal, TokenType::kNormal, TokenType::kNormal,
+                                          TokenType::kNormal, TokenType::kNormal, TokenType::kControl,
+                                          TokenType::kUserDefined, TokenType::kUnused, TokenType::kControl));
   EXPECT_THAT(t->merges, ElementsAre("a b", "ab c"));
   EXPECT_EQ(t->bos_id, -1);
   EXPECT_EQ(t->eos_id, -1);
@@ -100,9 +100,10 @@ TEST_F(HfTokenizerJsonTest, PreTokenizerNames) {
   auto bare = Read(Base({{"type", "ByteLevel"}, {"use_regex", false}}));
   EXPECT_THAT(std::string(bare.status().message()), HasSubstr("neither splits"));
   // SmolLM2: individual digits, then GPT-2 byte-level.
-  const json smol = {{"type", "Sequence"},
-                     {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}},
-                                        {{"type", "ByteLevel"}, {"use_regex", true}}}}};
+  const json smol = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Digits"}, {"individual_digits", true}}, {{"type", "ByteLevel"}, {"use_regex", true}}}}};
   EXPECT_EQ(Read(Base(smol))->pre, "smollm");
 }
 
@@ -132,13 +133,13 @@ TEST_F(HfTokenizerJsonTest, TokenizerConfigSpecialTokensAndTemplate) {
 // Llama 3 says "prepend BOS" only through its post-processor.
 TEST_F(HfTokenizerJsonTest, AddBosFromTemplatePostProcessor) {
   json tok = Base(SplitThenByteLevel(kLlama3Regex));
-  tok["post_processor"] = {
-      {"type", "Sequence"},
-      {"processors",
-       {{{"type", "ByteLevel"}},
-        {{"type", "TemplateProcessing"},
-         {"single", {{{"SpecialToken", {{"id", "<|begin|>"}, {"type_id", 0}}}},
-                     {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}}}};
+  tok["post_processor"] = {{"type", "Sequence"},
+                           {"processors",
+                            {{{"type", "ByteLevel"}},
+                             {{"type", "TemplateProcessing"},
+                              {"single",
+                               {{{"SpecialToken", {{"id", "<|begin|>"}, {"type_id", 0}}}},
+                                {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}}}}}};
   auto t = Read(tok, R"({"eos_token": "<|end|>"})");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_TRUE(t->add_bos);

@@ -67,8 +67,7 @@ TEST_F(SafetensorsTest, RoundTripsDtypesShapesAndBytes) {
 }
 
 TEST_F(SafetensorsTest, ZeroSizedAndScalarTensorsAreFine) {
-  WriteSafetensors(Path("m.safetensors"), {{"empty", "F32", {0, 4}, {}},
-                                            {"scalar", "F32", {}, Encode({7.0f}, "F32")}});
+  WriteSafetensors(Path("m.safetensors"), {{"empty", "F32", {0, 4}, {}}, {"scalar", "F32", {}, Encode({7.0f}, "F32")}});
   auto f = SafetensorsFile::Open(Path("m.safetensors"));
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ((*f)->Find("empty")->nbytes, 0u);
@@ -95,8 +94,7 @@ TEST_F(SafetensorsTest, HeaderLengthPastEndOfFile) {
   EXPECT_THAT(std::string(f.status().message()), HasSubstr("header length 1000 exceeds"));
   // A length so large that 8 + N wraps around must not pass either.
   WriteRaw(Path("x.safetensors"), "{}", {}, /*length_field=*/INT64_MAX);
-  EXPECT_EQ(SafetensorsFile::Open(Path("x.safetensors")).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SafetensorsFile::Open(Path("x.safetensors")).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(SafetensorsTest, BadJson) {
@@ -141,12 +139,13 @@ TEST_F(SafetensorsTest, OffsetsOutOfBounds) {
 TEST_F(SafetensorsTest, ShapeDisagreesWithOffsets) {
   absl::Status s = OpenWithHeader(R"({"w": {"dtype": "BF16", "shape": [3, 2], "data_offsets": [0, 16]}})", 16);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("tensor w: data_offsets span 16 bytes but shape [3, 2] of BF16 needs 12"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("tensor w: data_offsets span 16 bytes but shape [3, 2] of BF16 needs 12"));
 }
 
 TEST_F(SafetensorsTest, ShapeProductOverflowIsCaught) {
-  absl::Status s = OpenWithHeader(
-      R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 16], "data_offsets": [0, 0]}})", 0);
+  absl::Status s =
+      OpenWithHeader(R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 16], "data_offsets": [0, 0]}})", 0);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("overflows"));
   // numel fits but numel * 4 bytes does not.

@@ -6,18 +6,17 @@
 #ifndef BEACON_TESTS_ENGINE_MODEL_SAFETENSORS_WRITER_H_
 #define BEACON_TESTS_ENGINE_MODEL_SAFETENSORS_WRITER_H_
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/model_config.h"
@@ -78,8 +77,7 @@ inline void WriteRaw(const std::string& path, const std::string& header, const s
 // A well-formed file. The header is padded to a multiple of 8 as real
 // writers do, plus `misalign_by` bytes, which moves the data section off its
 // natural alignment (legal, and what a loader must cope with).
-inline void WriteSafetensors(const std::string& path, const std::vector<TensorSpec>& tensors,
-                             size_t misalign_by = 0) {
+inline void WriteSafetensors(const std::string& path, const std::vector<TensorSpec>& tensors, size_t misalign_by = 0) {
   std::string header = HeaderFor(tensors).dump();
   const size_t padded = (header.size() + 7) / 8 * 8 + misalign_by;
   std::vector<uint8_t> data;

@@ -49,8 +49,7 @@ inline std::string TinyVectorData(int n, uint32_t type) {
 inline std::vector<std::string> TinyTokens(int vocab) {
   std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
   for (int i = static_cast<int>(tokens.size()); i < vocab; ++i) {
-    tokens.push_back(i < 29 ? std::string(1, static_cast<char>('a' + i - 3))
-                            : absl::StrCat("t", i));
+    tokens.push_back(i < 29 ? std::string(1, static_cast<char>('a' + i - 3)) : absl::StrCat("t", i));
   }
   return tokens;
 }

@@ -12,9 +12,9 @@
 namespace beacon {
 namespace {
 
+using testing::ByteLevel;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testing::ByteLevel;
 using testing::ToyData;
 
 std::unique_ptr<Tokenizer> Make(TokenizerData data) {

@@ -23,8 +23,8 @@ class DetokenizerTest : public ::testing::Test {
     // Multi-byte tokens that end or start in the middle of a character:
     // "\xE4\xB8" (2 of 中's 3 bytes), "\xF0\x9F" and "\x99\x82" (halves of 🙂),
     // "\xAD!" (中's last byte and '!').
-    auto t = Tokenizer::Create(ToyData({{"\xE4", "\xB8"}, {"\xF0", "\x9F"}, {"\x99", "\x82"}, {"\xAD", "!"}},
-                                       {"<|ctl|>"}));
+    auto t =
+        Tokenizer::Create(ToyData({{"\xE4", "\xB8"}, {"\xF0", "\x9F"}, {"\x99", "\x82"}, {"\xAD", "!"}}, {"<|ctl|>"}));
     ASSERT_TRUE(t.ok()) << t.status();
     tok_ = *std::move(t);
   }
@@ -49,8 +49,7 @@ TEST_F(DetokenizerTest, CjkSplitAcrossTokens) {
 }
 
 TEST_F(DetokenizerTest, EmojiSplitInHalves) {
-  EXPECT_EQ(Stream({Id("\xF0\x9F"), Id("\x99\x82"), ' '}),
-            (std::vector<std::string>{"", "\xF0\x9F\x99\x82", " ", ""}));
+  EXPECT_EQ(Stream({Id("\xF0\x9F"), Id("\x99\x82"), ' '}), (std::vector<std::string>{"", "\xF0\x9F\x99\x82", " ", ""}));
 }
 
 TEST_F(DetokenizerTest, InvalidBytesBecomeReplacementCharacters) {

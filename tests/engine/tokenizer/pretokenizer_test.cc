@@ -78,7 +78,10 @@ TEST(Gpt2Split, UnicodeClasses) {
 }
 
 TEST(Gpt2Split, InvalidUtf8BecomesReplacementCharacter) {
-  EXPECT_THAT(SplitWith("gpt2", "a\xFF" "b"), ElementsAre("a", "\xEF\xBF\xBD", "b"));
+  EXPECT_THAT(SplitWith("gpt2",
+                        "a\xFF"
+                        "b"),
+              ElementsAre("a", "\xEF\xBF\xBD", "b"));
 }
 
 TEST(Llama3Split, NumbersInGroupsOfThree) {

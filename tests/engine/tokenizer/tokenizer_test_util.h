@@ -28,8 +28,7 @@ inline std::string ByteLevel(std::string_view raw) {
 // pairs: {"h", "e"} is the merge "h e" producing "he".
 inline TokenizerData ToyData(const std::vector<std::pair<std::string, std::string>>& merges,
                              const std::vector<std::string>& specials = {},
-                             const std::vector<std::string>& user_defined = {},
-                             std::string pre = "smollm") {
+                             const std::vector<std::string>& user_defined = {}, std::string pre = "smollm") {
   TokenizerData d;
   d.pre = std::move(pre);
   for (int b = 0; b < 256; ++b) d.tokens.push_back(ByteLevel(std::string(1, static_cast<char>(b))));

@@ -31,8 +31,8 @@ TEST(UnicodeFlags, CategoriesOfSampleCodepoints) {
 }
 
 TEST(UnicodeFlags, WhitespaceIsTheWhiteSpaceProperty) {
-  for (uint32_t cp : {0x09u, 0x0Au, 0x0Bu, 0x0Cu, 0x0Du, 0x20u, 0x85u, 0xA0u, 0x1680u, 0x2000u, 0x200Au,
-                      0x2028u, 0x2029u, 0x202Fu, 0x205Fu, 0x3000u}) {
+  for (uint32_t cp : {0x09u, 0x0Au, 0x0Bu, 0x0Cu, 0x0Du, 0x20u, 0x85u, 0xA0u, 0x1680u, 0x2000u, 0x200Au, 0x2028u,
+                      0x2029u, 0x202Fu, 0x205Fu, 0x3000u}) {
     EXPECT_TRUE(IsWhitespace(CodepointFlags(cp))) << std::hex << cp;
   }
   // str.isspace() says yes to these; White_Space (and llama.cpp) says no.
@@ -47,7 +47,9 @@ TEST(Utf8, LenientDecodeFollowsLlamaCpp) {
   EXPECT_EQ(DecodeUtf8Lenient("a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x99\x82"),
             (std::vector<uint32_t>{'a', 0xE9, 0x4E2D, 0x1F642}));
   // A stray byte is one U+FFFD; decoding resumes at the next byte.
-  EXPECT_EQ(DecodeUtf8Lenient("a\xFF" "b"), (std::vector<uint32_t>{'a', 0xFFFD, 'b'}));
+  EXPECT_EQ(DecodeUtf8Lenient("a\xFF"
+                              "b"),
+            (std::vector<uint32_t>{'a', 0xFFFD, 'b'}));
   // A truncated sequence: the lead and each continuation byte become U+FFFD.
   EXPECT_EQ(DecodeUtf8Lenient("\xE4\xB8"), (std::vector<uint32_t>{0xFFFD, 0xFFFD}));
   // Overlong forms are accepted as llama.cpp accepts them.
@@ -64,21 +66,23 @@ TEST(Utf8, EncodeRoundTrips) {
 
 TEST(Utf8, CompletePrefixHoldsOnlyCompletableTails) {
   EXPECT_EQ(Utf8CompletePrefix("abc"), 3u);
-  EXPECT_EQ(Utf8CompletePrefix("ab\xE4\xB8"), 2u);           // 中 missing its last byte
-  EXPECT_EQ(Utf8CompletePrefix("ab\xF0\x9F\x99"), 2u);       // emoji missing one byte
+  EXPECT_EQ(Utf8CompletePrefix("ab\xE4\xB8"), 2u);      // 中 missing its last byte
+  EXPECT_EQ(Utf8CompletePrefix("ab\xF0\x9F\x99"), 2u);  // emoji missing one byte
   EXPECT_EQ(Utf8CompletePrefix("ab\xE4\xB8\xAD"), 5u);
-  EXPECT_EQ(Utf8CompletePrefix("ab\xFF"), 3u);               // can never complete
-  EXPECT_EQ(Utf8CompletePrefix("ab\xE4" "c"), 4u);           // broken already
-  EXPECT_EQ(Utf8CompletePrefix("\xED\xA0"), 2u);             // would be a surrogate
+  EXPECT_EQ(Utf8CompletePrefix("ab\xFF"), 3u);  // can never complete
+  EXPECT_EQ(Utf8CompletePrefix("ab\xE4"
+                               "c"),
+            4u);                                  // broken already
+  EXPECT_EQ(Utf8CompletePrefix("\xED\xA0"), 2u);  // would be a surrogate
 }
 
 TEST(Utf8, SanitizeReplacesMaximalSubparts) {
   EXPECT_EQ(SanitizeUtf8("ok \xE4\xB8\xAD"), "ok \xE4\xB8\xAD");
-  EXPECT_EQ(SanitizeUtf8("\xE4\xB8x"), "\xEF\xBF\xBDx");                        // one U+FFFD
+  EXPECT_EQ(SanitizeUtf8("\xE4\xB8x"), "\xEF\xBF\xBDx");  // one U+FFFD
   EXPECT_EQ(SanitizeUtf8("\xFF\xFE"), "\xEF\xBF\xBD\xEF\xBF\xBD");
-  EXPECT_EQ(SanitizeUtf8("\xC0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");              // overlong
+  EXPECT_EQ(SanitizeUtf8("\xC0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong
   EXPECT_EQ(SanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(SanitizeUtf8("\xF0\x9F\x99"), "\xEF\xBF\xBD");                      // truncated at end
+  EXPECT_EQ(SanitizeUtf8("\xF0\x9F\x99"), "\xEF\xBF\xBD");                          // truncated at end
 }
 
 TEST(ByteLevel, Gpt2Alphabet) {

@@ -4,14 +4,13 @@
 // summation order; a second check bounds the error against f32 activations.
 #include "kernels/cpu/matmul.h"
 
-#include "kernels/cpu/matmul_tiled.h"
-
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/matmul_tiled.h"
 
 namespace beacon {
 namespace {
@@ -114,8 +113,8 @@ TEST_P(MatMulTest, MatchesScalarReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulTest,
-                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16,
-                                                              DType::kQ8_0, DType::kQ4_0, DType::kQ4_1),
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                                                              DType::kQ4_0, DType::kQ4_1),
                                             ::testing::Values(1, 3, 4, 5, 17)));
 
 TEST(QuantizeRowsQ8, RoundTripWithinHalfStep) {
