@@ -114,7 +114,9 @@ absl::Status SafetensorsFile::Parse() {
   tensors_.reserve(header.size());
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
-    auto bad_tensor = [&](auto&&... parts) { return bad("tensor ", name, ": ", parts...); };
+    // A named copy: clang 14 cannot capture a structured binding.
+    const std::string& tensor_name = name;
+    auto bad_tensor = [&](auto&&... parts) { return bad("tensor ", tensor_name, ": ", parts...); };
     if (!entry.is_object()) return bad_tensor("entry is a JSON ", entry.type_name(), ", not an object");
     const auto dt = entry.find("dtype");
     const auto sh = entry.find("shape");
