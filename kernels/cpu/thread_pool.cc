@@ -62,7 +62,7 @@ void ThreadPool::RunChunks(uint64_t gen, int index) {
     if (GenOf(s) != gen) return;
     const Job& job = jobs_[gen & 1];
     const int64_t chunk = static_cast<int64_t>(IndexOf(s));
-    if (chunk >= job.n_chunks) return;
+    if (chunk >= job.n_chunks.load(std::memory_order_relaxed)) return;
     if (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
     const int64_t begin = chunk * job.grain;
     (*job.fn)(begin, std::min(job.n, begin + job.grain), index);
@@ -108,7 +108,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(
   job.fn = &fn;
   job.n = n;
   job.grain = grain;
-  job.n_chunks = (n + grain - 1) / grain;
+  const int64_t n_chunks = (n + grain - 1) / grain;
+  job.n_chunks.store(n_chunks, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   state_.store(gen << 32, std::memory_order_seq_cst);
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
@@ -118,7 +119,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, const std::function<void(
   RunChunks(gen, 0);
   // Every chunk is claimed; wait for the ones other threads are running.
   int spin = 0;
-  while (done_.load(std::memory_order_acquire) != job.n_chunks) {
+  while (done_.load(std::memory_order_acquire) != n_chunks) {
     if (++spin < 1000) {
       CpuRelax();
     } else {

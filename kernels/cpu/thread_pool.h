@@ -42,12 +42,16 @@ class ThreadPool {
  private:
   // A job's parameters, double-buffered by generation parity: a worker that
   // read the state of generation g and then claims a chunk by CAS knows the
-  // slot was not rewritten (that needs generation g + 2 to be published).
+  // slot was not rewritten (that needs generation g + 2 to be published), so
+  // fn, n and grain, read after the CAS, are plain fields. n_chunks is read
+  // before the CAS, when the slot may already be rewritten for g + 2 (the CAS
+  // then fails and the value is dropped): an atomic, so that read is not a
+  // data race (ThreadSanitizer found it); relaxed, as state_ orders it.
   struct Job {
     const std::function<void(int64_t, int64_t, int)>* fn = nullptr;
     int64_t n = 0;
     int64_t grain = 1;
-    int64_t n_chunks = 0;
+    std::atomic<int64_t> n_chunks{0};
   };
 
   void WorkerLoop(int index);
