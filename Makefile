@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
 
-.PHONY: deps build model run generate test test-only format format-check tidy sanitize bench fuzz oracle compare-llamacpp clean
+.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle compare-llamacpp clean
 
 deps:
 	@tools/bootstrap.sh
@@ -36,7 +36,7 @@ CMAKE_FLAGS += -DBEACON_WERROR=ON
 endif
 
 # What CI runs: every test, the format check, then the sanitizer builds.
-test: build model test-only format-check sanitize
+test: build model test-only format-check sanitize-address
 
 test-only:
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -54,8 +54,10 @@ tidy: build
 
 # Sanitizer builds of the kv, scheduler, engine and server tests (tools/sanitize.sh):
 # ASan + UBSan with GCC, TSan with clang (which also checks the thread-safety annotations).
-sanitize: deps model
+sanitize: sanitize-address sanitize-thread
+sanitize-address: deps model
 	tools/sanitize.sh address build-asan
+sanitize-thread: deps model
 	tools/sanitize.sh thread build-tsan
 
 bench: build model
