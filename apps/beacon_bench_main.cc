@@ -61,7 +61,9 @@ struct DecodeResult {
 
 absl::StatusOr<DecodeResult> BenchDecode(Runtime* rt, int batch, int prompt_len, int steps) {
   const ModelConfig& cfg = rt->config();
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(int64_t{batch} * (prompt_len + steps + 32));
+  absl::StatusOr<std::unique_ptr<KvCache>> made_cache = rt->MakeKvCache(int64_t{batch} * (prompt_len + steps + 32));
+  if (!made_cache.ok()) return made_cache.status();
+  std::unique_ptr<KvCache> cache = *std::move(made_cache);
   std::vector<SequenceKv> seqs;
   std::vector<std::vector<int32_t>> last(batch);
   for (int b = 0; b < batch; ++b) seqs.emplace_back(cache.get());
@@ -107,7 +109,9 @@ int PolicyMain(const cli::Args& args) {
   }
   std::vector<KvPolicyOptions> policies;
   for (absl::string_view p : absl::StrSplit(args.Str("policies"), ',', absl::SkipEmpty())) {
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(std::string(p));
+    absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
+    if (!defaults.ok()) return Fail(defaults.status());
+    KvPolicyOptions o = *std::move(defaults);
     o.budget = static_cast<int32_t>(*budget);
     o.interval = static_cast<int32_t>(*interval);
     if (absl::Status s = o.Validate(); !s.ok()) return Fail(s);
@@ -129,7 +133,7 @@ int PolicyMain(const cli::Args& args) {
         BenchPolicy(rt->get(), o, static_cast<int32_t>(*prompt_len), static_cast<int32_t>(*steps));
     if (!r.ok()) return Fail(r.status());
     const double step_ms = (r->decode_s - r->observe_s) / r->steps * 1e3;
-    std::printf("%-10s %10.2f %10lld %11.2f%% %11.2f%% %11.2f%% %10d\n", o.policy.c_str(), step_ms,
+    std::printf("%-10s %10.2f %10lld %11.2f%% %11.2f%% %11.2f%% %10d\n", std::string(o.policy_name()).c_str(), step_ms,
                 static_cast<long long>(r->evictions), 100 * r->observe_share(), 100 * r->evict_share(),
                 100 * (r->observe_share() + r->evict_share()), r->peak_slots);
     out["policies"].push_back({{"policy", o.policy},

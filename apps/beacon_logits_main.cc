@@ -51,7 +51,9 @@ int Main(int argc, char** argv) {
   const int64_t step = *chunk > 0 ? *chunk : n;
   const int n_comp = static_cast<int>(*companions);
 
-  std::unique_ptr<KvCache> cache = (*rt)->MakeKvCache((n + 16) * (1 + n_comp) + 16 * (1 + n_comp));
+  absl::StatusOr<std::unique_ptr<KvCache>> made_cache = (*rt)->MakeKvCache((n + 16) * (1 + n_comp) + 16 * (1 + n_comp));
+  if (!made_cache.ok()) return Fail(made_cache.status());
+  std::unique_ptr<KvCache> cache = *std::move(made_cache);
   SequenceKv main_kv(cache.get());
   std::vector<SequenceKv> comp_kv;
   std::vector<std::vector<int32_t>> comp_tokens(n_comp);

@@ -111,7 +111,12 @@ absl::StatusOr<std::vector<KvPolicyOptions>> ParseConfigs(const cli::Args& a) {
   }
   if (budgets.empty()) return absl::InvalidArgumentError("--kv-budget: give at least one budget");
   for (absl::string_view p : absl::StrSplit(a.Str("kv-policy"), ',', absl::SkipEmpty())) {
-    KvPolicyOptions base = KvPolicyOptions::DefaultsFor(std::string(p));
+    absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
+    if (!defaults.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kv-policy ", std::string(p), ": ", defaults.status().message()));
+    }
+    KvPolicyOptions base = *std::move(defaults);
     PLAN_ASSIGN(base.interval, IntFlag(a, "kv-interval", 1, 1 << 20));
     const std::string kp = a.Str("kv-keep-prompt");
     if (kp != "true" && kp != "false") return absl::InvalidArgumentError("--kv-keep-prompt must be true or false");
@@ -257,7 +262,8 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
 }
 
 std::string Label(const KvPolicyOptions& kv) {
-  return kv.compresses() ? absl::StrCat(kv.policy, " b=", kv.budget) : kv.policy;
+  const std::string name(kv.policy_name());
+  return kv.compresses() ? absl::StrCat(name, " b=", kv.budget) : name;
 }
 
 int Fail(const absl::Status& s) {

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "engine/batch_runner.h"
+#include "engine/device_flags.h"
 #include "engine/runtime.h"
 #include "kv/kv_flags.h"
 #include "nlohmann/json.hpp"
@@ -54,7 +55,7 @@ int Main(int argc, char** argv) {
   args.Declare("stop-token-id", false, "", "stop token id (repeatable)");
   args.Declare("output-format", false, "text", "text or jsonl");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
-  args.Declare("device", false, "cpu", "engine device: cpu or cuda");
+  DeclareDeviceFlags(&args);
   args.Declare("prefill-chunk", false, "512", "prompt tokens per forward step");
   DeclareKvFlags(&args, "full");
   args.Declare("help", true, "", "show this help");
@@ -126,7 +127,7 @@ int Main(int argc, char** argv) {
   RuntimeOptions ro;
   ro.model = args.Str("model");
   ro.threads = static_cast<int>(*threads);
-  ro.device = args.Str("device");
+  if (absl::Status s = ParseDeviceFlags(args, &ro); !s.ok()) return Fail(s);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
   const ModelConfig& cfg = (*rt)->config();
@@ -152,7 +153,10 @@ int Main(int argc, char** argv) {
   const int32_t max_out = std::min<int32_t>(opts.max_tokens, cfg.context_length - n_prompt);
   // The cache holds what this sequence can peak at: constant in max_tokens
   // under a compressing policy.
-  std::unique_ptr<KvCache> cache = (*rt)->MakeKvCache(SequenceCompressor::PeakSlots(opts.kv, n_prompt, max_out));
+  absl::StatusOr<std::unique_ptr<KvCache>> made_cache =
+      (*rt)->MakeKvCache(SequenceCompressor::PeakSlots(opts.kv, n_prompt, max_out));
+  if (!made_cache.ok()) return Fail(made_cache.status());
+  std::unique_ptr<KvCache> cache = *std::move(made_cache);
   absl::StatusOr<std::unique_ptr<Generation>> created =
       Generation::Create((*rt)->tokenizer(), cache.get(), cfg, std::move(*ids), opts);
   if (!created.ok()) return Fail(created.status());

@@ -51,7 +51,9 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
   const int32_t n_prompt = static_cast<int32_t>(*args.Int("prompt-tokens"));
   const int32_t n_out = static_cast<int32_t>(*args.Int("output-tokens"));
   const int64_t pool_tokens = *args.Int("pool-seqs") * (n_prompt + n_out);
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(pool_tokens);
+  absl::StatusOr<std::unique_ptr<KvCache>> made_cache = rt->MakeKvCache(pool_tokens);
+  if (!made_cache.ok()) return made_cache.status();
+  std::unique_ptr<KvCache> cache = *std::move(made_cache);
   GenerationEngine engine(rt->backend(), cache.get(), rt->tokenizer(), rt->config());
   SchedulerConfig sc;
   sc.max_running = static_cast<int32_t>(*args.Int("max-running"));
@@ -59,7 +61,9 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
   sc.max_waiting = n_req;
   Scheduler sched(sc, &engine);
 
-  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(policy);
+  absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(policy);
+  if (!defaults.ok()) return defaults.status();
+  KvPolicyOptions kv = *std::move(defaults);
   kv.budget = static_cast<int32_t>(*args.Int("kv-budget"));
   if (args.Has("kv-interval")) kv.interval = static_cast<int32_t>(*args.Int("kv-interval"));
   std::vector<std::shared_ptr<CountSink>> sinks;
@@ -130,13 +134,20 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  absl::StatusOr<std::unique_ptr<Runtime>> rt =
-      Runtime::Create(RuntimeOptions{args.Str("model"), static_cast<int>(*args.Int("threads"))});
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*args.Int("threads"));
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) {
     std::fprintf(stderr, "beacon-serve-bench: %s\n", std::string(rt.status().message()).c_str());
     return 1;
   }
-  const size_t bytes_per_token = (*rt)->MakeKvCache(16)->BytesPerToken();
+  absl::StatusOr<std::unique_ptr<KvCache>> probe_cache = (*rt)->MakeKvCache(16);
+  if (!probe_cache.ok()) {
+    std::fprintf(stderr, "beacon-serve-bench: %s\n", std::string(probe_cache.status().message()).c_str());
+    return 1;
+  }
+  const size_t bytes_per_token = (*probe_cache)->BytesPerToken();
   std::printf("%d requests x (%lld prompt + %lld output) tokens, pool = %lld full-length sequences\n",
               static_cast<int>(*args.Int("requests")), static_cast<long long>(*args.Int("prompt-tokens")),
               static_cast<long long>(*args.Int("output-tokens")), static_cast<long long>(*args.Int("pool-seqs")));

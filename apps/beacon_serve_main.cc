@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "engine/device_flags.h"
 #include "engine/runtime.h"
 #include "kv/kv_flags.h"
 #include "scheduler/scheduler.h"
@@ -27,11 +28,13 @@
 #include "server/grpc_service.h"
 #include "server/http_routes.h"
 #include "server/http_server.h"
+#include "server/log_backend.h"
 #include "server/metrics.h"
 #include "server/model_info.h"
 #include "server/openai_routes.h"
 #include "server/process_guards.h"
 #include "util/cli_args.h"
+#include "util/log.h"
 
 namespace beacon {
 namespace {
@@ -39,8 +42,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "beacon-serve: %s\n", std::string(s.message()).c_str());
+  logging::Error("%s", std::string(s.message()));
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+// --log-level and --log-format: spdlog as the log backend (server/log_backend.h).
+absl::Status ConfigureLogging(const cli::Args& args) {
+  absl::StatusOr<logging::Level> level = logging::ParseLevel(args.Str("log-level"));
+  if (!level.ok()) return absl::InvalidArgumentError(absl::StrCat("--log-level: ", level.status().message()));
+  absl::StatusOr<LogFormat> format = ParseLogFormat(args.Str("log-format"));
+  if (!format.ok()) return absl::InvalidArgumentError(absl::StrCat("--log-format: ", format.status().message()));
+  InstallLogBackend(LogConfig{*level, *format, "beacon-serve"});
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
@@ -57,7 +70,11 @@ void DeclareFlags(cli::Args* a) {
   a->Declare("grpc-port", false, "50051", "gRPC port (0 = pick a free one; the chosen port is logged)");
   a->Declare("http-port", false, "8080", "HTTP port: OpenAI API, /metrics, /health, /ready (0 = pick a free one)");
   a->Declare("threads", false, "0", "CPU threads of the engine (0 = all)");
-  a->Declare("device", false, "cpu", "engine device: cpu, or cuda (GPU 0; bf16 weights and KV)");
+  a->Declare("log-level", false, "info",
+             "trace, debug (also each request's arrival), info (one line per request), "
+             "warning, error or off");
+  a->Declare("log-format", false, "text", "text (for people) or json (one object per line, for log collectors)");
+  DeclareDeviceFlags(a);
   a->Declare("http-threads", false, "2", "HTTP IO threads");
   a->Declare("http-max-connections", false, "512", "HTTP connections served at once; beyond them 503");
   a->Declare("http-max-connections-per-client", false, "64",
@@ -184,6 +201,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   args.ApplyEnvironment("BEACON_");
+  if (absl::Status s = ConfigureLogging(args); !s.ok()) return Fail(s);
   if (!args.positional().empty()) {
     return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
   }
@@ -226,9 +244,12 @@ int Main(int argc, char** argv) {
 
   ServeLimits limits;
   if (absl::Status s = ParseKvOptions(args, &limits.kv_default); !s.ok()) return Fail(s);
-  for (absl::string_view p : absl::StrSplit(args.Str("kv-allowed-policies"), ',', absl::SkipEmpty())) {
-    limits.kv_limits.allowed_policies.push_back(std::string(p));
+  absl::StatusOr<std::vector<KvPolicyKind>> allowed_policies = ParseKvPolicies(args.Str("kv-allowed-policies"));
+  if (!allowed_policies.ok()) {
+    return Fail(
+        absl::InvalidArgumentError(absl::StrCat("--kv-allowed-policies: ", allowed_policies.status().message())));
   }
+  limits.kv_limits.allowed_policies = *std::move(allowed_policies);
   limits.kv_limits.min_budget = static_cast<int32_t>(min_budget);
   limits.kv_limits.max_budget = static_cast<int32_t>(max_budget);
   if (absl::Status s = limits.kv_limits.Validate(); !s.ok()) return Fail(s);
@@ -261,16 +282,19 @@ int Main(int argc, char** argv) {
   // HTTP at its caps, a few hundred gRPC connections and ~60 of our own.
   const uint64_t fds_wanted = static_cast<uint64_t>(hopts.max_connections) + hopts.probe_connections + 512;
   if (nofile->soft < fds_wanted) {
-    std::fprintf(stderr,
-                 "beacon-serve: warning: the open-file limit is %llu (hard limit); connection caps and gRPC "
-                 "want about %llu: raise it (docs/deploy.md, file descriptors)\n",
-                 static_cast<unsigned long long>(nofile->soft), static_cast<unsigned long long>(fds_wanted));
+    logging::Warn(
+        "the open-file limit is %d (hard limit); connection caps and gRPC want about %d: raise it (docs/deploy.md, "
+        "file descriptors)",
+        nofile->soft, fds_wanted);
   }
   LimitProtobufLogging();
 
   const auto t0 = Clock::now();
-  absl::StatusOr<std::unique_ptr<Runtime>> rt =
-      Runtime::Create(RuntimeOptions{args.Str("model"), static_cast<int>(threads), args.Str("device")});
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(threads);
+  if (absl::Status s = ParseDeviceFlags(args, &ro); !s.ok()) return Fail(s);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
   // Policies the backend cannot run (the CUDA backend evicts with BeaconKV
   // only) leave the allowed list, so such requests are refused at validation
@@ -279,15 +303,14 @@ int Main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--kv-policy: ", s.message())));
   }
   {
-    std::vector<std::string>& allowed = limits.kv_limits.allowed_policies;
-    std::vector<std::string> runnable = allowed;
+    std::vector<KvPolicyKind>& allowed = limits.kv_limits.allowed_policies;
+    std::vector<KvPolicyKind> runnable = allowed;
     if (runnable.empty()) {  // empty = every policy
-      for (std::string_view p : KvPolicyNames()) runnable.push_back(std::string(p));
+      runnable.assign(KvPolicyKinds().begin(), KvPolicyKinds().end());
     }
     const size_t listed = runnable.size();
-    std::erase_if(runnable, [&](const std::string& p) {
-      return !(*rt)->backend()->CheckPolicy(KvPolicyOptions::DefaultsFor(p)).ok();
-    });
+    std::erase_if(runnable,
+                  [&](KvPolicyKind p) { return !(*rt)->backend()->CheckPolicy(KvPolicyOptions::DefaultsFor(p)).ok(); });
     if (runnable.size() != listed) allowed = runnable;
   }
   if ((*rt)->tokenizer() == nullptr) {
@@ -300,7 +323,9 @@ int Main(int argc, char** argv) {
     if (size_t dot = served_model.rfind('.'); dot != std::string::npos && dot > 0) served_model.resize(dot);
   }
   limits.context_length = config.context_length;
-  std::unique_ptr<KvCache> cache = (*rt)->MakeKvCache(pool_tokens, static_cast<int>(block_size));
+  absl::StatusOr<std::unique_ptr<KvCache>> made_cache = (*rt)->MakeKvCache(pool_tokens, static_cast<int>(block_size));
+  if (!made_cache.ok()) return Fail(made_cache.status());
+  std::unique_ptr<KvCache> cache = *std::move(made_cache);
   const int64_t pool_slots = int64_t{cache->pool().num_blocks()} * block_size;
   MetricsInfo minfo;
   minfo.model = args.Str("model");
@@ -364,18 +389,15 @@ int Main(int argc, char** argv) {
     grpc_server->Shutdown(std::chrono::system_clock::now());
     return Fail(http.status());
   }
-  std::fprintf(stderr,
-               "beacon-serve: ready grpc=%s:%d http=%s:%d model=%s kv_policy=%s kv_pool_tokens=%lld "
-               "admission=%s open_files_limit=%llu (%.1f s)\n",
-               host.c_str(), bound_grpc, host.c_str(), (*http)->port(), args.Str("model").c_str(),
-               limits.kv_default.policy.c_str(), static_cast<long long>(cache->pool().num_blocks() * block_size),
-               std::string(AdmissionModeName(sched.admission)).c_str(), static_cast<unsigned long long>(nofile->soft),
-               std::chrono::duration<double>(Clock::now() - t0).count());
+  logging::Info(
+      "ready grpc=%s:%d http=%s:%d model=%s kv_policy=%s kv_pool_tokens=%d admission=%s open_files_limit=%d (%.1f s)",
+      host, bound_grpc, host, (*http)->port(), args.Str("model"), std::string(limits.kv_default.policy_name()),
+      int64_t{cache->pool().num_blocks()} * block_size, std::string(AdmissionModeName(sched.admission)), nofile->soft,
+      std::chrono::duration<double>(Clock::now() - t0).count());
 
   int sig = 0;
   sigwait(&signals, &sig);
-  std::fprintf(stderr, "beacon-serve: %s: draining (%lld s at most)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-               static_cast<long long>(drain_s));
+  logging::Info("%s: draining (%d s at most)", sig == SIGTERM ? "SIGTERM" : "SIGINT", drain_s);
   // Drain: stop being ready; after --drain-delay-s (load balancers polling
   // /ready stop routing here meanwhile) refuse new work; let running
   // streams finish.
@@ -389,7 +411,7 @@ int Main(int argc, char** argv) {
   }
   const int32_t left = loop.Stats().inflight;
   if (left > 0) {
-    std::fprintf(stderr, "beacon-serve: drain timeout: cancelling %d requests\n", left);
+    logging::Warn("drain timeout: cancelling %d requests", left);
     loop.CancelAll();
     const auto cancel_end = Clock::now() + std::chrono::seconds(2);
     while (loop.Stats().inflight > 0 && Clock::now() < cancel_end) {
@@ -399,7 +421,7 @@ int Main(int argc, char** argv) {
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   (*http)->Stop();
   loop.Stop();
-  std::fprintf(stderr, "beacon-serve: stopped\n");
+  logging::Info("stopped");
   return 0;
 }
 

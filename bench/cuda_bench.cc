@@ -120,7 +120,9 @@ absl::StatusOr<double> DeviceCopyBandwidth() {
 
 absl::StatusOr<CudaDecodeResult> BenchCudaDecode(Runtime* rt, int batch, int32_t context, int steps,
                                                  const KvPolicyOptions& policy) {
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(int64_t{batch} * (context + steps + 48));
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(int64_t{batch} * (context + steps + 48));
+  if (!made.ok()) return made.status();
+  std::unique_ptr<KvCache> cache = *std::move(made);
   std::vector<BenchSeq> seqs;
   for (int b = 0; b < batch; ++b) {
     absl::StatusOr<BenchSeq> s = NewSeq(rt, cache.get(), policy, context);
@@ -154,7 +156,9 @@ absl::StatusOr<CudaDecodeResult> BenchCudaDecode(Runtime* rt, int batch, int32_t
 }
 
 absl::StatusOr<EvictionCost> BenchEviction(Runtime* rt, const KvPolicyOptions& policy, int32_t slots) {
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(slots + 64);
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots + 64);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<KvCache> cache = *std::move(made);
   absl::StatusOr<BenchSeq> s = NewSeq(rt, cache.get(), policy, /*prompt=*/16);
   if (!s.ok()) return s.status();
   double total = 0;
@@ -179,7 +183,9 @@ absl::StatusOr<ThroughputResult> BenchPoolThroughput(Runtime* rt, const KvPolicy
   const int64_t pool_blocks = pool_tokens / bs;
   const int n = static_cast<int>(pool_blocks / peak_blocks);
   if (n < 1) return absl::InvalidArgumentError("the pool holds no sequence");
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(pool_blocks * bs, bs);
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(pool_blocks * bs, bs);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<KvCache> cache = *std::move(made);
   std::vector<BenchSeq> seqs;
   // Steady state: sequence i has generated i/n of its output. A compressing
   // sequence past its budget holds bound + (generated - budget) % interval

@@ -65,7 +65,7 @@ int CudaBenchMain(const cli::Args& args) {
 
   // 2. BeaconKV overhead at batch 16: observing (no eviction: interval past
   // the run) against full, plus one eviction amortised over the interval.
-  KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   beacon.budget = static_cast<int32_t>(*budget);
   const int ob = 16;
   KvPolicyOptions observe_only = beacon;
@@ -105,7 +105,7 @@ int CudaBenchMain(const cli::Args& args) {
         BenchPoolThroughput(rt->get(), *o, pool_tokens, static_cast<int32_t>(*prompt), static_cast<int32_t>(*output),
                             static_cast<int>(*tp_steps));
     if (!r.ok()) return fail(r.status());
-    const std::string name = o->policy == "full" ? "full" : "beacon@" + std::to_string(o->budget);
+    const std::string name = !o->compresses() ? "full" : "beacon@" + std::to_string(o->budget);
     std::printf("%-14s %12d %10lld %12.1f %10lld\n", name.c_str(), r->concurrency, static_cast<long long>(r->tokens),
                 r->tokens_per_second(), static_cast<long long>(r->evictions));
     out["throughput"].push_back({{"policy", name},

@@ -52,7 +52,9 @@ absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions
   auto compressor = SequenceCompressor::Create(options, PolicyInfoFor(cfg), prompt_len);
   if (!compressor.ok()) return compressor.status();
   const int64_t peak = SequenceCompressor::PeakSlots(options, prompt_len, steps + 1);
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(peak + 16);
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(peak + 16);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<KvCache> cache = *std::move(made);
   SequenceKv seq(cache.get());
   TimedPolicy timed((*compressor)->policy());
   KvPolicy* policy = options.compresses() ? &timed : nullptr;

@@ -18,7 +18,7 @@ absl::Status Backend::ForwardGreedy(std::span<const ForwardEntry> batch, std::ve
   return absl::OkStatus();
 }
 
-std::unique_ptr<KvCache> Backend::MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) {
+absl::StatusOr<std::unique_ptr<KvCache>> Backend::MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) {
   return std::make_unique<KvCache>(shape, num_blocks, KvStorage::kHost);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "engine/model/model_config.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
@@ -72,8 +73,9 @@ class Backend {
   }
 
   // A KV cache of `num_blocks` blocks whose data this backend can read: host
-  // f32 for the CPU, device bf16 for CUDA.
-  virtual std::unique_ptr<KvCache> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks);
+  // f32 for the CPU, device bf16 for CUDA. RESOURCE_EXHAUSTED naming the
+  // size and the device when the device cannot hold it.
+  virtual absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks);
 
   // Whether sequences under `options` can run here: UNIMPLEMENTED naming the
   // policy (or option) when this backend cannot evict that way.

@@ -7,17 +7,6 @@
 
 namespace beacon {
 
-std::string_view FinishReasonName(FinishReason r) {
-  switch (r) {
-    case FinishReason::kNone: return "none";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kEos: return "eos";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kStopSequence: return "stop_sequence";
-  }
-  return "?";
-}
-
 absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
   if (absl::Status s = sampling.Validate(); !s.ok()) return s;
   if (absl::Status s = kv.Validate(); !s.ok()) return s;

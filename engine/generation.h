@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "engine/backend.h"
+#include "engine/finish_reason.h"
 #include "engine/model/model_config.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
@@ -28,15 +29,6 @@
 #include "kv/sequence_compressor.h"
 
 namespace beacon {
-
-enum class FinishReason {
-  kNone,          // still running
-  kLength,        // max_tokens reached, or the model's context is full
-  kEos,           // an end-of-generation token of the model
-  kStop,          // one of the request's stop token ids
-  kStopSequence,  // one of the request's stop strings
-};
-std::string_view FinishReasonName(FinishReason r);
 
 struct GenerationOptions {
   SamplingParams sampling;
@@ -122,6 +114,8 @@ class Generation {
   // The sampler's seed (drawn at creation when the options gave none).
   uint64_t sampling_seed() const { return options_.sampling.seed.value_or(0); }
   const std::vector<int32_t>& generated() const { return generated_; }
+  // kNone while running; then kLength, kEos, kStop or kStopSequence (a
+  // Generation never ends itself for the other reasons).
   FinishReason finish_reason() const { return finish_; }
   // What ended generation: the stop string (kStopSequence) or the token
   // (kEos, kStop; -1 otherwise).

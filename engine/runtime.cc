@@ -1,5 +1,6 @@
 #include "engine/runtime.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #ifdef BEACON_HAVE_CUDA
 #include "engine/cuda/cuda_backend.h"
@@ -21,23 +22,38 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& o
     rt->tokenizer_ = std::move(*tok);
   }
   rt->pool_ = std::make_unique<ThreadPool>(options.threads);
-  if (options.device == "cpu") {
+  CudaBackendOptions cuda = options.cuda;
+  absl::StatusOr<bool> on_cuda = ParseDeviceSpec(options.device, &cuda.device);
+  if (!on_cuda.ok()) return on_cuda.status();
+  if (!*on_cuda) {
     rt->backend_ = std::make_unique<CpuBackend>(&rt->model_->weights, rt->pool_.get());
-  } else if (options.device == "cuda") {
-#ifdef BEACON_HAVE_CUDA
-    absl::StatusOr<std::unique_ptr<Backend>> b = CreateCudaBackend(&rt->model_->weights);
-    if (!b.ok()) return b.status();
-    rt->backend_ = std::move(*b);
-#else
-    return absl::FailedPreconditionError("device \"cuda\": this build has no CUDA (configure with nvcc on the PATH)");
-#endif
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("device \"", options.device, "\" is not one of: cpu, cuda"));
+    return rt;
   }
+#ifdef BEACON_HAVE_CUDA
+  absl::StatusOr<std::unique_ptr<Backend>> b = CreateCudaBackend(&rt->model_->weights, cuda);
+  if (!b.ok()) return b.status();
+  rt->backend_ = std::move(*b);
   return rt;
+#else
+  return absl::FailedPreconditionError(
+      absl::StrCat("device \"", options.device, "\": this build has no CUDA (configure with nvcc on the PATH)"));
+#endif
 }
 
-std::unique_ptr<KvCache> Runtime::MakeKvCache(int64_t n_tokens, int block_size) const {
+absl::StatusOr<bool> ParseDeviceSpec(std::string_view spec, int* ordinal) {
+  if (spec == "cpu") return false;
+  if (spec == "cuda") return true;
+  int n = 0;
+  if (spec.substr(0, 5) == "cuda:" && absl::SimpleAtoi(absl::string_view(spec.data() + 5, spec.size() - 5), &n) &&
+      n >= 0) {
+    *ordinal = n;
+    return true;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("device \"", std::string(spec), "\" is not one of: cpu, cuda, cuda:N (N a GPU ordinal)"));
+}
+
+absl::StatusOr<std::unique_ptr<KvCache>> Runtime::MakeKvCache(int64_t n_tokens, int block_size) const {
   KvCacheShape shape;
   shape.n_layers = config().n_layers;
   shape.n_kv_heads = config().n_kv_heads;

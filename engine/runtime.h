@@ -7,10 +7,12 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/cpu_backend.h"
+#include "engine/cuda_options.h"
 #include "engine/model/model_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
@@ -21,10 +23,16 @@ namespace beacon {
 struct RuntimeOptions {
   std::string model = "models/default.gguf";  // see LoadModel for the forms
   int threads = 0;                            // 0: every hardware thread
-  // "cpu", or "cuda" (GPU 0; weights in bf16 on the device, engine/cuda/).
-  // "cuda" is FAILED_PRECONDITION in a build without CUDA or with no GPU.
+  // "cpu", "cuda" (GPU cuda.device, 0 unless set) or "cuda:N" (GPU N):
+  // weights in bf16 on the device, engine/cuda/. A CUDA device is
+  // FAILED_PRECONDITION in a build without CUDA or with no GPU.
   std::string device = "cpu";
+  CudaBackendOptions cuda;  // read only when the device is CUDA
 };
+
+// "cpu" -> false; "cuda" -> true, `ordinal` untouched; "cuda:N" -> true,
+// *ordinal = N. INVALID_ARGUMENT naming the spec and the forms otherwise.
+absl::StatusOr<bool> ParseDeviceSpec(std::string_view spec, int* ordinal);
 
 class Runtime {
  public:
@@ -39,7 +47,8 @@ class Runtime {
 
   // A KV cache able to hold `n_tokens` slots in blocks of `block_size`, its
   // data where the backend reads it (host f32, or device bf16).
-  std::unique_ptr<KvCache> MakeKvCache(int64_t n_tokens, int block_size = 16) const;
+  // RESOURCE_EXHAUSTED (Backend::MakeKvCache) when the device cannot hold it.
+  absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(int64_t n_tokens, int block_size = 16) const;
 
   // Prompt text to ids: plain text, or as a single user turn of the model's
   // chat template (with an optional system message).

@@ -31,7 +31,9 @@ absl::StatusOr<FreeRunResult> RunTraceAndFreeRuns(Runtime* rt, const std::vector
     // One spare block per sequence for block rounding.
     slots += SequenceCompressor::PeakSlots(o.kv, n_prompt, tokens) + 16;
   }
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(slots);
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<KvCache> cache = *std::move(made);
   std::vector<std::unique_ptr<Generation>> gens;
   for (const GenerationOptions& o : options) {
     absl::StatusOr<std::unique_ptr<Generation>> g = Generation::Create(rt->tokenizer(), cache.get(), cfg, prompt, o);

@@ -13,7 +13,11 @@ absl::StatusOr<std::vector<PolicySpec>> MakePolicyGrid(const std::vector<std::st
   std::vector<PolicySpec> grid;
   for (size_t i = 0; i < policies.size(); ++i) {
     const std::string& p = policies[i];
-    if (p == "full") return absl::InvalidArgumentError("policies: 'full' is the reference, not a policy to rate");
+    absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(p);
+    if (!defaults.ok()) return absl::InvalidArgumentError(absl::StrCat("policies: ", defaults.status().message()));
+    if (!defaults->compresses()) {
+      return absl::InvalidArgumentError("policies: 'full' is the reference, not a policy to rate");
+    }
     if (std::find(policies.begin(), policies.begin() + i, p) != policies.begin() + i) {
       return absl::InvalidArgumentError(absl::StrCat("policies: '", p, "' given twice"));
     }
@@ -21,7 +25,7 @@ absl::StatusOr<std::vector<PolicySpec>> MakePolicyGrid(const std::vector<std::st
       if (std::find(budgets.begin(), budgets.begin() + j, budgets[j]) != budgets.begin() + j) {
         return absl::InvalidArgumentError(absl::StrCat("budgets: ", budgets[j], " given twice"));
       }
-      PolicySpec s{p, budgets[j], KvPolicyOptions::DefaultsFor(p)};
+      PolicySpec s{p, budgets[j], *defaults};
       s.options.budget = budgets[j];
       s.options.interval = interval;
       if (absl::Status st = s.options.Validate(); !st.ok()) {

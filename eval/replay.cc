@@ -30,7 +30,9 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
 
   int64_t slots = n_prompt + n_trace + 16;
   for (const PolicySpec& s : specs) slots += SequenceCompressor::PeakSlots(s.options, n_prompt, n_trace) + 16;
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(slots);
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<KvCache> cache = *std::move(made);
   SequenceKv ref_kv(cache.get());
   RecordingPolicy recorder(info);
   std::vector<Replay> replays(specs.size());

@@ -30,7 +30,9 @@ inline void DeclareKvFlags(cli::Args* args, const std::string& default_policy) {
 
 // --kv-* flags over the chosen policy's published defaults.
 inline absl::Status ParseKvOptions(const cli::Args& args, KvPolicyOptions* kv) {
-  *kv = KvPolicyOptions::DefaultsFor(args.Str("kv-policy"));
+  absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(args.Str("kv-policy"));
+  if (!defaults.ok()) return defaults.status();
+  *kv = *std::move(defaults);
   auto set_int = [&](const char* flag, int32_t* field) -> absl::Status {
     if (!args.Has(flag)) return absl::OkStatus();
     absl::StatusOr<int64_t> v = args.Int(flag);

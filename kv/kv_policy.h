@@ -28,6 +28,31 @@
 
 namespace beacon {
 
+// The policies (DESIGN.md section 1). A name ("beacon", "full", ...) is
+// parsed once, where options are resolved (flags, requests, configs:
+// ParseKvPolicy, KvPolicyOptions::DefaultsForName); code compares the enum,
+// and KvPolicyName gives the name back for the wire, flags and reports.
+enum class KvPolicyKind : uint8_t { kFull, kStreaming, kH2o, kSnapKv, kRkv, kRandom, kBeacon };
+
+// "full", "streaming", "h2o", "snapkv", "rkv", "random", "beacon".
+std::string_view KvPolicyName(KvPolicyKind policy);
+// INVALID_ARGUMENT "kv_policy: unknown policy '<name>' (known: ...)".
+absl::StatusOr<KvPolicyKind> ParseKvPolicy(std::string_view name);
+// A comma-separated list of names ("beacon,snapkv"; empty items skipped), in
+// order; INVALID_ARGUMENT as ParseKvPolicy for the first unknown one.
+absl::StatusOr<std::vector<KvPolicyKind>> ParseKvPolicies(std::string_view comma_separated);
+// Every policy, in the order tools report them; KvPolicyNames() their names.
+std::span<const KvPolicyKind> KvPolicyKinds();
+std::span<const std::string_view> KvPolicyNames();
+
+// nlohmann::json's extension point (found by argument-dependent lookup; a
+// template, so kv/ needs no JSON library): a policy is written as its name,
+// never as the enum's number.
+template <typename Json>
+void to_json(Json& j, KvPolicyKind policy) {
+  j = std::string(KvPolicyName(policy));
+}
+
 enum class BeaconFilter {
   kAll,     // every decode query enters the FPS buffer
   kGlobal,  // only queries whose attention mass beyond the recent window
@@ -38,7 +63,8 @@ enum class BeaconFilter {
 // applies the published per-policy settings (section 6) so that a
 // comparison gives each policy its own paper's configuration.
 struct KvPolicyOptions {
-  std::string policy = "full";  // full, streaming, h2o, snapkv, rkv, random, beacon
+  // kFull: no eviction. Named by KvPolicyName on the wire, in flags and reports.
+  KvPolicyKind policy = KvPolicyKind::kFull;
   int32_t budget = 512;         // slots kept per KV head after an eviction: generated
                                 // tokens only when keep_prompt, all tokens otherwise
   int32_t interval = 128;       // decode steps between evictions
@@ -54,15 +80,16 @@ struct KvPolicyOptions {
   float lambda = 0.1f;            // rkv: weight of attention importance against redundancy
   uint64_t seed = 0;              // random policy
 
-  // The options with `name`'s published defaults (R, pool kernel, lambda).
-  static KvPolicyOptions DefaultsFor(std::string_view name);
+  // The options with `policy`'s published defaults (R, pool kernel, lambda).
+  static KvPolicyOptions DefaultsFor(KvPolicyKind policy);
+  // DefaultsFor the named policy: where a name from a flag, a request or a
+  // config file is parsed. INVALID_ARGUMENT (ParseKvPolicy) for an unknown name.
+  static absl::StatusOr<KvPolicyOptions> DefaultsForName(std::string_view name);
   // INVALID_ARGUMENT naming the field.
   absl::Status Validate() const;
-  bool compresses() const { return policy != "full"; }
+  bool compresses() const { return policy != KvPolicyKind::kFull; }
+  std::string_view policy_name() const { return KvPolicyName(policy); }
 };
-
-// The policy names, in the order tools report them.
-std::span<const std::string_view> KvPolicyNames();
 
 // What a policy needs to know of the model.
 struct PolicyModelInfo {
@@ -144,8 +171,7 @@ class KvPolicy {
   std::unique_ptr<PolicyDeviceState> device_state_;
 };
 
-// Builds the named policy (options.policy). INVALID_ARGUMENT for an unknown
-// name or invalid options.
+// Builds options.policy. INVALID_ARGUMENT for invalid options.
 absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& options, const PolicyModelInfo& model);
 
 }  // namespace beacon

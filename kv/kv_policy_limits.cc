@@ -7,10 +7,18 @@
 namespace beacon {
 namespace {
 
-std::string Join(const std::vector<std::string>& v) {
+std::string Join(const std::vector<KvPolicyKind>& v) {
   std::string out;
-  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  for (KvPolicyKind p : v) out += (out.empty() ? "" : ", ") + std::string(KvPolicyName(p));
   return out;
+}
+
+// Whether a request may name `policy` (the operator's default always may).
+bool Allowed(const KvPolicyOptions& operator_default, const KvPolicyLimits& limits, KvPolicyKind policy) {
+  if (policy == operator_default.policy) return true;
+  const std::vector<KvPolicyKind>& allowed = limits.allowed_policies;
+  const bool listed = allowed.empty() || std::find(allowed.begin(), allowed.end(), policy) != allowed.end();
+  return listed && (policy != KvPolicyKind::kFull || limits.allow_full);
 }
 
 }  // namespace
@@ -20,12 +28,6 @@ absl::Status KvPolicyLimits::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("kv budget limits: need 1 <= min (", min_budget, ") <= max (", max_budget, ")"));
   }
-  for (const std::string& p : allowed_policies) {
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(p);
-    if (absl::Status s = o.Validate(); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("allowed kv policies: ", s.message()));
-    }
-  }
   return absl::OkStatus();
 }
 
@@ -34,18 +36,16 @@ absl::StatusOr<KvPolicyOptions> ResolveRequestKvOptions(const KvPolicyOptions& o
                                                         const std::optional<std::string>& policy,
                                                         const std::optional<int32_t>& budget) {
   KvPolicyOptions o = operator_default;
-  if (policy.has_value() && *policy != operator_default.policy) {
-    o = KvPolicyOptions::DefaultsFor(*policy);
-    if (absl::Status s = o.Validate(); !s.ok()) return s;  // names the unknown policy
+  absl::StatusOr<KvPolicyKind> kind = policy.has_value() ? ParseKvPolicy(*policy) : operator_default.policy;
+  if (!kind.ok()) return kind.status();  // names the unknown policy
+  if (*kind != operator_default.policy) {
+    o = KvPolicyOptions::DefaultsFor(*kind);
     o.budget = operator_default.budget;
     o.interval = operator_default.interval;
     o.sinks = operator_default.sinks;
     o.window = operator_default.window;
     o.keep_prompt = operator_default.keep_prompt;
-    const bool listed = limits.allowed_policies.empty() ||
-                        std::find(limits.allowed_policies.begin(), limits.allowed_policies.end(), *policy) !=
-                            limits.allowed_policies.end();
-    if (!listed || (*policy == "full" && !limits.allow_full)) {
+    if (!Allowed(operator_default, limits, *kind)) {
       std::string allowed = limits.allowed_policies.empty() ? "every policy but full" : Join(limits.allowed_policies);
       return absl::InvalidArgumentError(
           absl::StrCat("kv_policy: '", *policy, "' is not allowed on this server (allowed: ", allowed, ")"));

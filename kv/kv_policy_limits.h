@@ -20,8 +20,8 @@
 namespace beacon {
 
 struct KvPolicyLimits {
-  // Policies a request may choose; empty = every known policy.
-  std::vector<std::string> allowed_policies;
+  // Policies a request may choose; empty = every policy.
+  std::vector<KvPolicyKind> allowed_policies;
   int32_t min_budget = 32;  // a request's budget must lie in [min, max]
   int32_t max_budget = 1 << 20;
   // Whether a request may choose `full` (no compression) even when the
@@ -32,8 +32,9 @@ struct KvPolicyLimits {
   absl::Status Validate() const;
 };
 
-// The options one request runs with. INVALID_ARGUMENT naming the request
-// field (kv_policy, kv_budget) and the allowed values when out of limits.
+// The options one request runs with; `policy` is the request's name for it,
+// parsed here. INVALID_ARGUMENT naming the request field (kv_policy,
+// kv_budget) and the allowed values when unknown or out of limits.
 absl::StatusOr<KvPolicyOptions> ResolveRequestKvOptions(const KvPolicyOptions& operator_default,
                                                         const KvPolicyLimits& limits,
                                                         const std::optional<std::string>& policy,

@@ -2,13 +2,24 @@
 #include <array>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "kv/kv_policy.h"
 #include "kv/policies.h"
 
 namespace beacon {
 namespace {
 
+// Both in the enum's order: KvPolicyName indexes kNames by the enum's value.
+constexpr std::array<KvPolicyKind, 7> kKinds = {KvPolicyKind::kFull,   KvPolicyKind::kStreaming, KvPolicyKind::kH2o,
+                                                KvPolicyKind::kSnapKv, KvPolicyKind::kRkv,       KvPolicyKind::kRandom,
+                                                KvPolicyKind::kBeacon};
 constexpr std::array<std::string_view, 7> kNames = {"full", "streaming", "h2o", "snapkv", "rkv", "random", "beacon"};
+static_assert([] {
+  for (size_t i = 0; i < kKinds.size(); ++i) {
+    if (static_cast<size_t>(kKinds[i]) != i) return false;
+  }
+  return true;
+}());
 
 // `full` never evicts: the compressor does not call Score on it.
 class FullPolicy : public KvPolicy {
@@ -21,15 +32,42 @@ class FullPolicy : public KvPolicy {
 
 }  // namespace
 
+std::span<const KvPolicyKind> KvPolicyKinds() { return kKinds; }
 std::span<const std::string_view> KvPolicyNames() { return kNames; }
 
-KvPolicyOptions KvPolicyOptions::DefaultsFor(std::string_view name) {
+std::string_view KvPolicyName(KvPolicyKind policy) {
+  const size_t i = static_cast<size_t>(policy);
+  return i < kNames.size() ? kNames[i] : "?";
+}
+
+absl::StatusOr<KvPolicyKind> ParseKvPolicy(std::string_view name) {
+  std::string names;  // (Debian's abseil string_view is not std::string_view.)
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return kKinds[i];
+    names += (names.empty() ? "" : ", ") + std::string(kNames[i]);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("kv_policy: unknown policy '", std::string(name), "' (known: ", names, ")"));
+}
+
+absl::StatusOr<std::vector<KvPolicyKind>> ParseKvPolicies(std::string_view comma_separated) {
+  std::vector<KvPolicyKind> out;
+  for (absl::string_view name :
+       absl::StrSplit(absl::string_view(comma_separated.data(), comma_separated.size()), ',', absl::SkipEmpty())) {
+    absl::StatusOr<KvPolicyKind> p = ParseKvPolicy(std::string_view(name.data(), name.size()));
+    if (!p.ok()) return p.status();
+    out.push_back(*p);
+  }
+  return out;
+}
+
+KvPolicyOptions KvPolicyOptions::DefaultsFor(KvPolicyKind policy) {
   KvPolicyOptions o;
-  o.policy = std::string(name);
-  if (name == "snapkv") {
+  o.policy = policy;
+  if (policy == KvPolicyKind::kSnapKv) {
     o.recent_queries = 32;  // SnapKV: observation window 32
     o.pool_kernel = 7;      // pooling kernel 5-7
-  } else if (name == "rkv") {
+  } else if (policy == KvPolicyKind::kRkv) {
     o.recent_queries = 8;  // R-KV: 8 recent queries, max-pool 7, lambda 0.1
     o.pool_kernel = 7;
     o.lambda = 0.1f;
@@ -37,16 +75,13 @@ KvPolicyOptions KvPolicyOptions::DefaultsFor(std::string_view name) {
   return o;
 }
 
+absl::StatusOr<KvPolicyOptions> KvPolicyOptions::DefaultsForName(std::string_view name) {
+  absl::StatusOr<KvPolicyKind> policy = ParseKvPolicy(name);
+  if (!policy.ok()) return policy.status();
+  return DefaultsFor(*policy);
+}
+
 absl::Status KvPolicyOptions::Validate() const {
-  bool known = false;
-  std::string names;  // (Debian's abseil string_view is not std::string_view.)
-  for (std::string_view n : kNames) {
-    known |= n == policy;
-    names += (names.empty() ? "" : ", ") + std::string(n);
-  }
-  if (!known) {
-    return absl::InvalidArgumentError(absl::StrCat("kv_policy: unknown policy '", policy, "' (known: ", names, ")"));
-  }
   auto bad = [](const char* field, auto value, const std::string& rule) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", value, " ", rule));
   };
@@ -78,21 +113,16 @@ absl::Status KvPolicyOptions::Validate() const {
 absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m) {
   if (absl::Status s = o.Validate(); !s.ok()) return s;
   std::unique_ptr<KvPolicy> p;
-  if (o.policy == "full") {
-    p.reset(new FullPolicy());
-  } else if (o.policy == "streaming") {
-    p = NewStreamingPolicy(o, m);
-  } else if (o.policy == "h2o") {
-    p = NewH2oPolicy(o, m);
-  } else if (o.policy == "snapkv") {
-    p = NewSnapKvPolicy(o, m);
-  } else if (o.policy == "rkv") {
-    p = NewRkvPolicy(o, m);
-  } else if (o.policy == "random") {
-    p = NewRandomPolicy(o, m);
-  } else {
-    p = NewBeaconPolicy(o, m);
+  switch (o.policy) {
+    case KvPolicyKind::kFull: p = std::make_unique<FullPolicy>(); break;
+    case KvPolicyKind::kStreaming: p = NewStreamingPolicy(o, m); break;
+    case KvPolicyKind::kH2o: p = NewH2oPolicy(o, m); break;
+    case KvPolicyKind::kSnapKv: p = NewSnapKvPolicy(o, m); break;
+    case KvPolicyKind::kRkv: p = NewRkvPolicy(o, m); break;
+    case KvPolicyKind::kRandom: p = NewRandomPolicy(o, m); break;
+    case KvPolicyKind::kBeacon: p = NewBeaconPolicy(o, m); break;
   }
+  if (p == nullptr) return absl::InvalidArgumentError("kv_policy: not a policy");
   p->set_options(o);
   return p;
 }

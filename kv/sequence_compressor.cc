@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kv/compaction.h"
+#include "util/log.h"
 
 namespace beacon {
 
@@ -45,7 +46,7 @@ int32_t SequenceCompressor::Evict(SequenceKv* kv, int32_t next_position) {
     // uncompressed until the next attempt (or its pool reservation fails).
     const absl::Status s = device->Evict(kv, policy_.get(), options_, protection_, n_keep, next_position);
     if (!s.ok()) {
-      std::fprintf(stderr, "beacon: eviction on the device failed: %s\n", std::string(s.message()).c_str());
+      logging::Error("eviction on the device failed: %s", s.ToString());
       schedule_.OnEvicted();
       return 0;
     }

@@ -59,7 +59,7 @@ absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutco
       ++decoding;
     }
     if (o.sampled) ++load.sampled;
-    if (o.result != SeqResult::kError && after < before + n) {  // evicted down to `after` this step
+    if (o.state != RequestState::kFinishedError && after < before + n) {  // evicted down to `after` this step
       ++load.evictions;
       load.evict_scored_slots += before + n;
       load.evict_kept_slots += after;

@@ -46,16 +46,20 @@ double ModelCost::weight_bytes_read() const {
 PolicyCost PolicyCostFor(const KvPolicyOptions& kv) {
   PolicyCost p;
   p.compresses = kv.compresses();
-  if (kv.policy == "beacon") {
-    p.scoring_queries = kv.recent_queries + kv.beacons;
-    p.observes_attention = kv.beacon_filter == BeaconFilter::kGlobal;
-  } else if (kv.policy == "snapkv") {
-    p.scoring_queries = kv.recent_queries;
-  } else if (kv.policy == "rkv") {
-    p.scoring_queries = kv.recent_queries;
-    p.key_redundancy = true;
-  } else if (kv.policy == "h2o") {
-    p.observes_attention = true;  // scores are accumulated attention: no scoring queries
+  switch (kv.policy) {
+    case KvPolicyKind::kBeacon:
+      p.scoring_queries = kv.recent_queries + kv.beacons;
+      p.observes_attention = kv.beacon_filter == BeaconFilter::kGlobal;
+      break;
+    case KvPolicyKind::kSnapKv: p.scoring_queries = kv.recent_queries; break;
+    case KvPolicyKind::kRkv:
+      p.scoring_queries = kv.recent_queries;
+      p.key_redundancy = true;
+      break;
+    case KvPolicyKind::kH2o: p.observes_attention = true; break;  // accumulated attention: no scoring queries
+    case KvPolicyKind::kFull:
+    case KvPolicyKind::kStreaming:
+    case KvPolicyKind::kRandom: break;
   }
   return p;
 }

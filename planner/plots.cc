@@ -22,12 +22,12 @@ absl::Status WritePngPlots(const PlanReport& r, const std::string& dir, std::vec
   std::map<std::string, std::vector<std::pair<double, double>>> by_policy_tput, by_policy_mem;
   for (const ConfigResult& c : r.configs) {
     if (!c.kv.compresses()) {
-      tput.AddHLine(c.run.output_tokens_per_s, absl::StrCat(c.kv.policy, " cache"));
-      mem.AddHLine(c.run.peak_total_bytes / kGiB, absl::StrCat(c.kv.policy, " cache"));
+      tput.AddHLine(c.run.output_tokens_per_s, absl::StrCat(std::string(c.kv.policy_name()), " cache"));
+      mem.AddHLine(c.run.peak_total_bytes / kGiB, absl::StrCat(std::string(c.kv.policy_name()), " cache"));
       continue;
     }
-    by_policy_tput[c.kv.policy].push_back({c.kv.budget, c.run.output_tokens_per_s});
-    by_policy_mem[c.kv.policy].push_back({c.kv.budget, c.run.peak_total_bytes / kGiB});
+    by_policy_tput[std::string(c.kv.policy_name())].push_back({c.kv.budget, c.run.output_tokens_per_s});
+    by_policy_mem[std::string(c.kv.policy_name())].push_back({c.kv.budget, c.run.peak_total_bytes / kGiB});
   }
   for (auto& [policy, pts] : by_policy_tput) tput.AddSeries(policy, pts);
   for (auto& [policy, pts] : by_policy_mem) mem.AddSeries(policy, pts);

@@ -54,9 +54,9 @@ std::string FormatTable(const PlanReport& r) {
     const double mem_bound =
         x.engine.steps > 0 ? 100.0 * (x.engine.steps - x.engine.compute_bound_steps) / x.engine.steps : 0;
     absl::StrAppendFormat(&out, "%-9s %6s %9d %6d / %-4d %8.2f %9.2f %10.1f %7.3f/%-7.3f %7.2f/%-7.2f %5.0f%% %6.1f\n",
-                          c.kv.policy, Budget(c), x.footprint_slots, x.admitted_by_footprint, x.peak_running,
-                          x.peak_kv_bytes / kGiB, x.peak_total_bytes / kGiB, x.output_tokens_per_s, x.ttft_s.p50,
-                          x.ttft_s.p99, x.tpot_s.p50 * 1e3, x.tpot_s.p99 * 1e3, mem_bound, x.wall_s);
+                          std::string(c.kv.policy_name()), Budget(c), x.footprint_slots, x.admitted_by_footprint,
+                          x.peak_running, x.peak_kv_bytes / kGiB, x.peak_total_bytes / kGiB, x.output_tokens_per_s,
+                          x.ttft_s.p50, x.ttft_s.p99, x.tpot_s.p50 * 1e3, x.tpot_s.p99 * 1e3, mem_bound, x.wall_s);
   }
   for (const ConfigResult& c : r.configs) {
     const RunResult& x = c.run;
@@ -75,7 +75,7 @@ std::string FormatTable(const PlanReport& r) {
     absl::StrAppendFormat(&out, "%-9s %6s %12s %14s %12s\n", "", "", "req/s", "req/s", "");
     for (const ConfigResult& c : r.configs) {
       if (!c.has_capacity) continue;
-      absl::StrAppendFormat(&out, "%-9s %6s %12.4g %14.4g %12s  %s\n", c.kv.policy, Budget(c),
+      absl::StrAppendFormat(&out, "%-9s %6s %12.4g %14.4g %12s  %s\n", std::string(c.kv.policy_name()), Budget(c),
                             c.capacity.saturation_rate, c.capacity.max_rate,
                             r.target_rate > 0 ? Replicas(c.replicas) : "-", c.capacity.limit);
     }
@@ -148,7 +148,7 @@ json ToJson(const PlanReport& r) {
   for (const ConfigResult& c : r.configs) {
     const RunResult& x = c.run;
     json e = {{"label", c.label},
-              {"policy", c.kv.policy},
+              {"policy", std::string(c.kv.policy_name())},
               {"budget", c.kv.compresses() ? json(c.kv.budget) : json(nullptr)},
               {"interval", c.kv.interval},
               {"keep_prompt", c.kv.keep_prompt},
@@ -243,7 +243,7 @@ absl::Status WritePlotFiles(const PlanReport& r, const std::string& dir, std::ve
          "ttft_p99_s,tpot_p99_s\n";
     for (const ConfigResult& c : r.configs) {
       const RunResult& x = c.run;
-      f << absl::StrFormat("%s,%s,%d,%d,%.4f,%.4f,%.2f,%.5f,%.6f\n", c.kv.policy,
+      f << absl::StrFormat("%s,%s,%d,%d,%.4f,%.4f,%.2f,%.5f,%.6f\n", std::string(c.kv.policy_name()),
                            c.kv.compresses() ? absl::StrCat(c.kv.budget) : "", x.footprint_slots, x.peak_running,
                            x.peak_kv_bytes / kGiB, x.peak_total_bytes / kGiB, x.output_tokens_per_s, x.ttft_s.p99,
                            x.tpot_s.p99);

@@ -14,8 +14,8 @@ PublishedSetup MakePublishedSetup(int32_t prompt_tokens) {
   s.workload.prompt = LengthDist::Fixed(prompt_tokens);
   s.workload.output = LengthDist::Fixed(32768);
   s.workload.max_tokens = 0;  // every request runs to its 32,768 tokens
-  s.configs.push_back(KvPolicyOptions::DefaultsFor("full"));
-  KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor("beacon");
+  s.configs.push_back(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull));
+  KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   beacon.budget = 2048;
   beacon.interval = 128;
   beacon.keep_prompt = true;

@@ -177,55 +177,46 @@ void Scheduler::PreemptNewest(StepReport* report) {
   ++report->preempted;
 }
 
-StepReport Scheduler::Step(SchedClock::time_point now) {
-  StepReport report;
-  Expire(now, &report);
-
-  std::vector<SeqWork> work;
-  int32_t budget = config_.max_step_tokens;
-  int32_t step_blocks = 0;  // optimistic mode: blocks this step's work may take
-
-  // 1. Decode: one token per decoding sequence, oldest first. In optimistic
-  //    mode a step that would not fit preempts the newest sequences.
-  if (config_.admission == AdmissionMode::kOptimistic) {
-    for (;;) {
-      int32_t need = 0;
-      for (RequestId id : running_) {
-        const SchedRequest& r = requests_.at(id);
-        need += engine_->BlocksToAppend(
-            id, r.prefilling() ? std::min(config_.prefill_chunk, r.prefill_target - r.prefill_done) : 1);
-      }
-      if (need <= engine_->FreeBlocks() || running_.empty()) {
-        step_blocks = need;
-        break;
-      }
-      PreemptNewest(&report);
+int32_t Scheduler::PreemptUntilStepFits(StepReport* report) {
+  for (;;) {
+    int32_t need = 0;
+    for (RequestId id : running_) {
+      const SchedRequest& r = requests_.at(id);
+      need += engine_->BlocksToAppend(
+          id, r.prefilling() ? std::min(config_.prefill_chunk, r.prefill_target - r.prefill_done) : 1);
     }
+    if (need <= engine_->FreeBlocks() || running_.empty()) return need;
+    PreemptNewest(report);
   }
+}
+
+void Scheduler::ScheduleRunning(StepPlan* plan, StepReport* report) {
   std::vector<RequestId> order = running_;
   std::sort(order.begin(), order.end(),
             [&](RequestId a, RequestId b) { return requests_.at(a).admit_seq < requests_.at(b).admit_seq; });
+  // Decode first: one token per decoding sequence, oldest first.
   for (RequestId id : order) {
     const SchedRequest& r = requests_.at(id);
-    if (r.prefilling() || budget < 1) continue;
-    work.push_back({id, 1, false});
-    --budget;
-    ++report.decode_seqs;
+    if (r.prefilling() || plan->token_budget < 1) continue;
+    plan->work.push_back({id, 1, false});
+    --plan->token_budget;
+    ++report->decode_seqs;
   }
-  // 2. Prefill chunks of running sequences.
+  // Then prefill chunks.
   for (RequestId id : order) {
     const SchedRequest& r = requests_.at(id);
-    if (!r.prefilling() || budget < 1) continue;
-    const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, budget});
-    work.push_back({id, n, true});
-    budget -= n;
-    ++report.prefill_seqs;
+    if (!r.prefilling() || plan->token_budget < 1) continue;
+    const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, plan->token_budget});
+    plan->work.push_back({id, n, true});
+    plan->token_budget -= n;
+    ++report->prefill_seqs;
   }
-  // 3. Admit waiting requests FCFS while capacity, the running cap and the
-  //    token budget allow; the head blocks the rest (no starvation).
-  while (!waiting_.empty() && budget >= 1 && static_cast<int32_t>(running_.size()) < config_.max_running) {
+}
+
+void Scheduler::AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepReport* report) {
+  while (!waiting_.empty() && plan->token_budget >= 1 && static_cast<int32_t>(running_.size()) < config_.max_running) {
     SchedRequest& r = requests_.at(waiting_.front());
-    if (!TryAdmit(&r, &step_blocks)) break;
+    if (!TryAdmit(&r, &plan->step_blocks)) break;  // the head blocks the rest: no starvation
     waiting_.pop_front();
     if (r.state == RequestState::kPreempted) --preempted_waiting_;
     r.state = RequestState::kRunning;
@@ -235,48 +226,83 @@ StepReport Scheduler::Step(SchedClock::time_point now) {
       r.first_scheduled = now;
     }
     running_.push_back(r.id);
-    ++report.admitted;
-    const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, budget});
-    work.push_back({r.id, n, true});
-    budget -= n;
-    ++report.prefill_seqs;
+    ++report->admitted;
+    const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, plan->token_budget});
+    plan->work.push_back({r.id, n, true});
+    plan->token_budget -= n;
+    ++report->prefill_seqs;
   }
-  if (work.empty()) return report;
+}
 
-  // 4. Run and apply.
-  std::vector<SeqOutcome> outcomes;
-  outcomes.reserve(work.size());
-  report.ran = true;
-  for (const SeqWork& w : work) report.tokens += w.n_tokens;
-  absl::Status s = engine_->Run(work, &outcomes);
-  if (!s.ok()) {
-    report.engine_status = s;
-    for (const SeqWork& w : work) {
-      if (requests_.contains(w.id)) {
-        Finish(w.id, RequestState::kFinishedError);
-        ++report.finished;
-      }
-    }
-    return report;
+Scheduler::StepPlan Scheduler::Plan(SchedClock::time_point now, StepReport* report) {
+  StepPlan plan;
+  plan.token_budget = config_.max_step_tokens;
+  // Optimistic mode: a step that would not fit preempts the newest sequences;
+  // what the running sequences' work takes is then counted against admission.
+  if (config_.admission == AdmissionMode::kOptimistic) plan.step_blocks = PreemptUntilStepFits(report);
+  ScheduleRunning(&plan, report);
+  AdmitWaiting(now, &plan, report);
+  return plan;
+}
+
+absl::Status Scheduler::RunEngine(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+  if (absl::Status s = engine_->Run(work, outcomes); !s.ok()) return s;
+  // Outcomes the scheduler cannot pair with its work would leave requests
+  // whose tokens or end it never learns of: the step failed.
+  if (outcomes->size() != work.size()) {
+    return absl::InternalError(
+        absl::StrCat("the engine reported ", outcomes->size(), " outcomes for a step of ", work.size(), " sequences"));
   }
-  for (size_t i = 0; i < work.size() && i < outcomes.size(); ++i) {
+  for (size_t i = 0; i < work.size(); ++i) {
+    const SeqOutcome& o = (*outcomes)[i];
+    if (o.id != work[i].id) {
+      return absl::InternalError(absl::StrCat("the engine's outcome ", i, " is for id ", o.id, ", not ", work[i].id));
+    }
+    if (o.state != RequestState::kRunning && o.state != RequestState::kFinishedStopped &&
+        o.state != RequestState::kFinishedLength && o.state != RequestState::kFinishedError) {
+      return absl::InternalError(
+          absl::StrCat("the engine reported state ", std::string(RequestStateName(o.state)), " for id ", o.id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Scheduler::Apply(std::span<const SeqWork> work, std::span<const SeqOutcome> outcomes, StepReport* report) {
+  for (size_t i = 0; i < work.size(); ++i) {
     const SeqOutcome& o = outcomes[i];
-    auto it = requests_.find(o.id);
-    if (it == requests_.end()) continue;
-    SchedRequest& r = it->second;
+    SchedRequest& r = requests_.at(o.id);
     if (work[i].prefill) r.prefill_done += work[i].n_tokens;
     if (o.sampled) ++r.generated;
-    RequestState end = RequestState::kRunning;
-    switch (o.result) {
-      case SeqResult::kContinue: break;
-      case SeqResult::kStopped: end = RequestState::kFinishedStopped; break;
-      case SeqResult::kLength: end = RequestState::kFinishedLength; break;
-      case SeqResult::kError: end = RequestState::kFinishedError; break;
+    if (IsFinished(o.state)) {
+      Finish(o.id, o.state);
+      ++report->finished;
     }
-    if (IsFinished(end)) {
-      Finish(o.id, end);
-      ++report.finished;
+  }
+}
+
+void Scheduler::FailStep(std::span<const SeqWork> work, const absl::Status& status, StepReport* report) {
+  report->engine_status = status;
+  for (const SeqWork& w : work) {
+    if (requests_.contains(w.id)) {
+      Finish(w.id, RequestState::kFinishedError);
+      ++report->finished;
     }
+  }
+}
+
+StepReport Scheduler::Step(SchedClock::time_point now) {
+  StepReport report;
+  Expire(now, &report);
+  const StepPlan plan = Plan(now, &report);
+  if (plan.work.empty()) return report;
+  report.ran = true;
+  for (const SeqWork& w : plan.work) report.tokens += w.n_tokens;
+  std::vector<SeqOutcome> outcomes;
+  outcomes.reserve(plan.work.size());
+  if (absl::Status s = RunEngine(plan.work, &outcomes); !s.ok()) {
+    FailStep(plan.work, s, &report);
+  } else {
+    Apply(plan.work, outcomes, &report);
   }
   return report;
 }

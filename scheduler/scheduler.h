@@ -5,7 +5,9 @@
 //   2. schedules: every decoding sequence gets one token, then prefilling
 //      sequences get prompt chunks, then waiting requests are admitted FCFS
 //      and get chunks, all within `max_step_tokens` and `max_running`;
-//   3. runs the step on the StepEngine and applies the outcomes.
+//   3. runs the step on the StepEngine and applies the outcomes; outcomes
+//      that do not match the work (too few, other ids, a state only the
+//      scheduler sets) fail the step like an engine error.
 // Requests that finish are handed to StepEngine::Remove with their final
 // state, which frees their KV.
 //
@@ -27,6 +29,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -104,7 +107,32 @@ class Scheduler {
   int32_t BlocksFor(int64_t slots) const;
 
  private:
+  // A step in the making: its work and what is left of its budgets.
+  struct StepPlan {
+    std::vector<SeqWork> work;
+    int32_t token_budget = 0;  // tokens the step may still take
+    int32_t step_blocks = 0;   // optimistic mode: blocks the step's work takes
+  };
+
+  // Step's phases: expire, plan, run, apply (or fail the step).
   void Expire(SchedClock::time_point now, StepReport* report);
+  StepPlan Plan(SchedClock::time_point now, StepReport* report);
+  // The engine's Run, with its outcomes checked against the work (one per
+  // entry, same ids, a state the engine may report): INTERNAL otherwise.
+  absl::Status RunEngine(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes);
+  // REQUIRES outcomes passed RunEngine's checks.
+  void Apply(std::span<const SeqWork> work, std::span<const SeqOutcome> outcomes, StepReport* report);
+  // Ends every sequence of a failed step with kFinishedError.
+  void FailStep(std::span<const SeqWork> work, const absl::Status& status, StepReport* report);
+
+  // Plan's parts. Optimistic mode: preempts the newest sequences until the
+  // running sequences' next work fits the free blocks; returns those blocks.
+  int32_t PreemptUntilStepFits(StepReport* report);
+  // Every decoding sequence one token (oldest first), then prefill chunks.
+  void ScheduleRunning(StepPlan* plan, StepReport* report);
+  // Admits waiting requests FCFS while capacity, the running cap and the
+  // token budget allow, each with its first chunk.
+  void AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepReport* report);
   bool TryAdmit(SchedRequest* r, int32_t* step_blocks);
   void PreemptNewest(StepReport* report);
   void Finish(RequestId id, RequestState state);

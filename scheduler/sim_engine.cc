@@ -89,7 +89,7 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
     inject_error_.erase(it);
     Drop(s);
     s.finished = true;
-    out->result = SeqResult::kError;
+    out->state = RequestState::kFinishedError;
     return absl::OkStatus();
   }
   SequenceKv& kv = *s.kv;
@@ -128,11 +128,11 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   ++s.generated;
   out->sampled = true;
   if (s.generated >= s.spec.max_new_tokens) {
-    out->result = SeqResult::kLength;
+    out->state = RequestState::kFinishedLength;
   } else if (s.generated >= s.spec.output_tokens) {
-    out->result = SeqResult::kStopped;
+    out->state = RequestState::kFinishedStopped;
   }
-  s.finished = out->result != SeqResult::kContinue;
+  s.finished = IsFinished(out->state);
   return absl::OkStatus();
 }
 

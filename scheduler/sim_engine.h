@@ -12,8 +12,9 @@
 //     the sequence's EvictionSchedule says so (the arithmetic the real
 //     SequenceCompressor uses), truncating to its bound, so a sequence's slot
 //     count never exceeds EvictionSchedule::PeakSlots;
-//   - it stops (kStopped) after `output_tokens` tokens when that is below
-//     `max_new_tokens`, and ends by length (kLength) at `max_new_tokens`.
+//   - it stops (kFinishedStopped) after `output_tokens` tokens when that is
+//     below `max_new_tokens`, and ends by length (kFinishedLength) at
+//     `max_new_tokens`.
 //     There is no context length;
 //   - Preempt releases the KV and asks for prompt + generated - 1 tokens to be
 //     recomputed; the recompute prefill samples nothing (the next step decodes
@@ -90,7 +91,7 @@ class SimEngine : public StepEngine {
   // Called at the end of every successful Run, before the scheduler applies
   // the outcomes: tests check invariants mid-step here.
   void SetRunHook(std::function<void(const SimEngine&)> hook) { run_hook_ = std::move(hook); }
-  // The next Run that includes `id` fails that sequence alone (kError, KV released).
+  // The next Run that includes `id` fails that sequence alone (kFinishedError, KV released).
   void InjectError(RequestId id) { inject_error_.push_back(id); }
 
   // Stats.
@@ -121,7 +122,7 @@ class SimEngine : public StepEngine {
     bool recompute = false;  // the current prefill is a recompute: it samples nothing
     bool holds_kv = false;   // counted in running_
     bool ever_ran = false;   // in first_run_order_
-    bool finished = false;   // reported kStopped / kLength / kError: must not run again
+    bool finished = false;   // reported a finished state: must not run again
     int32_t generated = 0;
     int32_t max_slots = 0;
     int32_t preemptions = 0;

@@ -25,18 +25,18 @@ struct SeqWork {
   bool prefill = false;
 };
 
-// What a step did to one sequence.
-enum class SeqResult {
-  kContinue,  // still running (mid-prefill, or sampled a token)
-  kStopped,   // sampled a token and hit EOS / a stop token / a stop string
-  kLength,    // sampled a token and hit max_tokens or the context
-  kError,     // the engine failed this sequence (its KV is released)
-};
-
+// What a step did to one sequence. `state` is the request's state after the
+// step, one of:
+//   kRunning          still running (mid-prefill, or sampled a token);
+//   kFinishedStopped  sampled a token and hit EOS / a stop token / a stop string;
+//   kFinishedLength   sampled a token and hit max_tokens or the context;
+//   kFinishedError    the engine failed this sequence (its KV is released).
+// The other states are the scheduler's to set: an engine that reports one
+// breaks the protocol, and the scheduler fails the step.
 struct SeqOutcome {
   RequestId id = 0;
   bool sampled = false;  // a new token was produced this step
-  SeqResult result = SeqResult::kContinue;
+  RequestState state = RequestState::kRunning;
 };
 
 class StepEngine {
@@ -44,8 +44,9 @@ class StepEngine {
   virtual ~StepEngine() = default;
 
   // Runs one step over `work` (ids the scheduler admitted) and appends one
-  // outcome per entry, in order. A non-OK status fails the whole step: the
-  // scheduler then fails every sequence in `work` and removes them.
+  // outcome per entry, in order (same ids). A non-OK status fails the whole
+  // step: the scheduler then fails every sequence in `work` and removes
+  // them; so does an OK step whose outcomes break that contract.
   virtual absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) = 0;
 
   // KV pool facts, in blocks.

@@ -1,32 +1,54 @@
 #include "server/engine_loop.h"
 
 #include <chrono>
-#include <cstdio>
+
+#include "absl/time/time.h"
+#include "util/log.h"
 
 namespace beacon {
 namespace {
 
 // Counts a request out of the in-flight total when it reaches its end,
-// whichever way it ends.
+// whichever way it ends, and writes the request's log record for that end
+// (util/log.h: the request id on the line): one INFO line per request, ERROR
+// when the engine failed it.
 class CountingSink : public RequestSink {
  public:
-  CountingSink(std::shared_ptr<RequestSink> inner, std::atomic<int32_t>* inflight, std::atomic<int64_t>* finished,
-               std::atomic<int64_t>* rejected)
-      : inner_(std::move(inner)), inflight_(inflight), finished_(finished), rejected_(rejected) {}
+  CountingSink(std::shared_ptr<RequestSink> inner, std::string request_id, std::atomic<int32_t>* inflight,
+               std::atomic<int64_t>* finished, std::atomic<int64_t>* rejected)
+      : inner_(std::move(inner)),
+        request_id_(std::move(request_id)),
+        inflight_(inflight),
+        finished_(finished),
+        rejected_(rejected) {}
   void OnTokens(std::span<const int32_t> ids, std::string_view text) override { inner_->OnTokens(ids, text); }
   void OnFinish(const StreamFinal& f) override {
     ++*finished_;
     inflight_->fetch_sub(1);
+    LogFinish(f);
     inner_->OnFinish(f);
   }
   void OnRejected(const absl::Status& s) override {
     ++*rejected_;
     inflight_->fetch_sub(1);
+    logging::Request(logging::Level::kInfo, request_id_, "rejected: %s", s.ToString());
     inner_->OnRejected(s);
   }
 
  private:
+  void LogFinish(const StreamFinal& f) const {
+    const bool failed = f.reason == FinishReason::kError;
+    logging::Request(failed ? logging::Level::kError : logging::Level::kInfo, request_id_,
+                     "finished: reason=%s prompt_tokens=%d completion_tokens=%d queue_ms=%.1f ttft_ms=%.1f "
+                     "total_ms=%.1f kv_policy=%s kv_budget=%d peak_cached_tokens=%d evictions=%d preemptions=%d%s%s",
+                     std::string(FinishReasonName(f.reason)), f.prompt_tokens, f.completion_tokens,
+                     f.queue_seconds * 1e3, f.ttft_seconds * 1e3, f.total_seconds * 1e3,
+                     std::string(KvPolicyName(f.kv.policy)), f.kv.budget, f.kv.peak_cached_tokens, f.kv.evictions,
+                     f.kv.preemptions, failed ? " error=" : "", failed ? f.error : "");
+  }
+
   std::shared_ptr<RequestSink> inner_;
+  std::string request_id_;
   std::atomic<int32_t>* inflight_;
   std::atomic<int64_t>* finished_;
   std::atomic<int64_t>* rejected_;
@@ -48,12 +70,12 @@ absl::StatusOr<RequestId> EngineLoop::Submit(PreparedRequest request, std::share
   if (draining_.load()) return absl::UnavailableError("the server is draining: send the request to another replica");
   const RequestId id = next_id_.fetch_add(1);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stop_) return absl::UnavailableError("the server is shutting down");
     inflight_.fetch_add(1);
     inbox_.push_back(SubmitCmd{id, std::move(request), std::move(sink)});
   }
-  cv_.notify_one();
+  cv_.Signal();
   return id;
 }
 
@@ -63,25 +85,25 @@ void EngineLoop::BeginDrain() { draining_.store(true); }
 
 void EngineLoop::Post(Command c) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stop_) return;
     inbox_.push_back(std::move(c));
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void EngineLoop::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stop_ && !thread_.joinable()) return;
     stop_ = true;
   }
-  cv_.notify_one();
+  cv_.Signal();
   if (thread_.joinable()) thread_.join();
 }
 
 LoopStats EngineLoop::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   LoopStats s = stats_;
   s.inflight = inflight_.load();
   s.finished = finished_.load();
@@ -97,7 +119,12 @@ void EngineLoop::Handle(SubmitCmd& c) {
   r.peak_slots = c.request.peak_slots;
   r.arrival = c.request.arrival;
   r.deadline = c.request.deadline;
-  auto sink = std::make_shared<CountingSink>(std::move(c.sink), &inflight_, &finished_, &rejected_);
+  logging::Request(logging::Level::kDebug, c.request.request_id,
+                   "received: prompt_tokens=%d max_tokens=%d kv_policy=%s kv_budget=%d peak_slots=%d", r.prompt_tokens,
+                   r.max_new_tokens, std::string(c.request.options.kv.policy_name()), c.request.options.kv.budget,
+                   r.peak_slots);
+  auto sink =
+      std::make_shared<CountingSink>(std::move(c.sink), c.request.request_id, &inflight_, &finished_, &rejected_);
   absl::Status s = engine_.Add(c.id, std::move(c.request), sink);
   if (s.ok()) {
     s = scheduler_.Add(r);
@@ -119,7 +146,7 @@ void EngineLoop::PublishStats(const StepReport* report) {
   s.compressing = engine_.num_compressing();
   engine_.KvTokens(&s.kv_cached_tokens, &s.kv_logical_tokens);
   s.totals = engine_.totals();
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // The last step's size; 0 once the engine is idle.
   const bool ran = report != nullptr && report->ran;
   const bool idle = !scheduler_.HasWork();
@@ -132,9 +159,9 @@ void EngineLoop::Run() {
   std::deque<Command> batch;
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!stop_ && inbox_.empty() && !scheduler_.HasWork()) {
-        cv_.wait(lock, [&] { return stop_ || !inbox_.empty(); });
+        while (!stop_ && inbox_.empty()) cv_.Wait(&mu_);
       }
       if (stop_) break;
       batch.swap(inbox_);
@@ -157,31 +184,35 @@ void EngineLoop::Run() {
         observer_->OnStep(report, std::chrono::duration<double>(SchedClock::now() - t0).count());
       }
       if (!report.engine_status.ok()) {
-        // The step's requests ended with finish_reason error; say why here too.
-        std::fprintf(stderr, "beacon-serve: engine step failed (%d requests ended with an error): %s\n",
-                     report.finished, std::string(report.engine_status.message()).c_str());
+        // The step's requests ended with finish_reason error (each has its
+        // own record, with its id); this line says why the step failed.
+        logging::Error("engine step failed (%d requests ended with an error): %s", report.finished,
+                       report.engine_status.ToString());
       }
     }
     PublishStats(&report);
     if (scheduler_.HasWork() && !report.ran) {
       // Waiting requests that cannot be admitted yet and nothing running
       // (optimistic watermark): wait briefly for a cancel or a deadline.
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stop_ || !inbox_.empty(); });
+      absl::MutexLock lock(&mu_);
+      const absl::Time until = absl::Now() + absl::Milliseconds(5);
+      while (!stop_ && inbox_.empty()) {
+        if (cv_.WaitWithDeadline(&mu_, until)) break;  // timed out
+      }
     }
   }
   // Whatever is left (and still in the inbox) ends as cancelled.
   scheduler_.AbortAll(RequestState::kFinishedCancelled);
   std::deque<Command> rest;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     rest.swap(inbox_);
   }
   for (Command& c : rest) {
     if (auto* s = std::get_if<SubmitCmd>(&c)) {
       const absl::Status st = absl::UnavailableError("the server is shutting down");
       if (observer_ != nullptr) observer_->OnRejected(st);
-      CountingSink sink(std::move(s->sink), &inflight_, &finished_, &rejected_);
+      CountingSink sink(std::move(s->sink), s->request.request_id, &inflight_, &finished_, &rejected_);
       sink.OnRejected(st);
     }
   }

@@ -12,15 +12,15 @@
 #define BEACON_SERVER_ENGINE_LOOP_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <variant>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "scheduler/scheduler.h"
 #include "server/generation_engine.h"
 
@@ -56,20 +56,20 @@ class EngineLoop {
   // Queues a validated request. UNAVAILABLE (synchronously) while draining
   // or stopped. Otherwise the sink hears OnRejected (queue full, footprint
   // larger than the pool) or tokens and exactly one OnFinish.
-  absl::StatusOr<RequestId> Submit(PreparedRequest request, std::shared_ptr<RequestSink> sink);
+  absl::StatusOr<RequestId> Submit(PreparedRequest request, std::shared_ptr<RequestSink> sink) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends a request (client gone): its final record says `cancelled`, its
   // blocks are free before the next step. Unknown or finished ids: no-op.
-  void Cancel(RequestId id);
+  void Cancel(RequestId id) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Refuses new requests from now on; running ones go on.
   void BeginDrain();
   bool draining() const { return draining_.load(); }
   // Cancels every request (drain timeout).
-  void CancelAll();
+  void CancelAll() ABSL_LOCKS_EXCLUDED(mu_);
   // Cancels everything and joins the thread. Idempotent.
-  void Stop();
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  LoopStats Stats() const;
+  LoopStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct SubmitCmd {
@@ -83,20 +83,21 @@ class EngineLoop {
   struct CancelAllCmd {};
   using Command = std::variant<SubmitCmd, CancelCmd, CancelAllCmd>;
 
-  void Post(Command c);
-  void Run();
-  void Handle(SubmitCmd& c);
-  void PublishStats(const StepReport* report);
+  void Post(Command c) ABSL_LOCKS_EXCLUDED(mu_);
+  void Run() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs engine and sink callbacks, which may call Cancel(): never under mu_.
+  void Handle(SubmitCmd& c) ABSL_LOCKS_EXCLUDED(mu_);
+  void PublishStats(const StepReport* report) ABSL_LOCKS_EXCLUDED(mu_);
 
   GenerationEngine engine_;
   Scheduler scheduler_;
   EngineObserver* observer_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Command> inbox_;
-  bool stop_ = false;
-  LoopStats stats_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled (outside mu_) on a new command and on stop
+  std::deque<Command> inbox_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  LoopStats stats_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int32_t> inflight_{0};

@@ -10,31 +10,28 @@ namespace {
 
 double Seconds(SchedClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-ServeFinish FromGeneration(FinishReason r) {
+// The scheduler's view of what a step did to a generation.
+RequestState StepState(FinishReason r) {
   switch (r) {
-    case FinishReason::kEos: return ServeFinish::kEos;
-    case FinishReason::kStop: return ServeFinish::kStop;
-    case FinishReason::kStopSequence: return ServeFinish::kStopSequence;
-    case FinishReason::kLength:
-    case FinishReason::kNone: return ServeFinish::kLength;
+    case FinishReason::kNone: return RequestState::kRunning;
+    case FinishReason::kLength: return RequestState::kFinishedLength;
+    default: return RequestState::kFinishedStopped;  // EOS, a stop token or a stop string
   }
-  return ServeFinish::kLength;
+}
+
+// The client's: a request that ended by itself says why through its
+// generation; one ended from outside, through its terminal state.
+FinishReason FinalReason(RequestState state, FinishReason generation) {
+  switch (state) {
+    case RequestState::kFinishedStopped:
+    case RequestState::kFinishedLength: return generation == FinishReason::kNone ? FinishReason::kLength : generation;
+    case RequestState::kFinishedTimeLimit: return FinishReason::kTimeLimit;
+    case RequestState::kFinishedCancelled: return FinishReason::kCancelled;
+    default: return FinishReason::kError;
+  }
 }
 
 }  // namespace
-
-std::string_view ServeFinishName(ServeFinish f) {
-  switch (f) {
-    case ServeFinish::kStop: return "stop";
-    case ServeFinish::kLength: return "length";
-    case ServeFinish::kEos: return "eos";
-    case ServeFinish::kStopSequence: return "stop_sequence";
-    case ServeFinish::kTimeLimit: return "time_limit";
-    case ServeFinish::kCancelled: return "cancelled";
-    case ServeFinish::kError: return "error";
-  }
-  return "?";
-}
 
 GenerationEngine::GenerationEngine(Backend* backend, KvCache* cache, const Tokenizer* tokenizer,
                                    const ModelConfig& config)
@@ -92,74 +89,89 @@ int32_t GenerationEngine::Preempt(RequestId id) {
   return s.gen->Preempt();
 }
 
-absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
-  std::vector<ForwardEntry> entries;
-  std::vector<Seq*> owners;
-  entries.reserve(work.size());
+GenerationEngine::StepBatch GenerationEngine::Gather(std::span<const SeqWork> work) {
+  StepBatch b;
+  b.entries.reserve(work.size());
+  b.owners.reserve(work.size());
   for (const SeqWork& w : work) {
     Seq& s = seqs_.at(w.id);
     const ForwardEntry e = s.gen->NextEntry(w.n_tokens);
-    entries.push_back(e);
-    owners.push_back(&s);
+    b.entries.push_back(e);
+    b.owners.push_back(&s);
     if (w.prefill) totals_.prompt_tokens += static_cast<int64_t>(e.tokens.size());
   }
   // A device that samples takes the draw where the logits are (no logits
   // copy, no host sampler) unless some sequence needs penalties.
-  bool on_device = backend_->samples_on_device();
-  for (size_t i = 0; on_device && i < owners.size(); ++i) on_device = owners[i]->gen->device_samplable();
+  b.on_device = backend_->samples_on_device();
+  for (size_t i = 0; b.on_device && i < b.owners.size(); ++i) b.on_device = b.owners[i]->gen->device_samplable();
+  return b;
+}
+
+absl::Status GenerationEngine::Forward(const StepBatch& b) {
   absl::Status st;
-  if (on_device) {
+  if (b.on_device) {
     sampling_.clear();
-    for (Seq* s : owners) sampling_.push_back(s->gen->device_sampling());
-    st = backend_->ForwardSample(entries, sampling_, &sampled_);
+    for (Seq* s : b.owners) sampling_.push_back(s->gen->device_sampling());
+    st = backend_->ForwardSample(b.entries, sampling_, &sampled_);
   } else {
-    st = backend_->Forward(entries, &logits_);
+    st = backend_->Forward(b.entries, &logits_);
   }
   if (!st.ok()) {
     last_error_ = std::string(st.message());
     return st;
   }
   ++totals_.steps;
+  return absl::OkStatus();
+}
+
+TokenEvent GenerationEngine::Advance(const StepBatch& b, size_t i) {
+  Generation& g = *b.owners[i]->gen;
+  const SequenceCompressor* c = g.compressor();
+  const int64_t evictions_before = c != nullptr ? c->evictions() : 0;
+  const int64_t evicted_before = c != nullptr ? c->evicted_slots() : 0;
+  const int32_t fed = static_cast<int32_t>(b.entries[i].tokens.size());
   const size_t vocab = static_cast<size_t>(config_.vocab_size);
+  TokenEvent ev = b.on_device ? g.AdvanceSampled(fed, sampled_[i])
+                              : g.Advance(fed, std::span<const float>(logits_.data() + i * vocab, vocab));
+  if (c != nullptr) {
+    totals_.evictions += c->evictions() - evictions_before;
+    totals_.evicted_tokens += c->evicted_slots() - evicted_before;
+  }
+  return ev;
+}
+
+void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now) {
+  ++totals_.generation_tokens;
+  if (!s.has_first_token) {
+    s.has_first_token = true;
+    s.first_token = now;
+    if (observer_ != nullptr) observer_->OnFirstToken(Seconds(now - s.arrival));
+  } else if (observer_ != nullptr) {
+    observer_->OnInterToken(Seconds(now - s.last_token));
+  }
+  s.last_token = now;
+  // EOS and stop token ids end generation without being streamed (their
+  // text is empty); the final record counts them.
+  const bool hidden = ev.finish == FinishReason::kEos || ev.finish == FinishReason::kStop;
+  if (hidden) {
+    if (!ev.text.empty()) s.sink->OnTokens({}, ev.text);
+  } else {
+    const int32_t id = ev.id;
+    s.sink->OnTokens(std::span<const int32_t>(&id, 1), ev.text);
+  }
+}
+
+absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+  const StepBatch b = Gather(work);
+  if (absl::Status st = Forward(b); !st.ok()) return st;
   const SchedClock::time_point now = SchedClock::now();
   for (size_t i = 0; i < work.size(); ++i) {
-    Seq& s = *owners[i];
-    Generation& g = *s.gen;
-    const int64_t evictions_before = g.compressor() != nullptr ? g.compressor()->evictions() : 0;
-    const int64_t evicted_before = g.compressor() != nullptr ? g.compressor()->evicted_slots() : 0;
-    const int32_t fed = static_cast<int32_t>(entries[i].tokens.size());
-    TokenEvent ev = on_device ? g.AdvanceSampled(fed, sampled_[i])
-                              : g.Advance(fed, std::span<const float>(logits_.data() + i * vocab, vocab));
-    if (g.compressor() != nullptr) {
-      totals_.evictions += g.compressor()->evictions() - evictions_before;
-      totals_.evicted_tokens += g.compressor()->evicted_slots() - evicted_before;
-    }
+    const TokenEvent ev = Advance(b, i);
     SeqOutcome o;
     o.id = work[i].id;
-    if (ev.id >= 0) {
-      o.sampled = true;
-      ++totals_.generation_tokens;
-      if (!s.has_first_token) {
-        s.has_first_token = true;
-        s.first_token = now;
-        if (observer_ != nullptr) observer_->OnFirstToken(Seconds(now - s.arrival));
-      } else if (observer_ != nullptr) {
-        observer_->OnInterToken(Seconds(now - s.last_token));
-      }
-      s.last_token = now;
-      // EOS and stop token ids end generation without being streamed (their
-      // text is empty); the final record counts them.
-      const bool hidden = ev.finish == FinishReason::kEos || ev.finish == FinishReason::kStop;
-      if (hidden) {
-        if (!ev.text.empty()) s.sink->OnTokens({}, ev.text);
-      } else {
-        const int32_t id = ev.id;
-        s.sink->OnTokens(std::span<const int32_t>(&id, 1), ev.text);
-      }
-    }
-    if (ev.finish != FinishReason::kNone) {
-      o.result = ev.finish == FinishReason::kLength ? SeqResult::kLength : SeqResult::kStopped;
-    }
+    o.sampled = ev.id >= 0;
+    if (o.sampled) Stream(*b.owners[i], ev, now);
+    o.state = StepState(ev.finish);
     outcomes->push_back(o);
   }
   return absl::OkStatus();
@@ -172,15 +184,9 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   Generation& g = *s.gen;
   StreamFinal f;
   f.request_id = s.request_id;
-  switch (request.state) {
-    case RequestState::kFinishedStopped:
-    case RequestState::kFinishedLength: f.reason = FromGeneration(g.finish_reason()); break;
-    case RequestState::kFinishedTimeLimit: f.reason = ServeFinish::kTimeLimit; break;
-    case RequestState::kFinishedCancelled: f.reason = ServeFinish::kCancelled; break;
-    default:
-      f.reason = ServeFinish::kError;
-      f.error = last_error_.empty() ? "the engine failed this request" : last_error_;
-      break;
+  f.reason = FinalReason(request.state, g.finish_reason());
+  if (f.reason == FinishReason::kError) {
+    f.error = last_error_.empty() ? "the engine failed this request" : last_error_;
   }
   f.matched_stop = g.matched_stop();
   f.stop_token_id = g.stop_token();

@@ -8,6 +8,7 @@
 #define BEACON_SERVER_GENERATION_ENGINE_H_
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,23 @@ class GenerationEngine : public StepEngine {
     int32_t preemptions = 0;
     uint64_t seed = 0;
   };
+  // One step's forward pass: an entry per SeqWork, in order.
+  struct StepBatch {
+    std::vector<ForwardEntry> entries;
+    std::vector<Seq*> owners;  // entries[i] is owners[i]'s
+    bool on_device = false;    // the backend samples (ForwardSample), no logits
+  };
+
+  // Run's phases: gather the batch, run it, then per entry advance the
+  // generation and stream what it sampled.
+  StepBatch Gather(std::span<const SeqWork> work);
+  // Fills logits_ or sampled_; on failure keeps the error for the final
+  // records of the step's sequences (last_error_).
+  absl::Status Forward(const StepBatch& b);
+  // Feeds entry i's logits (or drawn token) to its generation, counting its evictions.
+  TokenEvent Advance(const StepBatch& b, size_t i);
+  // A sampled token: timings, observer and the sink (EOS and stop ids unstreamed).
+  void Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now);
 
   Backend* backend_;
   KvCache* cache_;

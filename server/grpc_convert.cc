@@ -64,15 +64,16 @@ ServeRequest FromProto(const v1::TokenizeRequest& q) {
   return r;
 }
 
-v1::FinishReason ToProto(ServeFinish reason) {
+v1::FinishReason ToProto(FinishReason reason) {
   switch (reason) {
-    case ServeFinish::kStop: return v1::FINISH_REASON_STOP;
-    case ServeFinish::kLength: return v1::FINISH_REASON_LENGTH;
-    case ServeFinish::kEos: return v1::FINISH_REASON_EOS;
-    case ServeFinish::kStopSequence: return v1::FINISH_REASON_STOP_SEQUENCE;
-    case ServeFinish::kTimeLimit: return v1::FINISH_REASON_TIME_LIMIT;
-    case ServeFinish::kCancelled: return v1::FINISH_REASON_CANCELLED;
-    case ServeFinish::kError: return v1::FINISH_REASON_ERROR;
+    case FinishReason::kNone: return v1::FINISH_REASON_UNSPECIFIED;
+    case FinishReason::kStop: return v1::FINISH_REASON_STOP;
+    case FinishReason::kLength: return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kEos: return v1::FINISH_REASON_EOS;
+    case FinishReason::kStopSequence: return v1::FINISH_REASON_STOP_SEQUENCE;
+    case FinishReason::kTimeLimit: return v1::FINISH_REASON_TIME_LIMIT;
+    case FinishReason::kCancelled: return v1::FINISH_REASON_CANCELLED;
+    case FinishReason::kError: return v1::FINISH_REASON_ERROR;
   }
   return v1::FINISH_REASON_ERROR;
 }
@@ -90,7 +91,7 @@ void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
   t->set_time_to_first_token_seconds(f.ttft_seconds);
   t->set_total_seconds(f.total_seconds);
   v1::KvStats* kv = out->mutable_kv();
-  kv->set_policy(f.kv.policy);
+  kv->set_policy(std::string(KvPolicyName(f.kv.policy)));
   kv->set_budget(f.kv.budget);
   kv->set_peak_cached_tokens(f.kv.peak_cached_tokens);
   kv->set_evictions(f.kv.evictions);

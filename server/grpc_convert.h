@@ -17,7 +17,9 @@ ServeRequest FromProto(const v1::GenerateRequest& request);
 // Text or chat input of a Tokenize call, as a ServeRequest.
 ServeRequest FromProto(const v1::TokenizeRequest& request);
 
-v1::FinishReason ToProto(ServeFinish reason);
+// The one mapping to the wire's FinishReason (kNone, never in a final
+// record, is UNSPECIFIED).
+v1::FinishReason ToProto(FinishReason reason);
 // The last message of a stream: finish reason, usage, timings, KV stats.
 void FillFinal(const StreamFinal& final, v1::GenerateResponse* out);
 

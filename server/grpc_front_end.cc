@@ -9,6 +9,8 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "util/log.h"
 
 namespace beacon {
 namespace {
@@ -63,7 +65,7 @@ absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> GrpcFrontEnd::Start(GrpcFrontEndOp
   }
   fe->port_ = bound;
   {
-    std::lock_guard<std::mutex> lock(fe->mu_);
+    absl::MutexLock lock(&fe->mu_);
     fe->current_ = std::move(first);
   }
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -114,7 +116,7 @@ std::unique_ptr<GrpcFrontEnd::Instance> GrpcFrontEnd::Build(int port, int* bound
   grpc::HealthCheckServiceInterface* health = inst->server->GetHealthCheckService();
   bool serving;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     serving = health_serving_;
   }
   if (health != nullptr) {
@@ -168,17 +170,20 @@ bool GrpcFrontEnd::CheckOnce() {
 
 void GrpcFrontEnd::Watch() {
   int failures = 0;
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (!stopping_) {
-    wake_.wait_for(lock, options_.check_interval, [&] { return stopping_; });
+    const absl::Time next_check = absl::Now() + absl::FromChrono(options_.check_interval);
+    while (!stopping_) {
+      if (wake_.WaitWithDeadline(&mu_, next_check)) break;  // timed out
+    }
     if (stopping_) break;
-    lock.unlock();
+    mu_.Unlock();
     const bool ok = CheckOnce();
-    lock.lock();
+    mu_.Lock();
     if (stopping_) break;
     if (ok) {
       if (failures >= options_.failures_to_restart) {
-        std::fprintf(stderr, "beacon-serve: gRPC listener on port %d serves again\n", port_);
+        logging::Warn("gRPC listener on port %d serves again", port_);
       }
       failures = 0;
       serving_.store(true, std::memory_order_release);
@@ -187,13 +192,13 @@ void GrpcFrontEnd::Watch() {
     ++failures;
     if (failures < options_.failures_to_restart) continue;
     if (serving_.exchange(false)) {
-      std::fprintf(stderr, "beacon-serve: gRPC listener on port %d failed %d self-checks: not ready, rebuilding it\n",
-                   port_, failures);
+      logging::Error("gRPC listener on port %d failed %d self-checks: not ready, rebuilding it", port_, failures);
     }
-    lock.unlock();
+    mu_.Unlock();
     Restart();
-    lock.lock();
+    mu_.Lock();
   }
+  mu_.Unlock();
 }
 
 void GrpcFrontEnd::Restart() {
@@ -202,7 +207,7 @@ void GrpcFrontEnd::Restart() {
   std::unique_ptr<Instance> next = Build(port_, &bound, &error);
   if (next == nullptr) return;  // e.g. still out of file descriptors: the next check retries
   restarts_.fetch_add(1);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stopping_) return;  // `next` shuts down as it goes out of scope
   std::unique_ptr<Instance> old = std::exchange(current_, std::move(next));
   // The old listener closes as Shutdown starts; the calls it still runs get
@@ -213,7 +218,7 @@ void GrpcFrontEnd::Restart() {
 }
 
 void GrpcFrontEnd::SetServingStatus(bool serving) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   health_serving_ = serving;
   if (current_ == nullptr) return;
   grpc::HealthCheckServiceInterface* health = current_->server->GetHealthCheckService();
@@ -227,13 +232,13 @@ void GrpcFrontEnd::Shutdown(std::chrono::system_clock::time_point deadline) {
     std::unique_ptr<Instance> current;
     std::vector<std::thread> retiring;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopping_ = true;
     }
-    wake_.notify_all();
+    wake_.SignalAll();
     if (watchdog_.joinable()) watchdog_.join();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       current = std::move(current_);
       retiring.swap(retiring_);
     }

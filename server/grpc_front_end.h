@@ -33,7 +33,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -41,7 +40,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace beacon {
 
@@ -92,12 +93,12 @@ class GrpcFrontEnd {
 
   // The grpc.health.v1 status of "" and of each service name given to it:
   // false while draining. Applies to servers built later too.
-  void SetServingStatus(bool serving);
+  void SetServingStatus(bool serving) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Stops the watchdog, then shuts the current and the retired servers down:
   // new calls are refused at once, calls in flight may run until `deadline`.
   // Idempotent.
-  void Shutdown(std::chrono::system_clock::time_point deadline);
+  void Shutdown(std::chrono::system_clock::time_point deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Instance {
@@ -108,10 +109,12 @@ class GrpcFrontEnd {
 
   GrpcFrontEnd(GrpcFrontEndOptions options, ServiceFactory services);
   // A server on `port` (0: ephemeral, then *bound is the port), or nullptr.
-  std::unique_ptr<Instance> Build(int port, int* bound, std::string* error);
-  bool CheckOnce();  // one health call through the listener
-  void Watch();      // the watchdog thread
-  void Restart();    // watchdog thread
+  std::unique_ptr<Instance> Build(int port, int* bound, std::string* error) ABSL_LOCKS_EXCLUDED(mu_);
+  // One health call through the listener; blocks up to check_timeout, so
+  // never under mu_ (SetServingStatus would wait for it).
+  bool CheckOnce() ABSL_LOCKS_EXCLUDED(mu_);
+  void Watch() ABSL_LOCKS_EXCLUDED(mu_);    // the watchdog thread
+  void Restart() ABSL_LOCKS_EXCLUDED(mu_);  // watchdog thread
 
   const GrpcFrontEndOptions options_;
   const ServiceFactory make_services_;
@@ -119,12 +122,12 @@ class GrpcFrontEnd {
   std::atomic<bool> serving_{false};
   std::atomic<int> restarts_{0};
 
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;              // GUARDED_BY(mu_)
-  bool health_serving_ = true;         // GUARDED_BY(mu_)
-  std::unique_ptr<Instance> current_;  // GUARDED_BY(mu_)
-  std::vector<std::thread> retiring_;  // GUARDED_BY(mu_): each shuts one old server down
+  absl::Mutex mu_;
+  absl::CondVar wake_;  // signalled when stopping_ is set
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool health_serving_ ABSL_GUARDED_BY(mu_) = true;
+  std::unique_ptr<Instance> current_ ABSL_GUARDED_BY(mu_) ABSL_PT_GUARDED_BY(mu_);
+  std::vector<std::thread> retiring_ ABSL_GUARDED_BY(mu_);  // each shuts one old server down
   std::thread watchdog_;
   std::once_flag shutdown_once_;
 };

@@ -4,10 +4,13 @@
 #include <optional>
 #include <random>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "engine/tokenizer/unicode.h"
 #include "server/api_key.h"
 #include "server/grpc_convert.h"
+#include "util/log.h"
 
 namespace beacon {
 namespace {
@@ -26,6 +29,31 @@ std::string NewRequestId() {
   return absl::StrFormat("beacon-%016x", rng());
 }
 
+// std::recursive_mutex, unchanged, declared a capability so that clang's
+// thread-safety analysis checks what it guards (absl::Mutex is not
+// recursive). The analysis does not model re-entry: no function here locks it
+// twice itself; the nested acquisition happens at run time only, when a write
+// issued under it completes inline and OnDone -> Detach() locks it again.
+class ABSL_LOCKABLE RecursiveMutex {
+ public:
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+
+ private:
+  std::recursive_mutex mu_;
+};
+
+class ABSL_SCOPED_LOCKABLE RecursiveLock {
+ public:
+  explicit RecursiveLock(RecursiveMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
+  ~RecursiveLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  RecursiveLock(const RecursiveLock&) = delete;
+  RecursiveLock& operator=(const RecursiveLock&) = delete;
+
+ private:
+  RecursiveMutex* const mu_;
+};
+
 // The state one Generate stream shares between the gRPC side (the reactor)
 // and the engine side (the RequestSink it implements). Every gRPC operation
 // (StartWrite, Finish) is decided under `mu_` but issued outside it, so a
@@ -40,37 +68,41 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
    public:
     explicit Sink(GenerateStream* stream) : stream_(stream) {}
     void OnTokens(std::span<const int32_t> ids, std::string_view text) override {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
+      RecursiveLock lock(&mu_);
       if (stream_ != nullptr) stream_->PushTokens(ids, text);
     }
     void OnFinish(const StreamFinal& f) override {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
+      RecursiveLock lock(&mu_);
       if (stream_ != nullptr) stream_->PushFinal(f);
     }
     void OnRejected(const absl::Status& s) override {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
+      RecursiveLock lock(&mu_);
       if (stream_ != nullptr) stream_->PushReject(s);
     }
     void Detach() {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
+      RecursiveLock lock(&mu_);
       stream_ = nullptr;
     }
 
    private:
-    std::recursive_mutex mu_;
-    GenerateStream* stream_;
+    RecursiveMutex mu_;                            // recursive on purpose: see above
+    GenerateStream* stream_ ABSL_GUARDED_BY(mu_);  // null once the reactor is done
   };
 
   GenerateStream(EngineLoop* loop, std::string request_id)
       : loop_(loop), request_id_(std::move(request_id)), sink_(std::make_shared<Sink>(this)) {}
 
   // `on_rejected` hears a synchronous refusal (draining).
-  void Start(PreparedRequest request, const std::function<void(const absl::Status&)>& on_rejected) {
+  void Start(PreparedRequest request, const std::function<void(const absl::Status&)>& on_rejected)
+      ABSL_LOCKS_EXCLUDED(mu_) {
     absl::StatusOr<RequestId> id = loop_->Submit(std::move(request), sink_);
-    if (!id.ok() && on_rejected) on_rejected(id.status());
+    if (!id.ok()) {
+      if (on_rejected) on_rejected(id.status());
+      logging::Request(logging::Level::kInfo, request_id_, "refused: %s", id.status().ToString());
+    }
     Action a;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!id.ok()) {
         reject_ = ToGrpc(id.status());
       } else {
@@ -81,10 +113,10 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     Act(a);  // last: OnDone may run inline and delete this
   }
 
-  void OnWriteDone(bool ok) override {
+  void OnWriteDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       writing_ = false;
       if (!ok) cancelled_ = true;  // the client is gone
       a = Next();
@@ -93,10 +125,10 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     Act(a);
   }
 
-  void OnCancel() override {
+  void OnCancel() override ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       cancelled_ = true;
       a = Next();
     }
@@ -104,7 +136,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     Act(a);
   }
 
-  void OnDone() override {
+  void OnDone() override ABSL_LOCKS_EXCLUDED(mu_) {
     sink_->Detach();
     delete this;
   }
@@ -116,10 +148,10 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   };
 
   // Engine thread, via Sink (whose lock keeps `this` alive).
-  void PushTokens(std::span<const int32_t> ids, std::string_view text) {
+  void PushTokens(std::span<const int32_t> ids, std::string_view text) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       for (int32_t id : ids) pending_.add_token_ids(id);
       pending_.mutable_text()->append(text.data(), text.size());
       has_pending_ = true;
@@ -127,10 +159,10 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     }
     Act(a);
   }
-  void PushFinal(const StreamFinal& f) {
+  void PushFinal(const StreamFinal& f) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       FillFinal(f, &pending_);
       has_pending_ = true;
       final_ready_ = true;
@@ -138,18 +170,18 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     }
     Act(a);
   }
-  void PushReject(const absl::Status& s) {
+  void PushReject(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       reject_ = ToGrpc(s);
       a = Next();
     }
     Act(a);
   }
 
-  // Decides the next gRPC operation. REQUIRES mu_.
-  Action Next() {
+  // Decides the next gRPC operation.
+  Action Next() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Action a;
     if (finish_called_ || writing_) return a;
     if (cancelled_) {
@@ -180,7 +212,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   }
 
   // Issues the operation; never under mu_.
-  void Act(const Action& a) {
+  void Act(const Action& a) ABSL_LOCKS_EXCLUDED(mu_) {
     switch (a.kind) {
       case Action::kNone: break;
       case Action::kWrite: StartWrite(&in_flight_); break;
@@ -189,10 +221,10 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     }
   }
 
-  void CancelInEngine() {
+  void CancelInEngine() ABSL_LOCKS_EXCLUDED(mu_) {
     std::optional<RequestId> id;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       id = id_;
     }
     if (id.has_value()) loop_->Cancel(*id);
@@ -202,16 +234,19 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   const std::string request_id_;
   std::shared_ptr<Sink> sink_;
 
-  std::mutex mu_;
-  std::optional<RequestId> id_;
-  GenerateResponse pending_;    // tokens not yet written (merged while a write is in flight)
-  GenerateResponse in_flight_;  // the message being written
-  bool has_pending_ = false;
-  bool final_ready_ = false;
-  bool writing_ = false;
-  bool finish_called_ = false;
-  bool cancelled_ = false;
-  std::optional<grpc::Status> reject_;
+  absl::Mutex mu_;
+  std::optional<RequestId> id_ ABSL_GUARDED_BY(mu_);
+  GenerateResponse pending_ ABSL_GUARDED_BY(mu_);  // tokens not yet written (merged while a write is in flight)
+  // The message being written. Not GUARDED_BY(mu_): gRPC reads it, without
+  // mu_, while the write runs; Next() rewrites it under mu_ only once no
+  // write is in flight (writing_ false, Finish not yet decided).
+  GenerateResponse in_flight_;
+  bool has_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool final_ready_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<grpc::Status> reject_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -234,6 +269,7 @@ grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::Ca
                                                                         const v1::GenerateRequest* request) {
   if (grpc::Status auth = Authorize(context); !auth.ok()) {
     if (options_.on_rejected) options_.on_rejected(absl::UnauthenticatedError(auth.error_message()));
+    logging::Info("gRPC Generate refused: %s", auth.error_message());
     return new ErrorStream(auth);
   }
   ServeRequest r = FromProto(*request);
@@ -243,6 +279,7 @@ grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::Ca
   absl::StatusOr<PreparedRequest> prepared = PrepareRequest(r, *tokenizer_, options_.limits);
   if (!prepared.ok()) {
     if (options_.on_rejected) options_.on_rejected(prepared.status());
+    logging::Request(logging::Level::kInfo, r.request_id, "refused: %s", prepared.status().ToString());
     return new ErrorStream(ToGrpc(prepared.status()));
   }
   auto* stream = new GenerateStream(loop_, r.request_id);

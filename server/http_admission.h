@@ -4,10 +4,12 @@
 #ifndef BEACON_SERVER_HTTP_ADMISSION_H_
 #define BEACON_SERVER_HTTP_ADMISSION_H_
 
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace beacon::http_internal {
 
@@ -57,24 +59,24 @@ class ConnectionLimits {
   // then not counted per client). In order: a client already holding
   // max_per_client connections is rejected; else a max_connections slot;
   // else a probe-reserve slot; else rejected.
-  AdmissionTicket Admit(std::string client);
+  AdmissionTicket Admit(std::string client) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Connections holding `slot` (kNormal or kReserve) now.
-  int open(Slot slot) const;
+  int open(Slot slot) const ABSL_LOCKS_EXCLUDED(mu_);
   // Connections `client` holds now.
-  int held_by(const std::string& client) const;
+  int held_by(const std::string& client) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   friend class AdmissionTicket;
-  void Release(Slot slot, const std::string& client);
+  void Release(Slot slot, const std::string& client) ABSL_LOCKS_EXCLUDED(mu_);
 
   const int max_connections_;
   const int max_per_client_;
   const int probe_connections_;
-  mutable std::mutex mu_;
-  int normal_ = 0;                                   // GUARDED_BY(mu_)
-  int reserve_ = 0;                                  // GUARDED_BY(mu_)
-  std::unordered_map<std::string, int> per_client_;  // GUARDED_BY(mu_) only addresses holding some
+  mutable absl::Mutex mu_;
+  int normal_ ABSL_GUARDED_BY(mu_) = 0;
+  int reserve_ ABSL_GUARDED_BY(mu_) = 0;
+  std::unordered_map<std::string, int> per_client_ ABSL_GUARDED_BY(mu_);  // only addresses holding some
 };
 
 }  // namespace beacon::http_internal

@@ -7,14 +7,14 @@
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "server/http_admission.h"
 #include "server/http_server.h"
 #include "server/http_worker_pool.h"
@@ -29,10 +29,10 @@ class DisconnectSignal {
   bool disconnected() const { return disconnected_.load(std::memory_order_acquire); }
 
   // Runs the callbacks once, outside the lock, unless Finish() came first.
-  void Disconnect() {
+  void Disconnect() ABSL_LOCKS_EXCLUDED(mu_) {
     std::vector<std::function<void()>> callbacks;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (finished_ || disconnected_.exchange(true)) return;
       callbacks.swap(callbacks_);
       firing_ = true;
@@ -43,13 +43,15 @@ class DisconnectSignal {
       } catch (...) {  // would otherwise end an IO thread, and the server with it
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     firing_ = false;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
-  void OnDisconnect(std::function<void()> cb) {
+  // Runs `cb` at once (on this thread, without the lock) when already
+  // disconnected; drops it once Finish() has run.
+  void OnDisconnect(std::function<void()> cb) ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (finished_) return;
       if (!disconnected_) {
         callbacks_.push_back(std::move(cb));
@@ -59,21 +61,22 @@ class DisconnectSignal {
     cb();
   }
   // The handler has returned: waits for running callbacks; none runs after.
-  void Finish() {
-    std::vector<std::function<void()>> dropped;
-    std::unique_lock<std::mutex> lock(mu_);
+  void Finish() ABSL_LOCKS_EXCLUDED(mu_) {
+    std::vector<std::function<void()>> dropped;  // destroyed after the lock is released
+    absl::MutexLock lock(&mu_);
     finished_ = true;
     dropped.swap(callbacks_);
-    cv_.wait(lock, [&] { return !firing_; });
+    while (firing_) cv_.Wait(&mu_);
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled when firing_ goes back to false
+  // Set under mu_ by Disconnect(); read without it by disconnected().
   std::atomic<bool> disconnected_{false};
-  bool finished_ = false;                         // GUARDED_BY(mu_)
-  bool firing_ = false;                           // GUARDED_BY(mu_)
-  std::vector<std::function<void()>> callbacks_;  // GUARDED_BY(mu_)
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool firing_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
 };
 
 class Connection;
@@ -90,23 +93,25 @@ struct ServerShared {
   const Router router;      // read-only: handler pointers into it stay valid
   WorkerPool pool;          // runs the handlers
   ConnectionLimits limits;  // each Connection holds its AdmissionTicket
+  // Set under mu (so that no connection registers after StopConnections()'s
+  // snapshot); read without it by connections deciding keep-alive.
   std::atomic<bool> stopping{false};
-  std::mutex mu;
+  absl::Mutex mu;
   // Every live connection, rejected ones too, so that Stop() closes them all.
-  std::unordered_map<Connection*, std::weak_ptr<Connection>> connections;  // GUARDED_BY(mu)
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> connections ABSL_GUARDED_BY(mu);
 };
 
 // Serves HTTP on an accepted `socket` until the peer leaves, a timeout or
 // StopConnections(), admitted by shared->limits (503 when refused; probe
 // routes only in the probe reserve). The socket's executor must be a strand
 // of the server's io_context.
-void ServeConnection(ServerShared* shared, boost::asio::ip::tcp::socket socket);
+void ServeConnection(ServerShared* shared, boost::asio::ip::tcp::socket socket) ABSL_LOCKS_EXCLUDED(shared->mu);
 
 // Marks the server stopping (no connection is served after this; responses
 // stop offering keep-alive) and closes every connection, returning once each
 // close has taken effect: running handlers then see Disconnected(). Handlers
 // may still be running; join shared->pool next. REQUIRES: IO threads running.
-void StopConnections(ServerShared* shared);
+void StopConnections(ServerShared* shared) ABSL_LOCKS_EXCLUDED(shared->mu);
 
 }  // namespace beacon::http_internal
 

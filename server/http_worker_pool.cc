@@ -3,6 +3,8 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/time/time.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -17,12 +19,12 @@ WorkerPool::~WorkerPool() { StopAndJoin(); }
 bool WorkerPool::Submit(std::function<void()> task) {
   std::vector<std::thread> exited;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return false;
     exited = TakeRetiredLocked();
     tasks_.push_back(std::move(task));
     if (tasks_.size() <= idle_) {
-      cv_.notify_one();
+      cv_.Signal();
     } else {
       try {
         std::thread t([this] { Loop(); });
@@ -41,18 +43,18 @@ bool WorkerPool::Submit(std::function<void()> task) {
 void WorkerPool::StopAndJoin() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& [id, t] : all_) threads.push_back(std::move(t));
     all_.clear();
     retired_.clear();
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& t : threads) t.join();
 }
 
 size_t WorkerPool::threads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return live_;
 }
 
@@ -69,10 +71,14 @@ std::vector<std::thread> WorkerPool::TakeRetiredLocked() {
 }
 
 void WorkerPool::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   for (;;) {
     ++idle_;
-    const bool woken = cv_.wait_for(lock, idle_timeout_, [&] { return stopping_ || !tasks_.empty(); });
+    const absl::Time until = absl::Now() + absl::FromChrono(idle_timeout_);
+    while (!stopping_ && tasks_.empty()) {
+      if (cv_.WaitWithDeadline(&mu_, until)) break;  // timed out
+    }
+    const bool woken = stopping_ || !tasks_.empty();
     --idle_;
     if (!woken) {
       if (live_ > min_threads_) break;  // idle too long: retire
@@ -80,18 +86,19 @@ void WorkerPool::Loop() {
     }
     if (tasks_.empty()) {  // stopping; StopAndJoin() joins this thread
       --live_;
+      mu_.Unlock();
       return;
     }
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
-    lock.unlock();
+    mu_.Unlock();
     task();
     task = nullptr;  // its captures die outside the lock
-    lock.lock();
+    mu_.Lock();
   }
   --live_;
   const bool back_to_floor = live_ == min_threads_;  // only one exiting thread sees this
-  lock.unlock();
+  mu_.Unlock();
 #if defined(__GLIBC__)
   // Once per shrink: return the burst's freed heap (handler buffers, request
   // bodies, per-thread arenas) to the OS. Before publishing the exit, so that
@@ -100,7 +107,7 @@ void WorkerPool::Loop() {
 #else
   (void)back_to_floor;
 #endif
-  lock.lock();
+  absl::MutexLock lock(&mu_);
   if (!stopping_) retired_.push_back(std::this_thread::get_id());  // else StopAndJoin() holds us
 }
 

@@ -4,14 +4,15 @@
 #define BEACON_SERVER_HTTP_WORKER_POOL_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace beacon::http_internal {
 
@@ -43,28 +44,28 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   // False once stopping; the task is then not run. May be called from a task.
-  bool Submit(std::function<void()> task);
+  bool Submit(std::function<void()> task) ABSL_LOCKS_EXCLUDED(mu_);
   // Idempotent. REQUIRES: not called from a task.
-  void StopAndJoin();
+  void StopAndJoin() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Threads alive and not exiting (running a task or waiting for one).
-  size_t threads() const;
+  size_t threads() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the thread objects of exited threads out, for joining outside mu_.
-  std::vector<std::thread> TakeRetiredLocked();
+  std::vector<std::thread> TakeRetiredLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::chrono::milliseconds idle_timeout_;
   const size_t min_threads_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;               // GUARDED_BY(mu_)
-  size_t idle_ = 0;                                       // GUARDED_BY(mu_) threads waiting for a task
-  size_t live_ = 0;                                       // GUARDED_BY(mu_) threads not exiting
-  bool stopping_ = false;                                 // GUARDED_BY(mu_)
-  std::unordered_map<std::thread::id, std::thread> all_;  // GUARDED_BY(mu_) not yet joined
-  std::vector<std::thread::id> retired_;                  // GUARDED_BY(mu_) exited, to join
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled for a queued task (one idle thread) and on stop (all)
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for a task
+  size_t live_ ABSL_GUARDED_BY(mu_) = 0;  // threads not exiting
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::unordered_map<std::thread::id, std::thread> all_ ABSL_GUARDED_BY(mu_);  // not yet joined
+  std::vector<std::thread::id> retired_ ABSL_GUARDED_BY(mu_);                  // exited, to join
 };
 
 }  // namespace beacon::http_internal

@@ -56,7 +56,7 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
             {"architecture", info.architecture},
             {"kv_block_size", std::to_string(info.block_size)},
             {"kv_pool_tokens", std::to_string(info.pool_tokens)},
-            {"kv_policy", info.default_policy},
+            {"kv_policy", std::string(KvPolicyName(info.default_policy))},
             {"kv_budget", std::to_string(info.default_budget)},
             {"admission", info.admission}})
       .Set(1);
@@ -90,9 +90,9 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
   steps_ = counter("beacon_engine_steps_total", "Engine steps run");
   finished_ =
       &BuildCounter().Name("beacon_request_success_total").Help("Requests finished, by finish reason").Register(r);
-  for (ServeFinish f : {ServeFinish::kStop, ServeFinish::kLength, ServeFinish::kEos, ServeFinish::kStopSequence,
-                        ServeFinish::kTimeLimit, ServeFinish::kCancelled, ServeFinish::kError}) {
-    finished_->Add({{"finished_reason", std::string(ServeFinishName(f))}});
+  for (FinishReason f : {FinishReason::kStop, FinishReason::kLength, FinishReason::kEos, FinishReason::kStopSequence,
+                         FinishReason::kTimeLimit, FinishReason::kCancelled, FinishReason::kError}) {
+    finished_->Add({{"finished_reason", std::string(FinishReasonName(f))}});
   }
   rejected_ = &BuildCounter()
                    .Name("beacon_request_rejected_total")
@@ -127,13 +127,13 @@ void ServerMetrics::OnFirstToken(double s) { ttft_->Observe(s); }
 void ServerMetrics::OnInterToken(double s) { itl_->Observe(s); }
 
 void ServerMetrics::OnFinish(const StreamFinal& f) {
-  finished_->Add({{"finished_reason", std::string(ServeFinishName(f.reason))}}).Increment();
+  finished_->Add({{"finished_reason", std::string(FinishReasonName(f.reason))}}).Increment();
   e2e_->Observe(f.total_seconds);
   queue_->Observe(f.queue_seconds);
   // TPOT of requests that ran to their natural end: a cancel or a deadline
   // would add the wait after the last token.
-  const bool natural = f.reason == ServeFinish::kStop || f.reason == ServeFinish::kLength ||
-                       f.reason == ServeFinish::kEos || f.reason == ServeFinish::kStopSequence;
+  const bool natural = f.reason == FinishReason::kStop || f.reason == FinishReason::kLength ||
+                       f.reason == FinishReason::kEos || f.reason == FinishReason::kStopSequence;
   if (natural && f.completion_tokens > 1 && f.ttft_seconds > 0) {
     tpot_->Observe((f.total_seconds - f.ttft_seconds) / (f.completion_tokens - 1));
   }
@@ -168,7 +168,7 @@ void ServerMetrics::Refresh(const LoopStats& s) {
   logical_tokens_->Set(static_cast<double>(s.kv_logical_tokens));
   step_batch_->Set(s.last_step_batch);
   step_tokens_->Set(s.last_step_tokens);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const EngineTotals& t = s.totals;
   Advance(prompt_tokens_, t.prompt_tokens, &last_.prompt_tokens);
   Advance(generation_tokens_, t.generation_tokens, &last_.generation_tokens);

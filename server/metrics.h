@@ -22,9 +22,11 @@
 #include <prometheus/registry.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "kv/kv_policy.h"
 #include "server/engine_loop.h"
 #include "server/engine_observer.h"
 
@@ -37,7 +39,7 @@ struct MetricsInfo {
   int32_t block_size = 16;
   int64_t pool_tokens = 0;
   int64_t kv_bytes_per_token = 0;  // K+V bytes of one token slot, all layers
-  std::string default_policy;
+  KvPolicyKind default_policy = KvPolicyKind::kFull;
   int32_t default_budget = 0;
   std::string admission;
 };
@@ -59,10 +61,10 @@ class ServerMetrics : public EngineObserver {
 
   // The Prometheus text exposition of every metric, gauges refreshed from
   // `stats` first.
-  std::string Render(const LoopStats& stats);
+  std::string Render(const LoopStats& stats) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  void Refresh(const LoopStats& stats);
+  void Refresh(const LoopStats& stats) ABSL_LOCKS_EXCLUDED(mu_);
 
   std::shared_ptr<prometheus::Registry> registry_;
   // Gauges.
@@ -100,8 +102,8 @@ class ServerMetrics : public EngineObserver {
   prometheus::Histogram* peak_kv_tokens_;
   prometheus::Histogram* compression_ratio_;
 
-  std::mutex mu_;  // guards the last totals seen
-  EngineTotals last_;
+  absl::Mutex mu_;
+  EngineTotals last_ ABSL_GUARDED_BY(mu_);  // the engine totals the counters were last advanced to
 };
 
 }  // namespace beacon

@@ -23,15 +23,16 @@ v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, cons
   m.set_kv_pool_tokens(static_cast<int32_t>(pool_tokens));
   m.set_max_tokens_default(limits.default_max_tokens);
   m.set_max_tokens_limit(limits.max_tokens_limit > 0 ? limits.max_tokens_limit : c.context_length);
-  for (std::string_view name : KvPolicyNames()) {
+  for (KvPolicyKind policy : KvPolicyKinds()) {
+    const std::string name(KvPolicyName(policy));
     v1::KvPolicyInfo* p = m.add_kv_policies();
-    p->set_name(std::string(name));
+    p->set_name(name);
     const auto& allowed = limits.kv_limits.allowed_policies;
-    p->set_allowed(name == limits.kv_default.policy || allowed.empty() ||
-                   std::find(allowed.begin(), allowed.end(), name) != allowed.end());
-    p->set_is_default(name == limits.kv_default.policy);
+    p->set_allowed(policy == limits.kv_default.policy || allowed.empty() ||
+                   std::find(allowed.begin(), allowed.end(), policy) != allowed.end());
+    p->set_is_default(policy == limits.kv_default.policy);
     absl::StatusOr<KvPolicyOptions> o =
-        ResolveRequestKvOptions(limits.kv_default, KvPolicyLimits(), std::string(name), std::nullopt);
+        ResolveRequestKvOptions(limits.kv_default, KvPolicyLimits(), name, std::nullopt);
     if (o.ok() && o->compresses()) {
       p->set_budget(o->budget);
       p->set_interval(o->interval);
@@ -39,10 +40,10 @@ v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, cons
       p->set_window(o->window);
       p->set_keep_prompt(o->keep_prompt);
       p->set_recent_queries(o->recent_queries);
-      p->set_beacons(name == "beacon" ? o->beacons : 0);
+      p->set_beacons(policy == KvPolicyKind::kBeacon ? o->beacons : 0);
     }
   }
-  m.set_default_kv_policy(limits.kv_default.policy);
+  m.set_default_kv_policy(std::string(limits.kv_default.policy_name()));
   m.set_default_kv_budget(limits.kv_default.compresses() ? limits.kv_default.budget : 0);
   m.set_kv_budget_min(limits.kv_limits.min_budget);
   m.set_kv_budget_max(limits.kv_limits.max_budget);

@@ -1,18 +1,19 @@
 #include "server/openai_routes.h"
 
-#include <condition_variable>
 #include <ctime>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <random>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "server/http_routes.h"
 #include "server/openai_request.h"
+#include "util/log.h"
 
 namespace beacon {
 namespace {
@@ -39,15 +40,16 @@ HttpResponse Error(const absl::Status& s) {
 
 // OpenAI's finish reasons: time limits read as `length` (a limit was hit),
 // cancellation as `abort` (vLLM's word for it).
-const char* OpenAiFinish(ServeFinish f) {
+const char* OpenAiFinish(FinishReason f) {
   switch (f) {
-    case ServeFinish::kStop:
-    case ServeFinish::kEos:
-    case ServeFinish::kStopSequence: return "stop";
-    case ServeFinish::kLength:
-    case ServeFinish::kTimeLimit: return "length";
-    case ServeFinish::kCancelled: return "abort";
-    case ServeFinish::kError: return "error";
+    case FinishReason::kNone:  // never in a final record
+    case FinishReason::kStop:
+    case FinishReason::kEos:
+    case FinishReason::kStopSequence: return "stop";
+    case FinishReason::kLength:
+    case FinishReason::kTimeLimit: return "length";
+    case FinishReason::kCancelled: return "abort";
+    case FinishReason::kError: return "error";
   }
   return "stop";
 }
@@ -76,25 +78,26 @@ class HttpSink : public RequestSink {
   void OnRejected(const absl::Status& s) override { Push({Event::kRejected, {}, 0, {}, s}); }
   void Wake() { Push({Event::kWake, {}, 0, {}, {}}); }
 
-  Event Next() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !events_.empty(); });
+  // Blocks until an event arrives.
+  Event Next() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    while (events_.empty()) cv_.Wait(&mu_);
     Event e = std::move(events_.front());
     events_.pop_front();
     return e;
   }
 
  private:
-  void Push(Event e) {
+  void Push(Event e) ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       events_.push_back(std::move(e));
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Event> events_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled (outside mu_) for each event pushed
+  std::deque<Event> events_ ABSL_GUARDED_BY(mu_);
 };
 
 // A JSON body must say so. Browsers send cross-origin POSTs of form and
@@ -130,22 +133,23 @@ class CompletionHandler {
     const bool chat = endpoint_ == OpenAiEndpoint::kChatCompletions;
     if (absl::Status s = CheckJsonContentType(req); !s.ok()) {
       if (options_->on_rejected) options_->on_rejected(absl::InvalidArgumentError(s.message()));
+      logging::Info("%s refused: %s", req.path, s.ToString());
       return (void)resp.Reply(JsonError(415, std::string(s.message()), "invalid_request_error"));
     }
     absl::StatusOr<OpenAiRequest> parsed =
         ParseOpenAiRequest(endpoint_, req.body, options_->served_model, options_->json_limits);
-    if (!parsed.ok()) return Refuse(parsed.status(), resp);
+    if (!parsed.ok()) return Refuse(parsed.status(), "", resp);
     if (parsed->serve.request_id.empty()) {
       thread_local std::mt19937_64 rng(std::random_device{}());
       parsed->serve.request_id = absl::StrFormat("%s-%016x", chat ? "chatcmpl" : "cmpl", rng());
     }
     parsed->serve.arrival = SchedClock::now();
     absl::StatusOr<PreparedRequest> prepared = PrepareRequest(parsed->serve, *tokenizer_, options_->limits);
-    if (!prepared.ok()) return Refuse(prepared.status(), resp);
+    if (!prepared.ok()) return Refuse(prepared.status(), parsed->serve.request_id, resp);
 
     auto sink = std::make_shared<HttpSink>();
     absl::StatusOr<RequestId> id = loop_->Submit(std::move(*prepared), sink);
-    if (!id.ok()) return Refuse(id.status(), resp);
+    if (!id.ok()) return Refuse(id.status(), parsed->serve.request_id, resp);
     EngineLoop* loop = loop_;
     const RequestId rid = *id;
     resp.OnDisconnect([loop, rid, sink] {
@@ -174,8 +178,10 @@ class CompletionHandler {
     bool chat;
   };
 
-  void Refuse(const absl::Status& s, HttpResponder& resp) const {
+  // `request_id`: empty when the body did not parse as far as one.
+  void Refuse(const absl::Status& s, std::string_view request_id, HttpResponder& resp) const {
     if (options_->on_rejected) options_->on_rejected(s);
+    logging::Request(logging::Level::kInfo, request_id, "refused: %s", s.ToString());
     resp.Reply(Error(s));
   }
 
@@ -206,7 +212,7 @@ class CompletionHandler {
       if (e.kind == HttpSink::Event::kTokens) text += e.text;
       if (e.kind == HttpSink::Event::kFinal) break;
     }
-    if (e.final.reason == ServeFinish::kError) {
+    if (e.final.reason == FinishReason::kError) {
       return (void)resp.Reply(JsonError(500, "generation failed: " + e.final.error, "server_error"));
     }
     json body = Envelope(c, false);
@@ -236,7 +242,7 @@ class CompletionHandler {
       }
       if (e.kind == HttpSink::Event::kFinal) break;
     }
-    if (e.final.reason == ServeFinish::kError) {
+    if (e.final.reason == FinishReason::kError) {
       send({{"error", {{"message", "generation failed: " + e.final.error}, {"type", "server_error"}, {"code", 500}}}});
     } else {
       json last = Envelope(c, true);

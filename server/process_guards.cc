@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "util/log.h"
 
 namespace beacon {
 namespace {
@@ -24,7 +25,10 @@ void Handler(google::protobuf::LogLevel level, const char* /*file*/, int /*line*
   const std::string name = level >= 0 && level < 4 ? kLevels[level] : "LOG";
   const std::string out =
       g_limiter->Line("libprotobuf " + name, message, level == google::protobuf::LOGLEVEL_FATAL, NowSeconds());
-  if (!out.empty()) std::fprintf(stderr, "%s\n", out.c_str());
+  const logging::Level as = level == google::protobuf::LOGLEVEL_INFO      ? logging::Level::kInfo
+                            : level == google::protobuf::LOGLEVEL_WARNING ? logging::Level::kWarn
+                                                                          : logging::Level::kError;
+  if (!out.empty()) logging::Write(as, {}, out);
 }
 
 }  // namespace
@@ -46,7 +50,7 @@ absl::StatusOr<OpenFileLimit> RaiseOpenFileLimit() {
 }
 
 std::string LogRateLimiter::Line(const std::string& level, const std::string& message, bool fatal, double now_s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (now_s - window_start_ >= window_s_) {
     window_start_ = now_s;
     printed_ = 0;

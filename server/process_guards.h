@@ -7,10 +7,11 @@
 #define BEACON_SERVER_PROCESS_GUARDS_H_
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace beacon {
 
@@ -42,15 +43,16 @@ class LogRateLimiter {
   LogRateLimiter(int burst, double window_s) : burst_(burst), window_s_(window_s) {}
   // The line to print for `message` at time `now_s` (seconds, any epoch), or
   // "" to drop it. `fatal` lines always pass.
-  std::string Line(const std::string& level, const std::string& message, bool fatal, double now_s);
+  std::string Line(const std::string& level, const std::string& message, bool fatal, double now_s)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  std::mutex mu_;
+  absl::Mutex mu_;
   const int burst_;
   const double window_s_;
-  double window_start_ = -1e18;  // GUARDED_BY(mu_)
-  int printed_ = 0;              // GUARDED_BY(mu_)
-  int64_t suppressed_ = 0;       // GUARDED_BY(mu_)
+  double window_start_ ABSL_GUARDED_BY(mu_) = -1e18;
+  int printed_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t suppressed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace beacon

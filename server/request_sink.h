@@ -11,14 +11,13 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "engine/finish_reason.h"
+#include "kv/kv_policy.h"
 
 namespace beacon {
 
-enum class ServeFinish { kStop, kLength, kEos, kStopSequence, kTimeLimit, kCancelled, kError };
-std::string_view ServeFinishName(ServeFinish f);
-
 struct RequestKvStats {
-  std::string policy;
+  KvPolicyKind policy = KvPolicyKind::kFull;
   int32_t budget = 0;  // 0 under full
   int32_t peak_cached_tokens = 0;
   int64_t evictions = 0;
@@ -29,7 +28,8 @@ struct RequestKvStats {
 
 struct StreamFinal {
   std::string request_id;
-  ServeFinish reason = ServeFinish::kError;
+  // Never kNone.
+  FinishReason reason = FinishReason::kError;
   std::string error;           // with kError
   std::string matched_stop;    // the stop string that ended it (kStopSequence)
   int32_t stop_token_id = -1;  // the token that ended it (kEos, kStop)

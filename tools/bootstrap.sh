@@ -15,12 +15,13 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git unzip python3 python3-pip openssl curl
   libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-dev libboost-system-dev prometheus-cpp-dev prometheus
-  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libspdlog-dev
   clang libclang-rt-14-dev clang-format clang-tidy haproxy
 )
 # prometheus: the real Prometheus server and promtool that tests/server/test_prometheus.py runs.
 # clang, libclang-rt-14-dev: fuzzing and the ThreadSanitizer build (make sanitize); clang-format: the
 # format check of make test; clang-tidy: make tidy.
+# libspdlog-dev: the log backend of beacon-serve (server/log_backend.h).
 # haproxy: the HTTP/2 load balancer of tests/deploy/test_scale_out.py (deploy/haproxy/haproxy.cfg).
 # pip name:import name. grpcio and friends: the gRPC end-to-end tests' client.
 # kubernetes-validate: the Kubernetes JSON schemas (offline) tests/deploy/test_k8s_manifests.py checks

@@ -21,14 +21,16 @@ size_t Align256(size_t n) { return (n + 255) / 256 * 256; }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights* weights) {
-  absl::StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::Create(weights);
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights* weights,
+                                                           const CudaBackendOptions& options) {
+  absl::StatusOr<std::unique_ptr<CudaBackend>> b = CudaBackend::Create(weights, options);
   if (!b.ok()) return b.status();
   return std::unique_ptr<Backend>(std::move(*b));
 }
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const ModelWeights* weights,
                                                                  const CudaBackendOptions& options) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
   int count = 0;
   if (cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess || count == 0) {
     cudaGetLastError();
@@ -81,26 +83,26 @@ CudaBackend::~CudaBackend() {
   }
 }
 
-std::unique_ptr<KvCache> CudaBackend::MakeKvCache(const KvCacheShape& shape_in, int32_t num_blocks) {
+absl::StatusOr<std::unique_ptr<KvCache>> CudaBackend::MakeKvCache(const KvCacheShape& shape_in, int32_t num_blocks) {
   KvCacheShape shape = shape_in;
   shape.element_bytes = 2;
   auto cache = std::make_unique<KvCache>(shape, num_blocks, KvStorage::kDevice);
   absl::StatusOr<std::unique_ptr<DeviceKvStorage>> storage = DeviceKvStorage::Create(shape, num_blocks, &evict_ctx_);
   if (!storage.ok()) {
-    std::fprintf(stderr, "beacon: cannot place a KV pool of %d blocks (%.1f GiB) on %s: %s\n", num_blocks,
-                 cache->BytesPerBlock() * static_cast<double>(num_blocks) / (1 << 30), device_name_.c_str(),
-                 std::string(storage.status().message()).c_str());
-    std::exit(EXIT_FAILURE);
+    return absl::Status(storage.status().code(),
+                        absl::StrFormat("cannot place a KV pool of %d blocks (%.1f GiB) on %s: %s", num_blocks,
+                                        cache->BytesPerBlock() * static_cast<double>(num_blocks) / (1 << 30),
+                                        device_name_, std::string(storage.status().message())));
   }
   cache->set_device_storage(std::move(*storage));
   return cache;
 }
 
 absl::Status CudaBackend::CheckPolicy(const KvPolicyOptions& o) const {
-  if (o.policy == "full") return absl::OkStatus();
-  if (o.policy != "beacon") {
-    return absl::UnimplementedError(
-        absl::StrCat("KV policy \"", o.policy, "\" does not run on the CUDA backend (full and beacon do)"));
+  if (o.policy == KvPolicyKind::kFull) return absl::OkStatus();
+  if (o.policy != KvPolicyKind::kBeacon) {
+    return absl::UnimplementedError(absl::StrCat("KV policy \"", std::string(o.policy_name()),
+                                                 "\" does not run on the CUDA backend (full and beacon do)"));
   }
   if (o.beacon_filter != BeaconFilter::kAll) {
     return absl::UnimplementedError(
@@ -126,7 +128,8 @@ absl::Status CudaBackend::ForwardSample(std::span<const ForwardEntry> batch, std
   return Step(batch, Output::kSample, sampling, nullptr, tokens);
 }
 
-absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output output, const PagedKv** kv) {
+absl::StatusOr<const DeviceKvStorage*> CudaBackend::CheckBatch(std::span<const ForwardEntry> batch,
+                                                               Output output) const {
   const bool returns_tokens = output != Output::kLogits;
   if (absl::Status s = ValidateBatch(config_, batch, KvStorage::kDevice); !s.ok()) return s;
   const DeviceKvStorage* storage = nullptr;
@@ -149,9 +152,10 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output ou
     }
   }
   if (storage == nullptr) return absl::InvalidArgumentError("empty batch");
-  *kv = &storage->paged();
-  // The sequences' BeaconKV states, grouped by dims (one observe launch per
-  // group and layer).
+  return storage;
+}
+
+absl::Status CudaBackend::GroupObservers(std::span<const ForwardEntry> batch) {
   observe_.clear();
   groups_.clear();
   observe_states_.clear();
@@ -164,7 +168,7 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output ou
   int64_t first = 0;
   for (const ForwardEntry& en : batch) {
     const int32_t n = static_cast<int32_t>(en.tokens.size());
-    if (en.policy != nullptr && en.policy->options().policy == "beacon") {
+    if (en.policy != nullptr && en.policy->options().policy == KvPolicyKind::kBeacon) {
       absl::StatusOr<BeaconDeviceState*> st = BeaconStateOf(en.policy, model_, stream_);
       if (!st.ok()) return st.status();
       BeaconObserveEntry o;
@@ -189,79 +193,93 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output ou
     observe_.insert(observe_.end(), g.entries.begin(), g.entries.end());
     observe_states_.insert(observe_states_.end(), g.states.begin(), g.states.end());
   }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output output, const PagedKv** kv) {
+  absl::StatusOr<const DeviceKvStorage*> storage = CheckBatch(batch, output);
+  if (!storage.ok()) return storage.status();
+  *kv = &(*storage)->paged();
+  if (absl::Status s = GroupObservers(batch); !s.ok()) return s;
   if (absl::Status s = ReserveBatch(batch); !s.ok()) return s;
   BuildStepPlan(batch, &plan_);
   return absl::OkStatus();
 }
 
 absl::Status CudaBackend::EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64_t meta_ints, int n_observe) {
+  if (absl::Status s = EnsureActivations(n_tokens, n_rows); !s.ok()) return s;
+  if (absl::Status s = EnsureMetadata(meta_ints); !s.ok()) return s;
+  return EnsureObserveEntries(n_observe);
+}
+
+absl::Status CudaBackend::EnsureActivations(int64_t n_tokens, int64_t n_rows) {
+  if (n_tokens <= cap_tokens_ && n_rows <= cap_rows_) return absl::OkStatus();
   const ModelConfig& c = config_;
-  if (n_tokens > cap_tokens_ || n_rows > cap_rows_) {
-    DropGraphs();  // every captured pointer changes
-    cap_tokens_ = std::max<int64_t>({n_tokens, cap_tokens_, 64});
-    cap_rows_ = std::max<int64_t>({n_rows, cap_rows_, 64});
-    const int64_t T = cap_tokens_, R = cap_rows_;
-    const size_t bf = sizeof(__nv_bfloat16);
-    const int qkv_dim = c.q_dim() + 2 * c.kv_dim();
-    std::vector<size_t> sizes = {
-        Align256(T * c.hidden * bf),                                      // resid
-        Align256(T * c.hidden * bf),                                      // xb
-        Align256(T * qkv_dim * bf),                                       // qkv
-        Align256(T * c.q_dim() * bf),                                     // att
-        Align256(T * c.hidden * bf),                                      // proj
-        Align256(T * 2 * c.ffn_hidden * bf),                              // gate_up
-        Align256(T * c.ffn_hidden * bf),                                  // ffn
-        Align256(R * c.hidden * bf),                                      // rows
-        Align256(T * c.q_dim() * sizeof(float)),                          // q_pre
-        Align256(R * static_cast<size_t>(c.vocab_size) * sizeof(float)),  // logits
-        Align256(R * sizeof(int32_t)),                                    // tokens
-        Align256(DecodeAttentionWorkspaceBytes(T, c.n_heads, c.head_dim, options_.max_splits)),
-    };
-    size_t total = 0;
-    for (size_t s : sizes) total += s;
-    if (absl::Status s = activations_.Allocate(total, "activations"); !s.ok()) return s;
-    char* at = activations_.as<char>();
-    auto carve = [&](size_t i) {
-      char* p = at;
-      at += sizes[i];
-      return p;
-    };
-    resid_ = reinterpret_cast<__nv_bfloat16*>(carve(0));
-    xb_ = reinterpret_cast<__nv_bfloat16*>(carve(1));
-    qkv_ = reinterpret_cast<__nv_bfloat16*>(carve(2));
-    att_ = reinterpret_cast<__nv_bfloat16*>(carve(3));
-    proj_ = reinterpret_cast<__nv_bfloat16*>(carve(4));
-    gate_up_ = reinterpret_cast<__nv_bfloat16*>(carve(5));
-    ffn_ = reinterpret_cast<__nv_bfloat16*>(carve(6));
-    rows_ = reinterpret_cast<__nv_bfloat16*>(carve(7));
-    q_pre_ = reinterpret_cast<float*>(carve(8));
-    logits_ = reinterpret_cast<float*>(carve(9));
-    tokens_ = reinterpret_cast<int32_t*>(carve(10));
-    attn_workspace_ = carve(11);
-    if (absl::Status s = tokens_host_.Reserve(R * sizeof(int32_t), "sampled ids"); !s.ok()) return s;
-    sampling_workspace_bytes_ = SamplingWorkspaceBytes(R, c.vocab_size);
-    const size_t params = Align256(R * sizeof(DeviceSamplingParams));
-    if (absl::Status s = sampling_dev_.Allocate(params + sampling_workspace_bytes_, "sampling parameters"); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = sampling_host_.Reserve(R * sizeof(DeviceSamplingParams), "sampling parameters"); !s.ok()) {
-      return s;
-    }
+  DropGraphs();  // every captured pointer changes
+  cap_tokens_ = std::max<int64_t>({n_tokens, cap_tokens_, 64});
+  cap_rows_ = std::max<int64_t>({n_rows, cap_rows_, 64});
+  const int64_t T = cap_tokens_, R = cap_rows_;
+  const size_t bf = sizeof(__nv_bfloat16);
+  const int qkv_dim = c.q_dim() + 2 * c.kv_dim();
+  std::vector<size_t> sizes = {
+      Align256(T * c.hidden * bf),                                      // resid
+      Align256(T * c.hidden * bf),                                      // xb
+      Align256(T * qkv_dim * bf),                                       // qkv
+      Align256(T * c.q_dim() * bf),                                     // att
+      Align256(T * c.hidden * bf),                                      // proj
+      Align256(T * 2 * c.ffn_hidden * bf),                              // gate_up
+      Align256(T * c.ffn_hidden * bf),                                  // ffn
+      Align256(R * c.hidden * bf),                                      // rows
+      Align256(T * c.q_dim() * sizeof(float)),                          // q_pre
+      Align256(R * static_cast<size_t>(c.vocab_size) * sizeof(float)),  // logits
+      Align256(R * sizeof(int32_t)),                                    // tokens
+      Align256(DecodeAttentionWorkspaceBytes(T, c.n_heads, c.head_dim, options_.max_splits)),
+  };
+  size_t total = 0;
+  for (size_t s : sizes) total += s;
+  if (absl::Status s = activations_.Allocate(total, "activations"); !s.ok()) return s;
+  char* at = activations_.as<char>();
+  auto carve = [&](size_t i) {
+    char* p = at;
+    at += sizes[i];
+    return p;
+  };
+  resid_ = reinterpret_cast<__nv_bfloat16*>(carve(0));
+  xb_ = reinterpret_cast<__nv_bfloat16*>(carve(1));
+  qkv_ = reinterpret_cast<__nv_bfloat16*>(carve(2));
+  att_ = reinterpret_cast<__nv_bfloat16*>(carve(3));
+  proj_ = reinterpret_cast<__nv_bfloat16*>(carve(4));
+  gate_up_ = reinterpret_cast<__nv_bfloat16*>(carve(5));
+  ffn_ = reinterpret_cast<__nv_bfloat16*>(carve(6));
+  rows_ = reinterpret_cast<__nv_bfloat16*>(carve(7));
+  q_pre_ = reinterpret_cast<float*>(carve(8));
+  logits_ = reinterpret_cast<float*>(carve(9));
+  tokens_ = reinterpret_cast<int32_t*>(carve(10));
+  attn_workspace_ = carve(11);
+  if (absl::Status s = tokens_host_.Reserve(R * sizeof(int32_t), "sampled ids"); !s.ok()) return s;
+  sampling_workspace_bytes_ = SamplingWorkspaceBytes(R, c.vocab_size);
+  const size_t params = Align256(R * sizeof(DeviceSamplingParams));
+  if (absl::Status s = sampling_dev_.Allocate(params + sampling_workspace_bytes_, "sampling parameters"); !s.ok()) {
+    return s;
   }
-  if (meta_ints > cap_meta_) {
-    DropGraphs();
-    cap_meta_ = std::max<int64_t>(meta_ints * 2, 4096);
-    if (absl::Status s = meta_.Allocate(cap_meta_ * sizeof(int32_t), "step metadata"); !s.ok()) return s;
-    if (absl::Status s = meta_host_.Reserve(cap_meta_ * sizeof(int32_t), "step metadata"); !s.ok()) return s;
-  }
-  if (n_observe > cap_observe_) {
-    DropGraphs();
-    cap_observe_ = std::max(n_observe * 2, 64);
-    const size_t bytes = cap_observe_ * sizeof(BeaconObserveEntry);
-    if (absl::Status s = observe_dev_.Allocate(bytes, "BeaconKV observe entries"); !s.ok()) return s;
-    if (absl::Status s = observe_host_.Reserve(bytes, "BeaconKV observe entries"); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return sampling_host_.Reserve(R * sizeof(DeviceSamplingParams), "sampling parameters");
+}
+
+absl::Status CudaBackend::EnsureMetadata(int64_t meta_ints) {
+  if (meta_ints <= cap_meta_) return absl::OkStatus();
+  DropGraphs();
+  cap_meta_ = std::max<int64_t>(meta_ints * 2, 4096);
+  if (absl::Status s = meta_.Allocate(cap_meta_ * sizeof(int32_t), "step metadata"); !s.ok()) return s;
+  return meta_host_.Reserve(cap_meta_ * sizeof(int32_t), "step metadata");
+}
+
+absl::Status CudaBackend::EnsureObserveEntries(int n_observe) {
+  if (n_observe <= cap_observe_) return absl::OkStatus();
+  DropGraphs();
+  cap_observe_ = std::max(n_observe * 2, 64);
+  const size_t bytes = cap_observe_ * sizeof(BeaconObserveEntry);
+  if (absl::Status s = observe_dev_.Allocate(bytes, "BeaconKV observe entries"); !s.ok()) return s;
+  return observe_host_.Reserve(bytes, "BeaconKV observe entries");
 }
 
 absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output output,

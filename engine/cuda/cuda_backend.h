@@ -45,15 +45,10 @@
 #include "engine/cuda/device_weights.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda/step_plan.h"
+#include "engine/cuda_options.h"
 #include "kernels/cuda/beacon_state.h"
 
 namespace beacon {
-
-struct CudaBackendOptions {
-  int device = 0;           // CUDA device ordinal
-  bool cuda_graphs = true;  // replay captured graphs for all-decode steps
-  int max_splits = 16;      // split-K partitions per (token, KV head) in decode attention
-};
 
 class CudaBackend : public Backend {
  public:
@@ -71,9 +66,9 @@ class CudaBackend : public Backend {
   // per (seed, step) but are not the CPU sampler's draws.
   absl::Status ForwardSample(std::span<const ForwardEntry> batch, std::span<const EntrySampling> sampling,
                              std::vector<int32_t>* tokens) override;
-  // Exits the process with a message naming the size when the device cannot
-  // hold the pool (a configuration error found at start-up).
-  std::unique_ptr<KvCache> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) override;
+  // RESOURCE_EXHAUSTED naming the pool's size and the device when the device
+  // cannot hold it (a configuration error the caller reports at start-up).
+  absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) override;
   absl::Status CheckPolicy(const KvPolicyOptions& options) const override;
   std::string_view device() const override { return "cuda"; }
   const ModelConfig& config() const override { return config_; }
@@ -103,8 +98,23 @@ class CudaBackend : public Backend {
   // (logits or greedy ids) is copied to the host and the stream synchronised.
   absl::Status Step(std::span<const ForwardEntry> batch, Output output, std::span<const EntrySampling> sampling,
                     std::vector<float>* logits, std::vector<int32_t>* tokens);
+  // Step's first phase: CheckBatch, GroupObservers, then the batch's slots
+  // reserved and plan_ built. *kv: the paged cache every entry shares.
   absl::Status Prepare(std::span<const ForwardEntry> batch, Output output, const PagedKv** kv);
+  // ValidateBatch plus what this backend needs: every entry's cache made by
+  // it (one cache per step), a policy it can run, no all_logits entry in a
+  // step that returns tokens. Returns the shared storage.
+  absl::StatusOr<const DeviceKvStorage*> CheckBatch(std::span<const ForwardEntry> batch, Output output) const;
+  // Fills observe_, groups_ and observe_states_: the BeaconKV sequences'
+  // device states, grouped by dims (one observe launch per group and layer).
+  absl::Status GroupObservers(std::span<const ForwardEntry> batch);
+  // Grows the capacity-sized buffers to the step's needs (dropping captured
+  // graphs when a buffer moves): activations for n_tokens tokens and n_rows
+  // output rows, the step metadata and the observe entries.
   absl::Status EnsureCapacity(int64_t n_tokens, int64_t n_rows, int64_t meta_ints, int n_observe);
+  absl::Status EnsureActivations(int64_t n_tokens, int64_t n_rows);
+  absl::Status EnsureMetadata(int64_t meta_ints);
+  absl::Status EnsureObserveEntries(int n_observe);
   // The kernel sequence of one step (cuda_forward.cc); capturable.
   absl::Status Enqueue(const PagedKv& kv, Output output);
   absl::Status Layer(int l, const PagedKv& kv);
@@ -150,7 +160,8 @@ class CudaBackend : public Backend {
 };
 
 // Runtime's entry point (engine/runtime.cc).
-absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights* weights);
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const ModelWeights* weights,
+                                                           const CudaBackendOptions& options);
 
 }  // namespace beacon
 

@@ -33,6 +33,7 @@
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/swiglu.h"
+#include "util/log.h"
 
 namespace beacon {
 
@@ -164,9 +165,9 @@ absl::Status CudaBackend::Launch(const PagedKv& kv, Output output) {
       // Capture is an optimisation: if this CUDA stack refuses it, say so
       // once and run every later step directly.
       cudaGetLastError();
-      std::fprintf(stderr, "beacon: CUDA graph capture failed (%s%s); running steps without graphs\n",
-                   enqueued.ok() ? "" : std::string(enqueued.message()).c_str(),
-                   enqueued.ok() ? cudaGetErrorString(end != cudaSuccess ? end : inst) : "");
+      logging::Warn("CUDA graph capture failed (%s%s); running steps without graphs",
+                    enqueued.ok() ? "" : std::string(enqueued.message()),
+                    enqueued.ok() ? cudaGetErrorString(end != cudaSuccess ? end : inst) : "");
       options_.cuda_graphs = false;
       DropGraphs();
       return Enqueue(kv, output);

@@ -43,8 +43,8 @@ absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(const K
 
 absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvPolicyOptions& options,
                                     const Protection& protection, int32_t n_keep, int32_t next_position) {
-  if (options.policy != "beacon" || options.beacon_filter != BeaconFilter::kAll) {
-    return absl::UnimplementedError(absl::StrCat("KV policy \"", options.policy,
+  if (options.policy != KvPolicyKind::kBeacon || options.beacon_filter != BeaconFilter::kAll) {
+    return absl::UnimplementedError(absl::StrCat("KV policy \"", std::string(options.policy_name()),
                                                  "\" cannot evict on the CUDA backend (beacon with filter all can)"));
   }
   const EvictContext& ctx = *context_;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/simd.h"
+
 namespace beacon {
 namespace {
 
@@ -26,12 +28,7 @@ constexpr int kLanes = 8;
 inline V Load(const float* p) { return _mm256_loadu_ps(p); }
 inline V Zero() { return _mm256_setzero_ps(); }
 inline V Fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-inline float Reduce(V v) {
-  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-  return _mm_cvtss_f32(lo);
-}
+inline float Reduce(V v) { return HorizontalSum(v); }
 #endif
 
 // 16 nibbles (low halves or high halves of 16 bytes) as floats: two vectors.

@@ -55,7 +55,7 @@ void RunCase(const Case& c) {
   PolicyModelInfo m;
   m.n_layers = kLayers, m.n_heads = c.n_heads, m.n_kv_heads = c.n_kv_heads, m.head_dim = c.head_dim;
   m.rope_theta = kTheta, m.rope_interleaved = c.interleaved;
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   o.recent_queries = c.recent, o.beacons = c.beacons, o.fps_bound = c.fps_bound, o.pool_kernel = c.pool_kernel;
   o.beacon_filter = BeaconFilter::kAll;
   absl::StatusOr<std::unique_ptr<KvPolicy>> policy = CreateKvPolicy(o, m);

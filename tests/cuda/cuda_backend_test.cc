@@ -49,7 +49,7 @@ void CompareBackends(const std::string& model, double tol, int decode) {
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(gpu, nullptr);
   const int vocab = cpu->config().vocab_size;
-  std::unique_ptr<KvCache> cc = cpu->MakeKvCache(512), gc = gpu->MakeKvCache(512);
+  std::unique_ptr<KvCache> cc = *cpu->MakeKvCache(512), gc = *gpu->MakeKvCache(512);
   SequenceKv ca(cc.get()), cb(cc.get()), ga(gc.get()), gb(gc.get());
   std::vector<float> cl, gl;
   double worst = 0;
@@ -119,7 +119,8 @@ TEST(CudaBackendTest, GreedyAndGraphsAgreeWithPlainLogits) {
   auto* graphed = dynamic_cast<CudaBackend*>(rt->backend());
   ASSERT_NE(graphed, nullptr);
   const int vocab = rt->config().vocab_size;
-  std::unique_ptr<KvCache> c1 = rt->MakeKvCache(1024), c2 = (*plain)->MakeKvCache(c1->shape(), c1->pool().num_blocks());
+  std::unique_ptr<KvCache> c1 = *rt->MakeKvCache(1024),
+                           c2 = *(*plain)->MakeKvCache(c1->shape(), c1->pool().num_blocks());
   std::vector<SequenceKv> s1, s2;
   for (int i = 0; i < 3; ++i) {
     s1.emplace_back(c1.get());
@@ -175,7 +176,7 @@ TEST(CudaBackendTest, ForwardSampleDrawsOnTheDevice) {
   Backend* be = rt->backend();
   ASSERT_TRUE(be->samples_on_device());
   const int vocab = rt->config().vocab_size;
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(512);
+  std::unique_ptr<KvCache> cache = *rt->MakeKvCache(512);
   const std::vector<int32_t> prompt = Tokens(30, vocab, 9);
   std::vector<float> logits;
   std::vector<int32_t> ids;

@@ -29,7 +29,7 @@ std::unique_ptr<Runtime> MakeRuntime(const std::string& device) { return backend
 using backend_test::RelRms;
 
 KvPolicyOptions SmallBeacon() {
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   o.budget = 48;
   o.interval = 16;
   o.window = 8;
@@ -80,7 +80,7 @@ TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
   const int vocab = cpu->config().vocab_size;
   const KvPolicyOptions o = SmallBeacon();
   const int32_t prompt_len = 24;
-  auto cc = cpu->MakeKvCache(1024), gc = gpu->MakeKvCache(1024);
+  std::unique_ptr<KvCache> cc = *cpu->MakeKvCache(1024), gc = *gpu->MakeKvCache(1024);
   SequenceKv cs(cc.get()), gs(gc.get());
   auto ccomp = SequenceCompressor::Create(o, PolicyInfoFor(cpu->config()), prompt_len);
   auto gcomp = SequenceCompressor::Create(o, PolicyInfoFor(gpu->config()), prompt_len);
@@ -167,7 +167,7 @@ TEST(CudaBeaconTest, BadInputsFailCleanlyAndLoseNothing) {
   ASSERT_NE(gpu, nullptr);
   Backend* be = gpu->backend();
   const int vocab = gpu->config().vocab_size;
-  auto cache = gpu->MakeKvCache(64);  // 4 blocks of 16
+  std::unique_ptr<KvCache> cache = *gpu->MakeKvCache(64);  // 4 blocks of 16
   SequenceKv a(cache.get());
   std::vector<float> logits;
   std::vector<int32_t> ok = {1, 2, 3};
@@ -196,12 +196,12 @@ TEST(CudaBeaconTest, BadInputsFailCleanlyAndLoseNothing) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 
   // Policies the device cannot run are refused before they start.
-  KvPolicyOptions snap = KvPolicyOptions::DefaultsFor("snapkv");
+  KvPolicyOptions snap = KvPolicyOptions::DefaultsFor(KvPolicyKind::kSnapKv);
   EXPECT_EQ(be->CheckPolicy(snap).code(), absl::StatusCode::kUnimplemented);
-  KvPolicyOptions global = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions global = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   global.beacon_filter = BeaconFilter::kGlobal;
   EXPECT_EQ(be->CheckPolicy(global).code(), absl::StatusCode::kUnimplemented);
-  EXPECT_TRUE(be->CheckPolicy(KvPolicyOptions::DefaultsFor("beacon")).ok());
+  EXPECT_TRUE(be->CheckPolicy(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon)).ok());
   auto comp = SequenceCompressor::Create(snap, PolicyInfoFor(gpu->config()), 3);
   ASSERT_TRUE(comp.ok());
   SequenceKv c(cache.get());

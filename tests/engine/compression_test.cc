@@ -37,7 +37,7 @@ class CompressionTest : public ::testing::Test {
     const int32_t n_prompt = static_cast<int32_t>(prompt->size());
     Run run;
     run.peak_bound = static_cast<int32_t>(SequenceCompressor::PeakSlots(o.kv, n_prompt, n));
-    auto cache = rt_->MakeKvCache(run.peak_bound, 16);
+    std::unique_ptr<KvCache> cache = *rt_->MakeKvCache(run.peak_bound, 16);
     auto g = Generation::Create(rt_->tokenizer(), cache.get(), rt_->config(), *prompt, o);
     EXPECT_TRUE(g.ok()) << g.status();
     Generation* gens[] = {g->get()};
@@ -59,10 +59,11 @@ class CompressionTest : public ::testing::Test {
 };
 
 TEST_F(CompressionTest, AmpleBudgetIsTokenIdenticalToFull) {
-  const Run full = Generate(KvPolicyOptions::DefaultsFor("full"), 40);
+  const Run full = Generate(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), 40);
   ASSERT_EQ(full.ids.size(), 40u);
-  for (std::string_view name : KvPolicyNames()) {
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(name);
+  for (KvPolicyKind policy : KvPolicyKinds()) {
+    const std::string_view name = KvPolicyName(policy);
+    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(policy);
     o.budget = 4096;  // more than the whole sequence: never evicts
     o.interval = 8;
     const Run r = Generate(o, 40);
@@ -72,10 +73,11 @@ TEST_F(CompressionTest, AmpleBudgetIsTokenIdenticalToFull) {
 }
 
 TEST_F(CompressionTest, TightBudgetStaysWithinTheBound) {
-  for (std::string_view name : KvPolicyNames()) {
-    if (name == "full") continue;
+  for (KvPolicyKind policy : KvPolicyKinds()) {
+    if (policy == KvPolicyKind::kFull) continue;
+    const std::string_view name = KvPolicyName(policy);
     for (bool keep_prompt : {true, false}) {
-      KvPolicyOptions o = KvPolicyOptions::DefaultsFor(name);
+      KvPolicyOptions o = KvPolicyOptions::DefaultsFor(policy);
       o.budget = 64;
       o.interval = 32;
       const Run r = Generate(o, 240, keep_prompt);

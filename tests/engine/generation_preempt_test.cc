@@ -16,7 +16,7 @@ class PreemptTest : public ::testing::Test {
   void SetUp() override {
     rt_ = testing::DefaultModel();
     if (rt_ == nullptr) GTEST_SKIP() << "default model not present at " << BEACON_MODEL_PATH;
-    cache_ = rt_->MakeKvCache(4096);
+    cache_ = *rt_->MakeKvCache(4096);
     prompt_ = *rt_->EncodePrompt("Write a short story about a lighthouse keeper.", true, "");
   }
 
@@ -99,7 +99,7 @@ TEST_F(PreemptTest, CompressingSequenceStaysNearItsBound) {
   GenerationOptions o;
   o.max_tokens = 200;
   o.ignore_eos = true;
-  o.kv = KvPolicyOptions::DefaultsFor("beacon");
+  o.kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   o.kv.budget = 32;
   o.kv.interval = 16;
   int32_t max_slots = 0;

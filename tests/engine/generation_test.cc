@@ -16,7 +16,7 @@ class GenerationTest : public ::testing::Test {
   void SetUp() override {
     rt_ = testing::DefaultModel();
     if (rt_ == nullptr) GTEST_SKIP() << "default model not present at " << BEACON_MODEL_PATH;
-    cache_ = rt_->MakeKvCache(2048);
+    cache_ = *rt_->MakeKvCache(2048);
   }
 
   struct Out {

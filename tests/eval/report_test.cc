@@ -80,7 +80,7 @@ TEST(PolicyGridTest, PublishedDefaultsWithOnlyBudgetAndInterval) {
   ASSERT_EQ(g->size(), 4u);
   EXPECT_EQ((*g)[1].policy, "snapkv");
   EXPECT_EQ((*g)[1].budget, 128);
-  KvPolicyOptions want = KvPolicyOptions::DefaultsFor("snapkv");
+  KvPolicyOptions want = KvPolicyOptions::DefaultsFor(KvPolicyKind::kSnapKv);
   EXPECT_EQ((*g)[1].options.pool_kernel, want.pool_kernel);
   EXPECT_EQ((*g)[1].options.recent_queries, want.recent_queries);
   EXPECT_EQ((*g)[1].options.budget, 128);

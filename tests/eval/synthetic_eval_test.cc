@@ -38,7 +38,7 @@ TEST(SyntheticEvalTest, NoEvictionMeansFullRecallAndCompressionLess) {
     } else {
       EXPECT_GT(x.evictions, 0.0);
       EXPECT_LT(x.all_recall, 1.0);
-      KvPolicyOptions po = KvPolicyOptions::DefaultsFor(x.policy);
+      KvPolicyOptions po = *KvPolicyOptions::DefaultsForName(x.policy);
       po.budget = x.budget;
       po.interval = o.interval;
       EXPECT_LE(x.peak_slots, SequenceCompressor::PeakSlots(po, o.trace.prompt_len, o.trace.middle_len));

@@ -155,7 +155,7 @@ class BeaconPolicyTest : public testing::TestWithParam<std::tuple<bool, int, Bea
  protected:
   KvPolicyOptions Options() const {
     auto [interleaved, pool, filter, small] = GetParam();
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
     o.pool_kernel = pool;
     o.beacon_filter = filter;
     o.window = 8;
@@ -239,7 +239,7 @@ INSTANTIATE_TEST_SUITE_P(All, BeaconPolicyTest,
                          ParamName);
 
 TEST(BeaconPolicy, ScoresZeroBeforeAnyQuery) {
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   std::unique_ptr<KvPolicy> policy = NewBeaconPolicy(o, Model(false));
   const Trace tr = MakeTrace(5, o.window);
   TestCache tc(KvCacheShape{kLayers, kKvHeads, kDim, 16}, tr.keys, tr.positions);
@@ -252,7 +252,7 @@ TEST(BeaconPolicy, ScoresZeroBeforeAnyQuery) {
 // whose report arrives with nothing beyond the window is not a beacon, so
 // with only such queries the beacons are empty and only the ring scores.
 TEST(BeaconPolicy, GlobalFilterIgnoresUnreportedAndWindowOnlyQueries) {
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   o.beacon_filter = BeaconFilter::kGlobal;
   o.recent_queries = 1;
   o.window = 4;
@@ -293,7 +293,7 @@ TEST(BeaconPolicy, KeepsASpanThatOnlyOldQueriesAttendTo) {
   m.n_heads = kH;
   m.n_kv_heads = 1;
   m.head_dim = kD;
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");  // R = K = 16, U = 64, kAll
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);  // R = K = 16, U = 64, kAll
   o.keep_prompt = false;
   o.sinks = 2;
   o.window = 8;

@@ -10,7 +10,7 @@ namespace beacon {
 namespace {
 
 KvPolicyOptions Beacon(int32_t budget, int32_t interval, bool keep_prompt) {
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   o.budget = budget;
   o.interval = interval;
   o.keep_prompt = keep_prompt;
@@ -20,7 +20,7 @@ KvPolicyOptions Beacon(int32_t budget, int32_t interval, bool keep_prompt) {
 TEST(EvictionScheduleTest, BoundCountsThePromptOnlyWhenKept) {
   EXPECT_EQ(EvictionSchedule(Beacon(100, 16, true), 50).bound(), 150);
   EXPECT_EQ(EvictionSchedule(Beacon(100, 16, false), 50).bound(), 100);
-  EXPECT_FALSE(EvictionSchedule(KvPolicyOptions::DefaultsFor("full"), 50).compresses());
+  EXPECT_FALSE(EvictionSchedule(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), 50).compresses());
 }
 
 TEST(EvictionScheduleTest, DecodeStepsEvictEveryIntervalOncePastTheBound) {
@@ -51,10 +51,10 @@ TEST(EvictionScheduleTest, ReachingBoundPlusIntervalEvictsAtOnce) {
 }
 
 TEST(EvictionScheduleTest, FullNeverEvicts) {
-  EvictionSchedule s(KvPolicyOptions::DefaultsFor("full"), 10);
+  EvictionSchedule s(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), 10);
   for (int32_t n = 11; n < 5000; ++n) ASSERT_FALSE(s.OnDecodeStep(n));
   EXPECT_FALSE(s.EvictsAfterRecomputeChunk(100, 5000));
-  EXPECT_EQ(EvictionSchedule::PeakSlots(KvPolicyOptions::DefaultsFor("full"), 10, 5000), 5010);
+  EXPECT_EQ(EvictionSchedule::PeakSlots(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), 10, 5000), 5010);
 }
 
 TEST(EvictionScheduleTest, RecomputeEvictsOnlyPastThePromptAndAboveTheBound) {

@@ -6,7 +6,7 @@ namespace beacon {
 namespace {
 
 KvPolicyOptions OperatorDefault() {
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   o.budget = 1024;
   o.interval = 64;
   o.window = 16;
@@ -16,7 +16,7 @@ KvPolicyOptions OperatorDefault() {
 TEST(KvPolicyLimits, RequestWithoutKvFieldsGetsTheOperatorDefault) {
   auto o = ResolveRequestKvOptions(OperatorDefault(), {}, std::nullopt, std::nullopt);
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->policy, "beacon");
+  EXPECT_EQ(o->policy, KvPolicyKind::kBeacon);
   EXPECT_EQ(o->budget, 1024);
   EXPECT_EQ(o->interval, 64);
 }
@@ -24,7 +24,7 @@ TEST(KvPolicyLimits, RequestWithoutKvFieldsGetsTheOperatorDefault) {
 TEST(KvPolicyLimits, SwitchingPolicyTakesItsPublishedScoringButTheOperatorsCadence) {
   auto o = ResolveRequestKvOptions(OperatorDefault(), {}, std::string("rkv"), 256);
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->policy, "rkv");
+  EXPECT_EQ(o->policy, KvPolicyKind::kRkv);
   EXPECT_EQ(o->recent_queries, 8);  // R-KV's own
   EXPECT_EQ(o->pool_kernel, 7);
   EXPECT_EQ(o->budget, 256);   // the request's
@@ -34,7 +34,7 @@ TEST(KvPolicyLimits, SwitchingPolicyTakesItsPublishedScoringButTheOperatorsCaden
 
 TEST(KvPolicyLimits, OutOfLimitsNamesTheFieldAndTheRange) {
   KvPolicyLimits limits;
-  limits.allowed_policies = {"beacon", "snapkv"};
+  limits.allowed_policies = {KvPolicyKind::kBeacon, KvPolicyKind::kSnapKv};
   limits.min_budget = 128;
   limits.max_budget = 4096;
   auto bad_budget = ResolveRequestKvOptions(OperatorDefault(), limits, std::nullopt, 64);

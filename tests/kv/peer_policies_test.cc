@@ -42,7 +42,7 @@ TEST(StreamingPolicy, KeepsPromptOrSinksPlusTheMostRecent) {
   const PolicyModelInfo m = kvtest::SmallModel();
   for (bool keep_prompt : {true, false}) {
     std::mt19937 rng(21);
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor("streaming");
+    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kStreaming);
     o.budget = 20;
     o.sinks = 4;
     o.window = 8;
@@ -85,7 +85,7 @@ struct RandomRun {
 RandomRun RunRandom(uint64_t seed, bool keep_prompt) {
   const PolicyModelInfo m = kvtest::SmallModel();
   std::mt19937 rng(31);  // same sequence for every seed
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("random");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kRandom);
   o.seed = seed;
   o.budget = 24;
   o.sinks = 2;
@@ -160,7 +160,7 @@ TEST(H2oPolicy, AccumulatesAttentionAndRemapsThroughEvictions) {
   const PolicyModelInfo m = kvtest::SmallModel();
   const int group = m.group();
   std::mt19937 rng(41);
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("h2o");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kH2o);
   o.budget = 20;
   o.sinks = 2;
   o.window = 4;
@@ -231,7 +231,7 @@ TEST(H2oPolicy, ConcurrentObserveOfDifferentHeads) {
   PolicyModelInfo m = kvtest::SmallModel();
   m.n_heads = 8;
   m.n_kv_heads = 4;
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("h2o");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kH2o);
   auto policy = CreateKvPolicy(o, m);
   ASSERT_TRUE(policy.ok());
   const int group = m.group();

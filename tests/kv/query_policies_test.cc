@@ -122,7 +122,7 @@ TEST_P(QueryPolicyTest, ScoresAndKeptSetMatchNaiveReference) {
   const auto& [name, interleaved, lambda] = GetParam();
   const PolicyModelInfo m = kvtest::SmallModel(interleaved);
   std::mt19937 rng(name == "rkv" ? 51 : 52);
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(name);
+  KvPolicyOptions o = *KvPolicyOptions::DefaultsForName(name);
   o.lambda = lambda;
   o.budget = 24;
   o.sinks = 2;
@@ -199,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(Policies, QueryPolicyTest,
 TEST(RkvPolicy, RedundancyEvictsEarlierDuplicates) {
   PolicyModelInfo m = kvtest::SmallModel();
   m.n_layers = 1;
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor("rkv");
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kRkv);
   o.lambda = 0.0f;
   o.window = 0;
   o.sinks = 0;

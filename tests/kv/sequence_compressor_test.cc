@@ -22,7 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 KvPolicyOptions Options(const std::string& policy, int32_t budget, int32_t interval, bool keep_prompt) {
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(policy);
+  KvPolicyOptions o = *KvPolicyOptions::DefaultsForName(policy);
   o.budget = budget;
   o.interval = interval;
   o.keep_prompt = keep_prompt;
@@ -49,7 +49,7 @@ TEST(SequenceCompressor, BoundAndPeakSlots) {
   EXPECT_EQ(SequenceCompressor::PeakSlots(o, 500, 1000), 501);  // a long prompt evicts at its first step
   EXPECT_EQ(SequenceCompressor::PeakSlots(o, 500, 0), 500);
 
-  o.policy = "full";
+  o.policy = KvPolicyKind::kFull;
   EXPECT_EQ(SequenceCompressor::PeakSlots(o, 50, 1000), 1050);
 }
 
@@ -137,9 +137,10 @@ TEST(KvPolicyOptions, ValidateNamesTheField) {
       {"kv_lambda", [](KvPolicyOptions& o) { o.lambda = -0.1f; }},
   };
   EXPECT_TRUE(KvPolicyOptions().Validate().ok());
-  for (std::string_view name : KvPolicyNames()) EXPECT_TRUE(KvPolicyOptions::DefaultsFor(name).Validate().ok()) << name;
+  for (std::string_view name : KvPolicyNames())
+    EXPECT_TRUE(KvPolicyOptions::DefaultsForName(name)->Validate().ok()) << name;
   for (const Case& c : cases) {
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor("beacon");
+    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
     c.mutate(o);
     const absl::Status s = o.Validate();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.field;
@@ -148,26 +149,26 @@ TEST(KvPolicyOptions, ValidateNamesTheField) {
 }
 
 TEST(KvPolicyOptions, PublishedDefaults) {
-  const KvPolicyOptions snap = KvPolicyOptions::DefaultsFor("snapkv");
+  const KvPolicyOptions snap = KvPolicyOptions::DefaultsFor(KvPolicyKind::kSnapKv);
   EXPECT_EQ(snap.recent_queries, 32);
   EXPECT_EQ(snap.pool_kernel, 7);
-  const KvPolicyOptions rkv = KvPolicyOptions::DefaultsFor("rkv");
+  const KvPolicyOptions rkv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kRkv);
   EXPECT_EQ(rkv.recent_queries, 8);
   EXPECT_EQ(rkv.pool_kernel, 7);
   EXPECT_FLOAT_EQ(rkv.lambda, 0.1f);
-  EXPECT_EQ(KvPolicyOptions::DefaultsFor("beacon").recent_queries, 16);
+  EXPECT_EQ(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon).recent_queries, 16);
 }
 
 TEST(CreateKvPolicy, UnknownNameListsTheKnownOnes) {
-  KvPolicyOptions o;
-  o.policy = "snapk";
-  const absl::Status s = CreateKvPolicy(o, kvtest::SmallModel()).status();
+  // A name is parsed once, where options are resolved: an unknown one never
+  // becomes options, so neither CreateKvPolicy nor a compressor can see it.
+  const absl::Status s = KvPolicyOptions::DefaultsForName("snapk").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("'snapk'"));
   EXPECT_THAT(std::string(s.message()), HasSubstr("full, streaming, h2o, snapkv, rkv, random, beacon"));
-  EXPECT_EQ(SequenceCompressor::Create(o, kvtest::SmallModel(), 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseKvPolicy("snapk").status().code(), absl::StatusCode::kInvalidArgument);
   for (std::string_view name : KvPolicyNames()) {
-    auto p = CreateKvPolicy(KvPolicyOptions::DefaultsFor(name), kvtest::SmallModel());
+    auto p = CreateKvPolicy(*KvPolicyOptions::DefaultsForName(name), kvtest::SmallModel());
     ASSERT_TRUE(p.ok()) << name << ": " << p.status();
     EXPECT_EQ((*p)->name(), name);
   }
@@ -217,7 +218,7 @@ TEST(SequenceCompressor, RandomizedSharedCacheNeverLeaksOrExceedsThePeak) {
     }
   };
   auto start = [&](LiveSequence& s) {
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(names[rng() % names.size()]);
+    KvPolicyOptions o = *KvPolicyOptions::DefaultsForName(names[rng() % names.size()]);
     o.budget = 8 + static_cast<int32_t>(rng() % 24);
     o.interval = 1 + static_cast<int32_t>(rng() % 10);
     o.keep_prompt = rng() % 2;
@@ -275,13 +276,13 @@ TEST(SequenceCompressor, RandomizedSharedCacheNeverLeaksOrExceedsThePeak) {
         const KeysView keys(&cache, &*s.kv, l);
         for (int h = 0; h < m.n_kv_heads; ++h) {
           for (int32_t slot = 0; slot < head; ++slot) {
-            ASSERT_EQ(keys.position(h, slot), slot) << o.policy;
+            ASSERT_EQ(keys.position(h, slot), slot) << o.policy_name();
           }
           for (int32_t slot = 1; slot < keys.n_slots(); ++slot) {
             ASSERT_LT(keys.position(h, slot - 1), keys.position(h, slot)) << "order preserved";
           }
           if (o.window > 0) {
-            ASSERT_EQ(keys.position(h, keys.n_slots() - 1), s.next_position - 1) << o.policy;
+            ASSERT_EQ(keys.position(h, keys.n_slots() - 1), s.next_position - 1) << o.policy_name();
           }
         }
       }

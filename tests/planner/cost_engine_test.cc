@@ -33,10 +33,10 @@ SimSequenceSpec Spec(int32_t prompt, int32_t output, const KvPolicyOptions& kv, 
 }
 
 TEST(CostEngine, PricesEachStepAndTimesTheRequest) {
-  const CostModel cost(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor("full")));
+  const CostModel cost(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull)));
   CostEngine engine(100, 16, cost);
   Scheduler sched(SchedulerConfig{}, &engine);
-  const SimSequenceSpec spec = Spec(4, 3, KvPolicyOptions::DefaultsFor("full"));
+  const SimSequenceSpec spec = Spec(4, 3, KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull));
   ASSERT_TRUE(engine.AddSequence(7, spec, 0.0).ok());
   ASSERT_TRUE(sched.Add(MakeSimRequest(7, spec)).ok());
   // Step 1: the 4-token prompt (10 causal pairs, 4 slots written and read), samples token 1.
@@ -63,7 +63,7 @@ TEST(CostEngine, PricesEachStepAndTimesTheRequest) {
 }
 
 TEST(CostEngine, CountsEvictionsAndTheMidStepPeak) {
-  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   kv.budget = 8;
   kv.interval = 4;
   kv.window = 4;
@@ -103,12 +103,12 @@ void ExpectSameSchedule(AdmissionMode mode) {
   cfg.admission = mode;
   const int32_t blocks = 60, bs = 8;
   SimEngine bare(blocks, bs);
-  const CostModel cost(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor("beacon")));
+  const CostModel cost(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon)));
   CostEngine priced(blocks, bs, cost);
   Scheduler a(cfg, &bare), b(cfg, &priced);
   std::mt19937_64 rng(3);
   for (RequestId id = 0; id < 40; ++id) {
-    KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(id % 3 == 0 ? "full" : "beacon");
+    KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(id % 3 == 0 ? KvPolicyKind::kFull : KvPolicyKind::kBeacon);
     kv.budget = 32;
     kv.interval = 8;
     kv.window = 8;

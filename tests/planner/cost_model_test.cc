@@ -42,7 +42,7 @@ TEST(ModelCost, KvBytesPerTokenAndWeightBytes) {
 }
 
 TEST(CostModel, DecodeStepIsBandwidthBound) {
-  const CostModel m(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor("full")));
+  const CostModel m(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull)));
   // Two decoding sequences holding 10 and 20 slots.
   StepLoad load;
   load.tokens = 2;
@@ -66,7 +66,7 @@ TEST(CostModel, FixedOverheadIsHostPlusLaunchesPerLayer) {
   g.step_host_overhead_s = 1e-4;
   g.launch_overhead_s = 2e-6;
   g.kernels_per_layer = 10;
-  const CostModel m(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor("full")));
+  const CostModel m(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull)));
   StepLoad load;
   load.tokens = load.sampled = load.kv_read_slots = load.kv_write_slots = load.attn_pairs = 1;
   const StepCost c = m.Step(load);
@@ -78,7 +78,7 @@ TEST(CostModel, FixedOverheadIsHostPlusLaunchesPerLayer) {
 TEST(CostModel, PrefillChunkIsComputeBoundOnASlowMatrixUnit) {
   GpuProfile g = ToyGpu();
   g.bf16_flops = 1e9;
-  const CostModel m(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor("full")));
+  const CostModel m(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull)));
   // A 100-token first chunk: causal pairs 100 x 101 / 2; only its last token is sampled.
   StepLoad load;
   load.tokens = 100;
@@ -97,7 +97,7 @@ TEST(CostModel, EvictionScoresReadsKeysAndCompactsKeptSlots) {
   GpuProfile g = ToyGpu();
   g.launch_overhead_s = 1e-6;
   g.evict_kernels_per_layer = 6;
-  const CostModel beacon(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor("beacon")));
+  const CostModel beacon(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon)));
   StepLoad load;
   load.evictions = 1;
   load.evict_scored_slots = 100;
@@ -112,10 +112,10 @@ TEST(CostModel, EvictionScoresReadsKeysAndCompactsKeptSlots) {
   EXPECT_DOUBLE_EQ(c.total_s, c.evict_s);
 
   // R-KV: 8 recent queries plus key-key redundancy (d per pair, per KV head and layer).
-  const CostModel rkv(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor("rkv")));
+  const CostModel rkv(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kRkv)));
   EXPECT_DOUBLE_EQ(rkv.Step(load).evict_flops, (2 * 8 + 5) * 4 * 2 * 8 * 100 + 2 * 8 * 2 * 2 * 10000.0);
   // Streaming scores nothing: compaction only.
-  const CostModel streaming(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor("streaming")));
+  const CostModel streaming(ToyModel(), g, PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kStreaming)));
   EXPECT_DOUBLE_EQ(streaming.Step(load).evict_flops, 0);
 }
 
@@ -124,11 +124,11 @@ TEST(CostModel, AttentionObservingPoliciesPayForTheProbabilities) {
   load.tokens = load.sampled = 1;
   load.kv_read_slots = load.attn_pairs = load.observed_pairs = 32;
   load.kv_write_slots = 1;
-  const CostModel full(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor("full")));
-  const CostModel h2o(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor("h2o")));
+  const CostModel full(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull)));
+  const CostModel h2o(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kH2o)));
   // f32 probabilities of 4 heads x 2 layers x 32 slots, written and read.
   EXPECT_DOUBLE_EQ(h2o.Step(load).bytes - full.Step(load).bytes, 2.0 * 4 * 4 * 2 * 32);
-  KvPolicyOptions global = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions global = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   EXPECT_FALSE(PolicyCostFor(global).observes_attention);
   global.beacon_filter = BeaconFilter::kGlobal;
   EXPECT_TRUE(PolicyCostFor(global).observes_attention);

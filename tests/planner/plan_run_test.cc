@@ -37,7 +37,7 @@ WorkloadSpec Fixed(int32_t prompt, int32_t output, int32_t requests, int32_t con
 }
 
 KvPolicyOptions Beacon(int32_t budget, int32_t interval = 128) {
-  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   kv.budget = budget;
   kv.interval = interval;
   return kv;
@@ -45,7 +45,7 @@ KvPolicyOptions Beacon(int32_t budget, int32_t interval = 128) {
 
 TEST(PlanRun, AdmittedConcurrencyEqualsTheFootprintArithmetic) {
   // 1,000 blocks of 16 slots; 100-token prompts, 1,000-token outputs.
-  for (const KvPolicyOptions& kv : {KvPolicyOptions::DefaultsFor("full"), Beacon(256), Beacon(64, 32)}) {
+  for (const KvPolicyOptions& kv : {KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), Beacon(256), Beacon(64, 32)}) {
     RunInputs in = ToyInputs(kv, 1000);
     in.sched.max_running = 64;
     in.workload = Fixed(100, 1000, 200, 200);
@@ -55,16 +55,16 @@ TEST(PlanRun, AdmittedConcurrencyEqualsTheFootprintArithmetic) {
     // slots = 31 blocks -> 32; beacon 64/32: 196 slots = 13 blocks -> 76, capped by max_running 64.
     const int64_t footprint = kv.compresses() ? 100 + kv.budget + kv.interval : 1100;
     const int64_t arithmetic = std::min<int64_t>(64, 1000 / ((footprint + 15) / 16));
-    EXPECT_EQ(r->footprint_slots, footprint) << kv.policy << " " << kv.budget;
+    EXPECT_EQ(r->footprint_slots, footprint) << kv.policy_name() << " " << kv.budget;
     EXPECT_EQ(r->admitted_by_footprint, arithmetic);
-    EXPECT_EQ(r->peak_running, arithmetic) << kv.policy << " " << kv.budget;
+    EXPECT_EQ(r->peak_running, arithmetic) << kv.policy_name() << " " << kv.budget;
     EXPECT_EQ(r->completed, 200);
     EXPECT_EQ(r->engine.max_decode_batch, arithmetic);
   }
 }
 
 TEST(PlanRun, LatenciesOfALoneRequestAreItsStepTimes) {
-  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor("full"), 100);
+  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), 100);
   in.workload = Fixed(4, 3, 1, 1);
   absl::StatusOr<RunResult> r = RunPlan(in);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -77,7 +77,7 @@ TEST(PlanRun, LatenciesOfALoneRequestAreItsStepTimes) {
 }
 
 TEST(PlanRun, PoissonArrivalsQueueAndOverflowTheWaitingBound) {
-  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor("full"), 40);
+  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), 40);
   in.sched.max_running = 4;
   in.sched.max_waiting = 5;
   in.workload = Fixed(50, 100, 100, 1);
@@ -149,7 +149,7 @@ TEST(PlanRun, ErrorsAUserCanHit) {
   EXPECT_NE(ResolvePool(spec, ToyGpu(), model).status().message().find("mem_fraction"), std::string::npos);
 
   // A request larger than the whole pool: the scheduler's own message.
-  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor("full"), 10);
+  RunInputs in = ToyInputs(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), 10);
   in.workload = Fixed(100, 1000, 2, 2);
   s = RunPlan(in).status();
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;

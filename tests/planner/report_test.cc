@@ -29,7 +29,7 @@ PlanReport SmallReport() {
   r.target_rate = 100;
   for (int b : {0, 32, 64}) {
     ConfigResult c;
-    c.kv = KvPolicyOptions::DefaultsFor(b == 0 ? "full" : "beacon");
+    c.kv = KvPolicyOptions::DefaultsFor(b == 0 ? KvPolicyKind::kFull : KvPolicyKind::kBeacon);
     if (b > 0) c.kv.budget = b;
     c.label = b == 0 ? "full" : absl::StrCat("beacon b=", b);
     RunInputs in{r.model, r.gpu, r.pool, r.sched, c.kv, r.workload};

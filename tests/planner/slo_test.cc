@@ -80,7 +80,7 @@ TEST(Slo, SearchFindsTheRateWhereTtftBreaks) {
   in.pool.bytes_per_block = 16 * in.model.kv_bytes_per_token();
   in.pool.bytes = in.pool.blocks * in.pool.bytes_per_block;
   in.sched.max_running = 8;
-  in.kv = KvPolicyOptions::DefaultsFor("full");
+  in.kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
   in.workload.prompt = *LengthDist::Parse("fixed:64", "p");
   in.workload.output = *LengthDist::Parse("uniform:50:150", "o");
   in.workload.num_requests = 200;

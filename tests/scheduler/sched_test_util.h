@@ -23,7 +23,7 @@ inline SimSequenceSpec Full(int32_t prompt, int32_t output, int32_t max_new) {
   s.prompt_tokens = prompt;
   s.output_tokens = output;
   s.max_new_tokens = max_new;
-  s.kv = KvPolicyOptions::DefaultsFor("full");
+  s.kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
   return s;
 }
 
@@ -31,7 +31,7 @@ inline SimSequenceSpec Full(int32_t prompt, int32_t output, int32_t max_new) {
 inline SimSequenceSpec Beacon(int32_t prompt, int32_t output, int32_t max_new, int32_t budget = 64,
                               int32_t interval = 16) {
   SimSequenceSpec s = Full(prompt, output, max_new);
-  s.kv = KvPolicyOptions::DefaultsFor("beacon");
+  s.kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   s.kv.budget = budget;
   s.kv.interval = interval;
   s.kv.keep_prompt = true;

@@ -43,7 +43,7 @@ std::vector<Planned> Plan(int n, std::mt19937_64& rng) {
       case 1: p.spec = Full(prompt, output, max_new); break;
       default:
         p.spec = Beacon(prompt, output, max_new, budgets[uni(0, 2)], intervals[uni(0, 2)]);
-        if (uni(0, 1) == 0) p.spec.kv.policy = "streaming";
+        if (uni(0, 1) == 0) p.spec.kv.policy = KvPolicyKind::kStreaming;
         p.spec.kv.keep_prompt = uni(0, 1) == 0;
     }
     if (uni(0, 4) == 0) p.deadline = std::chrono::milliseconds(uni(50, 8000));

@@ -1,9 +1,11 @@
 // Scheduler unit tests on the SimEngine: step composition (decode before
 // prefill, token budget, prefill chunking, the running cap), FCFS admission,
 // Add's errors, Abort / deadline / AbortAll / destructor drain (KV freed at
-// once, Remove exactly once), and an engine-failed sequence.
+// once, Remove exactly once), an engine-failed sequence, and outcomes that
+// break the engine's contract.
 #include "scheduler/scheduler.h"
 
+#include <chrono>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -317,6 +319,68 @@ TEST(Scheduler, EngineFailsOneSequence) {
   h.ExpectFinishedNormally(0, Full(30, 20, 20));
   h.ExpectFinishedNormally(2, Full(30, 20, 20));
   EXPECT_EQ(h.engine.UsedBlocks(), 0);
+}
+
+// A SimEngine whose next Run, when armed, breaks the outcome contract.
+class BrokenOutcomes : public StepEngine {
+ public:
+  enum class Break { kNone, kDropLast, kWrongId, kSchedulersState };
+  explicit BrokenOutcomes(SimEngine* engine) : e_(engine) {}
+
+  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override {
+    absl::Status s = e_->Run(work, outcomes);
+    if (!s.ok() || outcomes->empty()) return s;
+    switch (armed) {
+      case Break::kNone: break;
+      case Break::kDropLast: outcomes->pop_back(); break;
+      case Break::kWrongId: outcomes->back().id += 1000; break;
+      case Break::kSchedulersState: outcomes->back().state = RequestState::kFinishedCancelled; break;
+    }
+    armed = Break::kNone;
+    return s;
+  }
+  int32_t TotalBlocks() const override { return e_->TotalBlocks(); }
+  int32_t FreeBlocks() const override { return e_->FreeBlocks(); }
+  int32_t BlockSize() const override { return e_->BlockSize(); }
+  int32_t BlocksToAppend(RequestId id, int32_t n) const override { return e_->BlocksToAppend(id, n); }
+  int32_t Preempt(RequestId id) override { return e_->Preempt(id); }
+  void Remove(const SchedRequest& request) override { e_->Remove(request); }
+
+  Break armed = Break::kNone;
+
+ private:
+  SimEngine* e_;
+};
+
+// Outcomes the scheduler cannot pair with its work (too few, another id, a
+// state only the scheduler sets) fail the step, as an engine error does:
+// nothing is skipped silently.
+TEST(Scheduler, OutcomesThatDoNotMatchTheWorkFailTheStep) {
+  using Break = BrokenOutcomes::Break;
+  for (Break b : {Break::kDropLast, Break::kWrongId, Break::kSchedulersState}) {
+    SCOPED_TRACE(static_cast<int>(b));
+    SimEngine engine(100, 16);
+    BrokenOutcomes broken(&engine);
+    {
+      Scheduler sched(Config(), &broken);
+      const SchedClock::time_point t0 = SchedClock::time_point{} + std::chrono::seconds(1000);
+      for (RequestId id = 0; id < 3; ++id) {
+        ASSERT_TRUE(engine.AddSequence(id, Full(30, 20, 20)).ok());
+        ASSERT_TRUE(sched.Add(MakeSimRequest(id, Full(30, 20, 20))).ok());
+      }
+      ASSERT_TRUE(sched.Step(t0).engine_status.ok());
+      broken.armed = b;
+      const StepReport r = sched.Step(t0 + std::chrono::milliseconds(10));
+      EXPECT_EQ(r.engine_status.code(), absl::StatusCode::kInternal) << r.engine_status;
+      EXPECT_EQ(r.finished, 3);
+      EXPECT_FALSE(sched.HasWork());
+    }
+    for (RequestId id = 0; id < 3; ++id) {
+      EXPECT_EQ(engine.records().at(id).state, RequestState::kFinishedError) << id;
+      EXPECT_EQ(engine.records().at(id).remove_calls, 1) << id;
+    }
+    EXPECT_EQ(engine.UsedBlocks(), 0);
+  }
 }
 
 }  // namespace

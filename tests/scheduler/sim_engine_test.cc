@@ -20,7 +20,7 @@ SimSequenceSpec Spec(int32_t prompt, int32_t output, int32_t max_new, const std:
   s.prompt_tokens = prompt;
   s.output_tokens = output;
   s.max_new_tokens = max_new;
-  s.kv = KvPolicyOptions::DefaultsFor(policy);
+  s.kv = *KvPolicyOptions::DefaultsForName(policy);
   return s;
 }
 
@@ -47,11 +47,11 @@ TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   EXPECT_EQ(e.BlocksToAppend(1, 40), 3);
   SeqOutcome o = RunOne(e, 1, 16, true);
   EXPECT_FALSE(o.sampled);
-  EXPECT_EQ(o.result, SeqResult::kContinue);
+  EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.UsedBlocks(), 1);
   o = RunOne(e, 1, 24, true);  // completes the prompt: the first token
   EXPECT_TRUE(o.sampled);
-  EXPECT_EQ(o.result, SeqResult::kContinue);
+  EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.kv(1)->num_slots(), 40);
   EXPECT_EQ(e.UsedBlocks(), 3);
   EXPECT_EQ(e.BlocksToAppend(1, 8), 0);
@@ -59,11 +59,11 @@ TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   for (int i = 0; i < 3; ++i) {
     o = RunOne(e, 1, 1, false);
     EXPECT_TRUE(o.sampled);
-    EXPECT_EQ(o.result, SeqResult::kContinue);
+    EXPECT_EQ(o.state, RequestState::kRunning);
   }
   EXPECT_EQ(e.kv(1)->num_slots(), 43);
   o = RunOne(e, 1, 1, false);  // the 5th token: simulated EOS
-  EXPECT_EQ(o.result, SeqResult::kStopped);
+  EXPECT_EQ(o.state, RequestState::kFinishedStopped);
   EXPECT_EQ(e.generated(1), 5);
   EXPECT_EQ(e.kv(1)->num_slots(), 44);  // prompt + generated - 1
   EXPECT_EQ(e.running(), 1);
@@ -98,14 +98,14 @@ TEST(SimEngine, LengthAndStopEnds) {
   ASSERT_TRUE(e.AddSequence(2, Spec(8, 1, 1)).ok());    // ends on the prefill's sample
   ASSERT_TRUE(e.AddSequence(3, Spec(8, 1, 5)).ok());    // EOS on the first token
   ASSERT_TRUE(e.AddSequence(4, Spec(8, 50, 3)).ok());   // EOS beyond max: length
-  EXPECT_EQ(RunOne(e, 2, 8, true).result, SeqResult::kLength);
-  EXPECT_EQ(RunOne(e, 3, 8, true).result, SeqResult::kStopped);
-  EXPECT_EQ(RunOne(e, 1, 8, true).result, SeqResult::kContinue);
-  for (int i = 2; i <= 9; ++i) EXPECT_EQ(RunOne(e, 1, 1, false).result, SeqResult::kContinue) << i;
-  EXPECT_EQ(RunOne(e, 1, 1, false).result, SeqResult::kLength);
+  EXPECT_EQ(RunOne(e, 2, 8, true).state, RequestState::kFinishedLength);
+  EXPECT_EQ(RunOne(e, 3, 8, true).state, RequestState::kFinishedStopped);
+  EXPECT_EQ(RunOne(e, 1, 8, true).state, RequestState::kRunning);
+  for (int i = 2; i <= 9; ++i) EXPECT_EQ(RunOne(e, 1, 1, false).state, RequestState::kRunning) << i;
+  EXPECT_EQ(RunOne(e, 1, 1, false).state, RequestState::kFinishedLength);
   RunOne(e, 4, 8, true);
   RunOne(e, 4, 1, false);
-  EXPECT_EQ(RunOne(e, 4, 1, false).result, SeqResult::kLength);
+  EXPECT_EQ(RunOne(e, 4, 1, false).state, RequestState::kFinishedLength);
   EXPECT_EQ(e.generated(4), 3);
   EXPECT_EQ(e.peak_running(), 4);
 }
@@ -141,7 +141,7 @@ TEST(SimEngine, PreemptReleasesAndRecomputeSamplesNothing) {
   EXPECT_FALSE(o.sampled);
   o = RunOne(e, 1, 9, true);  // recompute done: no sample
   EXPECT_FALSE(o.sampled);
-  EXPECT_EQ(o.result, SeqResult::kContinue);
+  EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.generated(1), 6);
   o = RunOne(e, 1, 1, false);
   EXPECT_TRUE(o.sampled);
@@ -235,8 +235,8 @@ TEST(SimEngine, InjectedErrorReleasesTheSequence) {
   const std::vector<SeqWork> d = {{1, 1, false}, {2, 1, false}};
   ASSERT_TRUE(e.Run(d, &out).ok());
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(out[0].result, SeqResult::kContinue);
-  EXPECT_EQ(out[1].result, SeqResult::kError);
+  EXPECT_EQ(out[0].state, RequestState::kRunning);
+  EXPECT_EQ(out[1].state, RequestState::kFinishedError);
   EXPECT_FALSE(out[1].sampled);
   EXPECT_EQ(e.UsedBlocks(), 2);
   EXPECT_EQ(e.running(), 1);
@@ -274,7 +274,7 @@ TEST(SimEngine, CompressionMatchesSequenceCompressor) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.policy + " budget " + std::to_string(c.budget) + " interval " + std::to_string(c.interval) +
                  " keep_prompt " + std::to_string(c.keep_prompt) + " prompt " + std::to_string(c.prompt));
-    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(c.policy);
+    KvPolicyOptions o = *KvPolicyOptions::DefaultsForName(c.policy);
     o.budget = c.budget;
     o.interval = c.interval;
     o.keep_prompt = c.keep_prompt;

@@ -41,7 +41,7 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   constexpr int32_t kChunk = 16;
   constexpr RequestId kId = 7;
 
-  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor("beacon");
+  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   kv.budget = c.budget;
   kv.interval = c.interval;
   kv.keep_prompt = c.keep_prompt;
@@ -55,7 +55,7 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   ASSERT_GT(prompt.size(), static_cast<size_t>(kChunk));
   const int32_t n_prompt = static_cast<int32_t>(prompt.size());
 
-  std::unique_ptr<KvCache> cache = rt->MakeKvCache(4096, 16);
+  std::unique_ptr<KvCache> cache = *rt->MakeKvCache(4096, 16);
   GenerationEngine real(rt->backend(), cache.get(), rt->tokenizer(), rt->config());
   PreparedRequest p;
   p.request_id = "trace";

@@ -122,7 +122,7 @@ TEST(OpenAiRequestTest, PrepareRequestReportsTheSentValueAndTheServersLimit) {
   ServeLimits limits;
   limits.context_length = rt->config().context_length;
   limits.max_tokens_limit = 4096;
-  limits.kv_default = KvPolicyOptions::DefaultsFor("beacon");
+  limits.kv_default = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   limits.kv_default.budget = 256;
   limits.kv_limits.min_budget = 32;
   limits.kv_limits.max_budget = 2048;

@@ -24,7 +24,7 @@ class PrepareRequestTest : public ::testing::Test {
     limits_.context_length = rt_->config().context_length;
     limits_.default_max_tokens = 100;
     limits_.max_tokens_limit = 4096;
-    limits_.kv_default = KvPolicyOptions::DefaultsFor("beacon");
+    limits_.kv_default = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
     limits_.kv_default.budget = 256;
     limits_.kv_limits.min_budget = 32;
     limits_.kv_limits.max_budget = 2048;
@@ -55,7 +55,7 @@ TEST_F(PrepareRequestTest, GoodTextRequest) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->prompt, rt_->tokenizer()->Encode("Hello there", false, true));
   EXPECT_EQ(p->options.max_tokens, 50);
-  EXPECT_EQ(p->options.kv.policy, "beacon");
+  EXPECT_EQ(p->options.kv.policy, KvPolicyKind::kBeacon);
   const int32_t n = static_cast<int32_t>(p->prompt.size());
   EXPECT_EQ(p->peak_slots, SequenceCompressor::PeakSlots(p->options.kv, n, 50));
   EXPECT_EQ(p->deadline, r.arrival + std::chrono::milliseconds(1000));
@@ -234,7 +234,7 @@ TEST_F(PrepareRequestTest, RepeatedFieldsAreBounded) {
 }
 
 TEST_F(PrepareRequestTest, OperatorCanForbidPolicies) {
-  limits_.kv_limits.allowed_policies = {"beacon", "snapkv"};
+  limits_.kv_limits.allowed_policies = {KvPolicyKind::kBeacon, KvPolicyKind::kSnapKv};
   limits_.kv_limits.allow_full = false;
   ServeRequest r = Text("hi");
   r.kv_policy = "full";
@@ -242,7 +242,7 @@ TEST_F(PrepareRequestTest, OperatorCanForbidPolicies) {
   r.kv_policy = "snapkv";
   absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(p->options.kv.policy, "snapkv");
+  EXPECT_EQ(p->options.kv.policy, KvPolicyKind::kSnapKv);
   EXPECT_EQ(p->options.kv.budget, 256);  // the operator's budget
 }
 

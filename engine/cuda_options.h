@@ -1,0 +1,30 @@
+// The CUDA backend's knobs, in a header that builds without CUDA so that the
+// runtime and the command lines can carry them (engine/runtime.h,
+// engine/device_flags.h); engine/cuda/cuda_backend.h consumes them.
+#ifndef BEACON_ENGINE_CUDA_OPTIONS_H_
+#define BEACON_ENGINE_CUDA_OPTIONS_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace beacon {
+
+struct CudaBackendOptions {
+  int device = 0;           // CUDA device ordinal ("--device cuda:N")
+  bool cuda_graphs = true;  // replay captured graphs for all-decode steps (off: every step launched eagerly)
+  int max_splits = 16;      // split-K partitions per (token, KV head) in decode attention
+
+  // The limits of kernels/cuda/paged_attention.h (1 <= max_splits <= 1024);
+  // INVALID_ARGUMENT naming the option.
+  absl::Status Validate() const {
+    if (device < 0) return absl::InvalidArgumentError(absl::StrCat("CUDA device ordinal ", device, " is negative"));
+    if (max_splits < 1 || max_splits > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat("cuda max_splits: ", max_splits, " is not in [1, 1024]"));
+    }
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_CUDA_OPTIONS_H_

@@ -1,0 +1,48 @@
+// The device flags shared by beacon-serve and beacon-run: which device runs
+// the model and the CUDA backend's knobs (engine/cuda_options.h), so that an
+// operator can turn CUDA graphs off or bound split-K without a rebuild, as
+// vLLM's --enforce-eager does.
+#ifndef BEACON_ENGINE_DEVICE_FLAGS_H_
+#define BEACON_ENGINE_DEVICE_FLAGS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/runtime.h"
+#include "util/cli_args.h"
+
+namespace beacon {
+
+inline void DeclareDeviceFlags(cli::Args* args) {
+  args->Declare("device", false, "cpu", "engine device: cpu, cuda (GPU 0) or cuda:N (bf16 weights and KV on the GPU)");
+  args->Declare("cuda-graphs", false, "true",
+                "true/false: replay CUDA graphs for all-decode steps (false: every step launched eagerly)");
+  args->Declare("cuda-max-splits", false, "16",
+                "split-K partitions per token and KV head in decode attention (1-1024)");
+}
+
+// Fills options->device and options->cuda; INVALID_ARGUMENT naming the flag.
+inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* options) {
+  options->device = args.Str("device");
+  int ordinal = options->cuda.device;
+  if (absl::StatusOr<bool> cuda = ParseDeviceSpec(options->device, &ordinal); !cuda.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--device: ", cuda.status().message()));
+  }
+  const std::string graphs = args.Str("cuda-graphs");
+  if (graphs != "true" && graphs != "false") {
+    return absl::InvalidArgumentError(absl::StrCat("--cuda-graphs: '", graphs, "' is not true or false"));
+  }
+  options->cuda.cuda_graphs = graphs == "true";
+  absl::StatusOr<int64_t> splits = args.Int("cuda-max-splits");
+  if (!splits.ok()) return splits.status();
+  if (*splits < 1 || *splits > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("--cuda-max-splits: ", *splits, " is not in [1, 1024]"));
+  }
+  options->cuda.max_splits = static_cast<int>(*splits);
+  return absl::OkStatus();
+}
+
+}  // namespace beacon
+
+#endif  // BEACON_ENGINE_DEVICE_FLAGS_H_
