@@ -21,6 +21,7 @@
 #include "engine/runtime.h"
 #include "nlohmann/json.hpp"
 #include "util/cli_args.h"
+#include "util/run_main.h"
 
 namespace beacon {
 #ifdef BEACON_HAVE_CUDA
@@ -65,6 +66,7 @@ absl::StatusOr<DecodeResult> BenchDecode(Runtime* rt, int batch, int prompt_len,
   if (!made_cache.ok()) return made_cache.status();
   std::unique_ptr<KvCache> cache = *std::move(made_cache);
   std::vector<SequenceKv> seqs;
+  seqs.reserve(batch);
   std::vector<std::vector<int32_t>> last(batch);
   for (int b = 0; b < batch; ++b) seqs.emplace_back(cache.get());
   std::vector<float> logits;
@@ -82,6 +84,7 @@ absl::StatusOr<DecodeResult> BenchDecode(Runtime* rt, int batch, int prompt_len,
   }
   auto step = [&](int pos) -> absl::Status {
     std::vector<ForwardEntry> entries;
+    entries.reserve(batch);
     for (int b = 0; b < batch; ++b) entries.push_back(ForwardEntry{&seqs[b], last[b], pos, false});
     if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
     for (int b = 0; b < batch; ++b) last[b] = {argmax(b)};
@@ -233,4 +236,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace beacon
 
-int main(int argc, char** argv) { return beacon::Main(argc, argv); }
+int main(int argc, char** argv) { return beacon::RunMain("beacon-bench", &beacon::Main, argc, argv); }

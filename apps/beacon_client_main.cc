@@ -19,6 +19,7 @@
 #include "proto/beacon/v1/beacon.grpc.pb.h"
 #include "proto/beacon/v1/finish_reason_name.h"
 #include "util/cli_args.h"
+#include "util/run_main.h"
 
 namespace beacon {
 namespace {
@@ -185,4 +186,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace beacon
 
-int main(int argc, char** argv) { return beacon::Main(argc, argv); }
+int main(int argc, char** argv) { return beacon::RunMain("beacon-client", &beacon::Main, argc, argv); }

@@ -24,6 +24,7 @@
 #include "eval/report.h"
 #include "eval/synthetic_eval.h"
 #include "util/cli_args.h"
+#include "util/run_main.h"
 
 namespace beacon {
 namespace {
@@ -282,4 +283,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace beacon
 
-int main(int argc, char** argv) { return beacon::Main(argc, argv); }
+int main(int argc, char** argv) { return beacon::RunMain("beacon-eval", &beacon::Main, argc, argv); }

@@ -19,6 +19,7 @@
 #include "loadtest/stats.h"
 #include "loadtest/sweep.h"
 #include "loadtest/workload.h"
+#include "util/run_main.h"
 
 namespace beacon::loadtest {
 namespace {
@@ -117,4 +118,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace beacon::loadtest
 
-int main(int argc, char** argv) { return beacon::loadtest::Main(argc, argv); }
+int main(int argc, char** argv) { return beacon::RunMain("beacon-loadtest", &beacon::loadtest::Main, argc, argv); }

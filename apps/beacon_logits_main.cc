@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/runtime.h"
 #include "util/cli_args.h"
+#include "util/run_main.h"
 
 namespace beacon {
 namespace {
@@ -103,4 +104,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace beacon
 
-int main(int argc, char** argv) { return beacon::Main(argc, argv); }
+int main(int argc, char** argv) { return beacon::RunMain("beacon-logits", &beacon::Main, argc, argv); }

@@ -24,6 +24,8 @@
 #include "planner/report.h"
 #include "planner/reproduce.h"
 #include "util/cli_args.h"
+#include "util/run_main.h"
+#include "util/status_macros.h"
 
 namespace beacon::planner {
 namespace {
@@ -83,13 +85,6 @@ absl::StatusOr<double> NumFlag(const cli::Args& a, const std::string& name, doub
   return *v;
 }
 
-#define PLAN_ASSIGN(lhs, expr)        \
-  do {                                \
-    auto v_ = (expr);                 \
-    if (!v_.ok()) return v_.status(); \
-    lhs = *v_;                        \
-  } while (0)
-
 struct Setup {
   PlanReport report;  // inputs filled, results empty
   std::vector<KvPolicyOptions> configs;
@@ -117,12 +112,13 @@ absl::StatusOr<std::vector<KvPolicyOptions>> ParseConfigs(const cli::Args& a) {
           absl::StrCat("--kv-policy ", std::string(p), ": ", defaults.status().message()));
     }
     KvPolicyOptions base = *std::move(defaults);
-    PLAN_ASSIGN(base.interval, IntFlag(a, "kv-interval", 1, 1 << 20));
+    BEACON_ASSIGN_OR_RETURN(base.interval, IntFlag(a, "kv-interval", 1, 1 << 20));
     const std::string kp = a.Str("kv-keep-prompt");
     if (kp != "true" && kp != "false") return absl::InvalidArgumentError("--kv-keep-prompt must be true or false");
     base.keep_prompt = kp == "true";
-    if (a.Has("kv-recent-queries")) PLAN_ASSIGN(base.recent_queries, IntFlag(a, "kv-recent-queries", 1, 1024));
-    if (a.Has("kv-beacons")) PLAN_ASSIGN(base.beacons, IntFlag(a, "kv-beacons", 1, 4095));
+    if (a.Has("kv-recent-queries"))
+      BEACON_ASSIGN_OR_RETURN(base.recent_queries, IntFlag(a, "kv-recent-queries", 1, 1024));
+    if (a.Has("kv-beacons")) BEACON_ASSIGN_OR_RETURN(base.beacons, IntFlag(a, "kv-beacons", 1, 4095));
     const std::string f = a.Str("kv-beacon-filter");
     if (f != "all" && f != "global") return absl::InvalidArgumentError("--kv-beacon-filter must be all or global");
     base.beacon_filter = f == "all" ? BeaconFilter::kAll : BeaconFilter::kGlobal;
@@ -177,33 +173,33 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
   absl::StatusOr<ModelConfig> mc = ParseHfConfigFile(model_path, hf);
   if (!mc.ok()) return mc.status();
   double wbytes, kvbytes;
-  PLAN_ASSIGN(wbytes, NumFlag(a, "weight-bytes", 0.25, 4));
-  PLAN_ASSIGN(kvbytes, NumFlag(a, "kv-bytes", 0.25, 4));
+  BEACON_ASSIGN_OR_RETURN(wbytes, NumFlag(a, "weight-bytes", 0.25, 4));
+  BEACON_ASSIGN_OR_RETURN(kvbytes, NumFlag(a, "kv-bytes", 0.25, 4));
   r.model = ModelCostFromConfig(*mc, wbytes, kvbytes);
-  PLAN_ASSIGN(r.gpu, LoadGpuProfile(gpu));
+  BEACON_ASSIGN_OR_RETURN(r.gpu, LoadGpuProfile(gpu));
 
   PoolSpec pool;
-  PLAN_ASSIGN(pool.mem_fraction, NumFlag(a, "mem-fraction", 0.01, 1));
+  BEACON_ASSIGN_OR_RETURN(pool.mem_fraction, NumFlag(a, "mem-fraction", 0.01, 1));
   if (a.Has("kv-pool-gb")) {
     double gb;
-    PLAN_ASSIGN(gb, NumFlag(a, "kv-pool-gb", 1e-6, 1e5));
+    BEACON_ASSIGN_OR_RETURN(gb, NumFlag(a, "kv-pool-gb", 1e-6, 1e5));
     pool.kv_pool_bytes = gb * 1e9;
   }
   int64_t bs;
-  PLAN_ASSIGN(bs, IntFlag(a, "kv-block-size", 1, 4096));
+  BEACON_ASSIGN_OR_RETURN(bs, IntFlag(a, "kv-block-size", 1, 4096));
   pool.block_size = static_cast<int32_t>(bs);
-  PLAN_ASSIGN(r.pool, ResolvePool(pool, r.gpu, r.model));
+  BEACON_ASSIGN_OR_RETURN(r.pool, ResolvePool(pool, r.gpu, r.model));
 
   int64_t v;
-  PLAN_ASSIGN(v, IntFlag(a, "max-running", 1, 1 << 20));
+  BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "max-running", 1, 1 << 20));
   r.sched.max_running = static_cast<int32_t>(v);
-  PLAN_ASSIGN(v, IntFlag(a, "max-waiting", 0, 1 << 30));
+  BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "max-waiting", 0, 1 << 30));
   r.sched.max_waiting = static_cast<int32_t>(v);
-  PLAN_ASSIGN(v, IntFlag(a, "max-step-tokens", 1, 1 << 24));
+  BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "max-step-tokens", 1, 1 << 24));
   r.sched.max_step_tokens = static_cast<int32_t>(v);
-  PLAN_ASSIGN(v, IntFlag(a, "prefill-chunk", 1, 1 << 24));
+  BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "prefill-chunk", 1, 1 << 24));
   r.sched.prefill_chunk = static_cast<int32_t>(v);
-  PLAN_ASSIGN(r.sched.admission, ParseAdmissionMode(a.Str("admission")));
+  BEACON_ASSIGN_OR_RETURN(r.sched.admission, ParseAdmissionMode(a.Str("admission")));
   if (absl::Status st = r.sched.Validate(); !st.ok()) return st;
 
   if (s.reproduce) {
@@ -216,39 +212,39 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
     }
     if (a.Has("rate")) {
       w.arrival = ArrivalKind::kPoisson;
-      PLAN_ASSIGN(w.rate, NumFlag(a, "rate", 1e-9, 1e9));
+      BEACON_ASSIGN_OR_RETURN(w.rate, NumFlag(a, "rate", 1e-9, 1e9));
       if (!(w.rate > 0)) return absl::InvalidArgumentError("--rate must be > 0");
     } else {
       w.arrival = ArrivalKind::kClosedLoop;
       w.concurrency = r.sched.max_running;
       if (a.Has("concurrency")) {
-        PLAN_ASSIGN(v, IntFlag(a, "concurrency", 1, 1 << 20));
+        BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "concurrency", 1, 1 << 20));
         w.concurrency = static_cast<int32_t>(v);
       }
     }
-    PLAN_ASSIGN(v, IntFlag(a, "requests", 1, 10'000'000));
+    BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "requests", 1, 10'000'000));
     w.num_requests = static_cast<int32_t>(v);
-    PLAN_ASSIGN(w.prompt, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
-    PLAN_ASSIGN(w.output, LengthDist::Parse(a.Str("output-len"), "--output-len"));
-    PLAN_ASSIGN(v, IntFlag(a, "max-tokens", 0, INT32_MAX / 2));
+    BEACON_ASSIGN_OR_RETURN(w.prompt, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
+    BEACON_ASSIGN_OR_RETURN(w.output, LengthDist::Parse(a.Str("output-len"), "--output-len"));
+    BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "max-tokens", 0, INT32_MAX / 2));
     w.max_tokens = static_cast<int32_t>(v);
-    PLAN_ASSIGN(v, IntFlag(a, "seed", 0, INT64_MAX));
+    BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "seed", 0, INT64_MAX));
     w.seed = static_cast<uint64_t>(v);
     if (w.prompt.kind() == LengthDist::Kind::kFixed && w.prompt.Mean() >= r.model.context_length) {
       return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", w.prompt.ToString(),
                                                      " does not fit the model's context (", r.model.context_length,
                                                      " tokens)"));
     }
-    PLAN_ASSIGN(s.configs, ParseConfigs(a));
+    BEACON_ASSIGN_OR_RETURN(s.configs, ParseConfigs(a));
   }
   if (absl::Status st = r.workload.Validate(); !st.ok()) return st;
 
   if (a.Has("slo")) {
     double att;
-    PLAN_ASSIGN(att, NumFlag(a, "slo-attainment", 0, 1));
-    PLAN_ASSIGN(r.slo, ParseSlo(a.Str("slo"), att));
+    BEACON_ASSIGN_OR_RETURN(att, NumFlag(a, "slo-attainment", 0, 1));
+    BEACON_ASSIGN_OR_RETURN(r.slo, ParseSlo(a.Str("slo"), att));
     if (a.Has("slo-requests")) {
-      PLAN_ASSIGN(v, IntFlag(a, "slo-requests", 1, 10'000'000));
+      BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "slo-requests", 1, 10'000'000));
       s.slo_requests = static_cast<int32_t>(v);
     }
   } else {
@@ -257,7 +253,7 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
         return absl::InvalidArgumentError(absl::StrCat("--", f, " needs --slo (e.g. --slo ttft_ms=2000,tpot_ms=50)"));
     }
   }
-  if (a.Has("target-rate")) PLAN_ASSIGN(r.target_rate, NumFlag(a, "target-rate", 1e-9, 1e9));
+  if (a.Has("target-rate")) BEACON_ASSIGN_OR_RETURN(r.target_rate, NumFlag(a, "target-rate", 1e-9, 1e9));
   return s;
 }
 
@@ -371,4 +367,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace beacon::planner
 
-int main(int argc, char** argv) { return beacon::planner::Main(argc, argv); }
+int main(int argc, char** argv) { return beacon::RunMain("beacon-plan", &beacon::planner::Main, argc, argv); }

@@ -19,6 +19,7 @@
 #include "scheduler/scheduler.h"
 #include "server/generation_engine.h"
 #include "util/cli_args.h"
+#include "util/run_main.h"
 
 namespace beacon {
 namespace {
@@ -77,7 +78,7 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
     p.peak_slots = static_cast<int32_t>(SequenceCompressor::PeakSlots(kv, n_prompt, n_out));
     p.arrival = Clock::now();
     SchedRequest r;
-    r.id = static_cast<RequestId>(i + 1);
+    r.id = static_cast<RequestId>(i) + 1;
     r.prompt_tokens = n_prompt;
     r.max_new_tokens = n_out;
     r.peak_slots = p.peak_slots;
@@ -187,4 +188,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace beacon
 
-int main(int argc, char** argv) { return beacon::Main(argc, argv); }
+int main(int argc, char** argv) { return beacon::RunMain("beacon-serve-bench", &beacon::Main, argc, argv); }

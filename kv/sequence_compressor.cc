@@ -19,11 +19,7 @@ absl::StatusOr<std::unique_ptr<SequenceCompressor>> SequenceCompressor::Create(c
 
 SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const PolicyModelInfo& model, int32_t prompt_len,
                                        std::unique_ptr<KvPolicy> policy)
-    : options_(options),
-      model_(model),
-      prompt_len_(prompt_len),
-      policy_(std::move(policy)),
-      schedule_(options, prompt_len) {
+    : options_(options), model_(model), policy_(std::move(policy)), schedule_(options, prompt_len) {
   protection_.prompt_len = prompt_len;
   protection_.keep_prompt = options.keep_prompt;
   protection_.sinks = options.sinks;

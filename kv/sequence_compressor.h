@@ -58,7 +58,6 @@ class SequenceCompressor {
 
   KvPolicyOptions options_;
   PolicyModelInfo model_;
-  int32_t prompt_len_;
   std::unique_ptr<KvPolicy> policy_;
   Protection protection_;
   EvictionSchedule schedule_;

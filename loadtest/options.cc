@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "loadtest/arrival.h"
 #include "util/cli_args.h"
+#include "util/status_macros.h"
 
 namespace beacon::loadtest {
 namespace {
@@ -67,13 +68,6 @@ absl::StatusOr<int64_t> Integer(const cli::Args& a, const char* flag, int64_t lo
   }
   return *v;
 }
-
-#define ASSIGN_OR_RETURN_IMPL(var, expr) \
-  auto var##_or = (expr);                \
-  if (!var##_or.ok()) return var##_or.status();
-#define ASSIGN_OR_RETURN(lhs, var, expr) \
-  ASSIGN_OR_RETURN_IMPL(var, expr)       \
-  lhs = *var##_or;
 
 }  // namespace
 
@@ -164,9 +158,9 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
     if (!in) return absl::NotFoundError(absl::StrCat("--tls-ca: cannot read ", a.Str("tls-ca")));
     c.client.tls_ca_pem.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  ASSIGN_OR_RETURN(c.client.connections, conn, Integer(a, "connections", 1, 256));
-  ASSIGN_OR_RETURN(c.client.timeout_s, tmo, Number(a, "timeout-s", 0, false));
-  ASSIGN_OR_RETURN(c.client.connect_timeout_s, ctmo, Number(a, "connect-timeout-s", 0, false));
+  BEACON_ASSIGN_OR_RETURN(c.client.connections, Integer(a, "connections", 1, 256));
+  BEACON_ASSIGN_OR_RETURN(c.client.timeout_s, Number(a, "timeout-s", 0, false));
+  BEACON_ASSIGN_OR_RETURN(c.client.connect_timeout_s, Number(a, "connect-timeout-s", 0, false));
 
   // Load shape.
   const bool has_rate = a.Has("rate"), has_conc = a.Has("concurrency");
@@ -177,20 +171,19 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
     return absl::InvalidArgumentError("give --rate R (open loop, requests/s) or --concurrency N (closed loop)");
   }
   c.by_concurrency = has_conc;
-  ASSIGN_OR_RETURN(c.load.burstiness, burst, Number(a, "burstiness", 0, false));
+  BEACON_ASSIGN_OR_RETURN(c.load.burstiness, Number(a, "burstiness", 0, false));
   if (a.Has("burstiness") && has_conc) {
     return absl::InvalidArgumentError("--burstiness shapes open-loop arrivals: use it with --rate");
   }
   if (c.sweep) {
-    ASSIGN_OR_RETURN(
-        c.levels, lv,
-        ParseLevels(a.Str(has_rate ? "rate" : "concurrency"), has_conc, has_rate ? "--rate" : "--concurrency"));
+    BEACON_ASSIGN_OR_RETURN(c.levels, ParseLevels(a.Str(has_rate ? "rate" : "concurrency"), has_conc,
+                                                  has_rate ? "--rate" : "--concurrency"));
     if (has_conc && c.levels.back() > 100000) return absl::InvalidArgumentError("--concurrency: at most 100000");
   } else if (has_rate) {
-    ASSIGN_OR_RETURN(c.load.rate, rate, a.Double("rate"));
+    BEACON_ASSIGN_OR_RETURN(c.load.rate, a.Double("rate"));
     if (absl::Status s = ValidateArrival(c.load.rate, c.load.burstiness); !s.ok()) return s;
   } else {
-    ASSIGN_OR_RETURN(c.load.concurrency, conc, Integer(a, "concurrency", 1, 100000));
+    BEACON_ASSIGN_OR_RETURN(c.load.concurrency, Integer(a, "concurrency", 1, 100000));
   }
   if (a.Has("requests") && a.Has("duration-s")) {
     return absl::InvalidArgumentError("give --requests or --duration-s, not both");
@@ -202,56 +195,59 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
     if (a.Has("requests") || a.Has("duration-s")) {
       return absl::InvalidArgumentError("give --waves or --requests / --duration-s, not both");
     }
-    ASSIGN_OR_RETURN(c.waves, waves, Integer(a, "waves", 1, 1000));
+    BEACON_ASSIGN_OR_RETURN(c.waves, Integer(a, "waves", 1, 1000));
     c.load.requests = c.waves;  // per level: waves x the level's concurrency (sweep.cc)
   } else if (a.Has("duration-s")) {
-    ASSIGN_OR_RETURN(c.load.duration_s, dur, Number(a, "duration-s", 0, false));
+    BEACON_ASSIGN_OR_RETURN(c.load.duration_s, Number(a, "duration-s", 0, false));
   } else if (a.Has("requests")) {
-    ASSIGN_OR_RETURN(c.load.requests, req, Integer(a, "requests", 1, int64_t{1} << 40));
+    BEACON_ASSIGN_OR_RETURN(c.load.requests, Integer(a, "requests", 1, int64_t{1} << 40));
   } else {
     c.load.requests = 100;
   }
-  ASSIGN_OR_RETURN(c.load.warmup, warm, Integer(a, "warmup", 0, int64_t{1} << 40));
-  ASSIGN_OR_RETURN(int64_t seed, seed, Integer(a, "seed", 0, INT64_MAX));
+  BEACON_ASSIGN_OR_RETURN(c.load.warmup, Integer(a, "warmup", 0, int64_t{1} << 40));
+  int64_t seed = 0;
+  BEACON_ASSIGN_OR_RETURN(seed, Integer(a, "seed", 0, INT64_MAX));
   c.load.seed = static_cast<uint64_t>(seed);
   c.load.progress = !a.Flag("quiet");
 
   // Workload.
   WorkloadOptions& w = c.workload;
   w.seed = c.load.seed;
-  ASSIGN_OR_RETURN(w.prompt_len, plen, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
-  ASSIGN_OR_RETURN(w.output_len, olen, LengthDist::Parse(a.Str("output-len"), "--output-len"));
+  BEACON_ASSIGN_OR_RETURN(w.prompt_len, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
+  BEACON_ASSIGN_OR_RETURN(w.output_len, LengthDist::Parse(a.Str("output-len"), "--output-len"));
   w.ignore_eos = a.Flag("ignore-eos");
   if (a.Has("prompts")) {
     if (a.Has("prompt-len")) {
       return absl::InvalidArgumentError("--prompt-len sets synthetic prompts: not with --prompts");
     }
-    ASSIGN_OR_RETURN(w.prompts, pr, LoadPromptsJsonl(a.Str("prompts")));
+    BEACON_ASSIGN_OR_RETURN(w.prompts, LoadPromptsJsonl(a.Str("prompts")));
   }
-  ASSIGN_OR_RETURN(double temp, temp, Number(a, "temperature", 0, true));
+  double temp = 0;
+  BEACON_ASSIGN_OR_RETURN(temp, Number(a, "temperature", 0, true));
   w.temperature = static_cast<float>(temp);
   if (a.Has("kv-mix")) {
     if (a.Has("kv-policy") || a.Has("kv-budget")) {
       return absl::InvalidArgumentError("give --kv-mix or --kv-policy/--kv-budget, not both");
     }
-    ASSIGN_OR_RETURN(w.kv_mix, mix, ParseKvMix(a.Str("kv-mix")));
+    BEACON_ASSIGN_OR_RETURN(w.kv_mix, ParseKvMix(a.Str("kv-mix")));
   } else if (a.Has("kv-policy") || a.Has("kv-budget")) {
     std::string spec = a.Has("kv-policy") ? a.Str("kv-policy") : "default";
     if (a.Has("kv-budget")) {
-      ASSIGN_OR_RETURN(int64_t budget, bud, Integer(a, "kv-budget", 1, INT32_MAX));
+      int64_t budget = 0;
+      BEACON_ASSIGN_OR_RETURN(budget, Integer(a, "kv-budget", 1, INT32_MAX));
       absl::StrAppend(&spec, "@", budget);
     }
-    ASSIGN_OR_RETURN(w.kv_mix, single, ParseKvMix(spec, "--kv-policy"));
+    BEACON_ASSIGN_OR_RETURN(w.kv_mix, ParseKvMix(spec, "--kv-policy"));
     if (w.kv_mix.size() != 1) return absl::InvalidArgumentError("--kv-policy takes one policy (use --kv-mix)");
   }
 
   // SLO and sweep.
   if (a.Has("slo")) {
-    ASSIGN_OR_RETURN(c.slo, slo, ParseSlo(a.Str("slo")));
+    BEACON_ASSIGN_OR_RETURN(c.slo, ParseSlo(a.Str("slo")));
   }
-  ASSIGN_OR_RETURN(c.slo_attainment, att, Number(a, "slo-attainment", 0, false));
+  BEACON_ASSIGN_OR_RETURN(c.slo_attainment, Number(a, "slo-attainment", 0, false));
   if (c.slo_attainment > 1) return absl::InvalidArgumentError("--slo-attainment must be in (0, 1]");
-  ASSIGN_OR_RETURN(c.stop_after_fails, saf, Integer(a, "stop-after-fails", 1, 1000));
+  BEACON_ASSIGN_OR_RETURN(c.stop_after_fails, Integer(a, "stop-after-fails", 1, 1000));
   if (c.sweep && c.slo.empty()) {
     return absl::InvalidArgumentError("sweep needs --slo (e.g. --slo ttft_ms=1000,tpot_ms=50) to judge each level");
   }
@@ -294,9 +290,6 @@ absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
   }
   return absl::OkStatus();
 }
-
-#undef ASSIGN_OR_RETURN
-#undef ASSIGN_OR_RETURN_IMPL
 
 std::string UsageText() {
   return R"(usage: beacon-loadtest [run] (--rate R | --concurrency N) [options]

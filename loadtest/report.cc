@@ -12,6 +12,7 @@ namespace {
 
 std::string MixLabel(const std::vector<KvChoice>& mix) {
   std::vector<std::string> parts;
+  parts.reserve(mix.size());
   for (const KvChoice& k : mix) {
     parts.push_back(mix.size() > 1 && k.weight != 1 ? absl::StrCat(k.Label(), ":", k.weight) : k.Label());
   }

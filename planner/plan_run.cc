@@ -46,7 +46,8 @@ absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile&
     return absl::InvalidArgumentError(absl::StrFormat("kv_pool: %.0f bytes hold no %d-slot block of %.0f bytes", bytes,
                                                       spec.block_size, p.bytes_per_block));
   }
-  if (blocks > std::numeric_limits<int32_t>::max() / 2) {
+  constexpr int32_t kMaxBlocks = std::numeric_limits<int32_t>::max() / 2;
+  if (blocks > kMaxBlocks) {
     return absl::InvalidArgumentError(
         absl::StrFormat("kv_pool: %.0f blocks exceed the block pool's range; use a larger --kv-block-size", blocks));
   }
@@ -76,6 +77,71 @@ Percentiles ComputePercentiles(std::vector<double>& v) {
   return p;
 }
 
+namespace {
+
+// The mean admission footprint of the workload's requests and how many of
+// them the pool admits at once by that footprint (the planner's estimate,
+// set beside what the run measures).
+void EstimateFootprint(const RunInputs& in, const std::vector<PlannedRequest>& reqs, RunResult* res) {
+  double sum = 0;
+  for (const PlannedRequest& r : reqs) {
+    sum += static_cast<double>(std::min<int64_t>(
+        SequenceCompressor::PeakSlots(in.kv, r.prompt_tokens, r.max_new_tokens), in.model.context_length));
+  }
+  res->footprint_slots = std::llround(sum / static_cast<double>(reqs.size()));
+  const int64_t blocks = (res->footprint_slots + in.pool.block_size - 1) / in.pool.block_size;
+  res->admitted_by_footprint =
+      static_cast<int32_t>(std::min<int64_t>(in.sched.max_running, in.pool.blocks / std::max<int64_t>(1, blocks)));
+}
+
+// Per-request samples, latency percentiles, throughput and memory peaks from
+// the finished run.
+void Summarize(const RunInputs& in, const CostEngine& engine, int32_t n, RunResult* out) {
+  RunResult& res = *out;
+  std::vector<double> ttft, tpot, e2e;
+  double first_arrival = std::numeric_limits<double>::max(), last_finish = 0;
+  for (int32_t id = 0; id < n; ++id) {
+    auto it = engine.timings().find(id);
+    if (it == engine.timings().end()) continue;  // rejected
+    const RequestTiming& t = it->second;
+    first_arrival = std::min(first_arrival, t.arrival_s);
+    last_finish = std::max(last_finish, t.finish_s);
+    res.output_tokens += t.generated;
+    RequestSample q;
+    q.arrival_s = t.arrival_s;
+    q.finish_s = t.finish_s;
+    q.output_tokens = t.generated;
+    q.ok = t.state == RequestState::kFinishedStopped || t.state == RequestState::kFinishedLength;
+    if (q.ok) {
+      ++res.completed;
+      q.ttft_s = t.first_token_s - t.arrival_s;
+      q.e2e_s = t.finish_s - t.arrival_s;
+      ttft.push_back(q.ttft_s);
+      e2e.push_back(q.e2e_s);
+      if (t.generated > 1) {
+        q.tpot_s = (t.finish_s - t.first_token_s) / (t.generated - 1);
+        tpot.push_back(q.tpot_s);
+      }
+    }
+    res.requests.push_back(q);
+  }
+  res.ttft_s = ComputePercentiles(ttft);
+  res.tpot_s = ComputePercentiles(tpot);
+  res.e2e_s = ComputePercentiles(e2e);
+  res.makespan_s = res.completed > 0 ? last_finish - first_arrival : 0;
+  if (res.makespan_s > 0) {
+    res.output_tokens_per_s = res.output_tokens / res.makespan_s;
+    res.requests_per_s = res.completed / res.makespan_s;
+  }
+  res.engine = engine.stats();
+  res.peak_kv_bytes = res.engine.peak_used_blocks * in.pool.bytes_per_block;
+  res.peak_total_bytes = in.model.weight_bytes() + res.peak_kv_bytes;
+  res.peak_running = engine.sim().peak_running();
+  res.mean_decode_batch = res.engine.busy_s > 0 ? res.engine.decode_seq_seconds / res.engine.busy_s : 0;
+}
+
+}  // namespace
+
 absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progress) {
   if (absl::Status s = in.workload.Validate(); !s.ok()) return s;
   if (absl::Status s = in.kv.Validate(); !s.ok()) return s;
@@ -93,17 +159,7 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
   Scheduler sched(sched_config, &engine);
 
   RunResult res;
-  {
-    double sum = 0;
-    for (const PlannedRequest& r : reqs) {
-      sum += static_cast<double>(std::min<int64_t>(
-          SequenceCompressor::PeakSlots(in.kv, r.prompt_tokens, r.max_new_tokens), in.model.context_length));
-    }
-    res.footprint_slots = std::llround(sum / n);
-    const int64_t blocks = (res.footprint_slots + in.pool.block_size - 1) / in.pool.block_size;
-    res.admitted_by_footprint =
-        static_cast<int32_t>(std::min<int64_t>(in.sched.max_running, in.pool.blocks / std::max<int64_t>(1, blocks)));
-  }
+  EstimateFootprint(in, reqs, &res);
 
   std::deque<RequestId> arrived;  // arrived, not yet handed to the scheduler
   int32_t next = 0;               // next request to arrive
@@ -196,46 +252,7 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
     }
   }
 
-  std::vector<double> ttft, tpot, e2e;
-  double first_arrival = std::numeric_limits<double>::max(), last_finish = 0;
-  for (int32_t id = 0; id < n; ++id) {
-    auto it = engine.timings().find(id);
-    if (it == engine.timings().end()) continue;  // rejected
-    const RequestTiming& t = it->second;
-    first_arrival = std::min(first_arrival, t.arrival_s);
-    last_finish = std::max(last_finish, t.finish_s);
-    res.output_tokens += t.generated;
-    RequestSample q;
-    q.arrival_s = t.arrival_s;
-    q.finish_s = t.finish_s;
-    q.output_tokens = t.generated;
-    q.ok = t.state == RequestState::kFinishedStopped || t.state == RequestState::kFinishedLength;
-    if (q.ok) {
-      ++res.completed;
-      q.ttft_s = t.first_token_s - t.arrival_s;
-      q.e2e_s = t.finish_s - t.arrival_s;
-      ttft.push_back(q.ttft_s);
-      e2e.push_back(q.e2e_s);
-      if (t.generated > 1) {
-        q.tpot_s = (t.finish_s - t.first_token_s) / (t.generated - 1);
-        tpot.push_back(q.tpot_s);
-      }
-    }
-    res.requests.push_back(q);
-  }
-  res.ttft_s = ComputePercentiles(ttft);
-  res.tpot_s = ComputePercentiles(tpot);
-  res.e2e_s = ComputePercentiles(e2e);
-  res.makespan_s = res.completed > 0 ? last_finish - first_arrival : 0;
-  if (res.makespan_s > 0) {
-    res.output_tokens_per_s = res.output_tokens / res.makespan_s;
-    res.requests_per_s = res.completed / res.makespan_s;
-  }
-  res.engine = engine.stats();
-  res.peak_kv_bytes = res.engine.peak_used_blocks * in.pool.bytes_per_block;
-  res.peak_total_bytes = in.model.weight_bytes() + res.peak_kv_bytes;
-  res.peak_running = engine.sim().peak_running();
-  res.mean_decode_batch = res.engine.busy_s > 0 ? res.engine.decode_seq_seconds / res.engine.busy_s : 0;
+  Summarize(in, engine, n, &res);
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (progress) progress(Progress{done, n, engine.now_s(), res.wall_s, 0, 0});
   return res;

@@ -5,6 +5,16 @@
 #include "absl/strings/str_format.h"
 
 namespace beacon::planner {
+namespace {
+
+constexpr char kGbReadAsGib[] =
+    "the published \"GB\" read as GiB (2^30 bytes): in decimal GB the full cache's weights + KV are at least "
+    "85.4 GB, above the published 77.0";
+constexpr char kThroughputNote[] =
+    "throughput = output tokens / virtual makespan, from the roofline cost model on the H200 profile "
+    "(datasheet + modelled constants; no GPU measurement)";
+
+}  // namespace
 
 PublishedSetup MakePublishedSetup(int32_t prompt_tokens) {
   PublishedSetup s;
@@ -42,14 +52,12 @@ Reproduction CompareWithPublished(const ModelCost& model, const RunResult& full,
       absl::StrFormat("peak memory = bf16 weights (%.2f GB = %.2f GiB) + the batch's peak KV cache (bf16, %.1f KiB "
                       "per token); runtime workspace and activations not counted",
                       model.weight_bytes() / 1e9, model.weight_bytes() / kGiB, model.kv_bytes_per_token() / 1024),
-      "the published \"GB\" read as GiB (2^30 bytes): in decimal GB the full cache's weights + KV are at least "
-      "85.4 GB, above the published 77.0",
+      std::string(kGbReadAsGib),
       absl::StrFormat("prompt %d tokens, kept whole (keep_prompt); BeaconKV bound = prompt + budget 2048 + interval "
                       "128; KV blocks of 16 slots",
                       prompt_tokens),
       "batch 16: 16 requests admitted at once, each generating 32,768 tokens (to length)",
-      "throughput = output tokens / virtual makespan, from the roofline cost model on the H200 profile "
-      "(datasheet + modelled constants; no GPU measurement)",
+      std::string(kThroughputNote),
   };
   return r;
 }

@@ -70,7 +70,7 @@ absl::StatusOr<RequestId> EngineLoop::Submit(PreparedRequest request, std::share
   if (draining_.load()) return absl::UnavailableError("the server is draining: send the request to another replica");
   const RequestId id = next_id_.fetch_add(1);
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stop_) return absl::UnavailableError("the server is shutting down");
     inflight_.fetch_add(1);
     inbox_.push_back(SubmitCmd{id, std::move(request), std::move(sink)});
@@ -85,7 +85,7 @@ void EngineLoop::BeginDrain() { draining_.store(true); }
 
 void EngineLoop::Post(Command c) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stop_) return;
     inbox_.push_back(std::move(c));
   }
@@ -94,7 +94,7 @@ void EngineLoop::Post(Command c) {
 
 void EngineLoop::Stop() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stop_ && !thread_.joinable()) return;
     stop_ = true;
   }
@@ -103,7 +103,7 @@ void EngineLoop::Stop() {
 }
 
 LoopStats EngineLoop::Stats() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   LoopStats s = stats_;
   s.inflight = inflight_.load();
   s.finished = finished_.load();
@@ -146,7 +146,7 @@ void EngineLoop::PublishStats(const StepReport* report) {
   s.compressing = engine_.num_compressing();
   engine_.KvTokens(&s.kv_cached_tokens, &s.kv_logical_tokens);
   s.totals = engine_.totals();
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // The last step's size; 0 once the engine is idle.
   const bool ran = report != nullptr && report->ran;
   const bool idle = !scheduler_.HasWork();
@@ -159,7 +159,7 @@ void EngineLoop::Run() {
   std::deque<Command> batch;
   for (;;) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (!stop_ && inbox_.empty() && !scheduler_.HasWork()) {
         while (!stop_ && inbox_.empty()) cv_.Wait(&mu_);
       }
@@ -194,7 +194,7 @@ void EngineLoop::Run() {
     if (scheduler_.HasWork() && !report.ran) {
       // Waiting requests that cannot be admitted yet and nothing running
       // (optimistic watermark): wait briefly for a cancel or a deadline.
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       const absl::Time until = absl::Now() + absl::Milliseconds(5);
       while (!stop_ && inbox_.empty()) {
         if (cv_.WaitWithDeadline(&mu_, until)) break;  // timed out
@@ -205,7 +205,7 @@ void EngineLoop::Run() {
   scheduler_.AbortAll(RequestState::kFinishedCancelled);
   std::deque<Command> rest;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     rest.swap(inbox_);
   }
   for (Command& c : rest) {

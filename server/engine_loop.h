@@ -20,9 +20,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "scheduler/scheduler.h"
 #include "server/generation_engine.h"
+#include "util/mutex.h"
 
 namespace beacon {
 
@@ -93,8 +93,8 @@ class EngineLoop {
   Scheduler scheduler_;
   EngineObserver* observer_;
 
-  mutable absl::Mutex mu_;
-  absl::CondVar cv_;  // signalled (outside mu_) on a new command and on stop
+  mutable Mutex mu_;
+  CondVar cv_;  // signalled (outside mu_) on a new command and on stop
   std::deque<Command> inbox_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   LoopStats stats_ ABSL_GUARDED_BY(mu_);

@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> GrpcFrontEnd::Start(GrpcFrontEndOp
   }
   fe->port_ = bound;
   {
-    absl::MutexLock lock(&fe->mu_);
+    MutexLock lock(&fe->mu_);
     fe->current_ = std::move(first);
   }
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -116,7 +116,7 @@ std::unique_ptr<GrpcFrontEnd::Instance> GrpcFrontEnd::Build(int port, int* bound
   grpc::HealthCheckServiceInterface* health = inst->server->GetHealthCheckService();
   bool serving;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     serving = health_serving_;
   }
   if (health != nullptr) {
@@ -207,7 +207,7 @@ void GrpcFrontEnd::Restart() {
   std::unique_ptr<Instance> next = Build(port_, &bound, &error);
   if (next == nullptr) return;  // e.g. still out of file descriptors: the next check retries
   restarts_.fetch_add(1);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (stopping_) return;  // `next` shuts down as it goes out of scope
   std::unique_ptr<Instance> old = std::exchange(current_, std::move(next));
   // The old listener closes as Shutdown starts; the calls it still runs get
@@ -218,7 +218,7 @@ void GrpcFrontEnd::Restart() {
 }
 
 void GrpcFrontEnd::SetServingStatus(bool serving) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   health_serving_ = serving;
   if (current_ == nullptr) return;
   grpc::HealthCheckServiceInterface* health = current_->server->GetHealthCheckService();
@@ -232,13 +232,13 @@ void GrpcFrontEnd::Shutdown(std::chrono::system_clock::time_point deadline) {
     std::unique_ptr<Instance> current;
     std::vector<std::thread> retiring;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
     }
     wake_.SignalAll();
     if (watchdog_.joinable()) watchdog_.join();
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       current = std::move(current_);
       retiring.swap(retiring_);
     }

@@ -42,7 +42,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "util/mutex.h"
 
 namespace beacon {
 
@@ -122,8 +122,8 @@ class GrpcFrontEnd {
   std::atomic<bool> serving_{false};
   std::atomic<int> restarts_{0};
 
-  absl::Mutex mu_;
-  absl::CondVar wake_;  // signalled when stopping_ is set
+  Mutex mu_;
+  CondVar wake_;  // signalled when stopping_ is set
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool health_serving_ ABSL_GUARDED_BY(mu_) = true;
   std::unique_ptr<Instance> current_ ABSL_GUARDED_BY(mu_) ABSL_PT_GUARDED_BY(mu_);

@@ -6,11 +6,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "engine/tokenizer/unicode.h"
 #include "server/api_key.h"
 #include "server/grpc_convert.h"
 #include "util/log.h"
+#include "util/mutex.h"
 
 namespace beacon {
 namespace {
@@ -30,7 +30,7 @@ std::string NewRequestId() {
 }
 
 // std::recursive_mutex, unchanged, declared a capability so that clang's
-// thread-safety analysis checks what it guards (absl::Mutex is not
+// thread-safety analysis checks what it guards (Mutex is not
 // recursive). The analysis does not model re-entry: no function here locks it
 // twice itself; the nested acquisition happens at run time only, when a write
 // issued under it completes inline and OnDone -> Detach() locks it again.
@@ -102,7 +102,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     }
     Action a;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (!id.ok()) {
         reject_ = ToGrpc(id.status());
       } else {
@@ -116,7 +116,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   void OnWriteDone(bool ok) override ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       writing_ = false;
       if (!ok) cancelled_ = true;  // the client is gone
       a = Next();
@@ -128,7 +128,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   void OnCancel() override ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       cancelled_ = true;
       a = Next();
     }
@@ -151,7 +151,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   void PushTokens(std::span<const int32_t> ids, std::string_view text) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       for (int32_t id : ids) pending_.add_token_ids(id);
       pending_.mutable_text()->append(text.data(), text.size());
       has_pending_ = true;
@@ -162,7 +162,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   void PushFinal(const StreamFinal& f) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       FillFinal(f, &pending_);
       has_pending_ = true;
       final_ready_ = true;
@@ -173,7 +173,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   void PushReject(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       reject_ = ToGrpc(s);
       a = Next();
     }
@@ -224,7 +224,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   void CancelInEngine() ABSL_LOCKS_EXCLUDED(mu_) {
     std::optional<RequestId> id;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       id = id_;
     }
     if (id.has_value()) loop_->Cancel(*id);
@@ -234,7 +234,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   const std::string request_id_;
   std::shared_ptr<Sink> sink_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::optional<RequestId> id_ ABSL_GUARDED_BY(mu_);
   GenerateResponse pending_ ABSL_GUARDED_BY(mu_);  // tokens not yet written (merged while a write is in flight)
   // The message being written. Not GUARDED_BY(mu_): gRPC reads it, without

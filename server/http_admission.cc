@@ -24,7 +24,7 @@ void AdmissionTicket::Release() {
 
 AdmissionTicket ConnectionLimits::Admit(std::string client) {
   AdmissionTicket t;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto held = per_client_.find(client);
   if (max_per_client_ > 0 && held != per_client_.end() && held->second >= max_per_client_) {
     t.refusal_ =
@@ -48,7 +48,7 @@ AdmissionTicket ConnectionLimits::Admit(std::string client) {
 }
 
 void ConnectionLimits::Release(Slot slot, const std::string& client) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   --(slot == Slot::kNormal ? normal_ : reserve_);
   if (client.empty()) return;
   auto it = per_client_.find(client);
@@ -56,12 +56,12 @@ void ConnectionLimits::Release(Slot slot, const std::string& client) {
 }
 
 int ConnectionLimits::open(Slot slot) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return slot == Slot::kNormal ? normal_ : slot == Slot::kReserve ? reserve_ : 0;
 }
 
 int ConnectionLimits::held_by(const std::string& client) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = per_client_.find(client);
   return it == per_client_.end() ? 0 : it->second;
 }

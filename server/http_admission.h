@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "util/mutex.h"
 
 namespace beacon::http_internal {
 
@@ -73,7 +73,7 @@ class ConnectionLimits {
   const int max_connections_;
   const int max_per_client_;
   const int probe_connections_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   int normal_ ABSL_GUARDED_BY(mu_) = 0;
   int reserve_ ABSL_GUARDED_BY(mu_) = 0;
   std::unordered_map<std::string, int> per_client_ ABSL_GUARDED_BY(mu_);  // only addresses holding some

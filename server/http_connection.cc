@@ -66,7 +66,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     socket_.set_option(tcp::no_delay(true), ec);  // a streamed token must not wait for an ACK (Nagle)
   }
   ~Connection() {
-    absl::MutexLock lock(&server_->mu);
+    MutexLock lock(&server_->mu);
     server_->connections.erase(this);
   }
   const asio::any_io_executor& executor() const { return ex_; }
@@ -419,7 +419,7 @@ void ServeConnection(ServerShared* shared, tcp::socket socket) {
   const bool admitted = ticket.slot() != Slot::kRejected;
   std::shared_ptr<Connection> connection;
   {
-    absl::MutexLock lock(&shared->mu);
+    MutexLock lock(&shared->mu);
     if (shared->stopping) return;  // StopConnections() has taken its snapshot
     connection = std::make_shared<Connection>(shared, std::move(socket), std::move(ticket), std::move(remote));
     shared->connections.emplace(connection.get(), connection);
@@ -431,7 +431,7 @@ void ServeConnection(ServerShared* shared, tcp::socket socket) {
 void StopConnections(ServerShared* shared) {
   std::vector<std::shared_ptr<Connection>> live;
   {
-    absl::MutexLock lock(&shared->mu);
+    MutexLock lock(&shared->mu);
     shared->stopping = true;
     for (auto& [ptr, weak] : shared->connections) {
       if (auto c = weak.lock()) live.push_back(std::move(c));

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "server/http_admission.h"
 #include "server/http_server.h"
 #include "server/http_worker_pool.h"
+#include "util/mutex.h"
 
 namespace beacon::http_internal {
 
@@ -32,7 +32,7 @@ class DisconnectSignal {
   void Disconnect() ABSL_LOCKS_EXCLUDED(mu_) {
     std::vector<std::function<void()>> callbacks;
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (finished_ || disconnected_.exchange(true)) return;
       callbacks.swap(callbacks_);
       firing_ = true;
@@ -43,7 +43,7 @@ class DisconnectSignal {
       } catch (...) {  // would otherwise end an IO thread, and the server with it
       }
     }
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     firing_ = false;
     cv_.SignalAll();
   }
@@ -51,7 +51,7 @@ class DisconnectSignal {
   // disconnected; drops it once Finish() has run.
   void OnDisconnect(std::function<void()> cb) ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       if (finished_) return;
       if (!disconnected_) {
         callbacks_.push_back(std::move(cb));
@@ -63,15 +63,15 @@ class DisconnectSignal {
   // The handler has returned: waits for running callbacks; none runs after.
   void Finish() ABSL_LOCKS_EXCLUDED(mu_) {
     std::vector<std::function<void()>> dropped;  // destroyed after the lock is released
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     finished_ = true;
     dropped.swap(callbacks_);
     while (firing_) cv_.Wait(&mu_);
   }
 
  private:
-  absl::Mutex mu_;
-  absl::CondVar cv_;  // signalled when firing_ goes back to false
+  Mutex mu_;
+  CondVar cv_;  // signalled when firing_ goes back to false
   // Set under mu_ by Disconnect(); read without it by disconnected().
   std::atomic<bool> disconnected_{false};
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
@@ -96,7 +96,7 @@ struct ServerShared {
   // Set under mu (so that no connection registers after StopConnections()'s
   // snapshot); read without it by connections deciding keep-alive.
   std::atomic<bool> stopping{false};
-  absl::Mutex mu;
+  Mutex mu;
   // Every live connection, rejected ones too, so that Stop() closes them all.
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections ABSL_GUARDED_BY(mu);
 };

@@ -104,7 +104,7 @@ struct HttpResponse {
 
 // The OpenAI error shape: {"error":{"message":...,"type":...,"code":status}}.
 // `type` is e.g. "invalid_request_error" or "server_error".
-HttpResponse JsonError(int status, std::string message, std::string type);
+HttpResponse JsonError(int status, const std::string& message, const std::string& type);
 
 // How a handler answers: either one Reply(), or BeginStream(), any number of
 // Write()s and End(). An interface so that route handlers can be tested with a
@@ -196,7 +196,7 @@ class HttpServer {
 
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
-  ~HttpServer();  // Stop()s
+  ~HttpServer();  // NOLINT(bugprone-exception-escape): Stop()s (see ~ServerState)
 
   // The bound port (the ephemeral one when options.port was 0).
   int port() const;

@@ -19,7 +19,7 @@ WorkerPool::~WorkerPool() { StopAndJoin(); }
 bool WorkerPool::Submit(std::function<void()> task) {
   std::vector<std::thread> exited;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return false;
     exited = TakeRetiredLocked();
     tasks_.push_back(std::move(task));
@@ -43,7 +43,7 @@ bool WorkerPool::Submit(std::function<void()> task) {
 void WorkerPool::StopAndJoin() {
   std::vector<std::thread> threads;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     for (auto& [id, t] : all_) threads.push_back(std::move(t));
     all_.clear();
@@ -54,7 +54,7 @@ void WorkerPool::StopAndJoin() {
 }
 
 size_t WorkerPool::threads() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return live_;
 }
 
@@ -107,7 +107,7 @@ void WorkerPool::Loop() {
 #else
   (void)back_to_floor;
 #endif
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!stopping_) retired_.push_back(std::this_thread::get_id());  // else StopAndJoin() holds us
 }
 

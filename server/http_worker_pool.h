@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "util/mutex.h"
 
 namespace beacon::http_internal {
 
@@ -58,8 +58,8 @@ class WorkerPool {
 
   const std::chrono::milliseconds idle_timeout_;
   const size_t min_threads_;
-  mutable absl::Mutex mu_;
-  absl::CondVar cv_;  // signalled for a queued task (one idle thread) and on stop (all)
+  mutable Mutex mu_;
+  CondVar cv_;  // signalled for a queued task (one idle thread) and on stop (all)
   std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for a task
   size_t live_ ABSL_GUARDED_BY(mu_) = 0;  // threads not exiting

@@ -168,7 +168,7 @@ void ServerMetrics::Refresh(const LoopStats& s) {
   logical_tokens_->Set(static_cast<double>(s.kv_logical_tokens));
   step_batch_->Set(s.last_step_batch);
   step_tokens_->Set(s.last_step_tokens);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const EngineTotals& t = s.totals;
   Advance(prompt_tokens_, t.prompt_tokens, &last_.prompt_tokens);
   Advance(generation_tokens_, t.generation_tokens, &last_.generation_tokens);

@@ -25,10 +25,10 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "kv/kv_policy.h"
 #include "server/engine_loop.h"
 #include "server/engine_observer.h"
+#include "util/mutex.h"
 
 namespace beacon {
 
@@ -102,7 +102,7 @@ class ServerMetrics : public EngineObserver {
   prometheus::Histogram* peak_kv_tokens_;
   prometheus::Histogram* compression_ratio_;
 
-  absl::Mutex mu_;
+  Mutex mu_;
   EngineTotals last_ ABSL_GUARDED_BY(mu_);  // the engine totals the counters were last advanced to
 };
 

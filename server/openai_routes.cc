@@ -9,11 +9,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 #include "server/http_routes.h"
 #include "server/openai_request.h"
 #include "util/log.h"
+#include "util/mutex.h"
 
 namespace beacon {
 namespace {
@@ -80,7 +80,7 @@ class HttpSink : public RequestSink {
 
   // Blocks until an event arrives.
   Event Next() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     while (events_.empty()) cv_.Wait(&mu_);
     Event e = std::move(events_.front());
     events_.pop_front();
@@ -90,13 +90,13 @@ class HttpSink : public RequestSink {
  private:
   void Push(Event e) ABSL_LOCKS_EXCLUDED(mu_) {
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       events_.push_back(std::move(e));
     }
     cv_.Signal();
   }
-  absl::Mutex mu_;
-  absl::CondVar cv_;  // signalled (outside mu_) for each event pushed
+  Mutex mu_;
+  CondVar cv_;  // signalled (outside mu_) for each event pushed
   std::deque<Event> events_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -21,13 +21,22 @@ double NowSeconds() {
 }
 
 void Handler(google::protobuf::LogLevel level, const char* /*file*/, int /*line*/, const std::string& message) {
-  static constexpr const char* kLevels[] = {"INFO", "WARNING", "ERROR", "FATAL"};
-  const std::string name = level >= 0 && level < 4 ? kLevels[level] : "LOG";
-  const std::string out =
-      g_limiter->Line("libprotobuf " + name, message, level == google::protobuf::LOGLEVEL_FATAL, NowSeconds());
-  const logging::Level as = level == google::protobuf::LOGLEVEL_INFO      ? logging::Level::kInfo
-                            : level == google::protobuf::LOGLEVEL_WARNING ? logging::Level::kWarn
-                                                                          : logging::Level::kError;
+  const char* name = "LOG";
+  logging::Level as = logging::Level::kError;
+  switch (level) {
+    case google::protobuf::LOGLEVEL_INFO:
+      name = "INFO";
+      as = logging::Level::kInfo;
+      break;
+    case google::protobuf::LOGLEVEL_WARNING:
+      name = "WARNING";
+      as = logging::Level::kWarn;
+      break;
+    case google::protobuf::LOGLEVEL_ERROR: name = "ERROR"; break;
+    case google::protobuf::LOGLEVEL_FATAL: name = "FATAL"; break;
+  }
+  const std::string out = g_limiter->Line(absl::StrCat("libprotobuf ", name), message,
+                                          level == google::protobuf::LOGLEVEL_FATAL, NowSeconds());
   if (!out.empty()) logging::Write(as, {}, out);
 }
 
@@ -50,7 +59,7 @@ absl::StatusOr<OpenFileLimit> RaiseOpenFileLimit() {
 }
 
 std::string LogRateLimiter::Line(const std::string& level, const std::string& message, bool fatal, double now_s) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (now_s - window_start_ >= window_s_) {
     window_start_ = now_s;
     printed_ = 0;

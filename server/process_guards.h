@@ -11,7 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "util/mutex.h"
 
 namespace beacon {
 
@@ -47,7 +47,7 @@ class LogRateLimiter {
       ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   const int burst_;
   const double window_s_;
   double window_start_ ABSL_GUARDED_BY(mu_) = -1e18;

@@ -36,6 +36,7 @@
 #include "engine/model/model_loader.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
+#include "util/status_macros.h"
 
 namespace beacon {
 namespace {
@@ -150,13 +151,6 @@ class DummyBuilder {
   ModelWeights* w_;
 };
 
-#define BEACON_TRY_ASSIGN(lhs, expr)  \
-  do {                                \
-    auto v_ = (expr);                 \
-    if (!v_.ok()) return v_.status(); \
-    lhs = *std::move(v_);             \
-  } while (0)
-
 constexpr float kBiasScale = 0.02f;
 
 // Tensors are named as in an HF checkpoint, so a tensor's values depend on
@@ -164,24 +158,24 @@ constexpr float kBiasScale = 0.02f;
 absl::Status BuildLayer(const ModelConfig& c, int l, DummyBuilder& b, LayerWeights* L) {
   const std::string p = absl::StrCat("model.layers.", l, ".");
   const int64_t h = c.hidden, q = c.q_dim(), kv = c.kv_dim(), f = c.ffn_hidden;
-  BEACON_TRY_ASSIGN(L->attn_norm, b.Vector(p + "input_layernorm.weight", h, 1.0f, 0.0f));
-  BEACON_TRY_ASSIGN(L->wq, b.Matrix(p + "self_attn.q_proj.weight", q, h));
-  BEACON_TRY_ASSIGN(L->wk, b.Matrix(p + "self_attn.k_proj.weight", kv, h));
-  BEACON_TRY_ASSIGN(L->wv, b.Matrix(p + "self_attn.v_proj.weight", kv, h));
-  BEACON_TRY_ASSIGN(L->wo, b.Matrix(p + "self_attn.o_proj.weight", h, q));
+  BEACON_ASSIGN_OR_RETURN(L->attn_norm, b.Vector(p + "input_layernorm.weight", h, 1.0f, 0.0f));
+  BEACON_ASSIGN_OR_RETURN(L->wq, b.Matrix(p + "self_attn.q_proj.weight", q, h));
+  BEACON_ASSIGN_OR_RETURN(L->wk, b.Matrix(p + "self_attn.k_proj.weight", kv, h));
+  BEACON_ASSIGN_OR_RETURN(L->wv, b.Matrix(p + "self_attn.v_proj.weight", kv, h));
+  BEACON_ASSIGN_OR_RETURN(L->wo, b.Matrix(p + "self_attn.o_proj.weight", h, q));
   if (c.qkv_bias) {
-    BEACON_TRY_ASSIGN(L->bq, b.Vector(p + "self_attn.q_proj.bias", q, 0.0f, kBiasScale));
-    BEACON_TRY_ASSIGN(L->bk, b.Vector(p + "self_attn.k_proj.bias", kv, 0.0f, kBiasScale));
-    BEACON_TRY_ASSIGN(L->bv, b.Vector(p + "self_attn.v_proj.bias", kv, 0.0f, kBiasScale));
+    BEACON_ASSIGN_OR_RETURN(L->bq, b.Vector(p + "self_attn.q_proj.bias", q, 0.0f, kBiasScale));
+    BEACON_ASSIGN_OR_RETURN(L->bk, b.Vector(p + "self_attn.k_proj.bias", kv, 0.0f, kBiasScale));
+    BEACON_ASSIGN_OR_RETURN(L->bv, b.Vector(p + "self_attn.v_proj.bias", kv, 0.0f, kBiasScale));
   }
   if (c.qk_norm) {
-    BEACON_TRY_ASSIGN(L->q_norm, b.Vector(p + "self_attn.q_norm.weight", c.head_dim, 1.0f, 0.0f));
-    BEACON_TRY_ASSIGN(L->k_norm, b.Vector(p + "self_attn.k_norm.weight", c.head_dim, 1.0f, 0.0f));
+    BEACON_ASSIGN_OR_RETURN(L->q_norm, b.Vector(p + "self_attn.q_norm.weight", c.head_dim, 1.0f, 0.0f));
+    BEACON_ASSIGN_OR_RETURN(L->k_norm, b.Vector(p + "self_attn.k_norm.weight", c.head_dim, 1.0f, 0.0f));
   }
-  BEACON_TRY_ASSIGN(L->ffn_norm, b.Vector(p + "post_attention_layernorm.weight", h, 1.0f, 0.0f));
-  BEACON_TRY_ASSIGN(L->w_gate, b.Matrix(p + "mlp.gate_proj.weight", f, h));
-  BEACON_TRY_ASSIGN(L->w_up, b.Matrix(p + "mlp.up_proj.weight", f, h));
-  BEACON_TRY_ASSIGN(L->w_down, b.Matrix(p + "mlp.down_proj.weight", h, f));
+  BEACON_ASSIGN_OR_RETURN(L->ffn_norm, b.Vector(p + "post_attention_layernorm.weight", h, 1.0f, 0.0f));
+  BEACON_ASSIGN_OR_RETURN(L->w_gate, b.Matrix(p + "mlp.gate_proj.weight", f, h));
+  BEACON_ASSIGN_OR_RETURN(L->w_up, b.Matrix(p + "mlp.up_proj.weight", f, h));
+  BEACON_ASSIGN_OR_RETURN(L->w_down, b.Matrix(p + "mlp.down_proj.weight", h, f));
   return absl::OkStatus();
 }
 
@@ -203,12 +197,12 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadDummyModel(const std::string& c
   w.config = *config;
   const ModelConfig& c = w.config;
   DummyBuilder b(seed, *dtype, &w);
-  BEACON_TRY_ASSIGN(w.tok_embd, b.Matrix("model.embed_tokens.weight", c.vocab_size, c.hidden));
-  BEACON_TRY_ASSIGN(w.output_norm, b.Vector("model.norm.weight", c.hidden, 1.0f, 0.0f));
+  BEACON_ASSIGN_OR_RETURN(w.tok_embd, b.Matrix("model.embed_tokens.weight", c.vocab_size, c.hidden));
+  BEACON_ASSIGN_OR_RETURN(w.output_norm, b.Vector("model.norm.weight", c.hidden, 1.0f, 0.0f));
   if (c.tie_embeddings) {
     w.output = w.tok_embd;
   } else {
-    BEACON_TRY_ASSIGN(w.output, b.Matrix("lm_head.weight", c.vocab_size, c.hidden));
+    BEACON_ASSIGN_OR_RETURN(w.output, b.Matrix("lm_head.weight", c.vocab_size, c.hidden));
   }
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -216,7 +210,5 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadDummyModel(const std::string& c
   }
   return model;
 }
-
-#undef BEACON_TRY_ASSIGN
 
 }  // namespace beacon

@@ -263,7 +263,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadGgufModelFromFile(std::shared_p
   model->source = f.name();
   ModelWeights& w = model->weights;
   w.config = c;
-  w.keep_alive.push_back(file);
+  w.keep_alive.push_back(std::move(file));  // `f` stays valid: the pointee lives on in keep_alive
   TensorReader r(f, w.keep_alive);
 
   absl::StatusOr<Tensor> t = r.Matrix("token_embd.weight", c.vocab_size, c.hidden);

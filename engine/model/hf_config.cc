@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "util/status_macros.h"
 
 namespace beacon {
 namespace {
@@ -175,29 +176,22 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& sour
   if (!family.ok()) return family.status();
   c.family = *family;
 
-#define BEACON_ASSIGN_OR_RETURN_FIELD(lhs, expr) \
-  do {                                           \
-    auto v_ = (expr);                            \
-    if (!v_.ok()) return v_.status();            \
-    lhs = *v_;                                   \
-  } while (0)
-
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.n_layers, r.Int("num_hidden_layers"));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.hidden, r.Int("hidden_size"));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.n_heads, r.Int("num_attention_heads"));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.n_kv_heads, r.Int("num_key_value_heads", c.n_heads));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.ffn_hidden, r.Int("intermediate_size"));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.vocab_size, r.Int("vocab_size"));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.context_length, r.Int("max_position_embeddings"));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.rope_theta, r.Float("rope_theta", 10000.0f));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.rms_eps, r.Float("rms_norm_eps"));
-  BEACON_ASSIGN_OR_RETURN_FIELD(c.tie_embeddings, r.Bool("tie_word_embeddings", false));
+  BEACON_ASSIGN_OR_RETURN(c.n_layers, r.Int("num_hidden_layers"));
+  BEACON_ASSIGN_OR_RETURN(c.hidden, r.Int("hidden_size"));
+  BEACON_ASSIGN_OR_RETURN(c.n_heads, r.Int("num_attention_heads"));
+  BEACON_ASSIGN_OR_RETURN(c.n_kv_heads, r.Int("num_key_value_heads", c.n_heads));
+  BEACON_ASSIGN_OR_RETURN(c.ffn_hidden, r.Int("intermediate_size"));
+  BEACON_ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size"));
+  BEACON_ASSIGN_OR_RETURN(c.context_length, r.Int("max_position_embeddings"));
+  BEACON_ASSIGN_OR_RETURN(c.rope_theta, r.Float("rope_theta", 10000.0f));
+  BEACON_ASSIGN_OR_RETURN(c.rms_eps, r.Float("rms_norm_eps"));
+  BEACON_ASSIGN_OR_RETURN(c.tie_embeddings, r.Bool("tie_word_embeddings", false));
   bool attention_bias = false;
-  BEACON_ASSIGN_OR_RETURN_FIELD(attention_bias, r.Bool("attention_bias", false));
+  BEACON_ASSIGN_OR_RETURN(attention_bias, r.Bool("attention_bias", false));
   std::optional<std::string> name;
-  BEACON_ASSIGN_OR_RETURN_FIELD(name, r.String("_name_or_path"));
+  BEACON_ASSIGN_OR_RETURN(name, r.String("_name_or_path"));
   if (r.Find("head_dim") != nullptr) {
-    BEACON_ASSIGN_OR_RETURN_FIELD(c.head_dim, r.Int("head_dim"));
+    BEACON_ASSIGN_OR_RETURN(c.head_dim, r.Int("head_dim"));
   } else {
     if (c.n_heads <= 0 || c.hidden % c.n_heads != 0) {
       return r.Unsupported("head_dim", absl::StrCat("absent, and hidden_size ", c.hidden,
@@ -205,7 +199,6 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& sour
     }
     c.head_dim = c.hidden / c.n_heads;
   }
-#undef BEACON_ASSIGN_OR_RETURN_FIELD
 
   if (!options.ignore_unsupported_features) {
     if (absl::Status s = CheckUnsupportedFeatures(r); !s.ok()) return s;

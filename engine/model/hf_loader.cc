@@ -22,6 +22,7 @@
 #include "engine/model/hf_tokenizer_json.h"
 #include "engine/model/model_loader.h"
 #include "engine/model/safetensors.h"
+#include "util/status_macros.h"
 
 namespace beacon {
 namespace {
@@ -95,20 +96,13 @@ class TensorReader {
   ModelWeights* w_;
 };
 
-#define BEACON_TRY_ASSIGN(lhs, expr)  \
-  do {                                \
-    auto v_ = (expr);                 \
-    if (!v_.ok()) return v_.status(); \
-    lhs = *std::move(v_);             \
-  } while (0)
-
 // LayerWeights has no output-projection bias; a checkpoint with a non-zero
 // one (llama/qwen3 with attention_bias) would be computed wrongly.
 absl::Status RefuseOutputBias(const SafetensorsCheckpoint& ckpt, const std::string& name, TensorReader& reader,
                               int64_t n) {
   if (ckpt.Find(name) == nullptr) return absl::OkStatus();
   Tensor b;
-  BEACON_TRY_ASSIGN(b, reader.Vector(name, n));
+  BEACON_ASSIGN_OR_RETURN(b, reader.Vector(name, n));
   for (int64_t i = 0; i < n; ++i) {
     if (b.f32()[i] != 0.0f) {
       return absl::InvalidArgumentError(
@@ -122,25 +116,25 @@ absl::Status ReadLayer(const SafetensorsCheckpoint& ckpt, const ModelConfig& c, 
                        LayerWeights* L) {
   const std::string p = absl::StrCat("model.layers.", l, ".");
   const int64_t h = c.hidden, q = c.q_dim(), kv = c.kv_dim(), f = c.ffn_hidden;
-  BEACON_TRY_ASSIGN(L->attn_norm, r.Vector(p + "input_layernorm.weight", h));
-  BEACON_TRY_ASSIGN(L->wq, r.Matrix(p + "self_attn.q_proj.weight", q, h));
-  BEACON_TRY_ASSIGN(L->wk, r.Matrix(p + "self_attn.k_proj.weight", kv, h));
-  BEACON_TRY_ASSIGN(L->wv, r.Matrix(p + "self_attn.v_proj.weight", kv, h));
-  BEACON_TRY_ASSIGN(L->wo, r.Matrix(p + "self_attn.o_proj.weight", h, q));
+  BEACON_ASSIGN_OR_RETURN(L->attn_norm, r.Vector(p + "input_layernorm.weight", h));
+  BEACON_ASSIGN_OR_RETURN(L->wq, r.Matrix(p + "self_attn.q_proj.weight", q, h));
+  BEACON_ASSIGN_OR_RETURN(L->wk, r.Matrix(p + "self_attn.k_proj.weight", kv, h));
+  BEACON_ASSIGN_OR_RETURN(L->wv, r.Matrix(p + "self_attn.v_proj.weight", kv, h));
+  BEACON_ASSIGN_OR_RETURN(L->wo, r.Matrix(p + "self_attn.o_proj.weight", h, q));
   if (c.qkv_bias) {
-    BEACON_TRY_ASSIGN(L->bq, r.Vector(p + "self_attn.q_proj.bias", q));
-    BEACON_TRY_ASSIGN(L->bk, r.Vector(p + "self_attn.k_proj.bias", kv));
-    BEACON_TRY_ASSIGN(L->bv, r.Vector(p + "self_attn.v_proj.bias", kv));
+    BEACON_ASSIGN_OR_RETURN(L->bq, r.Vector(p + "self_attn.q_proj.bias", q));
+    BEACON_ASSIGN_OR_RETURN(L->bk, r.Vector(p + "self_attn.k_proj.bias", kv));
+    BEACON_ASSIGN_OR_RETURN(L->bv, r.Vector(p + "self_attn.v_proj.bias", kv));
   }
   if (absl::Status s = RefuseOutputBias(ckpt, p + "self_attn.o_proj.bias", r, h); !s.ok()) return s;
   if (c.qk_norm) {
-    BEACON_TRY_ASSIGN(L->q_norm, r.Vector(p + "self_attn.q_norm.weight", c.head_dim));
-    BEACON_TRY_ASSIGN(L->k_norm, r.Vector(p + "self_attn.k_norm.weight", c.head_dim));
+    BEACON_ASSIGN_OR_RETURN(L->q_norm, r.Vector(p + "self_attn.q_norm.weight", c.head_dim));
+    BEACON_ASSIGN_OR_RETURN(L->k_norm, r.Vector(p + "self_attn.k_norm.weight", c.head_dim));
   }
-  BEACON_TRY_ASSIGN(L->ffn_norm, r.Vector(p + "post_attention_layernorm.weight", h));
-  BEACON_TRY_ASSIGN(L->w_gate, r.Matrix(p + "mlp.gate_proj.weight", f, h));
-  BEACON_TRY_ASSIGN(L->w_up, r.Matrix(p + "mlp.up_proj.weight", f, h));
-  BEACON_TRY_ASSIGN(L->w_down, r.Matrix(p + "mlp.down_proj.weight", h, f));
+  BEACON_ASSIGN_OR_RETURN(L->ffn_norm, r.Vector(p + "post_attention_layernorm.weight", h));
+  BEACON_ASSIGN_OR_RETURN(L->w_gate, r.Matrix(p + "mlp.gate_proj.weight", f, h));
+  BEACON_ASSIGN_OR_RETURN(L->w_up, r.Matrix(p + "mlp.up_proj.weight", f, h));
+  BEACON_ASSIGN_OR_RETURN(L->w_down, r.Matrix(p + "mlp.down_proj.weight", h, f));
   return absl::OkStatus();
 }
 
@@ -210,15 +204,15 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadHfModel(const std::string& dir)
   w.keep_alive = ckpt->Mappings();
   TensorReader r(*ckpt, &w);
 
-  BEACON_TRY_ASSIGN(w.tok_embd, r.Matrix("model.embed_tokens.weight", c.vocab_size, c.hidden));
-  BEACON_TRY_ASSIGN(w.output_norm, r.Vector("model.norm.weight", c.hidden));
+  BEACON_ASSIGN_OR_RETURN(w.tok_embd, r.Matrix("model.embed_tokens.weight", c.vocab_size, c.hidden));
+  BEACON_ASSIGN_OR_RETURN(w.output_norm, r.Vector("model.norm.weight", c.hidden));
   // HF ties whenever the config says so, even if lm_head was also saved; a
   // checkpoint without lm_head can only mean tied.
   if (c.tie_embeddings || ckpt->Find("lm_head.weight") == nullptr) {
     c.tie_embeddings = true;
     w.output = w.tok_embd;
   } else {
-    BEACON_TRY_ASSIGN(w.output, r.Matrix("lm_head.weight", c.vocab_size, c.hidden));
+    BEACON_ASSIGN_OR_RETURN(w.output, r.Matrix("lm_head.weight", c.vocab_size, c.hidden));
   }
   w.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -239,7 +233,5 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadHfModel(const std::string& dir)
   }
   return model;
 }
-
-#undef BEACON_TRY_ASSIGN
 
 }  // namespace beacon

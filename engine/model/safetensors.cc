@@ -231,6 +231,7 @@ absl::StatusOr<SafetensorsCheckpoint> SafetensorsCheckpoint::OpenDir(const std::
     shards.insert(shard);
   }
   std::vector<std::string> paths;
+  paths.reserve(shards.size());
   for (const auto& s : shards) paths.push_back((fs::path(dir) / s).string());
   auto ckpt = OpenFiles(paths);
   if (!ckpt.ok()) return ckpt.status();

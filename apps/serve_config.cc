@@ -1,0 +1,255 @@
+#include "apps/serve_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "engine/device_flags.h"
+#include "kv/kv_flags.h"
+#include "server/log_backend.h"
+#include "util/log.h"
+
+namespace beacon {
+namespace {
+
+// --log-level and --log-format: spdlog as the log backend (server/log_backend.h).
+absl::Status ConfigureLogging(const cli::Args& args) {
+  absl::StatusOr<logging::Level> level = logging::ParseLevel(args.Str("log-level"));
+  if (!level.ok()) return absl::InvalidArgumentError(absl::StrCat("--log-level: ", level.status().message()));
+  absl::StatusOr<LogFormat> format = ParseLogFormat(args.Str("log-format"));
+  if (!format.ok()) return absl::InvalidArgumentError(absl::StrCat("--log-format: ", format.status().message()));
+  InstallLogBackend(LogConfig{*level, *format, "beacon-serve"});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--", flag, ": cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct IntFlag {
+  const char* name;
+  int64_t min;
+  int64_t* out;
+};
+
+absl::Status ParseInts(const cli::Args& args, std::initializer_list<IntFlag> flags) {
+  for (const IntFlag& f : flags) {
+    absl::StatusOr<int64_t> v = args.Int(f.name);
+    if (!v.ok()) return v.status();
+    if (*v < f.min) return absl::InvalidArgumentError(absl::StrCat("--", f.name, " must be >= ", f.min, ", got ", *v));
+    *f.out = *v;
+  }
+  return absl::OkStatus();
+}
+
+// The gRPC listener's flags (--grpc-*, --disable-grpc-reflection, TLS mode).
+absl::Status ParseGrpcOptions(const cli::Args& args, const std::string& host, int64_t port, GrpcFrontEndOptions* o) {
+  int64_t idle_s, age_s, handshake_s, check_ms;
+  if (absl::Status s = ParseInts(args, {{"grpc-max-connection-idle-s", 0, &idle_s},
+                                        {"grpc-max-connection-age-s", 0, &age_s},
+                                        {"grpc-handshake-timeout-s", 1, &handshake_s},
+                                        {"grpc-self-check-ms", 10, &check_ms}});
+      !s.ok()) {
+    return s;
+  }
+  o->host = host;
+  o->port = static_cast<int>(port);
+  o->tls = args.Has("tls-cert");
+  o->reflection = !args.Flag("disable-grpc-reflection");
+  o->health_services = {"beacon.v1.BeaconService"};
+  o->max_connection_idle = std::chrono::seconds(idle_s);
+  o->max_connection_age = std::chrono::seconds(age_s);
+  o->handshake_timeout = std::chrono::seconds(handshake_s);
+  o->check_interval = std::chrono::milliseconds(check_ms);
+  return absl::OkStatus();
+}
+
+// The HTTP listener's flags (--http-*).
+absl::Status ParseHttpOptions(const cli::Args& args, const std::string& host, int64_t port, HttpServerOptions* o) {
+  int64_t threads, conns, per_client, probes, header_s, idle_s;
+  if (absl::Status s = ParseInts(args, {{"http-threads", 1, &threads},
+                                        {"http-max-connections", 1, &conns},
+                                        {"http-max-connections-per-client", 0, &per_client},
+                                        {"http-probe-connections", 0, &probes},
+                                        {"http-header-timeout-s", 1, &header_s},
+                                        {"http-idle-timeout-s", 1, &idle_s}});
+      !s.ok()) {
+    return s;
+  }
+  auto as_int = [](int64_t v) { return static_cast<int>(std::min<int64_t>(v, int64_t{1} << 30)); };
+  o->host = host;
+  o->port = static_cast<int>(port);
+  o->threads = as_int(threads);
+  o->max_connections = as_int(conns);
+  o->max_connections_per_client = as_int(per_client);
+  o->probe_connections = as_int(probes);
+  o->header_timeout = std::chrono::seconds(header_s);
+  o->idle_timeout = std::chrono::seconds(idle_s);
+  return absl::OkStatus();
+}
+
+// --api-key / --api-key-file, and TLS (--tls-cert with --tls-key).
+absl::Status ParseSecurity(const cli::Args& args, ServeConfig* c) {
+  c->api_key = args.Str("api-key");
+  if (args.Has("api-key-file")) {
+    absl::StatusOr<std::string> key = ReadFile("api-key-file", args.Str("api-key-file"));
+    if (!key.ok()) return key.status();
+    c->api_key = std::string(absl::StripAsciiWhitespace(*key));
+  }
+  c->metrics_api_key = args.Str("metrics-api-key");
+  c->grpc.credentials = grpc::InsecureServerCredentials();
+  if (args.Has("tls-cert") != args.Has("tls-key")) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (args.Has("tls-cert")) {
+    absl::StatusOr<std::string> cert = ReadFile("tls-cert", args.Str("tls-cert"));
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFile("tls-key", args.Str("tls-key"));
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    c->grpc.credentials = grpc::SslServerCredentials(ssl);
+  }
+  return absl::OkStatus();
+}
+
+// --kv-* defaults and the limits a request's KV fields must stay within.
+absl::Status ParseKvLimits(const cli::Args& args, int64_t min_budget, int64_t max_budget, ServeLimits* limits) {
+  if (absl::Status s = ParseKvOptions(args, &limits->kv_default); !s.ok()) return s;
+  absl::StatusOr<std::vector<KvPolicyKind>> allowed = ParseKvPolicies(args.Str("kv-allowed-policies"));
+  if (!allowed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--kv-allowed-policies: ", allowed.status().message()));
+  }
+  limits->kv_limits.allowed_policies = *std::move(allowed);
+  limits->kv_limits.min_budget = static_cast<int32_t>(min_budget);
+  limits->kv_limits.max_budget = static_cast<int32_t>(max_budget);
+  return limits->kv_limits.Validate();
+}
+
+}  // namespace
+
+void DeclareServeFlags(cli::Args* a) {
+  a->Declare("model", false, "models/default.gguf", "GGUF file, HF directory or dummy:config.json");
+  a->Declare("host", false, "0.0.0.0", "address to listen on (gRPC and HTTP)");
+  a->Declare("grpc-port", false, "50051", "gRPC port (0 = pick a free one; the chosen port is logged)");
+  a->Declare("http-port", false, "8080", "HTTP port: OpenAI API, /metrics, /health, /ready (0 = pick a free one)");
+  a->Declare("threads", false, "0", "CPU threads of the engine (0 = all)");
+  a->Declare("log-level", false, "info",
+             "trace, debug (also each request's arrival), info (one line per request), "
+             "warning, error or off");
+  a->Declare("log-format", false, "text", "text (for people) or json (one object per line, for log collectors)");
+  DeclareDeviceFlags(a);
+  a->Declare("http-threads", false, "2", "HTTP IO threads");
+  a->Declare("http-max-connections", false, "512", "HTTP connections served at once; beyond them 503");
+  a->Declare("http-max-connections-per-client", false, "64",
+             "HTTP connections one client address may hold; beyond them 503 (0 = no limit; raise it behind a proxy)");
+  a->Declare("http-probe-connections", false, "32",
+             "extra HTTP connections for /health, /ready and /metrics only, when the others are taken");
+  a->Declare("http-header-timeout-s", false, "10", "seconds a request's line and headers may take to arrive");
+  a->Declare("http-idle-timeout-s", false, "60", "seconds an HTTP connection may wait idle between requests");
+  a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
+  a->Declare("kv-block-size", false, "16", "KV slots per block");
+  a->Declare("kv-allowed-policies", false, "", "comma-separated policies a request may choose (default: all)");
+  a->Declare("kv-min-budget", false, "32", "smallest kv budget a request may ask for");
+  a->Declare("kv-max-budget", false, "65536", "largest kv budget a request may ask for");
+  // The scheduler's defaults are SchedulerConfig's (scheduler/scheduler.h), written once.
+  const SchedulerConfig sched;
+  a->Declare("max-running", false, std::to_string(sched.max_running), "sequences in the running batch at most");
+  a->Declare("max-waiting", false, std::to_string(sched.max_waiting),
+             "waiting queue bound; past it RESOURCE_EXHAUSTED");
+  a->Declare("max-step-tokens", false, std::to_string(sched.max_step_tokens),
+             "tokens per engine step (decode + prefill chunks)");
+  a->Declare("prefill-chunk", false, std::to_string(sched.prefill_chunk), "prompt tokens per sequence per step");
+  a->Declare("admission", false, std::string(AdmissionModeName(sched.admission)),
+             "reserve (peak KV footprint) or optimistic (preempt by recompute)");
+  a->Declare("default-max-tokens", false, "256", "max_tokens of a request that gives none");
+  a->Declare("max-tokens-limit", false, "0", "largest max_tokens accepted (0 = the context length)");
+  a->Declare("drain-timeout-s", false, "30", "on SIGTERM, seconds running streams get to finish");
+  a->Declare("drain-delay-s", false, "0",
+             "on SIGTERM, seconds to keep accepting requests after /ready turns 503 (for load balancers "
+             "that poll /ready; Kubernetes uses a preStop sleep instead)");
+  a->Declare("api-key", false, "", "require 'authorization: Bearer KEY' (gRPC metadata / HTTP header)");
+  a->Declare("api-key-file", false, "", "read the API key from this file");
+  a->Declare("metrics-api-key", false, "",
+             "require 'authorization: Bearer KEY' on /metrics (default: /metrics is open, as for scrapers)");
+  a->Declare("grpc-max-connection-idle-s", false, "120",
+             "close gRPC connections with no call in flight for this long (0 = never)");
+  a->Declare("grpc-max-connection-age-s", false, "0", "send GOAWAY to gRPC connections this old (0 = never)");
+  a->Declare("grpc-handshake-timeout-s", false, "10", "close gRPC connections that do not finish the handshake");
+  a->Declare("grpc-self-check-ms", false, "1000",
+             "interval of the gRPC listener's self-check (a health call through the port; feeds /ready)");
+  a->Declare("disable-grpc-reflection", true, "", "do not serve gRPC reflection (the API schema)");
+  a->Declare("tls-cert", false, "", "PEM certificate chain: serve gRPC over TLS");
+  a->Declare("tls-key", false, "", "PEM private key of --tls-cert");
+  a->Declare("served-model-name", false, "", "model id of the OpenAI API (default: --model's file name, no extension)");
+  a->Declare("help", true, "", "show this help");
+  DeclareKvFlags(a, "beacon");
+}
+
+absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
+  if (absl::Status s = ConfigureLogging(args); !s.ok()) return s;
+  if (!args.positional().empty()) {
+    return absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'");
+  }
+  ServeConfig c;
+  int64_t grpc_port, http_port, threads, block_size, min_budget, max_budget, max_running, max_waiting, step_tokens,
+      chunk, def_max, max_limit;
+  if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port},
+                                        {"http-port", 0, &http_port},
+                                        {"threads", 0, &threads},
+                                        {"kv-pool-tokens", 1, &c.kv_pool_tokens},
+                                        {"kv-block-size", 1, &block_size},
+                                        {"kv-min-budget", 1, &min_budget},
+                                        {"kv-max-budget", 1, &max_budget},
+                                        {"max-running", 1, &max_running},
+                                        {"max-waiting", 1, &max_waiting},
+                                        {"max-step-tokens", 1, &step_tokens},
+                                        {"prefill-chunk", 1, &chunk},
+                                        {"default-max-tokens", 1, &def_max},
+                                        {"max-tokens-limit", 0, &max_limit},
+                                        {"drain-timeout-s", 0, &c.drain_timeout_s},
+                                        {"drain-delay-s", 0, &c.drain_delay_s}});
+      !s.ok()) {
+    return s;
+  }
+  if (grpc_port > 65535 || http_port > 65535) return absl::InvalidArgumentError("ports must be <= 65535");
+  c.kv_block_size = static_cast<int32_t>(block_size);
+  c.host = args.Str("host");
+  if (absl::Status s = ParseGrpcOptions(args, c.host, grpc_port, &c.grpc); !s.ok()) return s;
+  if (absl::Status s = ParseHttpOptions(args, c.host, http_port, &c.http); !s.ok()) return s;
+
+  c.scheduler.max_running = static_cast<int32_t>(max_running);
+  c.scheduler.max_waiting = static_cast<int32_t>(max_waiting);
+  c.scheduler.max_step_tokens = static_cast<int32_t>(step_tokens);
+  c.scheduler.prefill_chunk = static_cast<int32_t>(chunk);
+  absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
+  if (!mode.ok()) return mode.status();
+  c.scheduler.admission = *mode;
+  if (absl::Status s = c.scheduler.Validate(); !s.ok()) return s;
+
+  if (absl::Status s = ParseKvLimits(args, min_budget, max_budget, &c.limits); !s.ok()) return s;
+  c.limits.default_max_tokens = static_cast<int32_t>(def_max);
+  c.limits.max_tokens_limit = static_cast<int32_t>(max_limit);
+  if (absl::Status s = ParseSecurity(args, &c); !s.ok()) return s;
+
+  c.model = args.Str("model");
+  c.runtime.model = c.model;
+  c.runtime.threads = static_cast<int>(std::min<int64_t>(threads, 1 << 16));
+  if (absl::Status s = ParseDeviceFlags(args, &c.runtime); !s.ok()) return s;
+  c.served_model = args.Str("served-model-name");
+  if (c.served_model.empty()) {
+    c.served_model = std::filesystem::path(c.model).filename().string();
+    if (size_t dot = c.served_model.rfind('.'); dot != std::string::npos && dot > 0) c.served_model.resize(dot);
+  }
+  return c;
+}
+
+}  // namespace beacon

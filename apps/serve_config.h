@@ -1,0 +1,51 @@
+// beacon-serve's command line: every flag (each also from BEACON_<FLAG>), and
+// the parsed configuration the serving process is built from. Parsing checks
+// everything that can be checked before a model is loaded, so a bad flag
+// fails in milliseconds with the flag's name (exit status 2).
+#ifndef BEACON_APPS_SERVE_CONFIG_H_
+#define BEACON_APPS_SERVE_CONFIG_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/runtime.h"
+#include "scheduler/scheduler.h"
+#include "server/grpc_front_end.h"
+#include "server/http_server.h"
+#include "server/serve_request.h"
+#include "util/cli_args.h"
+
+namespace beacon {
+
+void DeclareServeFlags(cli::Args* args);
+
+struct ServeConfig {
+  std::string host;
+  std::string model;         // --model, as given
+  std::string served_model;  // the OpenAI model id
+  RuntimeOptions runtime;    // model, threads, device
+  SchedulerConfig scheduler;
+  ServeLimits limits;        // request validation, KV defaults and limits
+  GrpcFrontEndOptions grpc;  // credentials included
+  HttpServerOptions http;
+  std::string api_key;          // empty: no authentication
+  std::string metrics_api_key;  // empty: /metrics is open
+  int64_t kv_pool_tokens = 0;
+  int32_t kv_block_size = 16;
+  int64_t drain_timeout_s = 0;
+  int64_t drain_delay_s = 0;
+};
+
+// Installs the log backend from --log-level/--log-format first (so the
+// errors that follow are logged in the chosen format), then parses the rest.
+// INVALID_ARGUMENT naming the flag; NOT_FOUND for an unreadable key or
+// certificate file.
+absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args);
+
+}  // namespace beacon
+
+#endif  // BEACON_APPS_SERVE_CONFIG_H_
