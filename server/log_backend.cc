@@ -23,9 +23,11 @@ thread_local std::string_view current_request_id;
 struct Installed {
   LogConfig config;
   std::shared_ptr<spdlog::logger> logger;
+  const Installed* previous;  // replaced ones stay alive and reachable
 };
-// Set at start-up (InstallLogBackend); a replacement leaves the old one alive
-// (a thread may still be writing through it).
+// Set at start-up (InstallLogBackend). A replacement keeps the old one alive,
+// chained from the new one (a thread may still be writing through it), so
+// nothing is freed or leaked.
 std::atomic<Installed*> installed{nullptr};
 
 spdlog::level::level_enum ToSpdlog(logging::Level level) {
@@ -127,7 +129,7 @@ void InstallLogBackend(const LogConfig& config, spdlog::sink_ptr sink) {
   logger->set_level(ToSpdlog(config.level));
   logger->flush_on(spdlog::level::trace);  // every record reaches the collector at once
   // Replaced, not freed: a thread may still be inside the old backend.
-  installed.store(new Installed{config, std::move(logger)});
+  installed.store(new Installed{config, std::move(logger), installed.load()});
   logging::SetMinLevel(config.level);
   logging::SetBackend(&SpdlogBackend);
 }
