@@ -29,31 +29,6 @@ std::string NewRequestId() {
   return absl::StrFormat("beacon-%016x", rng());
 }
 
-// std::recursive_mutex, unchanged, declared a capability so that clang's
-// thread-safety analysis checks what it guards (Mutex is not
-// recursive). The analysis does not model re-entry: no function here locks it
-// twice itself; the nested acquisition happens at run time only, when a write
-// issued under it completes inline and OnDone -> Detach() locks it again.
-class ABSL_LOCKABLE RecursiveMutex {
- public:
-  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
-  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
-
- private:
-  std::recursive_mutex mu_;
-};
-
-class ABSL_SCOPED_LOCKABLE RecursiveLock {
- public:
-  explicit RecursiveLock(RecursiveMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
-  ~RecursiveLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
-  RecursiveLock(const RecursiveLock&) = delete;
-  RecursiveLock& operator=(const RecursiveLock&) = delete;
-
- private:
-  RecursiveMutex* const mu_;
-};
-
 // The state one Generate stream shares between the gRPC side (the reactor)
 // and the engine side (the RequestSink it implements). Every gRPC operation
 // (StartWrite, Finish) is decided under `mu_` but issued outside it, so a
@@ -85,7 +60,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     }
 
    private:
-    RecursiveMutex mu_;                            // recursive on purpose: see above
+    RecursiveMutex mu_;                            // re-entered at run time: util/mutex.h
     GenerateStream* stream_ ABSL_GUARDED_BY(mu_);  // null once the reactor is done
   };
 

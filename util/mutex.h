@@ -35,17 +35,33 @@ class ABSL_LOCKABLE Mutex {
   std::mutex mu_;
 };
 
-// Holds `mu` for its scope.
-class ABSL_SCOPED_LOCKABLE MutexLock {
+// std::recursive_mutex with the same attributes, for the one place a lock is
+// re-entered at run time (server/grpc_service.cc: a write issued under it
+// can complete inline and lock it again). The analysis does not model
+// re-entry; code must not lock it twice in one function itself.
+class ABSL_LOCKABLE RecursiveMutex {
  public:
-  explicit MutexLock(Mutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
-  ~MutexLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
-  MutexLock(const MutexLock&) = delete;
-  MutexLock& operator=(const MutexLock&) = delete;
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
 
  private:
-  Mutex* const mu_;
+  std::recursive_mutex mu_;
 };
+
+// Holds `mu` for its scope: MutexLock, RecursiveLock.
+template <typename M>
+class ABSL_SCOPED_LOCKABLE ScopedLock {
+ public:
+  explicit ScopedLock(M* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
+  ~ScopedLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  ScopedLock(const ScopedLock&) = delete;
+  ScopedLock& operator=(const ScopedLock&) = delete;
+
+ private:
+  M* const mu_;
+};
+using MutexLock = ScopedLock<Mutex>;
+using RecursiveLock = ScopedLock<RecursiveMutex>;
 
 // As absl::CondVar: waits release `mu` and hold it again on return; wake-ups
 // may be spurious, so callers wait in a loop on their condition.
