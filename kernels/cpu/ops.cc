@@ -51,13 +51,13 @@ void RopeInvFreq(float theta, int d, float* inv_freq) {
   }
 }
 
-void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved) {
+void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved, float attention_factor) {
   const int half = d / 2;
   for (int i = 0; i < half; ++i) {
     // double for the angle: positions reach 10^5 and f32 loses the phase.
     const double angle = static_cast<double>(position) * inv_freq[i];
-    const float c = static_cast<float>(std::cos(angle));
-    const float s = static_cast<float>(std::sin(angle));
+    const float c = static_cast<float>(std::cos(angle)) * attention_factor;
+    const float s = static_cast<float>(std::sin(angle)) * attention_factor;
     float* a = interleaved ? x + 2 * i : x + i;
     float* b = interleaved ? x + 2 * i + 1 : x + i + half;
     const float x0 = *a, x1 = *b;

@@ -19,10 +19,12 @@ void SiluMul(float* gate, const float* up, int64_t n);
 
 // Rotary embedding of one head vector of dim d at `position`, in place.
 // interleaved: pairs (2i, 2i+1); otherwise (i, i + d/2). The angle of pair i
-// is position * theta^(-2i/d). `inv_freq` holds theta^(-2i/d) for i < d/2.
-void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved);
+// is position * inv_freq[i] (theta^(-2i/d) unscaled; a RopeTable of
+// kernels/cpu/rope_scaling.h otherwise), and cos and sin are multiplied by
+// `attention_factor` (YaRN's magnitude scaling; 1 for the other types).
+void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved, float attention_factor = 1.0f);
 
-// Fills inv_freq[i] = theta^(-2i/d) for i < d/2.
+// Fills inv_freq[i] = theta^(-2i/d) for i < d/2 (MakeRopeTable without scaling).
 void RopeInvFreq(float theta, int d, float* inv_freq);
 
 // In-place softmax of n values; returns the max (for callers that need it).
