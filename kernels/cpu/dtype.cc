@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/kquant_blocks.h"
+
 namespace beacon {
 
 bool IsSupportedDType(uint32_t t) {
@@ -11,7 +13,14 @@ bool IsSupportedDType(uint32_t t) {
     case 1:
     case 2:
     case 3:
+    case 6:
+    case 7:
     case 8:
+    case 10:
+    case 11:
+    case 12:
+    case 13:
+    case 14:
     case 30: return true;
     default: return false;
   }
@@ -25,6 +34,13 @@ std::string_view DTypeName(DType t) {
     case DType::kQ8_0: return "Q8_0";
     case DType::kQ4_0: return "Q4_0";
     case DType::kQ4_1: return "Q4_1";
+    case DType::kQ5_0: return "Q5_0";
+    case DType::kQ5_1: return "Q5_1";
+    case DType::kQ2_K: return "Q2_K";
+    case DType::kQ3_K: return "Q3_K";
+    case DType::kQ4_K: return "Q4_K";
+    case DType::kQ5_K: return "Q5_K";
+    case DType::kQ6_K: return "Q6_K";
   }
   return "?";
 }
@@ -33,7 +49,14 @@ int DTypeBlockElems(DType t) {
   switch (t) {
     case DType::kQ8_0:
     case DType::kQ4_0:
-    case DType::kQ4_1: return kQuantBlock;
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1: return kQuantBlock;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return kQK;
     default: return 1;
   }
 }
@@ -46,6 +69,13 @@ size_t DTypeBlockBytes(DType t) {
     case DType::kQ8_0: return sizeof(BlockQ8_0);
     case DType::kQ4_0: return sizeof(BlockQ4_0);
     case DType::kQ4_1: return sizeof(BlockQ4_1);
+    case DType::kQ5_0: return sizeof(BlockQ5_0);
+    case DType::kQ5_1: return sizeof(BlockQ5_1);
+    case DType::kQ2_K: return sizeof(BlockQ2_K);
+    case DType::kQ3_K: return sizeof(BlockQ3_K);
+    case DType::kQ4_K: return sizeof(BlockQ4_K);
+    case DType::kQ5_K: return sizeof(BlockQ5_K);
+    case DType::kQ6_K: return sizeof(BlockQ6_K);
   }
   return 0;
 }
@@ -147,6 +177,13 @@ void DequantizeRow(DType t, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: DequantizeGroupRow(t, src, dst, n); return;
   }
 }
 

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <functional>
 
+#include "kernels/cpu/kquant_blocks.h"
+#include "kernels/cpu/matmul_group.h"
 #include "kernels/cpu/matmul_packed.h"
 #include "kernels/cpu/matmul_tiled.h"
 #include "kernels/cpu/simd.h"
@@ -189,6 +191,7 @@ void QuantizeRowsQ8(const float* x, int64_t n_rows, int64_t cols, QuantizedRows*
   out->q.resize(n_rows * cols);
   out->d.resize(n_rows * nb);
   out->sum.resize(n_rows * nb);
+  out->isum16.resize(n_rows * nb * 2);
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t i = 0; i < n_rows * nb; ++i) {
     const float* src = x + i * kQuantBlock;
@@ -215,12 +218,19 @@ void QuantizeRowsQ8(const float* x, int64_t n_rows, int64_t cols, QuantizedRows*
     __m256i p = _mm256_packs_epi16(p01, p23);
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->q.data() + i * kQuantBlock), p);
-    __m256i s = _mm256_add_epi32(_mm256_add_epi32(q32[0], q32[1]), _mm256_add_epi32(q32[2], q32[3]));
-    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    s4 = _mm_hadd_epi32(s4, s4);
-    s4 = _mm_hadd_epi32(s4, s4);
+    // q32[0..1] hold elements 0-15, q32[2..3] elements 16-31.
+    auto hsum = [](__m256i v) {
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+      s4 = _mm_hadd_epi32(s4, s4);
+      s4 = _mm_hadd_epi32(s4, s4);
+      return _mm_cvtsi128_si32(s4);
+    };
+    const int32_t lo = hsum(_mm256_add_epi32(q32[0], q32[1]));
+    const int32_t hi = hsum(_mm256_add_epi32(q32[2], q32[3]));
     out->d[i] = d;
-    out->sum[i] = d * static_cast<float>(_mm_cvtsi128_si32(s4));
+    out->sum[i] = d * static_cast<float>(lo + hi);
+    out->isum16[2 * i] = lo;
+    out->isum16[2 * i + 1] = hi;
   }
 }
 
@@ -233,6 +243,13 @@ void MatMulRows(const MatrixView& w, const float* x, const QuantizedRows* xq, in
     case DType::kF32: return RowsKernel<DType::kF32>(w, x, xq, n_tokens, row_begin, row_end, y, y_stride);
     case DType::kF16: return RowsKernel<DType::kF16>(w, x, xq, n_tokens, row_begin, row_end, y, y_stride);
     case DType::kBF16: return RowsKernel<DType::kBF16>(w, x, xq, n_tokens, row_begin, row_end, y, y_stride);
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return MatMulGroupRows(w, *xq, n_tokens, row_begin, row_end, y, y_stride);
   }
 }
 
@@ -248,8 +265,13 @@ void MatMul(const MatrixView& w, const float* x, int64_t n_tokens, float* y, Thr
   if (w.packed != nullptr) {
     // A few groups (16 rows each) per chunk at batch 1, one when wider.
     const int64_t grain = std::max<int64_t>(1, 8 / n_tokens);
+    const bool grouped = HasGroupFormat(w.dtype);
     ParallelOrInline(pool, w.packed->n_groups(), grain, [&](int64_t begin, int64_t end, int) {
-      MatMulPackedGroups(*w.packed, *xq, n_tokens, begin, end, y, w.rows);
+      if (grouped) {
+        MatMulPackedGroupFormat(*w.packed, *xq, n_tokens, begin, end, y, w.rows);
+      } else {
+        MatMulPackedGroups(*w.packed, *xq, n_tokens, begin, end, y, w.rows);
+      }
     });
     return;
   }

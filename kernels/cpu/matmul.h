@@ -1,8 +1,8 @@
 // Y = X W^T for a weight matrix in any supported DType and a batch of f32
 // activation rows: Y[t][r] = sum_c W[r][c] * X[t][c].
 //
-// Quantised weights (Q8_0, Q4_0, Q4_1) are multiplied with integer dot
-// products: each activation row is quantised to int8 per block of 32 (scale
+// Quantised weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the K-quants Q2_K..Q6_K)
+// are multiplied with integer dot products: each activation row is quantised to int8 per block of 32 (scale
 // d = max|x| / 127), as llama.cpp does, so results differ from an f32 product
 // by that rounding (relative error ~0.3% on typical rows). Float weights (F32,
 // F16, BF16) use f32 FMA with the activations unchanged.
@@ -41,6 +41,9 @@ struct QuantizedRows {
   std::vector<int8_t> q;   // [n_rows][cols]
   std::vector<float> d;    // [n_rows][cols / 32]: block scale
   std::vector<float> sum;  // [n_rows][cols / 32]: d * sum(q), for offset terms
+  // [n_rows][cols / 16]: sum(q) over each 16 elements, for the integer
+  // zero-point and min terms of the group-format types (kquant_blocks.h).
+  std::vector<int32_t> isum16;
 };
 
 // Float weights (F32, F16, BF16): from this many activation rows on, MatMul

@@ -101,6 +101,7 @@ void DequantizeRowFast(DType t, const void* src, float* dst, int64_t n) {
       return;
     }
     case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;
+    default: DequantizeRow(t, src, dst, n); return;  // 5-bit and K-quants: the scalar code
   }
 }
 

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cpu/packed_group.h"
+
 namespace beacon {
 
 bool PackedMatrix::Supported(DType t) {
@@ -20,10 +22,18 @@ std::unique_ptr<PackedMatrix> PackedMatrix::Pack(DType t, int64_t rows, int64_t 
   pm->dtype_ = t;
   pm->rows_ = rows;
   pm->cols_ = cols;
+  const bool grouped = HasGroupFormat(t);
+  pm->group_bytes_ =
+      grouped ? PackedGroupLayoutOf(t).sb_bytes * (cols / GroupFormatOf(t).group) : pm->n_blocks() * BlockBytes(t);
   const size_t total = pm->bytes();
   // 64-byte alignment: every packed q[] row is one aligned AVX-512 load.
   pm->data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (total + 63) / 64 * 64)));
   std::memset(pm->data_.get(), 0, total);  // padding rows: zero weights, zero scales
+  if (grouped) {
+    for (int64_t r = 0; r < rows; ++r)
+      PackGroupRow(t, r, cols, data, pm->data_.get() + (r / kPackRows) * pm->group_bytes_);
+    return pm;
+  }
   const size_t row_bytes = DTypeRowBytes(t, cols);
   const int64_t nb = pm->n_blocks();
   const size_t bb = BlockBytes(t);

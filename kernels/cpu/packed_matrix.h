@@ -24,6 +24,12 @@
 //                     operand unsigned, and subtracts this back)
 // The bytes per weight are those of the source type, so repacking costs
 // memory traffic nothing; it is done once when the backend starts.
+//
+// The 5-bit types and the K-quants (kquant_blocks.h) are repacked from their
+// integer form, in the same nibble order, per super-block of their group
+// (packed_group.h has the byte layout): the nibble plane above, one 64-byte
+// plane of masks per bit above the fourth, int8 sub-block scales and mins
+// for the 16 rows, and the rows' f32 d and dmin after each super-block.
 #ifndef BEACON_KERNELS_CPU_PACKED_MATRIX_H_
 #define BEACON_KERNELS_CPU_PACKED_MATRIX_H_
 
@@ -40,11 +46,11 @@ inline constexpr int kPackRows = 16;
 class PackedMatrix {
  public:
   // True when this build has the packed kernels (AVX-512 VNNI + BW) and
-  // `t` is a type they handle (Q4_0, Q4_1, Q8_0).
+  // `t` is a type they handle (every quantised DType).
   static bool Supported(DType t);
 
   // Repacks a row-major matrix of a supported type. REQUIRES Supported(t),
-  // cols % 32 == 0.
+  // cols % DTypeBlockElems(t) == 0.
   static std::unique_ptr<PackedMatrix> Pack(DType t, int64_t rows, int64_t cols, const void* data);
 
   DType dtype() const { return dtype_; }
@@ -52,9 +58,10 @@ class PackedMatrix {
   int64_t cols() const { return cols_; }
   int64_t n_groups() const { return (rows_ + kPackRows - 1) / kPackRows; }
   int64_t n_blocks() const { return cols_ / kQuantBlock; }
+  // Bytes of one packed 32-column block (Q4_0, Q4_1, Q8_0 only).
   size_t block_bytes() const { return BlockBytes(dtype_); }
-  const uint8_t* group(int64_t g) const { return data_.get() + g * n_blocks() * block_bytes(); }
-  size_t bytes() const { return n_groups() * n_blocks() * block_bytes(); }
+  const uint8_t* group(int64_t g) const { return data_.get() + g * group_bytes_; }
+  size_t bytes() const { return n_groups() * group_bytes_; }
 
   static size_t BlockBytes(DType t) { return t == DType::kQ8_0 ? 608 : 320; }
 
@@ -64,6 +71,7 @@ class PackedMatrix {
   };
   DType dtype_ = DType::kQ4_1;
   int64_t rows_ = 0, cols_ = 0;
+  size_t group_bytes_ = 0;  // one group of 16 rows, all columns
   std::unique_ptr<uint8_t, Free> data_;
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/kquant_blocks.h"
 #include "kernels/cpu/matmul_tiled.h"
 
 namespace beacon {
@@ -33,15 +34,26 @@ std::vector<uint8_t> RandomMatrix(DType t, int64_t rows, int64_t cols, std::mt19
       break;
     }
     default: {
-      // Random quantised payload with sane fp16 scales in every block.
+      // Random quantised payload with sane fp16 scales in every block: d at
+      // `d_off`, and the second fp16 (Q4_1/Q5_1 m, K-quant dmin) after it.
       for (auto& b : bytes) b = static_cast<uint8_t>(byte(rng));
       const size_t bb = DTypeBlockBytes(t);
+      size_t d_off = 0;
+      if (t == DType::kQ2_K) d_off = 80;
+      if (t == DType::kQ3_K) d_off = 108;
+      if (t == DType::kQ6_K) d_off = 208;
+      // K-quant sub-block scales multiply d (up to 63, or 127 for Q6_K).
+      const float d_scale = IsKQuant(t) ? 1.0f / 32 : 1.0f;
       for (size_t off = 0; off < bytes.size(); off += bb) {
-        const uint16_t d = Fp32ToFp16(0.01f + 0.05f * std::fabs(u(rng)));
-        std::memcpy(&bytes[off], &d, 2);
-        if (t == DType::kQ4_1) {
+        const uint16_t d = Fp32ToFp16(d_scale * (0.01f + 0.05f * std::fabs(u(rng))));
+        std::memcpy(&bytes[off + d_off], &d, 2);
+        if (t == DType::kQ4_1 || t == DType::kQ5_1) {
           const uint16_t m = Fp32ToFp16(-0.4f * std::fabs(u(rng)));
           std::memcpy(&bytes[off + 2], &m, 2);
+        }
+        if (t == DType::kQ2_K || t == DType::kQ4_K || t == DType::kQ5_K) {
+          const uint16_t dmin = Fp32ToFp16(d_scale * 0.3f * std::fabs(u(rng)));
+          std::memcpy(&bytes[off + d_off + 2], &dmin, 2);
         }
       }
     }
@@ -54,12 +66,12 @@ class MatMulTest : public ::testing::TestWithParam<std::tuple<DType, int>> {};
 TEST_P(MatMulTest, MatchesScalarReference) {
   const auto [dtype, n_tokens] = GetParam();
   std::mt19937 rng(1234 + static_cast<int>(dtype) * 100 + n_tokens);
-  const int64_t rows = 77, cols = 256;
+  const int64_t rows = 77, cols = 512;
   std::vector<uint8_t> w = RandomMatrix(dtype, rows, cols, rng);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(n_tokens * cols);
   for (float& v : x) v = nd(rng);
-  const bool quant = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ8_0;
+  const bool quant = IsQuantized(dtype);
 
   // The activations the integer kernel sees: d * q per block.
   QuantizedRows xq;
@@ -99,6 +111,11 @@ TEST_P(MatMulTest, MatchesScalarReference) {
       ASSERT_EQ(got, y1[t * rows + r]) << "threaded and single-threaded results differ";
       if (packed) {
         ASSERT_LT(std::fabs(yp[t * rows + r] - exact) / scale, 1e-5) << "packed kernel, row " << r << " token " << t;
+        // The group-format kernels evaluate one expression in one order
+        // (matmul_group.h): packed and per-row agree bit for bit.
+        if (HasGroupFormat(dtype)) {
+          ASSERT_EQ(yp[t * rows + r], got) << "packed vs per-row, row " << r;
+        }
       }
       max_rel_exact = std::max(max_rel_exact, std::fabs(got - exact) / scale);
       err2 += (got - f32) * (got - f32);
@@ -114,7 +131,9 @@ TEST_P(MatMulTest, MatchesScalarReference) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulTest,
                          ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
-                                                              DType::kQ4_0, DType::kQ4_1),
+                                                              DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                                                              DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K,
+                                                              DType::kQ6_K),
                                             ::testing::Values(1, 3, 4, 5, 17)));
 
 TEST(QuantizeRowsQ8, RoundTripWithinHalfStep) {
@@ -147,9 +166,10 @@ namespace {
 // The tiled f32 path and the vectorised dequantiser on every type, called
 // directly (MatMul routes only float types to it).
 TEST(MatMulRowsTiled, MatchesF32ReferenceForEveryType) {
-  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+  for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                  DType::kQ5_1, DType::kQ4_K, DType::kQ6_K}) {
     std::mt19937 rng(99);
-    const int64_t rows = 13, cols = 96, n_tokens = 6;
+    const int64_t rows = 13, cols = IsKQuant(t) ? 256 : 96, n_tokens = 6;
     std::vector<uint8_t> w = RandomMatrix(t, rows, cols, rng);
     std::vector<float> x(n_tokens * cols), y(n_tokens * rows, NAN), wrow(cols), fast(cols);
     std::normal_distribution<float> nd;
