@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/attention.h"
@@ -12,8 +13,11 @@ namespace beacon {
 
 CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool) : weights_(weights), pool_(pool) {
   const ModelConfig& c = weights_->config;
-  inv_freq_.resize(c.head_dim / 2);
-  RopeInvFreq(c.rope_theta, c.head_dim, inv_freq_.data());
+  // The model's (possibly scaled) RoPE table: the same one the CUDA backend
+  // uploads and the KV policies rotate stored queries with.
+  RopeTable rope = c.RopeFrequencies();
+  inv_freq_ = std::move(rope.inv_freq);
+  rope_attention_factor_ = rope.attention_factor;
   scores_.resize(pool_ != nullptr ? pool_->n_threads() : 1);
   auto pack = [&](const Tensor& t) {
     if (t.empty() || !PackedMatrix::Supported(t.dtype) || packed_.contains(t.data)) return;
@@ -127,7 +131,9 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
       for (int h = 0; h < c.n_heads; ++h) RmsNorm(q + h * d, w.q_norm.f32(), d, c.rms_eps, q + h * d);
     }
     if (KvPolicy* policy = batch[ref.entry].policy; policy != nullptr) policy->ObserveQuery(l, q, ref.pos);
-    for (int h = 0; h < c.n_heads; ++h) Rope(q + h * d, d, ref.pos, inv_freq_.data(), interleaved);
+    for (int h = 0; h < c.n_heads; ++h) {
+      Rope(q + h * d, d, ref.pos, inv_freq_.data(), interleaved, rope_attention_factor_);
+    }
     // Write this token's K (after RoPE) and V into its slot of every KV head.
     SequenceKv* kv = batch[ref.entry].kv;
     KvCache* cache = kv->cache();
@@ -136,7 +142,7 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
     const int off = ref.slot % bs;
     for (int h = 0; h < c.n_kv_heads; ++h) {
       if (c.qk_norm) RmsNorm(k + h * d, w.k_norm.f32(), d, c.rms_eps, k + h * d);
-      Rope(k + h * d, d, ref.pos, inv_freq_.data(), interleaved);
+      Rope(k + h * d, d, ref.pos, inv_freq_.data(), interleaved, rope_attention_factor_);
       std::memcpy(cache->K(l, block, h) + off * d, k + h * d, sizeof(float) * d);
       std::memcpy(cache->V(l, block, h) + off * d, v + h * d, sizeof(float) * d);
       cache->Positions(l, block, h)[off] = ref.pos;

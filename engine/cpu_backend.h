@@ -43,7 +43,8 @@ class CpuBackend : public Backend {
 
   const ModelWeights* weights_;
   ThreadPool* pool_;
-  std::vector<float> inv_freq_;
+  std::vector<float> inv_freq_;         // ModelConfig::RopeFrequencies()
+  float rope_attention_factor_ = 1.0f;  // multiplies RoPE's cos and sin (YaRN)
   std::vector<TokenRef> tokens_;
   // Activations, [n_tokens][width]; resized per step, reused across steps.
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_;

@@ -32,6 +32,7 @@ PolicyModelInfo PolicyInfoFor(const ModelConfig& c) {
   m.n_kv_heads = c.n_kv_heads;
   m.head_dim = c.head_dim;
   m.rope_theta = c.rope_theta;
+  m.rope = c.RopeFrequencies();
   m.rope_interleaved = c.rope_style == RopeStyle::kInterleaved;
   return m;
 }

@@ -1,6 +1,7 @@
 #include "kv/attention_scoring.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -10,13 +11,15 @@
 namespace beacon {
 
 QueryRotator::QueryRotator(const PolicyModelInfo& model)
-    : head_dim_(model.head_dim), interleaved_(model.rope_interleaved), inv_freq_(model.head_dim / 2) {
-  RopeInvFreq(model.rope_theta, model.head_dim, inv_freq_.data());
+    : head_dim_(model.head_dim),
+      interleaved_(model.rope_interleaved),
+      rope_(model.rope.inv_freq.empty() ? MakeRopeTable(model.rope_theta, model.head_dim) : model.rope) {
+  assert(static_cast<int>(rope_.inv_freq.size()) == head_dim_ / 2);
 }
 
 void QueryRotator::Rotate(const float* q, int32_t position, float* out) const {
   if (out != q) std::memcpy(out, q, sizeof(float) * head_dim_);
-  Rope(out, head_dim_, position, inv_freq_.data(), interleaved_);
+  Rope(out, head_dim_, position, rope_.inv_freq.data(), interleaved_, rope_.attention_factor);
 }
 
 RecentQueryRing::RecentQueryRing(int capacity, int n_heads, int head_dim)

@@ -14,17 +14,18 @@ namespace beacon {
 
 enum class ScoreAggregate { kMax, kSum, kMean };
 
-// RoPE tables of a model, built once per policy.
+// The model's RoPE (PolicyModelInfo::rope, scaling and attention factor
+// included), kept once per policy.
 class QueryRotator {
  public:
   explicit QueryRotator(const PolicyModelInfo& model);
-  // out = RoPE(q, position); out may equal q.
+  // out = RoPE(q, position), as the forward pass rotates; out may equal q.
   void Rotate(const float* q, int32_t position, float* out) const;
 
  private:
   int head_dim_;
   bool interleaved_;
-  std::vector<float> inv_freq_;
+  RopeTable rope_;
 };
 
 // The pre-RoPE queries of the last `capacity` tokens of one layer, every

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/cpu/rope_scaling.h"
 #include "kv/kv_cache.h"
 
 namespace beacon {
@@ -98,6 +99,11 @@ struct PolicyModelInfo {
   int n_kv_heads = 0;
   int head_dim = 0;
   float rope_theta = 10000.0f;
+  // The model's RoPE table (ModelConfig::RopeFrequencies(): scaled
+  // frequencies and YaRN's attention factor), with which stored pre-RoPE
+  // queries are rotated exactly as the forward pass rotates them. Empty
+  // inv_freq: the unscaled table of rope_theta. Else [head_dim / 2].
+  RopeTable rope;
   bool rope_interleaved = false;
   int group() const { return n_heads / n_kv_heads; }
 };

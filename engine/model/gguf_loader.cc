@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/model/aligned_buffer.h"
+#include "engine/model/rope_config.h"
 
 namespace beacon {
 namespace {
@@ -211,18 +212,9 @@ absl::StatusOr<ModelConfig> ReadGgufModelConfig(const GgufFile& f) {
     return Invalid(f, absl::StrCat("partial rotary embedding (rope.dimension_count ", *rot, ", head_dim ", c.head_dim,
                                    ") is not supported"));
   }
-  if (f.Has(key("rope.scaling.type"))) {
-    absl::StatusOr<std::string> scaling = f.GetString(key("rope.scaling.type"));
-    if (!scaling.ok()) return scaling.status();
-    if (*scaling != "none") {
-      return Invalid(f, absl::StrCat("RoPE scaling '", *scaling, "' is not supported"));
-    }
-  }
-  if (f.HasTensor("rope_freqs.weight")) {
-    return Invalid(f,
-                   "tensor rope_freqs.weight (RoPE frequency factors, Llama 3.1 style "
-                   "scaling) is not supported");
-  }
+  // Linear and YaRN metadata, Llama 3.1's rope_freqs.weight; extends
+  // context_length by the scaling (engine/model/rope_config.h).
+  if (absl::Status st = ReadGgufRopeScaling(f, *arch, &c); !st.ok()) return st;
   absl::StatusOr<float> theta = ReadFloat(f, key("rope.freq_base"), 10000.0f);
   if (!theta.ok()) return theta.status();
   c.rope_theta = *theta;

@@ -24,8 +24,9 @@ namespace beacon {
 // The hyper-parameters, validated (ModelConfig::Validate). vocab_size comes
 // from `<arch>.vocab_size`, else the length of tokenizer.ggml.tokens, else
 // token_embd's row count. Rejects features the forward pass does not
-// implement (partial rotary, RoPE scaling, key/value head sizes that differ)
-// rather than computing something else. INVALID_ARGUMENT naming the key.
+// implement (partial rotary, RoPE scaling types other than those of
+// engine/model/rope_config.h, key/value head sizes that differ) rather than
+// computing something else. INVALID_ARGUMENT naming the key.
 absl::StatusOr<ModelConfig> ReadGgufModelConfig(const GgufFile& file);
 
 // The tokenizer.ggml.* vocabulary and tokenizer.chat_template. NOT_FOUND when

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "engine/model/rope_config.h"
 #include "util/status_macros.h"
 
 namespace beacon {
@@ -136,20 +137,6 @@ absl::StatusOr<ModelFamily> ReadFamily(const FieldReader& r, absl::string_view s
 
 // Refuses what the forward pass would silently compute differently.
 absl::Status CheckUnsupportedFeatures(const FieldReader& r) {
-  if (const json* rs = r.Find("rope_scaling")) {
-    if (!rs->is_object()) return r.WrongType("rope_scaling", "an object or null", *rs);
-    std::string type = "default";
-    for (const char* key : {"rope_type", "type"}) {
-      const auto it = rs->find(key);
-      if (it != rs->end() && it->is_string()) {
-        type = it->get<std::string>();
-        break;
-      }
-    }
-    if (type != "default") {
-      return r.Unsupported("rope_scaling", absl::StrCat("rope scaling type '", type, "' is not supported"));
-    }
-  }
   auto mlp_bias = r.Bool("mlp_bias", false);
   if (!mlp_bias.ok()) return mlp_bias.status();
   if (*mlp_bias) return r.Unsupported("mlp_bias", "biases on the MLP projections are not supported");
@@ -205,6 +192,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& sour
   }
   if (name.has_value()) c.name = *name;
   c.rope_style = RopeStyle::kHalf;
+  // Modelled for every config, dummies included: a dummy's logits must be
+  // the model's (tests compare them with the NumPy reference).
+  BEACON_ASSIGN_OR_RETURN(c.rope_scaling, ParseHfRopeScaling(r.Find("rope_scaling"), c.context_length, source,
+                                                             options.ignore_unsupported_features));
+  c.context_length = ScaledContextLength(c.context_length, c.rope_scaling);
   c.qkv_bias = c.family == ModelFamily::kQwen2 || attention_bias;
   c.qk_norm = c.family == ModelFamily::kQwen3;
 

@@ -8,6 +8,8 @@
 //   num_key_value_heads   default num_attention_heads
 //   head_dim              default hidden_size / num_attention_heads
 //   rope_theta            default 10000
+//   rope_scaling          linear, llama3, yarn (engine/model/rope_config.h,
+//                         which also states how it extends context_length)
 //   tie_word_embeddings   default false (the HF default for these families)
 //   attention_bias        llama/qwen3: bias on q/k/v (default false); qwen2
 //                         always has q/k/v bias; qwen3 always has q/k RMSNorm
@@ -16,12 +18,11 @@
 // rope_style is kHalf: HF checkpoints rotate halves, unpermuted.
 //
 // Features the forward pass does not implement are refused rather than
-// silently ignored, because ignoring them changes the logits: rope_scaling
-// other than "default" (Llama 3.1's "llama3" rescales ~45% of the
-// frequencies even at short context), use_sliding_window = true,
+// silently ignored, because ignoring them changes the logits: a rope_scaling
+// type other than those above (e.g. longrope), use_sliding_window = true,
 // mlp_bias = true, and a hidden_act other than "silu". Seeded dummy models set
 // `ignore_unsupported_features` since their numbers are random anyway and only
-// the shapes matter.
+// the shapes matter; the supported RoPE scalings are modelled for them too.
 #ifndef BEACON_ENGINE_MODEL_HF_CONFIG_H_
 #define BEACON_ENGINE_MODEL_HF_CONFIG_H_
 
@@ -34,8 +35,9 @@
 namespace beacon {
 
 struct HfConfigOptions {
-  // Accept rope_scaling / sliding windows / other activations without
-  // modelling them (dummy weights). Default: refuse with INVALID_ARGUMENT.
+  // Accept unknown rope_scaling types / sliding windows / other activations
+  // without modelling them (dummy weights). Default: refuse with
+  // INVALID_ARGUMENT.
   bool ignore_unsupported_features = false;
 };
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/model/rope_config.h"
 
 namespace beacon {
 namespace {
@@ -67,6 +68,7 @@ absl::Status ModelConfig::Validate() const {
   if (!std::isfinite(rope_theta) || rope_theta <= 1.0f) {
     return absl::InvalidArgumentError(absl::StrCat("rope_theta (", rope_theta, ") must be a finite number > 1"));
   }
+  if (absl::Status st = ValidateRopeScaling(rope_scaling, head_dim, rope_freq_factors); !st.ok()) return st;
   if (!std::isfinite(rms_eps) || rms_eps <= 0.0f || rms_eps >= 1.0f) {
     return absl::InvalidArgumentError(absl::StrCat("rms_eps (", rms_eps, ") must be in (0, 1)"));
   }

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/cpu/rope_scaling.h"
 #include "kernels/rope_style.h"
 
 namespace beacon {
@@ -37,10 +39,16 @@ struct ModelConfig {
   int head_dim = 0;
   int ffn_hidden = 0;  // SwiGLU inner width
   int vocab_size = 0;
-  int context_length = 0;  // positions the model was trained for
+  // Positions a sequence may use: what the model was trained for, extended by
+  // its RoPE scaling (ScaledContextLength in engine/model/rope_config.h).
+  int context_length = 0;
   float rope_theta = 10000.0f;
   float rms_eps = 1e-6f;
   RopeStyle rope_style = RopeStyle::kHalf;
+  RopeScaling rope_scaling;  // kernels/cpu/rope_scaling.h; type none by default
+  // GGUF rope_freqs.weight: [head_dim / 2] divisors of the base frequencies
+  // (llama.cpp's encoding of Llama 3.1 scaling), or empty.
+  std::vector<float> rope_freq_factors;
   bool tie_embeddings = false;  // output projection == token embedding
   bool qkv_bias = false;        // Qwen2
   bool qk_norm = false;         // Qwen3
@@ -48,6 +56,12 @@ struct ModelConfig {
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
   int group_size() const { return n_heads / n_kv_heads; }
+  // The frequencies and attention factor every RoPE of this model uses (the
+  // CPU and CUDA forward passes and the KV policies). REQUIRES: Validate().
+  RopeTable RopeFrequencies() const {
+    return MakeRopeTable(rope_theta, head_dim, rope_scaling,
+                         rope_freq_factors.empty() ? nullptr : rope_freq_factors.data());
+  }
 
   // OK when every field is in range and consistent; otherwise
   // INVALID_ARGUMENT naming the field.

@@ -3,6 +3,8 @@
 // strings never streamed, stop token ids), with the KV returned at the end.
 #include "engine/generation.h"
 
+#include <cmath>
+
 #include "engine/batch_runner.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
@@ -135,6 +137,28 @@ TEST_F(GenerationTest, OptionsValidateNamesTheField) {
   o.stop = {};
   o.sampling.top_p = 0;
   EXPECT_NE(o.Validate(100).message().find("top_p"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace beacon
+
+namespace beacon {
+namespace {
+
+// The KV policies rotate stored queries with the model's own (scaled) RoPE
+// table: the one the forward pass uses.
+TEST(PolicyInfoForTest, CarriesTheModelsRopeTable) {
+  ModelConfig c;
+  c.n_layers = 2, c.hidden = 64, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 16;
+  c.ffn_hidden = 128, c.vocab_size = 256, c.context_length = 256, c.rope_theta = 1e4f;
+  c.rope_scaling = {.type = RopeScalingType::kYarn, .factor = 4.0f, .original_context = 64};
+  ASSERT_TRUE(c.Validate().ok());
+  const PolicyModelInfo m = PolicyInfoFor(c);
+  const RopeTable want = c.RopeFrequencies();
+  EXPECT_EQ(m.rope.inv_freq, want.inv_freq);
+  EXPECT_EQ(m.rope.attention_factor, want.attention_factor);
+  EXPECT_NEAR(m.rope.attention_factor, 1.1386294, 1e-6);
+  EXPECT_FLOAT_EQ(m.rope.inv_freq[7], static_cast<float>(std::pow(1e4, -14.0 / 16) / 4));  // interpolated
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The shared scoring helpers against naive double-precision references.
 #include "kv/attention_scoring.h"
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -47,6 +48,42 @@ TEST_P(QueryRotatorTest, StylesDiffer) {
   EXPECT_NE(a, b);
   // Position 0 is the identity in both.
   EXPECT_EQ(NaiveRope(q.data(), 8, 0, 10000.0, GetParam()), std::vector<double>(q.begin(), q.end()));
+}
+
+// A scaled model (YaRN: frequencies and attention factor) rotates stored
+// queries with its own table, as the forward pass rotates q and k: pair i
+// turns by position * inv_freq[i] and is scaled by the attention factor.
+TEST_P(QueryRotatorTest, UsesTheModelsScaledTable) {
+  const bool interleaved = GetParam();
+  const int d = 64;
+  PolicyModelInfo m = kvtest::SmallModel(interleaved);
+  m.head_dim = d;
+  m.rope_theta = 1e6f;
+  m.rope = MakeRopeTable(1e6f, d, {.type = RopeScalingType::kYarn, .factor = 4.0f, .original_context = 64});
+  ASSERT_GT(m.rope.attention_factor, 1.1f);
+  const QueryRotator rot(m);
+  std::mt19937 rng(11);
+  for (int32_t pos : {0, 5, 200, 40000}) {
+    const std::vector<float> q = kvtest::RandomVector(d, rng);
+    std::vector<float> out(d);
+    rot.Rotate(q.data(), pos, out.data());
+    for (int i = 0; i < d / 2; ++i) {
+      const int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + d / 2;
+      const double ang = static_cast<double>(pos) * m.rope.inv_freq[i], f = m.rope.attention_factor;
+      EXPECT_NEAR(out[a], f * (q[a] * std::cos(ang) - q[b] * std::sin(ang)), 3e-5) << pos << " " << i;
+      EXPECT_NEAR(out[b], f * (q[a] * std::sin(ang) + q[b] * std::cos(ang)), 3e-5) << pos << " " << i;
+    }
+  }
+  // Guards the test: an empty table is the unscaled RoPE of rope_theta.
+  PolicyModelInfo unscaled = m;
+  unscaled.rope = {};
+  const std::vector<float> q = kvtest::RandomVector(d, rng);
+  std::vector<float> a(d), b(d);
+  QueryRotator(unscaled).Rotate(q.data(), 200, a.data());
+  rot.Rotate(q.data(), 200, b.data());
+  EXPECT_NE(a, b);
+  const std::vector<double> want = NaiveRope(q.data(), d, 200, 1e6, interleaved);
+  for (int c = 0; c < d; ++c) EXPECT_NEAR(a[c], want[c], 2e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Styles, QueryRotatorTest, ::testing::Bool(),

@@ -221,8 +221,26 @@ TEST_F(DummyLoaderTest, QuantisedTypesNeedWholeBlocks) {
 }
 
 TEST_F(DummyLoaderTest, UnsupportedFeaturesDoNotMatterForRandomWeights) {
-  auto m = LoadDummyModel(Config("llama", {{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}}}), 1);
-  EXPECT_TRUE(m.ok()) << m.status();
+  auto m = LoadDummyModel(
+      Config("llama", {{"rope_scaling", {{"rope_type", "longrope"}, {"factor", 8.0}}}, {"use_sliding_window", true}}),
+      1);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->weights.config.rope_scaling.type, RopeScalingType::kNone);
+}
+
+// The RoPE scalings the forward pass implements are modelled for dummies
+// too (tests/reference/test_rope_scaling_logits.py compares their logits),
+// so an incomplete one is an error even here.
+TEST_F(DummyLoaderTest, SupportedRopeScalingIsModelled) {
+  auto m = LoadDummyModel(
+      Config("qwen2",
+             {{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}}}}),
+      1);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ((*m)->weights.config.rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ((*m)->weights.config.context_length, 256);
+  auto bad = LoadDummyModel(Config("llama", {{"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}}}), 1);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("rope_scaling.low_freq_factor"));
 }
 
 TEST_F(DummyLoaderTest, ConfigErrors) {

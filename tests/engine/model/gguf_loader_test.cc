@@ -3,6 +3,7 @@
 // gguf_model_files_test.cc.
 #include "engine/model/gguf_loader.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -224,8 +225,81 @@ TEST_F(GgufLoaderTest, WrongKeyType) {
 
 TEST_F(GgufLoaderTest, RejectsWhatTheForwardPassCannotCompute) {
   ExpectInvalid(TinyModelBuilder({}).U32("llama.rope.dimension_count", 8), "partial rotary embedding");
-  ExpectInvalid(TinyModelBuilder({}).Str("llama.rope.scaling.type", "yarn"), "RoPE scaling 'yarn'");
-  ExpectInvalid(TinyModelBuilder({}).Tensor("rope_freqs.weight", {8}, 0), "rope_freqs.weight");
+  ExpectInvalid(TinyModelBuilder({}).Str("llama.rope.scaling.type", "longrope"),
+                "RoPE scaling 'longrope' is not supported (supported: none, linear, yarn");
+  ExpectInvalid(TinyModelBuilder({}).Str("llama.rope.scaling.type", "yarn"), "without llama.rope.scaling.factor");
+  // head_dim 16: rope_freqs.weight must hold 8 F32 factors.
+  ExpectInvalid(TinyModelBuilder({}).Tensor("rope_freqs.weight", {4}, 0), "rope_freqs.weight must be F32 [8]");
+  ExpectInvalid(TinyModelBuilder({}).Tensor("rope_freqs.weight", {8}, 1), "rope_freqs.weight must be F32 [8]");
+  ExpectInvalid(TinyModelBuilder({}).Tensor("rope_freqs.weight", {8}, 0, test::F32Data(std::vector<float>(8, 0.0f))),
+                "rope_freq_factors[0] (0) must be a finite number > 0");
+  ExpectInvalid(TinyModelBuilder({}).Str("llama.rope.scaling.type", "linear").F32("llama.rope.scaling.factor", 0.5f),
+                "rope_scaling.factor (linear) (0.5) must be a finite number >= 1");
+  GgufBuilder yarn = TinyModelBuilder({}).Str("llama.rope.scaling.type", "yarn").F32("llama.rope.scaling.factor", 4);
+  ExpectInvalid(GgufBuilder(yarn).F32("llama.rope.scaling.yarn_ext_factor", 0.5f), "yarn_ext_factor");
+  ExpectInvalid(GgufBuilder(yarn).F32("llama.rope.scaling.yarn_log_multiplier", 0.1f), "yarn_log_multiplier");
+  ExpectInvalid(GgufBuilder(yarn).F32("llama.rope.scaling.yarn_beta_fast", 0.5f), "rope_scaling.beta_fast");
+}
+
+// Llama 3.1 as llama.cpp's converter writes it: no scaling type, the llama3
+// factors folded into rope_freqs.weight. The context is the file's.
+TEST_F(GgufLoaderTest, ReadsRopeFrequencyFactors) {
+  const std::vector<float> factors = {1, 1, 1, 1.5f, 2, 4, 8, 8};
+  auto m = Load(TinyModelBuilder({}).Tensor("rope_freqs.weight", {8}, 0, test::F32Data(factors)));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const ModelConfig& c = (*m)->weights.config;
+  EXPECT_EQ(c.rope_freq_factors, factors);
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(c.context_length, 256);
+  const RopeTable t = c.RopeFrequencies();
+  ASSERT_EQ(t.inv_freq.size(), 8u);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FLOAT_EQ(t.inv_freq[i], static_cast<float>(std::pow(50000.0, -2.0 * i / 16) / factors[i])) << i;
+  }
+  EXPECT_EQ(t.attention_factor, 1.0f);
+}
+
+TEST_F(GgufLoaderTest, ReadsYarnMetadata) {
+  TinyModelSpec s;
+  s.arch = "qwen3";
+  auto m = Load(TinyModelBuilder(s)
+                    .Str("qwen3.rope.scaling.type", "yarn")
+                    .F32("qwen3.rope.scaling.factor", 4.0f)
+                    .U32("qwen3.rope.scaling.original_context_length", 64)
+                    .F32("qwen3.rope.scaling.yarn_attn_factor", 1.25f)
+                    .F32("qwen3.rope.scaling.yarn_beta_fast", 16.0f)
+                    .F32("qwen3.rope.scaling.yarn_beta_slow", 2.0f));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const ModelConfig& c = (*m)->weights.config;
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ(c.rope_scaling.factor, 4.0f);
+  EXPECT_EQ(c.rope_scaling.original_context, 64);
+  EXPECT_EQ(c.rope_scaling.attention_factor, 1.25f);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 16.0f);
+  EXPECT_EQ(c.rope_scaling.beta_slow, 2.0f);
+  EXPECT_TRUE(c.rope_freq_factors.empty());
+  EXPECT_EQ(c.context_length, 64 * 4);  // original context * factor (the file says 256 too)
+  EXPECT_EQ(c.RopeFrequencies().attention_factor, 1.25f);
+
+  // Defaults: original context = context_length, attention factor 0.1 ln(factor) + 1.
+  auto d = Load(TinyModelBuilder(s).Str("qwen3.rope.scaling.type", "yarn").F32("qwen3.rope.scaling.factor", 2.0f));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->get()->weights.config.rope_scaling.original_context, 256);
+  EXPECT_EQ(d->get()->weights.config.context_length, 512);
+  EXPECT_NEAR(d->get()->weights.config.RopeFrequencies().attention_factor, 1.0693147, 1e-6);
+}
+
+TEST_F(GgufLoaderTest, ReadsLinearScaling) {
+  auto m = Load(TinyModelBuilder({}).Str("llama.rope.scaling.type", "linear").F32("llama.rope.scaling.factor", 2.0f));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const ModelConfig& c = (*m)->weights.config;
+  EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c.context_length, 512);  // context_length * factor
+  EXPECT_FLOAT_EQ(c.RopeFrequencies().inv_freq[1], static_cast<float>(std::pow(50000.0, -2.0 / 16) / 2));
+  // "none" is no scaling.
+  auto n = Load(TinyModelBuilder({}).Str("llama.rope.scaling.type", "none"));
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->get()->weights.config.rope_scaling.type, RopeScalingType::kNone);
 }
 
 TEST_F(GgufLoaderTest, HeadCountThatDoesNotDivideHiddenNeedsKeyLength) {

@@ -1,5 +1,6 @@
 #include "engine/model/hf_config.h"
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -155,8 +156,10 @@ TEST(HfConfigTest, UnsupportedFeaturesAreRefusedUnlessIgnored) {
     json value;
     const char* message;
   } cases[] = {
-      {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}, "rope scaling type 'llama3'"},
-      {"rope_scaling", {{"type", "yarn"}}, "rope scaling type 'yarn'"},
+      {"rope_scaling",
+       {{"rope_type", "longrope"}, {"factor", 8.0}},
+       "field 'rope_scaling': RoPE scaling 'longrope' is not supported (supported: linear, llama3, yarn)"},
+      {"rope_scaling", {{"type", "su"}}, "RoPE scaling 'su' is not supported"},
       {"use_sliding_window", true, "sliding-window"},
       {"hidden_act", "gelu", "activation 'gelu'"},
       {"mlp_bias", true, "MLP"},
@@ -180,6 +183,95 @@ TEST(HfConfigTest, FileErrorsAndNaming) {
   c = ParseHfConfigFile(Src("tests/data/tiny-qwen2.json"));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->name, "tiny-qwen2");  // named after the file without _name_or_path
+}
+
+TEST(HfConfigTest, ReadsEachRopeScaling) {
+  json j = TinyLlama();  // max_position_embeddings 512
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 64}};
+  auto c = ParseHfConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_EQ(c->rope_scaling.factor, 8.0f);
+  EXPECT_EQ(c->rope_scaling.low_freq_factor, 1.0f);
+  EXPECT_EQ(c->rope_scaling.high_freq_factor, 4.0f);
+  EXPECT_EQ(c->rope_scaling.original_context, 64);
+  EXPECT_EQ(c->context_length, 512);  // llama3: max_position_embeddings is already the long one
+
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2}};  // the legacy key, an integer factor
+  c = ParseHfConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_EQ(c->rope_scaling.factor, 2.0f);
+  EXPECT_EQ(c->context_length, 1024);  // linear: max_position_embeddings * factor
+
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}};
+  c = ParseHfConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ(c->rope_scaling.original_context, 64);
+  EXPECT_EQ(c->rope_scaling.attention_factor, 0.0f);  // the default, resolved by the table
+  EXPECT_EQ(c->rope_scaling.beta_fast, 32.0f);
+  EXPECT_EQ(c->rope_scaling.beta_slow, 1.0f);
+  EXPECT_TRUE(c->rope_scaling.truncate);
+  EXPECT_EQ(c->context_length, 256);  // yarn: original * factor
+
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0},  {"attention_factor", 1.5},
+                       {"beta_fast", 16},     {"beta_slow", 2}, {"truncate", false}};
+  c = ParseHfConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.original_context, 512);  // absent: max_position_embeddings
+  EXPECT_EQ(c->rope_scaling.attention_factor, 1.5f);
+  EXPECT_EQ(c->rope_scaling.beta_fast, 16.0f);
+  EXPECT_EQ(c->rope_scaling.beta_slow, 2.0f);
+  EXPECT_FALSE(c->rope_scaling.truncate);
+  EXPECT_EQ(c->context_length, 1024);
+
+  // dynamic NTK equals plain RoPE up to max_position_embeddings, which stays the limit.
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  c = ParseHfConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(c->context_length, 512);
+}
+
+TEST(HfConfigTest, BadRopeScalingNamesTheField) {
+  struct Case {
+    json value;
+    const char* message;
+  } cases[] = {
+      {"yarn", "field 'rope_scaling' must be an object or null, got string"},
+      {{{"rope_type", 3}}, "'rope_scaling.rope_type' must be a string"},
+      {{{"rope_type", "linear"}}, "'rope_scaling.factor' is required for RoPE scaling 'linear'"},
+      {{{"rope_type", "linear"}, {"factor", "2"}}, "'rope_scaling.factor' must be a number, got string"},
+      {{{"rope_type", "linear"}, {"factor", 0.5}}, "rope_scaling.factor (linear) (0.5) must be a finite number >= 1"},
+      {{{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}},
+       "'rope_scaling.original_max_position_embeddings' is required for RoPE scaling 'llama3'"},
+      {{{"rope_type", "llama3"},
+        {"factor", 8.0},
+        {"low_freq_factor", 4.0},
+        {"high_freq_factor", 1.0},
+        {"original_max_position_embeddings", 64}},
+       "rope_scaling.high_freq_factor (1) must be finite and > low_freq_factor (4)"},
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 6.5}},
+       "'rope_scaling.original_max_position_embeddings' must be a positive integer"},
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"attention_factor", -1.0}}, "rope_scaling.attention_factor (-1)"},
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", 1.0}, {"beta_slow", 2.0}},
+       "rope_scaling.beta_fast (1) must be finite and > beta_slow (2)"},
+      {{{"rope_type", "yarn"}, {"factor", 4.0}, {"truncate", 1}}, "'rope_scaling.truncate' must be a boolean"},
+      {{{"rope_type", "yarn"}, {"factor", 40.0}, {"mscale", 0.707}}, "'rope_scaling.mscale' (DeepSeek-V3"},
+  };
+  for (const auto& c : cases) {
+    json j = TinyLlama();
+    j["rope_scaling"] = c.value;
+    auto r = ParseHfConfig(j, "tiny.json");
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.value;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message)) << c.value;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("tiny.json")) << c.value;
+  }
 }
 
 // The shipped configs, at their published shapes.
@@ -218,16 +310,66 @@ TEST(HfConfigTest, ShippedConfigs) {
   EXPECT_EQ(sm->rope_theta, 100000.0f);
   EXPECT_TRUE(sm->tie_embeddings);
 
-  // Llama 3.1's rope_scaling is refused for real weights, accepted for dummies.
-  auto l3 = ParseHfConfigFile(Src("configs/llama-3.1-8b.json"));
-  EXPECT_THAT(std::string(l3.status().message()), HasSubstr("llama3"));
-  l3 = ParseHfConfigFile(Src("configs/llama-3.1-8b.json"), {.ignore_unsupported_features = true});
-  ASSERT_TRUE(l3.ok()) << l3.status();
-  EXPECT_EQ(l3->n_layers, 32);
-  EXPECT_EQ(l3->ffn_hidden, 14336);
-  EXPECT_EQ(l3->vocab_size, 128256);
-  EXPECT_EQ(l3->rope_theta, 500000.0f);
-  EXPECT_FLOAT_EQ(l3->rms_eps, 1e-5f);
+  // Llama 3.1 and its DeepSeek-R1 distillation: llama3 scaling, 128K context.
+  for (const char* file : {"configs/llama-3.1-8b.json", "configs/deepseek-r1-distill-llama-8b.json"}) {
+    auto l3 = ParseHfConfigFile(Src(file));
+    ASSERT_TRUE(l3.ok()) << l3.status();
+    EXPECT_EQ(l3->family, ModelFamily::kLlama) << file;
+    EXPECT_EQ(l3->n_layers, 32) << file;
+    EXPECT_EQ(l3->hidden, 4096) << file;
+    EXPECT_EQ(l3->n_heads, 32) << file;
+    EXPECT_EQ(l3->n_kv_heads, 8) << file;
+    EXPECT_EQ(l3->ffn_hidden, 14336) << file;
+    EXPECT_EQ(l3->vocab_size, 128256) << file;
+    EXPECT_EQ(l3->rope_theta, 500000.0f) << file;
+    EXPECT_FLOAT_EQ(l3->rms_eps, 1e-5f) << file;
+    EXPECT_FALSE(l3->tie_embeddings) << file;
+    EXPECT_EQ(l3->rope_scaling.type, RopeScalingType::kLlama3) << file;
+    EXPECT_EQ(l3->rope_scaling.factor, 8.0f) << file;
+    EXPECT_EQ(l3->rope_scaling.low_freq_factor, 1.0f) << file;
+    EXPECT_EQ(l3->rope_scaling.high_freq_factor, 4.0f) << file;
+    EXPECT_EQ(l3->rope_scaling.original_context, 8192) << file;
+    EXPECT_EQ(l3->context_length, 131072) << file;  // already the extended length
+  }
+
+  auto q8 = ParseHfConfigFile(Src("configs/qwen3-8b.json"));
+  ASSERT_TRUE(q8.ok()) << q8.status();
+  EXPECT_EQ(q8->family, ModelFamily::kQwen3);
+  EXPECT_EQ(q8->n_layers, 36);
+  EXPECT_EQ(q8->hidden, 4096);
+  EXPECT_EQ(q8->head_dim, 128);
+  EXPECT_EQ(q8->ffn_hidden, 12288);
+  EXPECT_EQ(q8->vocab_size, 151936);
+  EXPECT_EQ(q8->rope_theta, 1e6f);
+  EXPECT_FALSE(q8->tie_embeddings);
+  EXPECT_EQ(q8->rope_scaling.type, RopeScalingType::kNone);
+  EXPECT_EQ(q8->context_length, 40960);
+  // Qwen's documented YaRN setting for 128K: factor 4 over 32768.
+  auto q8y = ParseHfConfigFile(Src("configs/qwen3-8b-yarn.json"));
+  ASSERT_TRUE(q8y.ok()) << q8y.status();
+  EXPECT_EQ(q8y->rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ(q8y->rope_scaling.factor, 4.0f);
+  EXPECT_EQ(q8y->rope_scaling.original_context, 32768);
+  EXPECT_EQ(q8y->context_length, 131072);
+  EXPECT_NEAR(q8y->RopeFrequencies().attention_factor, 1.1386294, 1e-6);
+}
+
+// Every config under configs/ (not the GPU profiles) parses as a real
+// model's config and as a dummy's, so `dummy:configs/<name>.json` works.
+TEST(HfConfigTest, EveryShippedConfigLoads) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(Src("configs"))) {
+    if (!e.is_regular_file() || e.path().extension() != ".json") continue;
+    ++n;
+    auto real = ParseHfConfigFile(e.path().string());
+    EXPECT_TRUE(real.ok()) << e.path() << ": " << real.status();
+    auto dummy = ParseHfConfigFile(e.path().string(), {.ignore_unsupported_features = true});
+    ASSERT_TRUE(dummy.ok()) << e.path() << ": " << dummy.status();
+    EXPECT_TRUE(dummy->Validate().ok()) << e.path();
+    EXPECT_EQ(dummy->rope_scaling.type, real->rope_scaling.type) << e.path();
+    EXPECT_EQ(dummy->RopeFrequencies().inv_freq.size(), static_cast<size_t>(dummy->head_dim / 2)) << e.path();
+  }
+  EXPECT_GE(n, 7);
 }
 
 // Parameter counts from the configs match the published model sizes.
@@ -243,6 +385,8 @@ TEST(HfConfigTest, ShippedConfigsHaveThePublishedParameterCounts) {
   EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/qwen3-4b.json"), any)) / 1e9, 4.02, 0.01);
   EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/deepseek-r1-distill-qwen-7b.json"), any)) / 1e9, 7.62, 0.01);
   EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/llama-3.1-8b.json"), any)) / 1e9, 8.03, 0.01);
+  EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/deepseek-r1-distill-llama-8b.json"), any)) / 1e9, 8.03, 0.01);
+  EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/qwen3-8b.json"), any)) / 1e9, 8.19, 0.01);
   EXPECT_NEAR(ParamCount(*ParseHfConfigFile(Src("configs/smollm2-135m.json"), any)) / 1e6, 134.5, 0.5);
 }
 
