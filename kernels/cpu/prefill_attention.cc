@@ -1,0 +1,270 @@
+#include "kernels/cpu/prefill_attention.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace beacon {
+namespace {
+
+constexpr int kKT = kPrefillKeyTile;
+
+// Both paths keep a query tile transposed, rows in the innermost index
+// ("rows in lanes"): qt[c][r] = scale * q_r[c] and ot[c][r] the unnormalised
+// output. Scores of one key then form a vector over rows, so the running
+// max, sum and rescaling of the online softmax are plain lane-wise
+// operations, and each row's arithmetic is independent of its neighbours.
+//
+// Row r of the whole call is query head r % G of token r / G.
+struct RowRef {
+  const float* q;
+  float* out;
+  int32_t slot;
+};
+
+RowRef Row(const PrefillQueries& qs, int64_t r, int d) {
+  const int64_t i = r / qs.n_q_heads;
+  const int g = static_cast<int>(r % qs.n_q_heads);
+  return {qs.q + i * qs.q_token_stride + g * d, qs.out + i * qs.out_token_stride + g * d,
+          qs.first_slot + static_cast<int32_t>(i)};
+}
+
+// ---- Generic path: plain loops over a tile of kGR rows, vectorisable over
+// rows by the compiler (no reassociation is needed for that).
+constexpr int kGR = 16;
+
+void GenericTile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, int64_t r0, int nr, float* qt,
+                 float* ot) {
+  const int d = kv.head_dim;
+  int32_t slot[kGR];
+  RowRef rows[kGR];
+  for (int r = 0; r < kGR; ++r) {
+    // Padding rows repeat the last real row; their results are dropped.
+    rows[r] = Row(qs, r0 + std::min(r, nr - 1), d);
+    slot[r] = rows[r].slot;
+    for (int c = 0; c < d; ++c) qt[c * kGR + r] = scale * rows[r].q[c];
+  }
+  std::fill(ot, ot + d * kGR, 0.0f);
+  float m[kGR], l[kGR], alpha[kGR], s[kKT][kGR];
+  std::fill(m, m + kGR, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + kGR, 0.0f);
+  const int32_t max_slot = slot[kGR - 1];
+  for (int32_t kt = 0; kt <= max_slot; kt += kKT) {
+    const int nk = std::min<int32_t>(kKT, max_slot + 1 - kt);
+    for (int j = 0; j < nk; ++j) {
+      const float* k = kv.key(kt + j);
+      for (int r = 0; r < kGR; ++r) s[j][r] = 0.0f;
+      for (int c = 0; c < d; ++c) {
+        for (int r = 0; r < kGR; ++r) s[j][r] += qt[c * kGR + r] * k[c];
+      }
+    }
+    for (int r = 0; r < kGR; ++r) {
+      float mt = -std::numeric_limits<float>::infinity();
+      for (int j = 0; j < nk; ++j) {
+        if (kt + j <= slot[r]) mt = std::max(mt, s[j][r]);
+      }
+      const float mn = std::max(m[r], mt);
+      // A tile wholly past the row's slot leaves mn == m[r]: alpha is 1 and
+      // every p is 0, so the row's state is unchanged bit for bit.
+      alpha[r] = mn == m[r] ? 1.0f : std::exp(m[r] - mn);
+      float sum = 0.0f;
+      for (int j = 0; j < nk; ++j) {
+        s[j][r] = kt + j <= slot[r] ? std::exp(s[j][r] - mn) : 0.0f;
+        sum += s[j][r];
+      }
+      l[r] = l[r] * alpha[r] + sum;
+      m[r] = mn;
+    }
+    for (int c = 0; c < d; ++c) {
+      for (int r = 0; r < kGR; ++r) ot[c * kGR + r] *= alpha[r];
+    }
+    for (int j = 0; j < nk; ++j) {
+      const float* v = kv.value(kt + j);
+      for (int c = 0; c < d; ++c) {
+        for (int r = 0; r < kGR; ++r) ot[c * kGR + r] += s[j][r] * v[c];
+      }
+    }
+  }
+  for (int r = 0; r < nr; ++r) {
+    for (int c = 0; c < d; ++c) rows[r].out[c] = ot[c * kGR + r] / l[r];
+  }
+}
+
+#if defined(__AVX512F__)
+// ---- AVX-512 path: 48 rows (three vectors), keys in tiles of 16.
+constexpr int kRT = kPrefillRowTile;
+constexpr int kRV = kRT / 16;
+constexpr int kMaxDim = 256;
+
+// e^x for x <= 0 (scores minus their running max): 2^n * p(r) with
+// n = round(x log2 e), r = x - n ln 2 (two-part ln 2), p the degree-6 Taylor
+// polynomial (relative error < 2e-7 on |r| <= ln2/2). Exp(0) is exactly 1;
+// results below FLT_MIN (x < -87.3, including -inf) are exactly 0.
+inline __m512 Exp(__m512 x) {
+  const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+  return _mm512_maskz_scalef_ps(normal, p, n);
+}
+
+struct Avx512Scratch {
+  alignas(64) float qt[kMaxDim * kRT];
+  alignas(64) float ot[kMaxDim * kRT];
+  alignas(64) float p[kKT * kRT];  // scores, then probabilities, [key][row]
+};
+
+// S[j][row] for keys j0..j0+7 of the tile: a register block of 8 keys x 48
+// rows, summed over head_dim in order.
+inline void Scores8(const float* qt, const float* const* kp, int d, float* s) {
+  __m512 acc[8][kRV];
+  for (int j = 0; j < 8; ++j) {
+    for (int v = 0; v < kRV; ++v) acc[j][v] = _mm512_setzero_ps();
+  }
+  for (int c = 0; c < d; ++c) {
+    __m512 q[kRV];
+    for (int v = 0; v < kRV; ++v) q[v] = _mm512_load_ps(qt + c * kRT + 16 * v);
+    for (int j = 0; j < 8; ++j) {
+      const __m512 k = _mm512_set1_ps(kp[j][c]);
+      for (int v = 0; v < kRV; ++v) acc[j][v] = _mm512_fmadd_ps(k, q[v], acc[j][v]);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    for (int v = 0; v < kRV; ++v) _mm512_store_ps(s + j * kRT + 16 * v, acc[j][v]);
+  }
+}
+
+// ot[c][row] += sum_j v_j[c] p[j][row] over the tile's nk keys, for 8
+// columns c0..c0+7 at a time (d % 8 == 0).
+inline void AccumulateValues(const float* p, const float* const* vp, int nk, int d, float* ot) {
+  for (int c0 = 0; c0 < d; c0 += 8) {
+    __m512 acc[8][kRV];
+    for (int i = 0; i < 8; ++i) {
+      for (int v = 0; v < kRV; ++v) acc[i][v] = _mm512_load_ps(ot + (c0 + i) * kRT + 16 * v);
+    }
+    for (int j = 0; j < nk; ++j) {
+      __m512 pj[kRV];
+      for (int v = 0; v < kRV; ++v) pj[v] = _mm512_load_ps(p + j * kRT + 16 * v);
+      for (int i = 0; i < 8; ++i) {
+        const __m512 x = _mm512_set1_ps(vp[j][c0 + i]);
+        for (int v = 0; v < kRV; ++v) acc[i][v] = _mm512_fmadd_ps(x, pj[v], acc[i][v]);
+      }
+    }
+    for (int i = 0; i < 8; ++i) {
+      for (int v = 0; v < kRV; ++v) _mm512_store_ps(ot + (c0 + i) * kRT + 16 * v, acc[i][v]);
+    }
+  }
+}
+
+void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, int64_t r0, int nr, Avx512Scratch* w) {
+  const int d = kv.head_dim;
+  alignas(64) int32_t slot[kRT];
+  RowRef rows[kRT];
+  for (int r = 0; r < kRT; ++r) {
+    // Padding rows repeat the last real row; their results are dropped.
+    rows[r] = Row(qs, r0 + std::min(r, nr - 1), d);
+    slot[r] = rows[r].slot;
+    for (int c = 0; c < d; ++c) w->qt[c * kRT + r] = scale * rows[r].q[c];
+  }
+  std::fill(w->ot, w->ot + d * kRT, 0.0f);
+  __m512i slotv[kRV];
+  __m512 m[kRV], l[kRV];
+  for (int v = 0; v < kRV; ++v) {
+    slotv[v] = _mm512_load_si512(slot + 16 * v);
+    m[v] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    l[v] = _mm512_setzero_ps();
+  }
+  const int32_t min_slot = slot[0], max_slot = slot[kRT - 1];
+  const float* kp[kKT];
+  const float* vp[kKT];
+  for (int32_t kt = 0; kt <= max_slot; kt += kKT) {
+    const int nk = std::min<int32_t>(kKT, max_slot + 1 - kt);
+    // Keys past max_slot (a partial last tile) point at a valid slot; the
+    // causal mask removes them.
+    for (int j = 0; j < kKT; ++j) {
+      kp[j] = kv.key(kt + std::min(j, nk - 1));
+      vp[j] = kv.value(kt + std::min(j, nk - 1));
+    }
+    Scores8(w->qt, kp, d, w->p);
+    if (nk > 8) Scores8(w->qt, kp + 8, d, w->p + 8 * kRT);
+    // Only a tile reaching past the first row's slot needs the causal mask.
+    const bool diagonal = kt + kKT - 1 > min_slot;
+    for (int v = 0; v < kRV; ++v) {
+      __mmask16 keep[kKT];
+      __m512 mt = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+      for (int j = 0; j < nk; ++j) {
+        const __m512 s = _mm512_load_ps(w->p + j * kRT + 16 * v);
+        keep[j] = diagonal ? _mm512_cmp_epi32_mask(_mm512_set1_epi32(kt + j), slotv[v], _MM_CMPINT_LE) : 0xffff;
+        mt = _mm512_mask_max_ps(mt, keep[j], mt, s);
+      }
+      const __m512 mn = _mm512_max_ps(m[v], mt);
+      const __mmask16 moved = _mm512_cmp_ps_mask(mn, m[v], _CMP_NEQ_UQ);
+      // Rows whose max did not move keep alpha = 1 (Exp(0) == 1 exactly).
+      const __m512 alpha = Exp(_mm512_sub_ps(m[v], mn));
+      __m512 sum = _mm512_setzero_ps();
+      for (int j = 0; j < nk; ++j) {
+        float* pj = w->p + j * kRT + 16 * v;
+        const __m512 pr = _mm512_maskz_mov_ps(keep[j], Exp(_mm512_sub_ps(_mm512_load_ps(pj), mn)));
+        _mm512_store_ps(pj, pr);
+        sum = _mm512_add_ps(sum, pr);
+      }
+      l[v] = _mm512_fmadd_ps(l[v], alpha, sum);
+      m[v] = mn;
+      if (moved != 0) {
+        for (int c = 0; c < d; ++c) {
+          float* o = w->ot + c * kRT + 16 * v;
+          _mm512_store_ps(o, _mm512_mul_ps(_mm512_load_ps(o), alpha));
+        }
+      }
+    }
+    AccumulateValues(w->p, vp, nk, d, w->ot);
+  }
+  alignas(64) float lsum[kRT];
+  for (int v = 0; v < kRV; ++v) _mm512_store_ps(lsum + 16 * v, l[v]);
+  for (int r = 0; r < nr; ++r) {
+    for (int c = 0; c < d; ++c) rows[r].out[c] = w->ot[c * kRT + r] / lsum[r];
+  }
+}
+#endif  // __AVX512F__
+
+}  // namespace
+
+void PrefillAttentionGeneric(const PrefillQueries& qs, const PagedHeadView& kv, float scale) {
+  const int64_t n_rows = static_cast<int64_t>(qs.n_tokens) * qs.n_q_heads;
+  if (n_rows == 0) return;
+  std::vector<float> qt(static_cast<size_t>(kv.head_dim) * kGR), ot(qt.size());
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kGR) {
+    GenericTile(qs, kv, scale, r0, static_cast<int>(std::min<int64_t>(kGR, n_rows - r0)), qt.data(), ot.data());
+  }
+}
+
+void PrefillAttention(const PrefillQueries& qs, const PagedHeadView& kv, float scale) {
+#if defined(__AVX512F__)
+  if (kv.head_dim % 8 == 0 && kv.head_dim <= kMaxDim) {
+    const int64_t n_rows = static_cast<int64_t>(qs.n_tokens) * qs.n_q_heads;
+    if (n_rows == 0) return;
+    // ~100 KB: on the stack of the calling thread, reused for every tile.
+    Avx512Scratch scratch;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kRT) {
+      Avx512Tile(qs, kv, scale, r0, static_cast<int>(std::min<int64_t>(kRT, n_rows - r0)), &scratch);
+    }
+    return;
+  }
+#endif
+  PrefillAttentionGeneric(qs, kv, scale);
+}
+
+}  // namespace beacon
