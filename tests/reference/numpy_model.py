@@ -9,6 +9,11 @@ model that the engine's integer dot products approximate.
 RoPE pairing: llama.cpp's GGUF converter permutes the Q/K rows of llama models
 so that rotation pairs are interleaved (2i, 2i+1) ("normal" rope); qwen2/qwen3
 files are not permuted and use the "neox" half pairing (i, i + n_rot/2).
+
+RoPE scaling (rope_frequencies): linear, llama3 and yarn as the YaRN paper,
+Meta's Llama 3.1 reference and HF transformers publish them, written here from
+those formulas independently of the C++ (kernels/cpu/rope_scaling.cc); from a
+GGUF, the rope.scaling.* metadata and the rope_freqs.weight divisors.
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ class Config:
     rope_theta: float
     rms_eps: float
     neox_rope: bool
+    # HF-style rope_scaling dict ({"rope_type": ..., "factor": ...}) or None.
+    rope_scaling: dict | None = None
+    # GGUF rope_freqs.weight: per-pair divisors of the base frequencies.
+    rope_freqs: np.ndarray | None = None
 
 
 def config_from_gguf(f: GGUFModelFile) -> Config:
@@ -65,7 +74,87 @@ def config_from_gguf(f: GGUFModelFile) -> Config:
         rope_theta=float(m("rope.freq_base", 10000.0)),
         rms_eps=float(m("attention.layer_norm_rms_epsilon")),
         neox_rope=arch in NEOX_ARCHS,
+        rope_scaling=rope_scaling_from_gguf(f, arch),
+        rope_freqs=f.tensor("rope_freqs.weight").astype(np.float64) if f.has("rope_freqs.weight") else None,
     )
+
+
+def rope_scaling_from_gguf(f: GGUFModelFile, arch: str) -> dict | None:
+    """The GGUF rope.scaling.* keys as an HF-style rope_scaling dict."""
+    m = lambda k, d=None: f.meta(f"{arch}.{k}", d)  # noqa: E731
+    kind = m("rope.scaling.type", "none")
+    if kind == "none":
+        return None
+    if kind == "linear":
+        return {"rope_type": "linear", "factor": float(m("rope.scaling.factor"))}
+    if kind == "yarn":
+        out = {"rope_type": "yarn", "factor": float(m("rope.scaling.factor")),
+               "original_max_position_embeddings": int(m("rope.scaling.original_context_length",
+                                                         m("context_length"))),
+               "beta_fast": float(m("rope.scaling.yarn_beta_fast", 32.0)),
+               "beta_slow": float(m("rope.scaling.yarn_beta_slow", 1.0))}
+        for key in ("rope.scaling.attn_factor", "rope.scaling.yarn_attn_factor"):  # the newer key wins
+            if f.has_meta(f"{arch}.{key}"):
+                out["attention_factor"] = float(m(key))
+        return out
+    raise ValueError(f"reference: RoPE scaling {kind!r} not implemented")
+
+
+def rope_frequencies(theta: float, dim: int, scaling: dict | None = None,
+                     max_position_embeddings: int | None = None,
+                     freq_factors: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """(inv_freq [dim/2] float64, attention factor) of RoPE with `scaling`.
+
+    base_i = theta^(-2i/dim), divided by freq_factors[i] when given. Then
+      linear: base / factor.
+      llama3: with wavelength w = 2 pi / base and L the original context,
+        w < L/high_freq_factor keeps base, w > L/low_freq_factor takes
+        base/factor, and between them s = (L/w - low) / (high - low) blends
+        (1 - s) base/factor + s base.
+      yarn: the number of rotations a pair makes over L is L base / (2 pi);
+        the pair index where that equals beta is
+        dim ln(L / (2 pi beta)) / (2 ln theta); between the indices for
+        beta_fast (floored) and beta_slow (ceiled), clamped to [0, dim-1],
+        a linear ramp r goes from 0 to 1 and the frequency is
+        base/factor * r + base * (1 - r); the attention factor (cos and sin
+        are multiplied by it) is 0.1 ln(factor) + 1 unless given.
+    """
+    half = dim // 2
+    base = theta ** (-2.0 * np.arange(half, dtype=np.float64) / dim)
+    if freq_factors is not None:
+        base = base / np.asarray(freq_factors, dtype=np.float64)
+    if not scaling:
+        return base, 1.0
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind in ("default", "dynamic"):
+        return base, 1.0
+    factor = float(scaling["factor"])
+    if kind == "linear":
+        return base / factor, 1.0
+    if kind == "llama3":
+        L = float(scaling["original_max_position_embeddings"])
+        lo, hi = float(scaling["low_freq_factor"]), float(scaling["high_freq_factor"])
+        wavelen = 2.0 * np.pi / base
+        blend = (L / wavelen - lo) / (hi - lo)
+        out = np.where(wavelen > L / lo, base / factor, (1.0 - blend) * base / factor + blend * base)
+        return np.where(wavelen < L / hi, base, out), 1.0
+    if kind == "yarn":
+        L = float(scaling.get("original_max_position_embeddings") or max_position_embeddings)
+        beta_fast = float(scaling.get("beta_fast") or 32.0)
+        beta_slow = float(scaling.get("beta_slow") or 1.0)
+        pair_at = lambda beta: dim * np.log(L / (2.0 * np.pi * beta)) / (2.0 * np.log(theta))  # noqa: E731
+        lo, hi = pair_at(beta_fast), pair_at(beta_slow)
+        if scaling.get("truncate", True):
+            lo, hi = np.floor(lo), np.ceil(hi)
+        lo, hi = max(lo, 0.0), min(hi, dim - 1.0)
+        if lo == hi:
+            hi += 0.001
+        ramp = np.clip((np.arange(half, dtype=np.float64) - lo) / (hi - lo), 0.0, 1.0)
+        attn = scaling.get("attention_factor")
+        if attn is None:
+            attn = 1.0 if factor <= 1.0 else 0.1 * np.log(factor) + 1.0
+        return base / factor * ramp + base * (1.0 - ramp), float(attn)
+    raise ValueError(f"reference: RoPE scaling {kind!r} not implemented")
 
 
 def rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
@@ -81,12 +170,14 @@ def silu(x: np.ndarray) -> np.ndarray:
 
 def apply_rope(x: np.ndarray, pos: np.ndarray, cfg: Config) -> np.ndarray:
     """x: [T, H, head_dim]; rotates the first n_rot dims of each head.
-    Pair i (0 <= i < n_rot/2) rotates by angle pos * theta^(-2i/n_rot)."""
+    Pair i (0 <= i < n_rot/2) rotates by angle pos * inv_freq[i]
+    (theta^(-2i/n_rot) unscaled, rope_frequencies otherwise), scaled by the
+    attention factor."""
     half = cfg.n_rot // 2
-    inv_freq = cfg.rope_theta ** (-np.arange(half, dtype=np.float64) * 2.0 / cfg.n_rot)
+    inv_freq, attn = rope_frequencies(cfg.rope_theta, cfg.n_rot, cfg.rope_scaling, freq_factors=cfg.rope_freqs)
     ang = pos.astype(np.float64)[:, None] * inv_freq[None, :]  # [T, half]
-    cos = np.cos(ang)[:, None, :]
-    sin = np.sin(ang)[:, None, :]
+    cos = np.cos(ang)[:, None, :] * attn
+    sin = np.sin(ang)[:, None, :] * attn
     out = x.astype(np.float64).copy()
     if cfg.neox_rope:
         a, b = out[..., 0:half].copy(), out[..., half:cfg.n_rot].copy()

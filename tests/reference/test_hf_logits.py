@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from engine_logits import EngineMissing, beacon_logits_path, run_beacon_logits  # noqa: E402
+from numpy_model import rope_frequencies  # noqa: E402
 
 POS_TOL = 1e-4
 TOKENS = [3, 17, 200, 5, 9, 100, 42, 7, 1, 250, 77, 13, 64, 128, 31, 0]
@@ -115,10 +116,13 @@ def hf_forward(cfg: dict, w: dict[str, np.ndarray], toks: list[int]) -> np.ndarr
     d = cfg.get("head_dim") or hid // nh
     eps, theta = cfg["rms_norm_eps"], cfg.get("rope_theta", 10000.0)
     t = len(toks)
-    inv_freq = 1.0 / theta ** (np.arange(0, d, 2, dtype=np.float64) / d)
+    # transformers: inv_freq (and cos/sin's attention_scaling) from the
+    # config's rope_scaling; numpy_model writes those formulas out.
+    inv_freq, attention_scaling = rope_frequencies(theta, d, cfg.get("rope_scaling"), cfg["max_position_embeddings"])
     ang = np.arange(t, dtype=np.float64)[:, None] * inv_freq[None, :]
     emb = np.concatenate([ang, ang], -1)  # transformers: cat((freqs, freqs))
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    cos = np.cos(emb)[:, None, :] * attention_scaling
+    sin = np.sin(emb)[:, None, :] * attention_scaling
     W = {k: v.astype(np.float64) for k, v in w.items()}
     x = W["model.embed_tokens.weight"][toks]
     masked = np.triu(np.ones((t, t), dtype=bool), 1)
