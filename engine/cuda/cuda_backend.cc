@@ -10,7 +10,6 @@
 #include "engine/cuda/beacon_device_state.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/generation.h"
-#include "kernels/cpu/ops.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/sampling.h"
 
@@ -57,9 +56,9 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
   BEACON_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   if (absl::Status s = gemm_.Init(stream_); !s.ok()) return s;
   if (absl::Status s = weights_.Upload(*weights); !s.ok()) return s;
-  // The CPU backend's RoPE frequencies, uploaded, so both rotate alike.
-  std::vector<float> inv_freq(config_.head_dim / 2);
-  RopeInvFreq(config_.rope_theta, config_.head_dim, inv_freq.data());
+  // The CPU backend's RoPE table (scaled frequencies, attention factor),
+  // uploaded, so both rotate alike; BeaconKV's scoring rotates with it too.
+  const std::vector<float>& inv_freq = model_.rope.inv_freq;
   if (absl::Status s = inv_freq_.Allocate(inv_freq.size() * sizeof(float), "RoPE frequencies"); !s.ok()) return s;
   BEACON_CUDA_RETURN_IF_ERROR(
       cudaMemcpy(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -72,6 +71,7 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
   evict_ctx_.rope.style = config_.rope_style;
   evict_ctx_.rope.theta = config_.rope_theta;
   evict_ctx_.rope.inv_freq = inv_freq_.as<float>();
+  evict_ctx_.rope.attention_factor = model_.rope.attention_factor;
   return absl::OkStatus();
 }
 

@@ -25,15 +25,15 @@ namespace {
 using beacon_fps::kThreads;
 
 // RoPE of one pair of a query, QueryRotator's arithmetic (kv/attention_scoring.cc
-// with kernels/cpu/ops.cc's RopeInvFreq and Rope): double angle, fp32 cos/sin
-// and rotation. `in` and `out` do not alias.
+// with kernels/cpu/ops.cc's Rope on the model's RopeTable): double angle, fp32
+// cos/sin times the attention factor, fp32 rotation. `in` and `out` do not alias.
 __device__ inline void RotatePair(const float* in, float* out, int pair, int d, int32_t position, RopeStyle style,
-                                  float theta, const float* inv_freq) {
+                                  float theta, const float* inv_freq, float attention_factor) {
   const float f =
       inv_freq != nullptr ? inv_freq[pair] : static_cast<float>(pow(static_cast<double>(theta), -2.0 * pair / d));
   double sd, cd;
   sincos(static_cast<double>(position) * f, &sd, &cd);
-  const float c = static_cast<float>(cd), s = static_cast<float>(sd);
+  const float c = static_cast<float>(cd) * attention_factor, s = static_cast<float>(sd) * attention_factor;
   const int ia = style == RopeStyle::kInterleaved ? 2 * pair : pair;
   const int ib = style == RopeStyle::kInterleaved ? 2 * pair + 1 : pair + d / 2;
   const float x0 = in[ia], x1 = in[ib];
@@ -43,8 +43,8 @@ __device__ inline void RotatePair(const float* in, float* out, int pair, int d, 
 
 __global__ void __launch_bounds__(kThreads)
     BeaconQueriesKernel(BeaconDims dims, BeaconStateLayout lay, const void* state, int ring_valid, int32_t position,
-                        RopeStyle style, float theta, const float* __restrict__ inv_freq, float* queries,
-                        int32_t* n_queries) {
+                        RopeStyle style, float theta, const float* __restrict__ inv_freq, float attention_factor,
+                        float* queries, int32_t* n_queries) {
   extern __shared__ double smem[];
   const int h = blockIdx.x, layer = blockIdx.y, tid = threadIdx.x;
   const int d = dims.head_dim, H = dims.n_heads, R = dims.recent, U = dims.fps_bound, K = dims.beacons;
@@ -79,14 +79,15 @@ __global__ void __launch_bounds__(kThreads)
   for (int idx = tid; idx < ring_valid * half; idx += kThreads) {
     const int j = idx / half, pair = idx - j * half;
     RotatePair(ring + (static_cast<size_t>(j) * H + h) * d, out + static_cast<size_t>(j) * d, pair, d, ring_pos[j],
-               style, theta, inv_freq);
+               style, theta, inv_freq, attention_factor);
   }
   for (int idx = tid; idx < size * half; idx += kThreads) {
     const int i = idx / half, pair = idx - i * half;
     const double rank = fs.min_dist[i];
     if (rank < 0.0) continue;
     const size_t row = static_cast<size_t>(ring_valid) + static_cast<int>(rank);
-    RotatePair(pts + static_cast<size_t>(i) * d, out + row * d, pair, d, position, style, theta, inv_freq);
+    RotatePair(pts + static_cast<size_t>(i) * d, out + row * d, pair, d, position, style, theta, inv_freq,
+               attention_factor);
   }
   if (tid == 0) n_queries[lh] = ring_valid + n_beacons;
 }
@@ -139,7 +140,7 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
       pool_kernel < 1 || pool_kernel % 2 == 0 || kl.n_layers != dims.n_layers || kl.n_kv_heads != dims.n_kv_heads ||
       kl.head_dim != dims.head_dim || kl.block_size <= 0 ||
       (rope.style != RopeStyle::kInterleaved && rope.style != RopeStyle::kHalf) ||
-      (rope.inv_freq == nullptr && !(rope.theta > 0.0f))) {
+      (rope.inv_freq == nullptr && !(rope.theta > 0.0f)) || !(rope.attention_factor > 0.0f)) {
     return cudaErrorInvalidValue;
   }
   if (n_slots == 0) return cudaSuccess;
@@ -167,7 +168,8 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
   const BeaconStateLayout lay = BeaconStateLayout::For(dims);
   const size_t smem = beacon_fps::SmemBytes(dims.fps_bound, dims.head_dim);
   BeaconQueriesKernel<<<dim3(dims.n_heads, dims.n_layers), kThreads, smem, stream>>>(
-      dims, lay, state, ring_valid, position, rope.style, rope.theta, rope.inv_freq, queries, n_queries);
+      dims, lay, state, ring_valid, position, rope.style, rope.theta, rope.inv_freq, rope.attention_factor, queries,
+      n_queries);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   err = beacon_logits::LaunchProbMax(a, stream);

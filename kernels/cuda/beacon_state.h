@@ -124,15 +124,17 @@ size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots);
 // while it holds <= K points) rotated at `position` (the next token's); the
 // state is not modified. Keys are the paged cache's (bf16, after RoPE) of the
 // sequence's block table row `block_table`.
-// RoPE of the queries: inv_freq from rope.inv_freq when given, else
-// float(theta^(-2i/d)) computed in double; angle position * inv_freq in
-// double, cos/sin rounded to fp32 (QueryRotator's arithmetic). Logits are
+// RoPE of the queries: inv_freq from rope.inv_freq when given (the model's
+// scaled table), else float(theta^(-2i/d)) computed in double; angle
+// position * inv_freq in double, cos/sin rounded to fp32 and multiplied by
+// rope.attention_factor (QueryRotator's arithmetic). Logits are
 // fp32 dot products of the fp32 queries with the bf16 keys widened, times
 // 1/sqrt(d); softmax in fp32 with the max subtracted.
 //   scores    [n_layers][n_kv_heads][n_slots] f32
 //   workspace BeaconScoreWorkspaceBytes(dims, n_slots) bytes
 // REQUIRES kv.layout matches dims (n_layers, n_kv_heads, head_dim), else
-// cudaErrorInvalidValue; pool_kernel odd >= 1; ring_count >= 0.
+// cudaErrorInvalidValue; pool_kernel odd >= 1; ring_count >= 0;
+// rope.attention_factor > 0.
 cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t ring_count, const PagedKv& kv,
                               const int32_t* block_table, int32_t n_slots, int32_t position, const RopeParams& rope,
                               int pool_kernel, float* scores, void* workspace, cudaStream_t stream);

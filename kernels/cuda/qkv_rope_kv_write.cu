@@ -32,8 +32,8 @@ __global__ void __launch_bounds__(kThreads)
                         : 1.0f / powf(p.rope.theta, static_cast<float>(2 * i) / static_cast<float>(d));
     float s, c;
     sincosf(static_cast<float>(pos) * f, &s, &c);
-    cos_sin[2 * i] = c;
-    cos_sin[2 * i + 1] = s;
+    cos_sin[2 * i] = c * p.rope.attention_factor;
+    cos_sin[2 * i + 1] = s * p.rope.attention_factor;
   }
   const int bs = kv.layout.block_size;
   const int32_t slot = tok_slot[t];
@@ -132,7 +132,7 @@ cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int 
   const bool bad_ptr = p.qkv == nullptr || kv.k == nullptr || kv.v == nullptr || kv.pos == nullptr ||
                        tables.table == nullptr || tok_seq == nullptr || tok_slot == nullptr || tok_pos == nullptr;
   const bool bad_rope = (p.rope.style != RopeStyle::kHalf && p.rope.style != RopeStyle::kInterleaved) ||
-                        (p.rope.inv_freq == nullptr && !(p.rope.theta > 0.f));
+                        (p.rope.inv_freq == nullptr && !(p.rope.theta > 0.f)) || !(p.rope.attention_factor > 0.f);
   if (bad_shape || bad_ptr || bad_rope) return cudaErrorInvalidValue;
   if (p.n_tokens == 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(p.n_tokens));

@@ -17,7 +17,8 @@
 //   x = x * rsqrt(mean(x^2) + eps) * gain         q heads if q_norm, k heads if k_norm
 //   q_pre_rope[t] = q                             if q_pre_rope (what BeaconKV observes)
 //   q, k = RoPE(q, k) at tok_pos[t]               as kernels/cuda/rope.h (style,
-//                                                 theta or inv_freq, same fp32 formula)
+//                                                 theta or inv_freq, attention_factor,
+//                                                 same fp32 formula)
 //   qkv q heads = bf16(q)                         in place
 //   cache K[layer][block][h][off] = bf16(k_h), V[...] = bf16(v_h), pos[...] = tok_pos[t]
 //       for every kv head h, with block = tables.table[tok_seq[t] * stride +
@@ -32,7 +33,8 @@
 // array, n_tokens < 0 or > INT32_MAX, head counts <= 0, head_dim odd, < 2 or >
 // 256, a cache layout whose n_kv_heads / head_dim differ from the params or
 // whose block_size / num_blocks are <= 0, layer outside [0, n_layers), stride
-// <= 0, eps < 0, an unknown RoPE style, or theta <= 0 without inv_freq;
+// <= 0, eps < 0, an unknown RoPE style, theta <= 0 without inv_freq, or
+// rope.attention_factor <= 0;
 // cudaSuccess without launching for n_tokens == 0; otherwise the launch status.
 // Asynchronous on `stream`; graph-capturable. Device-side REQUIRES (unchecked):
 // tok_seq / tok_slot address existing table entries holding block ids in

@@ -33,7 +33,7 @@ template <RopeStyle kStyle>
 __global__ void __launch_bounds__(kThreads)
     RopeKernel(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads, __nv_bfloat16* k, int64_t k_token_stride,
                int num_kv_heads, const int32_t* __restrict__ positions, int head_dim, float theta,
-               const float* __restrict__ inv_freq) {
+               const float* __restrict__ inv_freq, float attention_factor) {
   extern __shared__ float cos_sin[];  // [head_dim / 2][2]
   const int64_t t = blockIdx.x;
   const float pos = static_cast<float>(positions[t]);
@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(kThreads)
                                         : 1.0f / powf(theta, static_cast<float>(2 * i) / static_cast<float>(head_dim));
     float s, c;
     sincosf(pos * f, &s, &c);  // full-range argument reduction (no fast math)
-    cos_sin[2 * i] = c;
-    cos_sin[2 * i + 1] = s;
+    cos_sin[2 * i] = c * attention_factor;
+    cos_sin[2 * i + 1] = s * attention_factor;
   }
   __syncthreads();
   RotateHeads<kStyle>(q + t * q_token_stride, num_q_heads, head_dim, cos_sin);
@@ -64,7 +64,7 @@ cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads
   if (bad_shape || q == nullptr || positions == nullptr || (num_kv_heads > 0 && k == nullptr) ||
       q_token_stride < static_cast<int64_t>(num_q_heads) * head_dim ||
       (num_kv_heads > 0 && k_token_stride < static_cast<int64_t>(num_kv_heads) * head_dim) ||
-      (params.inv_freq == nullptr && !(params.theta > 0.0f))) {
+      (params.inv_freq == nullptr && !(params.theta > 0.0f)) || !(params.attention_factor > 0.0f)) {
     return cudaErrorInvalidValue;
   }
   if (num_tokens == 0) return cudaSuccess;
@@ -72,14 +72,14 @@ cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads
   const size_t shared = static_cast<size_t>(head_dim) * sizeof(float);
   switch (params.style) {
     case RopeStyle::kInterleaved:
-      RopeKernel<RopeStyle::kInterleaved><<<grid, kThreads, shared, stream>>>(q, q_token_stride, num_q_heads, k,
-                                                                              k_token_stride, num_kv_heads, positions,
-                                                                              head_dim, params.theta, params.inv_freq);
+      RopeKernel<RopeStyle::kInterleaved><<<grid, kThreads, shared, stream>>>(
+          q, q_token_stride, num_q_heads, k, k_token_stride, num_kv_heads, positions, head_dim, params.theta,
+          params.inv_freq, params.attention_factor);
       break;
     case RopeStyle::kHalf:
-      RopeKernel<RopeStyle::kHalf><<<grid, kThreads, shared, stream>>>(q, q_token_stride, num_q_heads, k,
-                                                                       k_token_stride, num_kv_heads, positions,
-                                                                       head_dim, params.theta, params.inv_freq);
+      RopeKernel<RopeStyle::kHalf><<<grid, kThreads, shared, stream>>>(
+          q, q_token_stride, num_q_heads, k, k_token_stride, num_kv_heads, positions, head_dim, params.theta,
+          params.inv_freq, params.attention_factor);
       break;
     default: return cudaErrorInvalidValue;
   }

@@ -22,7 +22,11 @@
 //                 rotate_half, llama.cpp ROPE_TYPE_NEOX (Qwen2/3, HF Llama)
 // inv_freq[i] = theta^(-2i / head_dim) unless `inv_freq` is given: a device
 // array of head_dim / 2 floats computed by the host, for scaled variants
-// (Llama 3 frequency scaling, YaRN) whose frequencies differ per pair.
+// (Llama 3 frequency scaling, YaRN) whose frequencies differ per pair: the
+// model's RopeTable (kernels/cpu/rope_scaling.h), as the CPU backend uses.
+// cos and sin are multiplied by attention_factor (YaRN's magnitude scaling,
+// the table's; 1 otherwise), so the rotated pair is attention_factor times
+// the plain rotation.
 //
 // Arithmetic is fp32 (angles, sincos, rotation) with one bf16 rounding per
 // output, as in HF transformers' fp32 RoPE.
@@ -32,7 +36,7 @@
 // Returns cudaErrorInvalidValue for null q/positions, null k with
 // num_kv_heads > 0, num_tokens < 0, a head count < 0, head_dim odd,
 // non-positive or above 1024, token strides smaller than the heads they hold,
-// or theta <= 0 without inv_freq; cudaSuccess without launching for num_tokens == 0;
+// theta <= 0 without inv_freq, or attention_factor <= 0; cudaSuccess without launching for num_tokens == 0;
 // otherwise the launch status. Asynchronous on `stream`.
 #ifndef BEACON_KERNELS_CUDA_ROPE_H_
 #define BEACON_KERNELS_CUDA_ROPE_H_
@@ -50,6 +54,7 @@ struct RopeParams {
   RopeStyle style = RopeStyle::kHalf;
   float theta = 10000.0f;           // base of the default frequencies
   const float* inv_freq = nullptr;  // optional device [head_dim / 2]; overrides theta
+  float attention_factor = 1.0f;    // multiplies cos and sin (RopeTable::attention_factor)
 };
 
 cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads, __nv_bfloat16* k,

@@ -18,6 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/rope_scaling.h"
 #include "kernels/cuda/beacon_state.h"
 #include "kv/kv_policy.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -37,13 +38,17 @@ struct Case {
   int pool_kernel;
   bool interleaved;
   bool explicit_inv_freq;  // pass the frequencies as rope.inv_freq instead of theta
+  // A YaRN model (factor 4 over 64 positions): the policy's PolicyModelInfo
+  // and the kernel's rope.inv_freq / attention_factor get its RopeTable.
+  bool yarn = false;
 };
 
 void RunCase(const Case& c) {
   const std::string what = "heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " d " +
                            std::to_string(c.head_dim) + " tokens " + std::to_string(c.tokens) + " slots " +
                            std::to_string(c.n_slots) + " pool " + std::to_string(c.pool_kernel) +
-                           (c.interleaved ? " interleaved" : " half") + (c.explicit_inv_freq ? " inv_freq" : "");
+                           (c.interleaved ? " interleaved" : " half") + (c.explicit_inv_freq ? " inv_freq" : "") +
+                           (c.yarn ? " yarn" : "");
   SCOPED_TRACE(what);
   constexpr int kLayers = 2, kBlockSize = 16;
   constexpr float kTheta = 10000.0f;
@@ -55,6 +60,10 @@ void RunCase(const Case& c) {
   PolicyModelInfo m;
   m.n_layers = kLayers, m.n_heads = c.n_heads, m.n_kv_heads = c.n_kv_heads, m.head_dim = c.head_dim;
   m.rope_theta = kTheta, m.rope_interleaved = c.interleaved;
+  if (c.yarn) {
+    m.rope =
+        MakeRopeTable(kTheta, c.head_dim, {.type = RopeScalingType::kYarn, .factor = 4.0f, .original_context = 64});
+  }
   KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   o.recent_queries = c.recent, o.beacons = c.beacons, o.fps_bound = c.fps_bound, o.pool_kernel = c.pool_kernel;
   o.beacon_filter = BeaconFilter::kAll;
@@ -108,9 +117,10 @@ void RunCase(const Case& c) {
   rope.style = c.interleaved ? RopeStyle::kInterleaved : RopeStyle::kHalf;
   rope.theta = kTheta;
   DeviceBuffer<float> inv_freq(c.head_dim / 2);
-  if (c.explicit_inv_freq) {
+  if (c.explicit_inv_freq || c.yarn) {
     std::vector<float> f(c.head_dim / 2);
     RopeInvFreq(kTheta, c.head_dim, f.data());
+    if (c.yarn) f = m.rope.inv_freq, rope.attention_factor = m.rope.attention_factor;
     ASSERT_EQ(inv_freq.Upload(f), cudaSuccess);
     rope.inv_freq = inv_freq.get();
     rope.theta = -1.0f;  // ignored when inv_freq is given
@@ -157,6 +167,14 @@ TEST(CudaBeaconScoreTest, MatchesBeaconPolicyAfterShrinks) {
   RunCase({4, 2, 64, 8, 16, 64, 150, 301, 5, false, true});  // frequencies from rope.inv_freq
 }
 
+// Beacons and recent queries of a YaRN model are rotated with its scaled
+// frequencies and attention factor, on the device as in BeaconPolicy.
+TEST(CudaBeaconScoreTest, ScaledRopeMatchesBeaconPolicy) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  RunCase({4, 2, 64, 8, 16, 64, 150, 301, 1, false, false, true});
+  RunCase({4, 2, 32, 8, 16, 64, 150, 301, 3, true, false, true});
+}
+
 TEST(CudaBeaconScoreTest, ManyQueriesGroupOfThreeAndManySlots) {
   BEACON_REQUIRE_CUDA_DEVICE();
   // R + K = 48 queries per head (two query tiles), group 3, 1000 slots.
@@ -198,6 +216,10 @@ TEST(CudaBeaconScoreTest, RejectsBadArgumentsWithoutLaunching) {
   RopeParams no_theta;
   no_theta.theta = 0.0f;
   EXPECT_EQ(LaunchBeaconScore(d, state, 3, kv, table, 10, 5, no_theta, 1, out, state, nullptr), cudaErrorInvalidValue);
+  RopeParams no_magnitude;
+  no_magnitude.attention_factor = 0.0f;
+  EXPECT_EQ(LaunchBeaconScore(d, state, 3, kv, table, 10, 5, no_magnitude, 1, out, state, nullptr),
+            cudaErrorInvalidValue);
   EXPECT_EQ(LaunchBeaconScore(d, state, 3, kv, table, 0, 5, rope, 1, out, state, nullptr), cudaSuccess);
   EXPECT_GT(BeaconScoreWorkspaceBytes(d, 100), BeaconScoreWorkspaceBytes(d, 10));
 }

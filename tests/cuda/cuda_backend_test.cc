@@ -98,6 +98,14 @@ TEST(CudaBackendTest, DummyQwen3HeadDim128MatchesCpu) {
   CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12);
 }
 
+// Scaled RoPE (the uploaded RopeTable, YaRN's attention factor on q and k)
+// rotates as on the CPU.
+TEST(CudaBackendTest, DummyRopeScalingMatchesCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  CompareBackends("dummy:" + kSrc + "/tests/data/tiny-qwen2-yarn.json", 3e-2, 12);
+  CompareBackends("dummy:" + kSrc + "/tests/data/tiny-llama3-rope.json", 3e-2, 12);
+}
+
 TEST(CudaBackendTest, DefaultModelMatchesCpu) {
   BEACON_REQUIRE_CUDA_DEVICE();
   if (FILE* f = std::fopen(BEACON_MODEL_PATH, "rb"); f != nullptr) {

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/rope_scaling.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
@@ -72,7 +73,8 @@ Tokens MakeTokens() {
 
 // The header's contract in double for one head vector x (d values).
 void Prepare(std::vector<double>& x, const uint16_t* bias, const std::vector<uint16_t>* gain, int pos,
-             const std::vector<double>& inv_freq, RopeStyle style, bool rotate, std::vector<double>* pre) {
+             const std::vector<double>& inv_freq, double attention_factor, RopeStyle style, bool rotate,
+             std::vector<double>* pre) {
   const int d = static_cast<int>(x.size()), half = d / 2;
   if (bias != nullptr) {
     for (int i = 0; i < d; ++i) x[i] += Bf16ToFp32(bias[i]);
@@ -90,8 +92,8 @@ void Prepare(std::vector<double>& x, const uint16_t* bias, const std::vector<uin
     const int ib = style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
     const double angle = pos * inv_freq[i];
     const double a = x[ia], b = x[ib];
-    x[ia] = a * std::cos(angle) - b * std::sin(angle);
-    x[ib] = a * std::sin(angle) + b * std::cos(angle);
+    x[ia] = attention_factor * (a * std::cos(angle) - b * std::sin(angle));
+    x[ib] = attention_factor * (a * std::sin(angle) + b * std::cos(angle));
   }
 }
 
@@ -124,13 +126,14 @@ void RunCase(const Config& c, const Options& o, uint64_t seed) {
   const auto bias = RandomBf16(width, seed + 4, 0.5f);
   const auto q_gain = RandomBf16(d, seed + 5, 0.2f, 1.0f);
   const auto k_gain = RandomBf16(d, seed + 6, 0.2f, 1.0f);
-  std::vector<float> inv_freq(d / 2);
+  // With o.inv_freq: a YaRN model's table (scaled frequencies, attention
+  // factor 0.1 ln 4 + 1 on cos and sin), as the CUDA backend uploads it.
+  const RopeTable yarn =
+      MakeRopeTable(10000.0f, d, {.type = RopeScalingType::kYarn, .factor = 4.0f, .original_context = 64});
+  const std::vector<float>& inv_freq = yarn.inv_freq;
+  const double attention_factor = o.inv_freq ? yarn.attention_factor : 1.0;
   std::vector<double> inv_freq_d(d / 2);
-  for (int i = 0; i < d / 2; ++i) {
-    // A scaled variant (as Llama 3 / YaRN would give) when inv_freq is passed.
-    inv_freq[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / d) * (o.inv_freq ? 0.37 : 1.0));
-    inv_freq_d[i] = o.inv_freq ? inv_freq[i] : std::pow(10000.0, -2.0 * i / d);
-  }
+  for (int i = 0; i < d / 2; ++i) inv_freq_d[i] = o.inv_freq ? inv_freq[i] : std::pow(10000.0, -2.0 * i / d);
 
   DeviceBuffer<uint16_t> dqkv(qkv.size()), dbias(width), dqg(d), dkg(d), dk(kv_elems), dv(kv_elems);
   DeviceBuffer<int32_t> dpos(pos0.size()), dtable(table.size()), dseq(n), dslot(n), dtpos(n);
@@ -162,6 +165,7 @@ void RunCase(const Config& c, const Options& o, uint64_t seed) {
   p.rope.style = o.style;
   p.rope.theta = 10000.0f;
   p.rope.inv_freq = o.inv_freq ? dfreq.get() : nullptr;
+  p.rope.attention_factor = static_cast<float>(attention_factor);
   p.q_pre_rope = o.pre_rope ? dpre.get() : nullptr;
   PagedKv kv;
   kv.k = reinterpret_cast<__nv_bfloat16*>(dk.get());
@@ -187,11 +191,11 @@ void RunCase(const Config& c, const Options& o, uint64_t seed) {
       for (int i = 0; i < d; ++i) x[i] = Bf16ToFp32(qkv[t * width + h * d + i]);
       const uint16_t* b = o.bias ? &bias[h * d] : nullptr;
       if (h < c.nq) {
-        Prepare(x, b, o.norm ? &q_gain : nullptr, tk.pos[t], inv_freq_d, o.style, true, &pre);
+        Prepare(x, b, o.norm ? &q_gain : nullptr, tk.pos[t], inv_freq_d, attention_factor, o.style, true, &pre);
         want_q.insert(want_q.end(), x.begin(), x.end());
         want_pre.insert(want_pre.end(), pre.begin(), pre.end());
       } else if (h < c.nq + c.nkv) {
-        Prepare(x, b, o.norm ? &k_gain : nullptr, tk.pos[t], inv_freq_d, o.style, true, nullptr);
+        Prepare(x, b, o.norm ? &k_gain : nullptr, tk.pos[t], inv_freq_d, attention_factor, o.style, true, nullptr);
         const int64_t at = layout.KvIndex(kLayer, block, h - c.nq, off);
         for (int i = 0; i < d; ++i) k_written[at + i] = true;
         want_k.insert(want_k.end(), x.begin(), x.end());
@@ -285,6 +289,9 @@ TEST(CudaQkvRopeKvWriteTest, RejectsBadArguments) {
   EXPECT_EQ(launch(p, kv, 0), cudaErrorInvalidValue);
   p = good;
   p.rope.theta = 0.0f;
+  EXPECT_EQ(launch(p, kv, 0), cudaErrorInvalidValue);
+  p = good;
+  p.rope.attention_factor = 0.0f;
   EXPECT_EQ(launch(p, kv, 0), cudaErrorInvalidValue);
   p = good;
   p.eps = -1.0f;

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/rope_scaling.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
@@ -32,10 +33,10 @@ struct Config {
 };
 
 // The naive loop of the header's contract, in double, over a fused QKV row
-// layout [tokens, (nq + 2 * nkv) * head_dim]: rotates the Q and K heads and
-// leaves V as is.
+// layout [tokens, (nq + 2 * nkv) * head_dim]: rotates the Q and K heads,
+// scaled by attention_factor, and leaves V as is.
 std::vector<double> NaiveRope(const std::vector<uint16_t>& qkv, const std::vector<int32_t>& pos, const Config& c,
-                              RopeStyle style, const std::vector<float>* inv_freq) {
+                              RopeStyle style, const std::vector<float>* inv_freq, double attention_factor) {
   const int64_t stride = static_cast<int64_t>(c.nq + 2 * c.nkv) * c.head_dim;
   const int half = c.head_dim / 2;
   std::vector<double> out(qkv.size());
@@ -50,8 +51,8 @@ std::vector<double> NaiveRope(const std::vector<uint16_t>& qkv, const std::vecto
         const int ia = style == RopeStyle::kInterleaved ? 2 * i : i;
         const int ib = style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
         const double a = x[ia], b = x[ib];
-        x[ia] = a * std::cos(angle) - b * std::sin(angle);
-        x[ib] = a * std::sin(angle) + b * std::cos(angle);
+        x[ia] = attention_factor * (a * std::cos(angle) - b * std::sin(angle));
+        x[ib] = attention_factor * (a * std::sin(angle) + b * std::cos(angle));
       }
     }
   }
@@ -68,7 +69,8 @@ std::vector<int32_t> RaggedPositions() {
   return pos;
 }
 
-void RunCase(const Config& c, RopeStyle style, const std::vector<float>* inv_freq, uint64_t seed) {
+void RunCase(const Config& c, RopeStyle style, const std::vector<float>* inv_freq, uint64_t seed,
+             float attention_factor = 1.0f) {
   const std::vector<int32_t> pos = RaggedPositions();
   const int64_t tokens = static_cast<int64_t>(pos.size());
   const int64_t stride = static_cast<int64_t>(c.nq + 2 * c.nkv) * c.head_dim;
@@ -83,6 +85,7 @@ void RunCase(const Config& c, RopeStyle style, const std::vector<float>* inv_fre
   RopeParams params;
   params.style = style;
   params.theta = c.theta;
+  params.attention_factor = attention_factor;
   if (inv_freq != nullptr) {
     BEACON_CUDA_ASSERT_OK(dfreq.Upload(*inv_freq));
     params.inv_freq = dfreq.get();
@@ -96,16 +99,17 @@ void RunCase(const Config& c, RopeStyle style, const std::vector<float>* inv_fre
 
   const std::string what = std::string(style == RopeStyle::kHalf ? "half" : "interleaved") +
                            " nq=" + std::to_string(c.nq) + " nkv=" + std::to_string(c.nkv) +
-                           " d=" + std::to_string(c.head_dim) + (inv_freq != nullptr ? " custom inv_freq" : "");
-  ExpectBf16Near(got, NaiveRope(qkv, pos, c, style, inv_freq), kRtol, kAtol, what);
+                           " d=" + std::to_string(c.head_dim) + (inv_freq != nullptr ? " custom inv_freq" : "") +
+                           " attention factor " + std::to_string(attention_factor);
+  ExpectBf16Near(got, NaiveRope(qkv, pos, c, style, inv_freq, attention_factor), kRtol, kAtol, what);
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t row = t * stride;
     // V is never touched.
     for (int64_t i = static_cast<int64_t>(c.nq + c.nkv) * c.head_dim; i < stride; ++i) {
       ASSERT_EQ(got[row + i], qkv[row + i]) << what << ": V modified at token " << t;
     }
-    // Position 0 is the identity rotation: bit-exact.
-    if (pos[t] == 0) {
+    // Position 0 is the identity rotation: bit-exact (unscaled magnitude).
+    if (pos[t] == 0 && attention_factor == 1.0f) {
       for (int64_t i = 0; i < stride; ++i) {
         ASSERT_EQ(got[row + i], qkv[row + i]) << what << ": position 0 changed element " << i;
       }
@@ -146,6 +150,28 @@ TEST(CudaRopeTest, CustomInverseFrequencies) {
   RunCase(c, RopeStyle::kInterleaved, &inv_freq, 62);
 }
 
+// The model's tables (kernels/cpu/rope_scaling.h) of each scaling type, as
+// the CUDA backend uploads them, with YaRN's attention factor on cos and sin.
+TEST(CudaRopeTest, ScaledTablesAndAttentionFactor) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  const Config c{8, 2, 128, 1000000.0f};
+  const RopeScaling scalings[] = {
+      {.type = RopeScalingType::kLinear, .factor = 4.0f},
+      {.type = RopeScalingType::kLlama3,
+       .factor = 8.0f,
+       .low_freq_factor = 1.0f,
+       .high_freq_factor = 4.0f,
+       .original_context = 8192},
+      {.type = RopeScalingType::kYarn, .factor = 4.0f, .original_context = 32768},
+  };
+  uint64_t seed = 71;
+  for (const RopeScaling& s : scalings) {
+    const RopeTable t = MakeRopeTable(c.theta, c.head_dim, s);
+    RunCase(c, RopeStyle::kHalf, &t.inv_freq, seed++, t.attention_factor);
+    RunCase(c, RopeStyle::kInterleaved, &t.inv_freq, seed++, t.attention_factor);
+  }
+}
+
 TEST(CudaRopeTest, RejectsBadArgumentsWithoutLaunching) {
   auto* p = reinterpret_cast<__nv_bfloat16*>(uintptr_t{256});  // never dereferenced
   auto* pos = reinterpret_cast<const int32_t*>(uintptr_t{512});
@@ -159,6 +185,9 @@ TEST(CudaRopeTest, RejectsBadArgumentsWithoutLaunching) {
   EXPECT_EQ(LaunchRope(p, 63, 1, p, 64, 1, pos, 1, 64, ok, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, -1, 64, ok, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, 1, 64, no_theta, nullptr), cudaErrorInvalidValue);
+  RopeParams no_magnitude;
+  no_magnitude.attention_factor = 0.0f;
+  EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, 1, 64, no_magnitude, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchRope(p, 64, 1, p, 64, 1, pos, 0, 64, ok, nullptr), cudaSuccess);
 }
 
