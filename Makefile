@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
 
-.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle compare-llamacpp clean
+.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures compare-llamacpp clean
 
 deps:
 	@tools/bootstrap.sh
@@ -77,6 +77,13 @@ fuzz: deps
 oracle: build model
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
 	python3 tools/make_llamacpp_fixtures.py --model models/default.gguf --out tests/fixtures/llamacpp --chat --greedy
+
+# K-quant test assets made by llama.cpp's quantiser (tools/make_kquant_fixtures.py):
+# rewrites the committed tests/fixtures/kquant/ and caches whole-model variants
+# and the Gemma 3 270M Q4_K_M file in models/kquant/ (tests use them when present).
+kquant-fixtures: build model
+	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
+	python3 tools/make_kquant_fixtures.py
 
 compare-llamacpp: build model
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh

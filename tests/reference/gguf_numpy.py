@@ -23,8 +23,10 @@ from gguf import GGUFReader
 
 # ggml type ids (ggml.h enum ggml_type); fixed by the file format.
 F32, F16, Q4_0, Q4_1, Q8_0, BF16 = 0, 1, 2, 3, 8, 30
+Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K = 6, 7, 10, 11, 12, 13, 14
 
-QK = 32  # elements per block for Q4_0 / Q4_1 / Q8_0
+QK = 32  # elements per block for Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0
+QK_K = 256  # elements per K-quant super-block
 
 # type id -> (name, elements per block, bytes per block)
 TYPE_INFO = {
@@ -34,7 +36,97 @@ TYPE_INFO = {
     Q8_0: ("Q8_0", QK, 2 + QK),
     Q4_0: ("Q4_0", QK, 2 + QK // 2),
     Q4_1: ("Q4_1", QK, 4 + QK // 2),
+    Q5_0: ("Q5_0", QK, 2 + 4 + QK // 2),
+    Q5_1: ("Q5_1", QK, 4 + 4 + QK // 2),
+    Q2_K: ("Q2_K", QK_K, 16 + 64 + 4),
+    Q3_K: ("Q3_K", QK_K, 32 + 64 + 12 + 2),
+    Q4_K: ("Q4_K", QK_K, 4 + 12 + 128),
+    Q5_K: ("Q5_K", QK_K, 4 + 12 + 32 + 128),
+    Q6_K: ("Q6_K", QK_K, 128 + 64 + 16 + 2),
 }
+
+# Element e of a K-quant super-block, as (byte index, shift) into its packed
+# arrays: written out from ggml's dequantize_row_q*_K loops (element order
+# e = 128 h + 32 j + i for 2-bit fields, 64 c + 32 k + i for 4-bit ones).
+_E = np.arange(QK_K)
+_2BIT_BYTE, _2BIT_SHIFT = 32 * (_E // 128) + _E % 32, 2 * ((_E % 128) // 32)
+_4BIT_BYTE, _4BIT_SHIFT = 32 * (_E // 64) + _E % 32, 4 * ((_E % 64) // 32)
+_Q6_LOW_BYTE, _Q6_LOW_SHIFT = 64 * (_E // 128) + _E % 64, 4 * ((_E % 128) // 64)
+_HBIT_BYTE, _HBIT_SHIFT = _E % 32, _E // 32  # Q3_K hmask, Q5_K qh
+
+
+def _k4_scales_mins(sc12: np.ndarray):
+    """uint8 [n, 12] -> (scale, min) int [n, 8]: 6-bit values, the first four
+    in the low bits of bytes 0-3 / 4-7, the last four split between a nibble
+    of bytes 8-11 and the top two bits of bytes 0-3 (scales) / 4-7 (mins)."""
+    q = sc12.astype(np.int32)
+    sc = np.empty((q.shape[0], 8), np.int32)
+    mn = np.empty((q.shape[0], 8), np.int32)
+    for j in range(8):
+        if j < 4:
+            sc[:, j] = q[:, j] & 63
+            mn[:, j] = q[:, j + 4] & 63
+        else:
+            sc[:, j] = (q[:, j + 4] & 15) | ((q[:, j - 4] >> 6) << 4)
+            mn[:, j] = (q[:, j + 4] >> 4) | ((q[:, j] >> 6) << 4)
+    return sc, mn
+
+
+def _q3k_scales(sc12: np.ndarray) -> np.ndarray:
+    """uint8 [n, 12] -> int [n, 16] signed scales (6 bits, bias 32)."""
+    q = sc12.astype(np.int32)
+    s = np.arange(16)
+    low = np.where(s < 8, q[:, s % 8] & 15, q[:, s % 8] >> 4)
+    high = (q[:, 8 + s % 4] >> (2 * (s // 4))) & 3
+    return (low | (high << 4)) - 32
+
+
+def _dequantize_k(b: np.ndarray, type_id: int) -> np.ndarray:
+    """K-quant super-blocks uint8 [n, bytes] -> float32 [n, 256], with the
+    float products formed as ggml forms them: (d * scale) * q - (dmin * min)."""
+    f = np.float32
+    if type_id == Q2_K:
+        scales, qs = b[:, 0:16].astype(np.int32), b[:, 16:80].astype(np.int32)
+        d, dmin = _fp16(b[:, 80:82]), _fp16(b[:, 82:84])
+        q = (qs[:, _2BIT_BYTE] >> _2BIT_SHIFT) & 3
+        dl = d[:, None] * (scales & 15).astype(f)
+        ml = dmin[:, None] * (scales >> 4).astype(f)
+        return dl[:, _E // 16] * q.astype(f) - ml[:, _E // 16]
+    if type_id == Q3_K:
+        hmask, qs = b[:, 0:32].astype(np.int32), b[:, 32:96].astype(np.int32)
+        sc = _q3k_scales(b[:, 96:108])
+        d = _fp16(b[:, 108:110])
+        low = (qs[:, _2BIT_BYTE] >> _2BIT_SHIFT) & 3
+        hbit = (hmask[:, _HBIT_BYTE] >> _HBIT_SHIFT) & 1
+        q = low - 4 * (1 - hbit)
+        dl = d[:, None] * sc.astype(f)
+        return dl[:, _E // 16] * q.astype(f)
+    if type_id in (Q4_K, Q5_K):
+        d, dmin = _fp16(b[:, 0:2]), _fp16(b[:, 2:4])
+        sc, mn = _k4_scales_mins(b[:, 4:16])
+        qs = b[:, -128:].astype(np.int32)
+        q = (qs[:, _4BIT_BYTE] >> _4BIT_SHIFT) & 15
+        if type_id == Q5_K:
+            qh = b[:, 16:48].astype(np.int32)
+            q = q | (((qh[:, _HBIT_BYTE] >> _HBIT_SHIFT) & 1) << 4)
+        ds = d[:, None] * sc.astype(f)
+        dm = dmin[:, None] * mn.astype(f)
+        return ds[:, _E // 32] * q.astype(f) - dm[:, _E // 32]
+    # Q6_K
+    ql, qh = b[:, 0:128].astype(np.int32), b[:, 128:192].astype(np.int32)
+    scales = b[:, 192:208].view(np.int8).astype(f)
+    d = _fp16(b[:, 208:210])
+    low = (ql[:, _Q6_LOW_BYTE] >> _Q6_LOW_SHIFT) & 15
+    high = (qh[:, _2BIT_BYTE] >> _2BIT_SHIFT) & 3
+    q = (low | (high << 4)) - 32
+    ds = d[:, None] * scales
+    return ds[:, _E // 16] * q.astype(f)
+
+
+def _fifth_bits(qh4: np.ndarray) -> np.ndarray:
+    """uint8 [n, 4] (a little-endian uint32) -> int [n, 32]: bit j."""
+    j = np.arange(32)
+    return (qh4.astype(np.int32)[:, j // 8] >> (j % 8)) & 1
 
 
 def _fp16(raw: np.ndarray) -> np.ndarray:
@@ -79,10 +171,20 @@ def dequantize_bytes(raw: np.ndarray, type_id: int, n_elements: int) -> np.ndarr
     elif type_id == Q4_0:
         d = _fp16(b[:, 0:2])
         out = d[:, None] * (_nibbles(b[:, 2:]) - 8.0)
-    else:  # Q4_1
+    elif type_id == Q4_1:
         d = _fp16(b[:, 0:2])
         m = _fp16(b[:, 2:4])
         out = d[:, None] * _nibbles(b[:, 4:]) + m[:, None]
+    elif type_id == Q5_0:
+        d = _fp16(b[:, 0:2])
+        q = _nibbles(b[:, 6:]) + 16 * _fifth_bits(b[:, 2:6])
+        out = d[:, None] * (q - 16.0)
+    elif type_id == Q5_1:
+        d, m = _fp16(b[:, 0:2]), _fp16(b[:, 2:4])
+        q = _nibbles(b[:, 8:]) + 16 * _fifth_bits(b[:, 4:8])
+        out = d[:, None] * q.astype(np.float32) + m[:, None]
+    else:
+        out = _dequantize_k(b, type_id)
     return out.astype(np.float32).reshape(-1)
 
 
