@@ -3,6 +3,9 @@
 //   beacon-bench decode --model PATH [--batches 1,4,16,64] [--prompt-len 32]
 //                       [--steps 32] [--threads N] [--json FILE]
 //   beacon-bench policy ...   KV policies' cost on the CPU backend
+//   beacon-bench prefill --model PATH [--prompt-len 1024,2048,4096]
+//                       [--chunk 256] [--repeats 1] [--threads N] [--json FILE]
+//                             prompt processing tokens/s (bench/prefill_bench.h)
 //   beacon-bench cuda ...     the CUDA backend (bench/cuda_bench.h;
 //                             builds with CUDA only)
 //
@@ -18,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench/policy_bench.h"
+#include "bench/prefill_bench.h"
 #include "engine/runtime.h"
 #include "nlohmann/json.hpp"
 #include "util/cli_args.h"
@@ -150,14 +154,55 @@ int PolicyMain(const cli::Args& args) {
   return 0;
 }
 
+// beacon-bench prefill: tokens/s of prefilling one prompt of each length,
+// in chunks as the scheduler runs a long prompt.
+int PrefillMain(const cli::Args& args) {
+  absl::StatusOr<int64_t> chunk = args.Int("chunk"), repeats = args.Int("repeats"), threads = args.Int("threads");
+  for (const absl::Status& s : {chunk.status(), repeats.status(), threads.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  std::vector<int> lens;
+  for (absl::string_view p :
+       absl::StrSplit(args.Has("prompt-len") ? args.Str("prompt-len") : "4096", ',', absl::SkipEmpty())) {
+    int n;
+    if (!absl::SimpleAtoi(p, &n) || n < 1) return Fail(absl::InvalidArgumentError("--prompt-len: bad value"));
+    lens.push_back(n);
+  }
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+  std::printf("model %s, threads %d, chunk %lld, best of %lld\n", ro.model.c_str(), (*rt)->pool()->n_threads(),
+              static_cast<long long>(*chunk), static_cast<long long>(*repeats));
+  std::printf("%10s %8s %10s %12s\n", "prompt", "steps", "seconds", "tokens/s");
+  nlohmann::json out = {{"model", ro.model}, {"threads", (*rt)->pool()->n_threads()}, {"chunk", *chunk}};
+  for (int n : lens) {
+    absl::StatusOr<PrefillBenchResult> r =
+        BenchPrefill(rt->get(), n, static_cast<int32_t>(*chunk), static_cast<int>(*repeats));
+    if (!r.ok()) return Fail(r.status());
+    std::printf("%10d %8d %10.3f %12.1f\n", n, r->steps, r->seconds, r->tokens_per_second());
+    std::fflush(stdout);
+    out["prefill"].push_back({{"prompt_len", n},
+                              {"steps", r->steps},
+                              {"seconds", r->seconds},
+                              {"tokens_per_second", r->tokens_per_second()}});
+  }
+  if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   cli::Args args;
   args.Declare("model", false, "models/default.gguf", "model spec");
   args.Declare("batches", false, "1,4,16,64", "batch sizes");
-  args.Declare("prompt-len", false, "32", "prompt tokens per sequence before decoding");
+  args.Declare("prompt-len", false, "32",
+               "prompt tokens per sequence before decoding; prefill: prompt lengths, comma-separated (default 4096)");
   args.Declare("steps", false, "32", "timed decode steps per batch size");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
   args.Declare("json", false, "", "also write the results to this JSON file");
+  args.Declare("chunk", false, "256", "prefill: prompt tokens per step (the scheduler's default prefill_chunk)");
+  args.Declare("repeats", false, "1", "prefill: runs per length; the fastest is reported");
   args.Declare("policies", false, "beacon,h2o,snapkv,rkv,streaming,random", "policy: KV policies to measure");
   args.Declare("kv-budget", false, "512", "policy: KV budget");
   args.Declare("kv-interval", false, "128", "policy: eviction interval");
@@ -169,11 +214,12 @@ int Main(int argc, char** argv) {
   args.Declare("throughput-steps", false, "512", "cuda: timed decode steps per policy (throughput)");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
   const std::string mode = args.positional().size() == 1 ? args.positional()[0] : "";
-  if (mode != "decode" && mode != "policy" && mode != "cuda") {
-    std::fprintf(stderr, "usage: beacon-bench decode|policy|cuda [options]\n%s", args.Usage().c_str());
+  if (mode != "decode" && mode != "policy" && mode != "prefill" && mode != "cuda") {
+    std::fprintf(stderr, "usage: beacon-bench decode|policy|prefill|cuda [options]\n%s", args.Usage().c_str());
     return 2;
   }
   if (mode == "policy") return PolicyMain(args);
+  if (mode == "prefill") return PrefillMain(args);
   if (mode == "cuda") {
 #ifdef BEACON_HAVE_CUDA
     return CudaBenchMain(args);

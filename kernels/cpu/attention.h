@@ -1,7 +1,8 @@
 // Attention of query heads over one KV head's slots in the paged cache.
 //
 // GQA-aware: the G query heads that share a KV head are computed together so
-// each cached key and value is read once per token, not G times.
+// each cached key and value is read once per token, not G times. The decode
+// step of prefill_attention.h (a run of one token), with its arithmetic.
 #ifndef BEACON_KERNELS_CPU_ATTENTION_H_
 #define BEACON_KERNELS_CPU_ATTENTION_H_
 

@@ -38,7 +38,7 @@ RowRef Row(const PrefillQueries& qs, int64_t r, int d) {
 constexpr int kGR = 16;
 
 void GenericTile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, int64_t r0, int nr, float* qt,
-                 float* ot) {
+                 float* ot, float* probs) {
   const int d = kv.head_dim;
   int32_t slot[kGR];
   RowRef rows[kGR];
@@ -60,6 +60,9 @@ void GenericTile(const PrefillQueries& qs, const PagedHeadView& kv, float scale,
       for (int r = 0; r < kGR; ++r) s[j][r] = 0.0f;
       for (int c = 0; c < d; ++c) {
         for (int r = 0; r < kGR; ++r) s[j][r] += qt[c * kGR + r] * k[c];
+      }
+      if (probs != nullptr) {
+        for (int r = 0; r < nr; ++r) probs[(r0 + r) * (max_slot + 1) + kt + j] = s[j][r];
       }
     }
     for (int r = 0; r < kGR; ++r) {
@@ -91,13 +94,16 @@ void GenericTile(const PrefillQueries& qs, const PagedHeadView& kv, float scale,
   }
   for (int r = 0; r < nr; ++r) {
     for (int c = 0; c < d; ++c) rows[r].out[c] = ot[c * kGR + r] / l[r];
+    if (probs != nullptr) {
+      float* p = probs + (r0 + r) * (max_slot + 1);
+      for (int32_t j = 0; j <= max_slot; ++j) p[j] = std::exp(p[j] - m[r]) / l[r];
+    }
   }
 }
 
 #if defined(__AVX512F__)
-// ---- AVX-512 path: 48 rows (three vectors), keys in tiles of 16.
-constexpr int kRT = kPrefillRowTile;
-constexpr int kRV = kRT / 16;
+// ---- AVX-512 path: up to 48 rows (RV vectors of 16), keys in tiles of 16.
+constexpr int kMaxRV = kPrefillRowTile / 16;
 constexpr int kMaxDim = 256;
 
 // e^x for x <= 0 (scores minus their running max): 2^n * p(r) with
@@ -122,54 +128,64 @@ inline __m512 Exp(__m512 x) {
 }
 
 struct Avx512Scratch {
-  alignas(64) float qt[kMaxDim * kRT];
-  alignas(64) float ot[kMaxDim * kRT];
-  alignas(64) float p[kKT * kRT];  // scores, then probabilities, [key][row]
+  alignas(64) float qt[kMaxDim * kPrefillRowTile];
+  alignas(64) float ot[kMaxDim * kPrefillRowTile];
+  alignas(64) float p[kKT * kPrefillRowTile];  // scores, then probabilities, [key][row]
 };
 
-// S[j][row] for keys j0..j0+7 of the tile: a register block of 8 keys x 48
-// rows, summed over head_dim in order.
+// S[j][row] for keys j0..j0+7 of the tile: a register block of 8 keys x 16 RV
+// rows, summed over head_dim in order. Row stride of qt and s: 16 RV.
+template <int RV>
 inline void Scores8(const float* qt, const float* const* kp, int d, float* s) {
-  __m512 acc[8][kRV];
+  __m512 acc[8][RV];
   for (int j = 0; j < 8; ++j) {
-    for (int v = 0; v < kRV; ++v) acc[j][v] = _mm512_setzero_ps();
+    for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_setzero_ps();
   }
   for (int c = 0; c < d; ++c) {
-    __m512 q[kRV];
-    for (int v = 0; v < kRV; ++v) q[v] = _mm512_load_ps(qt + c * kRT + 16 * v);
+    __m512 q[RV];
+    for (int v = 0; v < RV; ++v) q[v] = _mm512_load_ps(qt + c * 16 * RV + 16 * v);
     for (int j = 0; j < 8; ++j) {
       const __m512 k = _mm512_set1_ps(kp[j][c]);
-      for (int v = 0; v < kRV; ++v) acc[j][v] = _mm512_fmadd_ps(k, q[v], acc[j][v]);
+      for (int v = 0; v < RV; ++v) acc[j][v] = _mm512_fmadd_ps(k, q[v], acc[j][v]);
     }
   }
   for (int j = 0; j < 8; ++j) {
-    for (int v = 0; v < kRV; ++v) _mm512_store_ps(s + j * kRT + 16 * v, acc[j][v]);
+    for (int v = 0; v < RV; ++v) _mm512_store_ps(s + j * 16 * RV + 16 * v, acc[j][v]);
   }
 }
 
-// ot[c][row] += sum_j v_j[c] p[j][row] over the tile's nk keys, for 8
-// columns c0..c0+7 at a time (d % 8 == 0).
+// ot[c][row] += sum_j v_j[c] p[j][row] over the tile's nk keys in order, for
+// 8 columns c0..c0+7 at a time (d % 8 == 0).
+template <int RV>
 inline void AccumulateValues(const float* p, const float* const* vp, int nk, int d, float* ot) {
   for (int c0 = 0; c0 < d; c0 += 8) {
-    __m512 acc[8][kRV];
+    __m512 acc[8][RV];
     for (int i = 0; i < 8; ++i) {
-      for (int v = 0; v < kRV; ++v) acc[i][v] = _mm512_load_ps(ot + (c0 + i) * kRT + 16 * v);
+      for (int v = 0; v < RV; ++v) acc[i][v] = _mm512_load_ps(ot + (c0 + i) * 16 * RV + 16 * v);
     }
     for (int j = 0; j < nk; ++j) {
-      __m512 pj[kRV];
-      for (int v = 0; v < kRV; ++v) pj[v] = _mm512_load_ps(p + j * kRT + 16 * v);
+      __m512 pj[RV];
+      for (int v = 0; v < RV; ++v) pj[v] = _mm512_load_ps(p + j * 16 * RV + 16 * v);
       for (int i = 0; i < 8; ++i) {
         const __m512 x = _mm512_set1_ps(vp[j][c0 + i]);
-        for (int v = 0; v < kRV; ++v) acc[i][v] = _mm512_fmadd_ps(x, pj[v], acc[i][v]);
+        for (int v = 0; v < RV; ++v) acc[i][v] = _mm512_fmadd_ps(x, pj[v], acc[i][v]);
       }
     }
     for (int i = 0; i < 8; ++i) {
-      for (int v = 0; v < kRV; ++v) _mm512_store_ps(ot + (c0 + i) * kRT + 16 * v, acc[i][v]);
+      for (int v = 0; v < RV; ++v) _mm512_store_ps(ot + (c0 + i) * 16 * RV + 16 * v, acc[i][v]);
     }
   }
 }
 
-void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, int64_t r0, int nr, Avx512Scratch* w) {
+// One tile of nr <= 16 RV rows. The operations applied to a row do not depend
+// on RV nor on the other rows (rows are lanes), which is what makes a token's
+// result the same in a tile of 48 rows (prefill) and of 16 (a decode step).
+// The sum of a key tile's 16 probabilities is a fixed tree: (j, j+8), then
+// (j, j+4), (j, j+2), (j, j+1), masked keys counting as 0.
+template <int RV>
+void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, int64_t r0, int nr, float* probs,
+                Avx512Scratch* w) {
+  constexpr int kRT = 16 * RV;
   const int d = kv.head_dim;
   alignas(64) int32_t slot[kRT];
   RowRef rows[kRT];
@@ -180,9 +196,9 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
     for (int c = 0; c < d; ++c) w->qt[c * kRT + r] = scale * rows[r].q[c];
   }
   std::fill(w->ot, w->ot + d * kRT, 0.0f);
-  __m512i slotv[kRV];
-  __m512 m[kRV], l[kRV];
-  for (int v = 0; v < kRV; ++v) {
+  __m512i slotv[RV];
+  __m512 m[RV], l[RV];
+  for (int v = 0; v < RV; ++v) {
     slotv[v] = _mm512_load_si512(slot + 16 * v);
     m[v] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     l[v] = _mm512_setzero_ps();
@@ -198,11 +214,16 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
       kp[j] = kv.key(kt + std::min(j, nk - 1));
       vp[j] = kv.value(kt + std::min(j, nk - 1));
     }
-    Scores8(w->qt, kp, d, w->p);
-    if (nk > 8) Scores8(w->qt, kp + 8, d, w->p + 8 * kRT);
+    Scores8<RV>(w->qt, kp, d, w->p);
+    if (nk > 8) Scores8<RV>(w->qt, kp + 8, d, w->p + 8 * kRT);
+    if (probs != nullptr) {  // raw scores now, normalised after the last tile
+      for (int r = 0; r < nr; ++r) {
+        for (int j = 0; j < nk; ++j) probs[(r0 + r) * (max_slot + 1) + kt + j] = w->p[j * kRT + r];
+      }
+    }
     // Only a tile reaching past the first row's slot needs the causal mask.
     const bool diagonal = kt + kKT - 1 > min_slot;
-    for (int v = 0; v < kRV; ++v) {
+    for (int v = 0; v < RV; ++v) {
       __mmask16 keep[kKT];
       __m512 mt = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
       for (int j = 0; j < nk; ++j) {
@@ -214,14 +235,20 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
       const __mmask16 moved = _mm512_cmp_ps_mask(mn, m[v], _CMP_NEQ_UQ);
       // Rows whose max did not move keep alpha = 1 (Exp(0) == 1 exactly).
       const __m512 alpha = Exp(_mm512_sub_ps(m[v], mn));
-      __m512 sum = _mm512_setzero_ps();
-      for (int j = 0; j < nk; ++j) {
+      __m512 pr[kKT];
+      for (int j = 0; j < kKT; ++j) {
+        if (j >= nk) {
+          pr[j] = _mm512_setzero_ps();
+          continue;
+        }
         float* pj = w->p + j * kRT + 16 * v;
-        const __m512 pr = _mm512_maskz_mov_ps(keep[j], Exp(_mm512_sub_ps(_mm512_load_ps(pj), mn)));
-        _mm512_store_ps(pj, pr);
-        sum = _mm512_add_ps(sum, pr);
+        pr[j] = _mm512_maskz_mov_ps(keep[j], Exp(_mm512_sub_ps(_mm512_load_ps(pj), mn)));
+        _mm512_store_ps(pj, pr[j]);
       }
-      l[v] = _mm512_fmadd_ps(l[v], alpha, sum);
+      for (int half = kKT / 2; half >= 1; half /= 2) {
+        for (int j = 0; j < half; ++j) pr[j] = _mm512_add_ps(pr[j], pr[j + half]);
+      }
+      l[v] = _mm512_fmadd_ps(l[v], alpha, pr[0]);
       m[v] = mn;
       if (moved != 0) {
         for (int c = 0; c < d; ++c) {
@@ -230,41 +257,60 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
         }
       }
     }
-    AccumulateValues(w->p, vp, nk, d, w->ot);
+    AccumulateValues<RV>(w->p, vp, nk, d, w->ot);
   }
-  alignas(64) float lsum[kRT];
-  for (int v = 0; v < kRV; ++v) _mm512_store_ps(lsum + 16 * v, l[v]);
+  alignas(64) float lsum[kRT], mfin[kRT];
+  for (int v = 0; v < RV; ++v) {
+    _mm512_store_ps(lsum + 16 * v, l[v]);
+    _mm512_store_ps(mfin + 16 * v, m[v]);
+  }
   for (int r = 0; r < nr; ++r) {
     for (int c = 0; c < d; ++c) rows[r].out[c] = w->ot[c * kRT + r] / lsum[r];
+    if (probs != nullptr) {
+      float* p = probs + (r0 + r) * (max_slot + 1);
+      const __m512 mr = _mm512_set1_ps(mfin[r]), lr = _mm512_set1_ps(lsum[r]);
+      for (int32_t j = 0; j <= max_slot; j += 16) {
+        const __mmask16 in = static_cast<__mmask16>(max_slot + 1 - j >= 16 ? 0xffff : (1u << (max_slot + 1 - j)) - 1);
+        const __m512 e = Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + j), mr));
+        _mm512_mask_storeu_ps(p + j, in, _mm512_div_ps(e, lr));
+      }
+    }
   }
 }
 #endif  // __AVX512F__
 
 }  // namespace
 
-void PrefillAttentionGeneric(const PrefillQueries& qs, const PagedHeadView& kv, float scale) {
+void PrefillAttentionGeneric(const PrefillQueries& qs, const PagedHeadView& kv, float scale, float* probs) {
   const int64_t n_rows = static_cast<int64_t>(qs.n_tokens) * qs.n_q_heads;
   if (n_rows == 0) return;
   std::vector<float> qt(static_cast<size_t>(kv.head_dim) * kGR), ot(qt.size());
   for (int64_t r0 = 0; r0 < n_rows; r0 += kGR) {
-    GenericTile(qs, kv, scale, r0, static_cast<int>(std::min<int64_t>(kGR, n_rows - r0)), qt.data(), ot.data());
+    GenericTile(qs, kv, scale, r0, static_cast<int>(std::min<int64_t>(kGR, n_rows - r0)), qt.data(), ot.data(), probs);
   }
 }
 
-void PrefillAttention(const PrefillQueries& qs, const PagedHeadView& kv, float scale) {
+void PrefillAttention(const PrefillQueries& qs, const PagedHeadView& kv, float scale, float* probs) {
 #if defined(__AVX512F__)
   if (kv.head_dim % 8 == 0 && kv.head_dim <= kMaxDim) {
     const int64_t n_rows = static_cast<int64_t>(qs.n_tokens) * qs.n_q_heads;
     if (n_rows == 0) return;
     // ~100 KB: on the stack of the calling thread, reused for every tile.
     Avx512Scratch scratch;
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kRT) {
-      Avx512Tile(qs, kv, scale, r0, static_cast<int>(std::min<int64_t>(kRT, n_rows - r0)), &scratch);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kPrefillRowTile) {
+      // The last tile (or a decode step's few rows) takes as few vectors as
+      // its rows need: a row's result is the same in any of them.
+      const int nr = static_cast<int>(std::min<int64_t>(kPrefillRowTile, n_rows - r0));
+      switch ((nr + 15) / 16) {
+        case 1: Avx512Tile<1>(qs, kv, scale, r0, nr, probs, &scratch); break;
+        case 2: Avx512Tile<2>(qs, kv, scale, r0, nr, probs, &scratch); break;
+        default: Avx512Tile<kMaxRV>(qs, kv, scale, r0, nr, probs, &scratch); break;
+      }
     }
     return;
   }
 #endif
-  PrefillAttentionGeneric(qs, kv, scale);
+  PrefillAttentionGeneric(qs, kv, scale, probs);
 }
 
 }  // namespace beacon

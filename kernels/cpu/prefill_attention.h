@@ -1,6 +1,7 @@
-// Causal attention of a run of consecutive prompt tokens of one sequence over
-// one KV head's paged slots (prefill: a whole prompt, or one chunk of it whose
-// earlier part is already cached).
+// Causal attention of a run of consecutive tokens of one sequence over one KV
+// head's paged slots: prefill (a whole prompt, or one chunk of it whose earlier
+// part is already cached) and, as a run of one token, a decode step
+// (PagedAttention in attention.h is that case).
 //
 // Flash-attention style: a tile of query rows (every query head of the GQA
 // group for several tokens) meets tiles of keys read from the paged cache; the
@@ -12,13 +13,13 @@
 // at slot 0, and each query row's operations never depend on the other rows of
 // its tile. A token's output is therefore a function of its own query, the
 // slots [0, its slot] and the scale only: bit-identical however the prompt is
-// cut into chunks (first_slot, n_tokens) and whichever tokens share its tile.
-// Against PagedAttention (attention.h, the decode path: one softmax over all
-// keys, then the weighted sum of values) it differs in summation order (scores
-// are summed over head_dim sequentially, the softmax sum and the value sum are
-// accumulated tile by tile with rescaling by exp(m_old - m_new)) and in the
-// exponential (a polynomial on AVX-512, std::exp in the generic path):
-// relative differences of order 1e-6, no more.
+// cut into chunks (first_slot, n_tokens), including chunks of one token (a
+// decode step), and whichever tokens share its tile. Per row: scores summed
+// over head_dim in order; per key tile, the max, alpha = exp(m_old - m_new),
+// p = exp(s - m_new), l = l * alpha + (tile sum of p, a fixed tree), out =
+// out * alpha + sum_j p_j v_j in key order; at the end out / l. The
+// exponential is a polynomial on AVX-512 and std::exp in the generic path, so
+// the two paths agree to ~1e-6 relative, not bit for bit.
 #ifndef BEACON_KERNELS_CPU_PREFILL_ATTENTION_H_
 #define BEACON_KERNELS_CPU_PREFILL_ATTENTION_H_
 
@@ -51,14 +52,18 @@ struct PrefillQueries {
 
 // out = softmax(scale * q k^T) v, causal in slot order (after compaction
 // slots need not equal positions; keys are cached after RoPE).
+// `probs`, when not null, receives the attention probabilities of each query
+// head g at probs[g * (first_slot + 1) + s], s <= first_slot (what a decode
+// step shows a KV policy); REQUIRES n_tokens == 1 then.
 // REQUIRES kv.head_dim >= 1, `out` overlaps neither q nor the cache, and the
 // block table covers slots [0, first_slot + n_tokens).
-void PrefillAttention(const PrefillQueries& queries, const PagedHeadView& kv, float scale);
+void PrefillAttention(const PrefillQueries& queries, const PagedHeadView& kv, float scale, float* probs = nullptr);
 
 // The portable path (plain loops, the same tiling and online softmax), used
 // where AVX-512 is absent or head_dim is not a multiple of 8 or above 256;
 // exposed so that tests check it on every machine.
-void PrefillAttentionGeneric(const PrefillQueries& queries, const PagedHeadView& kv, float scale);
+void PrefillAttentionGeneric(const PrefillQueries& queries, const PagedHeadView& kv, float scale,
+                             float* probs = nullptr);
 
 // Tokens per query tile for G query heads: what a caller that splits the
 // tokens into parallel tasks should give each task, so that no tile is

@@ -109,7 +109,7 @@ Expected Reference(const std::vector<float>& q, int g_heads, PagedHead& kv, int3
   return e;
 }
 
-using Kernel = void (*)(const PrefillQueries&, const PagedHeadView&, float);
+using Kernel = void (*)(const PrefillQueries&, const PagedHeadView&, float, float*);
 
 std::vector<float> RunKernel(Kernel kernel, const std::vector<float>& q, int g_heads, const PagedHead& kv,
                              int32_t first, int32_t n, float scale) {
@@ -123,7 +123,7 @@ std::vector<float> RunKernel(Kernel kernel, const std::vector<float>& q, int g_h
   qs.n_q_heads = g_heads;
   qs.first_slot = first;
   qs.n_tokens = n;
-  kernel(qs, kv.View(), scale);
+  kernel(qs, kv.View(), scale, nullptr);
   return out;
 }
 
@@ -210,6 +210,42 @@ TEST(PrefillAttentionChunking, ChunksGiveIdenticalBits) {
     for (size_t i = 0; i < whole.size(); ++i) {
       ASSERT_EQ(std::memcmp(&whole[i], &chunked[i], sizeof(float)), 0)
           << "element " << i << " (token " << i / (g_heads * d) << "): " << whole[i] << " vs " << chunked[i];
+    }
+  }
+}
+
+// A decode step (PagedAttention: one token, with the probabilities a policy
+// observes) gives a token the same bits as prefilling it, and probabilities
+// that match the reference softmax.
+TEST(PrefillAttentionChunking, DecodeStepEqualsPrefillBits) {
+  std::mt19937 rng(5);
+  const int d = 64, g_heads = 3;
+  const int32_t n = 200;
+  PagedHead kv(d, 16, n, 1.0f, rng);
+  const std::vector<float> q = RandomQueries(n, g_heads, d, 2.0f, rng);
+  const float scale = 0.125f;
+  const std::vector<float> whole = RunKernel(&PrefillAttention, q, g_heads, kv, 0, n, scale);
+  const size_t row = static_cast<size_t>(g_heads) * d;
+  std::vector<float> out(row), probs;
+  for (int32_t i = 0; i < n; ++i) {
+    probs.assign(static_cast<size_t>(g_heads) * (i + 1), -1.0f);
+    PagedAttention(&q[i * row], g_heads, kv.View(), i + 1, scale, probs.data(), out.data());
+    ASSERT_EQ(std::memcmp(out.data(), &whole[i * row], row * sizeof(float)), 0) << "token " << i;
+    for (int g = 0; g < g_heads; ++g) {
+      std::vector<double> ref(i + 1);
+      double mx = -1e300, sum = 0, max_abs = 0;
+      for (int32_t s = 0; s <= i; ++s) {
+        double dot = 0;
+        for (int c = 0; c < d; ++c) dot += static_cast<double>(q[i * row + g * d + c]) * kv.Key(s)[c];
+        ref[s] = scale * dot;
+        mx = std::max(mx, ref[s]);
+        max_abs = std::max(max_abs, std::fabs(ref[s]));
+      }
+      for (double& x : ref) sum += (x = std::exp(x - mx));
+      const double tol = kUlps * std::ldexp(1.0, -24) * (1 + max_abs);  // probabilities are <= 1
+      for (int32_t s = 0; s <= i; ++s) {
+        ASSERT_NEAR(probs[g * (i + 1) + s], ref[s] / sum, tol) << "token " << i << " head " << g << " slot " << s;
+      }
     }
   }
 }
