@@ -170,7 +170,17 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& sour
   BEACON_ASSIGN_OR_RETURN(c.ffn_hidden, r.Int("intermediate_size"));
   BEACON_ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size"));
   BEACON_ASSIGN_OR_RETURN(c.context_length, r.Int("max_position_embeddings"));
-  BEACON_ASSIGN_OR_RETURN(c.rope_theta, r.Float("rope_theta", 10000.0f));
+  // transformers >= 4.56 may write "rope_parameters" (type, scaling keys and
+  // rope_theta in one object) instead of rope_scaling + rope_theta.
+  const json* rope_parameters = r.Find("rope_parameters");
+  if (rope_parameters != nullptr && !rope_parameters->is_object()) {
+    return r.WrongType("rope_parameters", "an object or null", *rope_parameters);
+  }
+  if (r.Find("rope_theta") == nullptr && rope_parameters != nullptr) {
+    BEACON_ASSIGN_OR_RETURN(c.rope_theta, FieldReader(*rope_parameters, source).Float("rope_theta", 10000.0f));
+  } else {
+    BEACON_ASSIGN_OR_RETURN(c.rope_theta, r.Float("rope_theta", 10000.0f));
+  }
   BEACON_ASSIGN_OR_RETURN(c.rms_eps, r.Float("rms_norm_eps"));
   BEACON_ASSIGN_OR_RETURN(c.tie_embeddings, r.Bool("tie_word_embeddings", false));
   bool attention_bias = false;
@@ -194,8 +204,10 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const json& j, const std::string& sour
   c.rope_style = RopeStyle::kHalf;
   // Modelled for every config, dummies included: a dummy's logits must be
   // the model's (tests compare them with the NumPy reference).
-  BEACON_ASSIGN_OR_RETURN(c.rope_scaling, ParseHfRopeScaling(r.Find("rope_scaling"), c.context_length, source,
-                                                             options.ignore_unsupported_features));
+  const json* rope_scaling = r.Find("rope_scaling");
+  BEACON_ASSIGN_OR_RETURN(c.rope_scaling,
+                          ParseHfRopeScaling(rope_scaling != nullptr ? rope_scaling : rope_parameters, c.context_length,
+                                             source, options.ignore_unsupported_features));
   c.context_length = ScaledContextLength(c.context_length, c.rope_scaling);
   c.qkv_bias = c.family == ModelFamily::kQwen2 || attention_bias;
   c.qk_norm = c.family == ModelFamily::kQwen3;

@@ -10,6 +10,9 @@
 //   rope_theta            default 10000
 //   rope_scaling          linear, llama3, yarn (engine/model/rope_config.h,
 //                         which also states how it extends context_length)
+//   rope_parameters       newer transformers' form of both: read for
+//                         rope_scaling when that is absent, and for rope_theta
+//                         when that is absent
 //   tie_word_embeddings   default false (the HF default for these families)
 //   attention_bias        llama/qwen3: bias on q/k/v (default false); qwen2
 //                         always has q/k/v bias; qwen3 always has q/k RMSNorm

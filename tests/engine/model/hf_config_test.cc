@@ -238,6 +238,25 @@ TEST(HfConfigTest, ReadsEachRopeScaling) {
   EXPECT_EQ(c->context_length, 512);
 }
 
+// transformers >= 4.56 writes "rope_parameters" with the theta inside.
+TEST(HfConfigTest, ReadsRopeParameters) {
+  json j = TinyLlama();
+  j["rope_parameters"] = {
+      {"rope_type", "yarn"}, {"rope_theta", 1000000.0}, {"factor", 4.0}, {"original_max_position_embeddings", 128}};
+  auto c = ParseHfConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_theta, 1e6f);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_EQ(c->context_length, 512);
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
+  c = ParseHfConfig(j);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rope_theta, 5e5f);
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kNone);
+  j["rope_parameters"] = {{"rope_type", "longrope"}};
+  EXPECT_THAT(std::string(ParseHfConfig(j).status().message()), HasSubstr("RoPE scaling 'longrope'"));
+}
+
 TEST(HfConfigTest, BadRopeScalingNamesTheField) {
   struct Case {
     json value;
