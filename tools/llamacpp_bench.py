@@ -3,6 +3,17 @@
 
     tools/llamacpp_bench.py --model models/default.gguf --batches 1,4,16,64 \
         --threads 2 --prompt-len 32 --steps 32 --json out.json
+    tools/llamacpp_bench.py --model models/default.gguf --prefill 1024,2048,4096 \
+        --threads 2 --json out.json
+
+--prefill measures prompt processing instead (the workload of `beacon-bench
+prefill`): for each length N, one sequence's prompt token[i] = (i*31 + 7) %
+n_vocab (sequence 0's prompt below, the ids beacon-bench uses), in a context
+of N + 16 cells with n_batch = n_ubatch = N, so llama.cpp takes the whole
+prompt in one llama_decode and one compute graph (its fastest way; logits for
+the last token only). Only that llama_decode is timed, after an untimed
+64-token warm-up in a fresh context; tokens/s = N / elapsed, the best of
+--prefill-repeats runs (the KV cache is cleared between them).
 
 Uses llama-cpp-python's low-level C API bindings (no high-level `Llama` class),
 so the timed loop is llama_decode plus one numpy argmax per step. The workload
@@ -175,6 +186,50 @@ def bench_batch(model, n_vocab, batch, prompt_len, steps, threads, kv_unified, f
         L.llama_free(ctx)
 
 
+def bench_prefill(model, n_vocab, n_tokens, threads, flash_attn, repeats):
+    cp = L.llama_context_default_params()
+    cp.n_ctx = n_tokens + 16
+    cp.n_batch = n_tokens
+    cp.n_ubatch = n_tokens
+    cp.n_seq_max = 1
+    cp.n_threads = threads
+    cp.n_threads_batch = threads
+    cp.flash_attn_type = flash_attn
+    cp.no_perf = True
+    cp.embeddings = False
+    ctx = L.llama_init_from_model(model, cp)
+    if not ctx:
+        raise RuntimeError(f"llama_init_from_model failed for a {n_tokens}-token prefill")
+    bat = None
+    try:
+        if L.llama_n_ctx(ctx) < n_tokens or L.llama_n_ubatch(ctx) < n_tokens:
+            raise RuntimeError(f"context {L.llama_n_ctx(ctx)} / ubatch {L.llama_n_ubatch(ctx)} "
+                               f"cannot take {n_tokens} tokens in one step")
+        toks = prompt_tokens(0, n_tokens, n_vocab)
+        bat = Batch(n_tokens)
+        mem = L.llama_get_memory(ctx)
+        warm = min(64, n_tokens)
+        bat.fill(toks[:warm], list(range(warm)), [0] * warm, [i == warm - 1 for i in range(warm)])
+        check_decode(L.llama_decode(ctx, bat.b), "prefill warm-up")
+        best = float("inf")
+        for _ in range(repeats):
+            L.llama_memory_clear(mem, True)
+            bat.fill(toks, list(range(n_tokens)), [0] * n_tokens, [i == n_tokens - 1 for i in range(n_tokens)])
+            t0 = time.perf_counter()
+            check_decode(L.llama_decode(ctx, bat.b), f"prefill of {n_tokens}")
+            L.llama_synchronize(ctx)
+            best = min(best, time.perf_counter() - t0)
+            row = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, -1), shape=(n_vocab,))
+            if not np.isfinite(row).all():
+                raise RuntimeError("non-finite logits after the prefill")
+        return {"prompt_len": n_tokens, "seconds": best, "tokens_per_second": n_tokens / best,
+                "next_token": int(row.argmax())}
+    finally:
+        if bat is not None:
+            bat.free()
+        L.llama_free(ctx)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="models/default.gguf")
@@ -189,6 +244,9 @@ def main():
                     help="OMP_WAIT_POLICY for llama.cpp's OpenMP threads (default: leave the "
                          "environment alone). On a loaded machine 'passive' avoids spin-wait "
                          "collapse at the per-op barriers")
+    ap.add_argument("--prefill", default="",
+                    help="comma-separated prompt lengths: measure prefill instead of decode")
+    ap.add_argument("--prefill-repeats", type=int, default=1, help="prefill runs per length; the best is reported")
     ap.add_argument("--json", default="")
     ap.add_argument("--verbose", action="store_true", help="keep llama.cpp's own log")
     args = ap.parse_args()
@@ -198,6 +256,12 @@ def main():
         sys.exit("llamacpp_bench: --batches must be a comma-separated list of integers")
     if not batches or min(batches) < 1 or args.threads < 1 or args.prompt_len < 1 or args.steps < 1:
         sys.exit("llamacpp_bench: batches, threads, prompt-len and steps must be >= 1")
+    try:
+        prefill = [int(x) for x in args.prefill.split(",") if x]
+    except ValueError:
+        sys.exit("llamacpp_bench: --prefill must be a comma-separated list of integers")
+    if prefill and (min(prefill) < 1 or args.prefill_repeats < 1):
+        sys.exit("llamacpp_bench: prefill lengths and --prefill-repeats must be >= 1")
     if not os.path.isfile(args.model):
         sys.exit(f"llamacpp_bench: no model at {args.model}")
     # libgomp reads its settings when the library loads, so before the import.
@@ -233,6 +297,25 @@ def main():
     model_desc = desc.value.decode(errors="replace")
 
     print(f"llama.cpp (llama-cpp-python {L.__version__}): {model_desc}, vocab {n_vocab}")
+    if prefill:
+        print(f"prefill: threads {args.threads}, one llama_decode of the whole prompt, "
+              f"flash-attn {args.flash_attn}, best of {args.prefill_repeats}, OMP_WAIT_POLICY {omp_wait}")
+        print(f"{'prompt':>10} {'seconds':>10} {'tokens/s':>12}")
+        results = []
+        for n in prefill:
+            r = bench_prefill(model, n_vocab, n, args.threads, flash, args.prefill_repeats)
+            print(f"{n:>10} {r['seconds']:>10.3f} {r['tokens_per_second']:>12.1f}", flush=True)
+            results.append(r)
+        L.llama_model_free(model)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"engine": "llama.cpp", "llama_cpp_version": L.__version__,
+                           "system_info": L.llama_print_system_info().decode(errors="replace").strip(),
+                           "model": args.model, "model_desc": model_desc, "threads": args.threads,
+                           "flash_attn": args.flash_attn, "omp_wait_policy": omp_wait,
+                           "prefill": results}, f, indent=2)
+                f.write("\n")
+        return
     print(f"threads {args.threads}, prompt {args.prompt_len}, {args.steps} timed steps, "
           f"kv {'unified' if args.kv_unified else 'per-sequence streams'}, flash-attn {args.flash_attn}, "
           f"OMP_WAIT_POLICY {omp_wait}")
