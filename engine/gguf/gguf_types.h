@@ -2,8 +2,8 @@
 // and ggml tensor element types (plain uint32 ids, named and sized here).
 //
 // The ggml table covers the ids llama.cpp has assigned so far (0..39) so that
-// a file holding, say, Q6_K tensors can be parsed, bounds-checked and
-// reported by name ("Q6_K (14)") even though no kernel here reads it. Which
+// a file holding, say, IQ4_NL tensors can be parsed, bounds-checked and
+// reported by name ("IQ4_NL (20)") even though no kernel here reads it. Which
 // ids the engine can compute with is DType's business (kernels/cpu/dtype.h).
 #ifndef BEACON_ENGINE_GGUF_GGUF_TYPES_H_
 #define BEACON_ENGINE_GGUF_GGUF_TYPES_H_

@@ -2,8 +2,9 @@
 //
 // A matrix is stored row-major with `rows` = output features and `cols` =
 // input features (the contiguous dimension, GGUF's ne[0]), so y = W x reads
-// W row by row. Matrices may be F32, F16, BF16, Q8_0, Q4_0 or Q4_1; vectors
-// (norm weights, biases) are always F32 (loaders convert them).
+// W row by row. Matrices may be of any DType (float, the legacy quantised
+// types, the K-quants); vectors (norm weights, biases) are always F32
+// (loaders convert them).
 #ifndef BEACON_ENGINE_MODEL_WEIGHTS_H_
 #define BEACON_ENGINE_MODEL_WEIGHTS_H_
 

@@ -11,8 +11,11 @@
 namespace beacon {
 namespace {
 
-// Tokens multiplied with one unpacked weight block before moving on.
+// Tokens multiplied with one unpacked weight block before moving on (the
+// per-row kernel), and the packed kernel's wide and narrow tiles: unpacking a
+// block (nibbles, bit planes, scales) is shared by the tokens of a tile.
 constexpr int kTokTile = 4;
+constexpr int kWideTile = 8;
 
 // ---- Per-row kernel (AVX2): the GGUF layout, one group decoded at a time. ----
 
@@ -35,6 +38,7 @@ void GroupRowDot(DType t, const QuantGroupFormat& f, const uint8_t* row, const Q
                  float* out) {
   const int64_t cols = xq.cols, nb = cols / kQuantBlock;
   const int blocks = f.group / kQuantBlock;
+  const bool single = blocks == 1;  // Q5_0/Q5_1: no per-group accumulators
   for (int i = 0; i < NT; ++i) out[i] = 0.0f;
   QuantGroup q;
   for (int64_t g = 0; g < cols / f.group; ++g) {
@@ -47,17 +51,32 @@ void GroupRowDot(DType t, const QuantGroupFormat& f, const uint8_t* row, const Q
         int32_t lo, hi;
         HalfDots(q.u + 32 * b, xq.q.data() + (t0 + i) * cols + cb * kQuantBlock, &lo, &hi);
         const int32_t* is = xq.isum16.data() + 2 * xi;
-        const int32_t p = q.sc[2 * b] * (lo - f.zero * is[0]) + q.sc[2 * b + 1] * (hi - f.zero * is[1]);
-        acc[i] = std::fma(static_cast<float>(p), xq.d[xi], acc[i]);
-        if (f.mins != 0) {
-          const int32_t m = q.mn[2 * b] * is[0] + q.mn[2 * b + 1] * is[1];
-          macc[i] = std::fma(static_cast<float>(m), xq.d[xi], macc[i]);
+        const float xd = xq.d[xi];
+        if (f.sc16) {
+          acc[i] = std::fma(static_cast<float>(lo - f.zero * is[0]), q.sc[2 * b] * xd, acc[i]);
+          acc[i] = std::fma(static_cast<float>(hi - f.zero * is[1]), q.sc[2 * b + 1] * xd, acc[i]);
+        } else {
+          const float p = static_cast<float>(lo + hi - f.zero * (is[0] + is[1]));
+          if (single) {
+            out[i] = std::fma(p, q.d * xd, out[i]);
+          } else {
+            acc[i] = std::fma(p, q.sc[2 * b] * xd, acc[i]);
+          }
+        }
+        if (f.mins == 2) {  // Q5_1: mn = 1
+          out[i] = std::fma(-static_cast<float>(is[0] + is[1]), q.dmin * xd, out[i]);
+        } else if (f.mins == 1 && !f.mn16) {
+          macc[i] = std::fma(static_cast<float>(q.mn[2 * b]), static_cast<float>(is[0] + is[1]) * xd, macc[i]);
+        } else if (f.mins == 1) {
+          macc[i] = std::fma(static_cast<float>(q.mn[2 * b]), static_cast<float>(is[0]) * xd, macc[i]);
+          macc[i] = std::fma(static_cast<float>(q.mn[2 * b + 1]), static_cast<float>(is[1]) * xd, macc[i]);
         }
       }
     }
+    if (single) continue;
     for (int i = 0; i < NT; ++i) {
       out[i] = std::fma(acc[i], q.d, out[i]);
-      if (f.mins != 0) out[i] = std::fma(-macc[i], q.dmin, out[i]);
+      if (f.mins == 1) out[i] = std::fma(-macc[i], q.dmin, out[i]);
     }
   }
 }
@@ -89,15 +108,25 @@ inline __mmask64 LoadMask(const uint8_t* p) {
 
 // Accumulates NT tokens (t0..t0+NT-1) against every super-block of one
 // group; out[i] holds the 16 row results of token t0 + i.
+// Accumulates NT tokens (t0..t0+NT-1) against every super-block of one
+// group; out[i] holds the 16 row results of token t0 + i. Per token and
+// block the integers P and M of matmul_group.h, then (super-blocks of one
+// block, Q5_0/Q5_1) out += P * (d xd) - M * (dmin xd), or (K-quants)
+// acc += P xd, macc += M xd per block and out += d acc - dmin macc per
+// super-block: GroupRowDot does the same float operations.
 template <DType T, int NT>
 void GroupTile(const uint8_t* grp, int64_t n_sb, const QuantizedRows& xq, int64_t t0, __m512 out[NT]) {
   constexpr QuantGroupFormat F = GroupFormatOf(T);
   constexpr PackedGroupLayout L = MakePackedGroupLayout(F);
+  constexpr bool kSingle = L.blocks == 1;
   const int64_t cols = xq.cols, nb = cols / kQuantBlock;
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   for (int i = 0; i < NT; ++i) out[i] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < n_sb; ++sb) {
     const uint8_t* base = grp + sb * L.sb_bytes;
+    const __m512 d = _mm512_loadu_ps(reinterpret_cast<const float*>(base + L.d_off()));
+    __m512 dmin = _mm512_setzero_ps();
+    if constexpr (L.dmin) dmin = _mm512_loadu_ps(reinterpret_cast<const float*>(base + L.dmin_off()));
     __m512 acc[NT], macc[NT];
     for (int i = 0; i < NT; ++i) acc[i] = macc[i] = _mm512_setzero_ps();
     for (int b = 0; b < L.blocks; ++b) {
@@ -115,58 +144,63 @@ void GroupTile(const uint8_t* grp, int64_t n_sb, const QuantizedRows& xq, int64_
           w[k] = _mm512_mask_add_epi8(w[k], LoadMask(blk + L.mask_off() + 64 * p + 8 * k), w[k], bit);
         }
       }
-      __m512i s0 = _mm512_setzero_si512(), s1 = s0, m0 = s0, m1 = s0;
-      if constexpr (L.n_sc >= 1) s0 = LoadScales(blk + L.sc_off());
-      if constexpr (L.n_sc == 2) s1 = LoadScales(blk + L.sc_off() + 16);
-      if constexpr (L.n_mn >= 1) m0 = LoadScales(blk + L.mn_off());
-      if constexpr (L.n_mn == 2) m1 = LoadScales(blk + L.mn_off() + 16);
+      // Sub-block scales and mins as floats (small integers: exact).
+      __m512 s0f = _mm512_setzero_ps(), s1f = s0f, m0f = s0f, m1f = s0f;
+      if constexpr (L.n_sc >= 1) s0f = ToFloat(LoadScales(blk + L.sc_off()));
+      if constexpr (L.n_sc == 2) s1f = ToFloat(LoadScales(blk + L.sc_off() + 16));
+      if constexpr (L.n_mn >= 1) m0f = ToFloat(LoadScales(blk + L.mn_off()));
+      if constexpr (L.n_mn == 2) m1f = ToFloat(LoadScales(blk + L.mn_off() + 16));
       for (int i = 0; i < NT; ++i) {
         const int64_t t = t0 + i, xi = t * nb + cb;
         const int8_t* x = xq.q.data() + t * cols + cb * kQuantBlock;
-        // w[k] holds elements E(k)..E(k)+3: k < 4 the low half of the block.
-        __m512i lo0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], Bcast4(x));
-        __m512i lo1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[1], Bcast4(x + 4));
-        __m512i hi0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[4], Bcast4(x + 16));
-        __m512i hi1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[5], Bcast4(x + 20));
-        lo0 = _mm512_dpbusd_epi32(lo0, w[2], Bcast4(x + 8));
-        lo1 = _mm512_dpbusd_epi32(lo1, w[3], Bcast4(x + 12));
-        hi0 = _mm512_dpbusd_epi32(hi0, w[6], Bcast4(x + 24));
-        hi1 = _mm512_dpbusd_epi32(hi1, w[7], Bcast4(x + 28));
-        __m512i lo = _mm512_add_epi32(lo0, lo1), hi = _mm512_add_epi32(hi0, hi1);
         const int32_t* is = xq.isum16.data() + 2 * xi;
-        if constexpr (F.zero != 0) {
-          lo = _mm512_sub_epi32(lo, _mm512_set1_epi32(F.zero * is[0]));
-          hi = _mm512_sub_epi32(hi, _mm512_set1_epi32(F.zero * is[1]));
-        }
-        __m512i p = _mm512_setzero_si512();
-        if constexpr (L.n_sc == 0) {
-          p = _mm512_add_epi32(lo, hi);
-        } else if constexpr (L.n_sc == 1) {
-          p = _mm512_mullo_epi32(_mm512_add_epi32(lo, hi), s0);
-        } else {
-          p = _mm512_add_epi32(_mm512_mullo_epi32(lo, s0), _mm512_mullo_epi32(hi, s1));
-        }
+        // w[k] holds elements E(k)..E(k)+3: k < 4 the low half of the block.
         const __m512 xd = _mm512_set1_ps(xq.d[xi]);
-        acc[i] = _mm512_fmadd_ps(ToFloat(p), xd, acc[i]);
-        if constexpr (L.dmin) {
-          __m512i m = _mm512_setzero_si512();
-          if constexpr (L.n_mn == 0) {
-            m = _mm512_set1_epi32(is[0] + is[1]);
-          } else if constexpr (L.n_mn == 1) {
-            m = _mm512_mullo_epi32(m0, _mm512_set1_epi32(is[0] + is[1]));
-          } else {
-            m = _mm512_add_epi32(_mm512_mullo_epi32(m0, _mm512_set1_epi32(is[0])),
-                                 _mm512_mullo_epi32(m1, _mm512_set1_epi32(is[1])));
+        if constexpr (L.n_sc == 2) {  // a scale per half: keep the halves apart
+          // One chain per half: the NT tokens of the tile are independent
+          // chains already, and fewer live registers avoid spills at NT = 8.
+          __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], Bcast4(x));
+          __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[4], Bcast4(x + 16));
+          for (int k = 1; k < 4; ++k) {
+            lo = _mm512_dpbusd_epi32(lo, w[k], Bcast4(x + 4 * k));
+            hi = _mm512_dpbusd_epi32(hi, w[k + 4], Bcast4(x + 16 + 4 * k));
           }
-          macc[i] = _mm512_fmadd_ps(ToFloat(m), xd, macc[i]);
+          if constexpr (F.zero != 0) {
+            lo = _mm512_sub_epi32(lo, _mm512_set1_epi32(F.zero * is[0]));
+            hi = _mm512_sub_epi32(hi, _mm512_set1_epi32(F.zero * is[1]));
+          }
+          acc[i] = _mm512_fmadd_ps(ToFloat(lo), _mm512_mul_ps(s0f, xd), acc[i]);
+          acc[i] = _mm512_fmadd_ps(ToFloat(hi), _mm512_mul_ps(s1f, xd), acc[i]);
+        } else {  // one scale per block: two chains over the whole block
+          __m512i a0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], Bcast4(x));
+          __m512i a1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[4], Bcast4(x + 16));
+          for (int k = 1; k < 4; ++k) {
+            a0 = _mm512_dpbusd_epi32(a0, w[k], Bcast4(x + 4 * k));
+            a1 = _mm512_dpbusd_epi32(a1, w[k + 4], Bcast4(x + 16 + 4 * k));
+          }
+          __m512i p = _mm512_add_epi32(a0, a1);
+          if constexpr (F.zero != 0) p = _mm512_sub_epi32(p, _mm512_set1_epi32(F.zero * (is[0] + is[1])));
+          if constexpr (kSingle) {
+            out[i] = _mm512_fmadd_ps(ToFloat(p), _mm512_mul_ps(d, xd), out[i]);
+          } else {
+            acc[i] = _mm512_fmadd_ps(ToFloat(p), _mm512_mul_ps(s0f, xd), acc[i]);
+          }
+        }
+        if constexpr (L.dmin && L.n_mn == 0) {  // Q5_1: mn = 1
+          out[i] = _mm512_fnmadd_ps(_mm512_set1_ps(static_cast<float>(is[0] + is[1])), _mm512_mul_ps(dmin, xd), out[i]);
+        } else if constexpr (L.n_mn == 1) {
+          macc[i] = _mm512_fmadd_ps(m0f, _mm512_set1_ps(static_cast<float>(is[0] + is[1]) * xq.d[xi]), macc[i]);
+        } else if constexpr (L.n_mn == 2) {
+          macc[i] = _mm512_fmadd_ps(m0f, _mm512_set1_ps(static_cast<float>(is[0]) * xq.d[xi]), macc[i]);
+          macc[i] = _mm512_fmadd_ps(m1f, _mm512_set1_ps(static_cast<float>(is[1]) * xq.d[xi]), macc[i]);
         }
       }
     }
-    const __m512 d = _mm512_loadu_ps(reinterpret_cast<const float*>(base + L.d_off()));
-    for (int i = 0; i < NT; ++i) out[i] = _mm512_fmadd_ps(acc[i], d, out[i]);
-    if constexpr (L.dmin) {
-      const __m512 dmin = _mm512_loadu_ps(reinterpret_cast<const float*>(base + L.dmin_off()));
-      for (int i = 0; i < NT; ++i) out[i] = _mm512_fnmadd_ps(macc[i], dmin, out[i]);
+    if constexpr (!kSingle) {
+      for (int i = 0; i < NT; ++i) out[i] = _mm512_fmadd_ps(acc[i], d, out[i]);
+      if constexpr (L.n_mn != 0) {
+        for (int i = 0; i < NT; ++i) out[i] = _mm512_fnmadd_ps(macc[i], dmin, out[i]);
+      }
     }
   }
 }
@@ -175,13 +209,17 @@ template <DType T>
 void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, int64_t g_begin, int64_t g_end, float* y,
             int64_t y_stride) {
   const int64_t n_sb = w.cols() / GroupFormatOf(T).group;
-  __m512 out[kTokTile];
+  __m512 out[kWideTile];
   for (int64_t g = g_begin; g < g_end; ++g) {
     const int64_t r0 = g * kPackRows;
     const int valid = static_cast<int>(std::min<int64_t>(kPackRows, w.rows() - r0));
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
     auto store = [&](int64_t t, __m512 v) { _mm512_mask_storeu_ps(y + t * y_stride + r0, mask, v); };
     int64_t t = 0;
+    for (; t + kWideTile <= n_tokens; t += kWideTile) {
+      GroupTile<T, kWideTile>(w.group(g), n_sb, xq, t, out);
+      for (int i = 0; i < kWideTile; ++i) store(t + i, out[i]);
+    }
     for (; t + kTokTile <= n_tokens; t += kTokTile) {
       GroupTile<T, kTokTile>(w.group(g), n_sb, xq, t, out);
       for (int i = 0; i < kTokTile; ++i) store(t + i, out[i]);

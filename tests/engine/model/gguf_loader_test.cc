@@ -200,8 +200,16 @@ TEST_F(GgufLoaderTest, WrongShapedVector) {
 }
 
 TEST_F(GgufLoaderTest, UnsupportedTensorType) {
-  ExpectInvalid(TinyModelBuilder({}).Tensor("blk.0.attn_q.weight", {64, 64}, 6),
-                "tensor blk.0.attn_q.weight has unsupported type Q5_0 (6)");
+  // IQ4_NL: what llama.cpp's Q2_K/Q3_K quantisations fall back to for rows
+  // that are not a multiple of 256; named, not a crash.
+  ExpectInvalid(TinyModelBuilder({}).Tensor("blk.0.attn_q.weight", {64, 64}, 20),
+                "tensor blk.0.attn_q.weight has unsupported type IQ4_NL (20)");
+}
+
+TEST_F(GgufLoaderTest, KQuantRowsMustBeWholeSuperBlocks) {
+  // A K-quant row of 64 elements is a quarter of a super-block.
+  ExpectInvalid(TinyModelBuilder({}).Tensor("blk.0.attn_q.weight", {64, 64}, 12),
+                "row length 64 is not a multiple of the block size 256");
 }
 
 TEST_F(GgufLoaderTest, UnsupportedArchitecture) {
