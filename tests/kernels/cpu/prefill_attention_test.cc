@@ -6,8 +6,8 @@
 #include "kernels/cpu/prefill_attention.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -109,6 +109,14 @@ Expected Reference(const std::vector<float>& q, int g_heads, PagedHead& kv, int3
   return e;
 }
 
+// Bit-for-bit equality of n floats (the chunking contract is exact).
+bool SameBits(const float* a, const float* b, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i])) return false;
+  }
+  return true;
+}
+
 using Kernel = void (*)(const PrefillQueries&, const PagedHeadView&, float, float*);
 
 std::vector<float> RunKernel(Kernel kernel, const std::vector<float>& q, int g_heads, const PagedHead& kv,
@@ -208,7 +216,7 @@ TEST(PrefillAttentionChunking, ChunksGiveIdenticalBits) {
     }
     ASSERT_EQ(first, n);
     for (size_t i = 0; i < whole.size(); ++i) {
-      ASSERT_EQ(std::memcmp(&whole[i], &chunked[i], sizeof(float)), 0)
+      ASSERT_TRUE(SameBits(&whole[i], &chunked[i], 1))
           << "element " << i << " (token " << i / (g_heads * d) << "): " << whole[i] << " vs " << chunked[i];
     }
   }
@@ -230,7 +238,7 @@ TEST(PrefillAttentionChunking, DecodeStepEqualsPrefillBits) {
   for (int32_t i = 0; i < n; ++i) {
     probs.assign(static_cast<size_t>(g_heads) * (i + 1), -1.0f);
     PagedAttention(&q[i * row], g_heads, kv.View(), i + 1, scale, probs.data(), out.data());
-    ASSERT_EQ(std::memcmp(out.data(), &whole[i * row], row * sizeof(float)), 0) << "token " << i;
+    ASSERT_TRUE(SameBits(out.data(), &whole[i * row], row)) << "token " << i;
     for (int g = 0; g < g_heads; ++g) {
       std::vector<double> ref(i + 1);
       double mx = -1e300, sum = 0, max_abs = 0;
@@ -265,8 +273,8 @@ TEST(PrefillAttentionChunking, LaterSlotsDoNotMatter) {
   }
   const std::vector<float> after = RunKernel(&PrefillAttention, q, g_heads, kv, 0, n, 0.125f);
   const size_t kept = static_cast<size_t>(last + 1) * g_heads * d;
-  EXPECT_EQ(std::memcmp(before.data(), after.data(), kept * sizeof(float)), 0);
-  EXPECT_NE(std::memcmp(before.data() + kept, after.data() + kept, (before.size() - kept) * sizeof(float)), 0);
+  EXPECT_TRUE(SameBits(before.data(), after.data(), kept));
+  EXPECT_FALSE(SameBits(before.data() + kept, after.data() + kept, before.size() - kept));
 }
 
 // A running max that moves by a lot between key tiles: the first keys score
