@@ -68,6 +68,11 @@ absl::Status CpuBackend::Forward(std::span<const ForwardEntry> batch, std::vecto
   }
   const int64_t n = static_cast<int64_t>(tokens_.size());
   Resize(n);
+  // Each token's RoPE cos/sin, shared by every head of every layer.
+  rope_cs_.resize(n * c.head_dim);
+  for (int64_t t = 0; t < n; ++t) {
+    RopeCosSin(c.head_dim, tokens_[t].pos, inv_freq_.data(), rope_attention_factor_, &rope_cs_[t * c.head_dim]);
+  }
 
   // Token embeddings.
   {
@@ -133,7 +138,7 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
     }
     if (KvPolicy* policy = batch[ref.entry].policy; policy != nullptr) policy->ObserveQuery(l, q, ref.pos);
     for (int h = 0; h < c.n_heads; ++h) {
-      Rope(q + h * d, d, ref.pos, inv_freq_.data(), interleaved, rope_attention_factor_);
+      RopeRotate(q + h * d, d, &rope_cs_[t * d], interleaved);
     }
     // Write this token's K (after RoPE) and V into its slot of every KV head.
     SequenceKv* kv = batch[ref.entry].kv;
@@ -143,7 +148,7 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
     const int off = ref.slot % bs;
     for (int h = 0; h < c.n_kv_heads; ++h) {
       if (c.qk_norm) RmsNorm(k + h * d, w.k_norm.f32(), d, c.rms_eps, k + h * d);
-      Rope(k + h * d, d, ref.pos, inv_freq_.data(), interleaved, rope_attention_factor_);
+      RopeRotate(k + h * d, d, &rope_cs_[t * d], interleaved);
       std::memcpy(cache->K(l, block, h) + off * d, k + h * d, sizeof(float) * d);
       std::memcpy(cache->V(l, block, h) + off * d, v + h * d, sizeof(float) * d);
       cache->Positions(l, block, h)[off] = ref.pos;

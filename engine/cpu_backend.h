@@ -46,6 +46,7 @@ class CpuBackend : public Backend {
   std::vector<float> inv_freq_;         // ModelConfig::RopeFrequencies()
   float rope_attention_factor_ = 1.0f;  // multiplies RoPE's cos and sin (YaRN)
   std::vector<TokenRef> tokens_;
+  std::vector<float> rope_cs_;  // [n_tokens][head_dim]: RopeCosSin of each token's position
   // Activations, [n_tokens][width]; resized per step, reused across steps.
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_;
   std::vector<std::vector<float>> scores_;  // per pool thread

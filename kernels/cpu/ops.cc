@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/simd.h"
 
@@ -51,19 +52,38 @@ void RopeInvFreq(float theta, int d, float* inv_freq) {
   }
 }
 
-void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved, float attention_factor) {
+void RopeCosSin(int d, int32_t position, const float* inv_freq, float attention_factor, float* cs) {
   const int half = d / 2;
   for (int i = 0; i < half; ++i) {
     // double for the angle: positions reach 10^5 and f32 loses the phase.
     const double angle = static_cast<double>(position) * inv_freq[i];
-    const float c = static_cast<float>(std::cos(angle)) * attention_factor;
-    const float s = static_cast<float>(std::sin(angle)) * attention_factor;
+    cs[i] = static_cast<float>(std::cos(angle)) * attention_factor;
+    cs[half + i] = static_cast<float>(std::sin(angle)) * attention_factor;
+  }
+}
+
+void RopeRotate(float* x, int d, const float* cs, bool interleaved) {
+  const int half = d / 2;
+  for (int i = 0; i < half; ++i) {
+    const float c = cs[i], s = cs[half + i];
     float* a = interleaved ? x + 2 * i : x + i;
     float* b = interleaved ? x + 2 * i + 1 : x + i + half;
     const float x0 = *a, x1 = *b;
     *a = x0 * c - x1 * s;
     *b = x0 * s + x1 * c;
   }
+}
+
+void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved, float attention_factor) {
+  float cs[512];  // d <= 512 (ModelConfig::Validate bounds head_dim)
+  if (d > 512) {
+    std::vector<float> big(d);
+    RopeCosSin(d, position, inv_freq, attention_factor, big.data());
+    RopeRotate(x, d, big.data(), interleaved);
+    return;
+  }
+  RopeCosSin(d, position, inv_freq, attention_factor, cs);
+  RopeRotate(x, d, cs, interleaved);
 }
 
 float SoftmaxInPlace(float* x, int64_t n) {

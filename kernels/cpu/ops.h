@@ -24,6 +24,13 @@ void SiluMul(float* gate, const float* up, int64_t n);
 // `attention_factor` (YaRN's magnitude scaling; 1 for the other types).
 void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved, float attention_factor = 1.0f);
 
+// Rope in two halves, for callers that rotate many heads at one position
+// (the forward pass: every head of every layer): cs[i] = cos, cs[d/2 + i] =
+// sin of pair i's angle, times attention_factor; RopeRotate applies a table.
+// Rope(x, ...) == RopeCosSin(...) then RopeRotate(x, ...), bit for bit.
+void RopeCosSin(int d, int32_t position, const float* inv_freq, float attention_factor, float* cs);
+void RopeRotate(float* x, int d, const float* cs, bool interleaved);
+
 // Fills inv_freq[i] = theta^(-2i/d) for i < d/2 (MakeRopeTable without scaling).
 void RopeInvFreq(float theta, int d, float* inv_freq);
 
