@@ -106,6 +106,16 @@ TEST(CudaBackendTest, DummyRopeScalingMatchesCpu) {
   CompareBackends("dummy:" + kSrc + "/tests/data/tiny-llama3-rope.json", 3e-2, 12);
 }
 
+// K-quant GGUFs made by llama.cpp's quantiser (tests/fixtures/kquant): the
+// device holds bf16 weights dequantised on the host (DequantizeRow, equal to
+// the gguf package's bit for bit); the CPU runs its integer K kernels.
+TEST(CudaBackendTest, KQuantModelsMatchCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  for (const char* f : {"smollm2-l1-q4_k_m.gguf", "smollm2-l1-q4_k-pure.gguf", "smollm2-l1-q5_k-pure.gguf"}) {
+    CompareBackends(kSrc + "/tests/fixtures/kquant/" + f, 5e-2, 8);
+  }
+}
+
 TEST(CudaBackendTest, DefaultModelMatchesCpu) {
   BEACON_REQUIRE_CUDA_DEVICE();
   if (FILE* f = std::fopen(BEACON_MODEL_PATH, "rb"); f != nullptr) {
