@@ -14,9 +14,10 @@
 //
 // Matrix dtype, first match wins: the environment variable
 // BEACON_DUMMY_DTYPE, the config key "beacon_dummy_dtype", else BF16 (what
-// production checkpoints ship). Values: f32, f16, bf16, q8_0, q4_0, q4_1
-// (quantised with QuantizeRow; every matrix's cols must then be a multiple
-// of 32). Dummy models have no tokenizer.
+// production checkpoints ship). Values: f32, f16, bf16, q8_0, q4_0, q4_1,
+// q5_0, q5_1, q2_k..q6_k (quantised with QuantizeRow; every matrix's cols
+// must then be a multiple of the type's block: 32, or 256 for the K-quants).
+// Dummy models have no tokenizer.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -67,8 +68,14 @@ absl::StatusOr<DType> ParseDummyDType(absl::string_view name, absl::string_view 
   if (n == "q8_0") return DType::kQ8_0;
   if (n == "q4_0") return DType::kQ4_0;
   if (n == "q4_1") return DType::kQ4_1;
+  // The 5-bit types and the K-quants (QuantizeGroupRow's min/max scheme): a
+  // K-quant dummy at a real shape measures the kernels a Q4_K_M file runs.
+  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    if (n == absl::AsciiStrToLower(std::string(DTypeName(t)))) return t;
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat(where, ": unknown dummy weight dtype '", name, "' (expected f32, f16, bf16, q8_0, q4_0 or q4_1)"));
+      absl::StrCat(where, ": unknown dummy weight dtype '", name,
+                   "' (expected f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k or q6_k)"));
 }
 
 absl::StatusOr<DType> ChooseDType(const nlohmann::json& config, const std::string& path) {

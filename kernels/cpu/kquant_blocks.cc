@@ -128,6 +128,97 @@ void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
   }
 }
 
+void EncodeGroup(DType t, const QuantGroup& q, void* row, int64_t g) {
+  auto set2 = [](uint8_t* qs, int e, int v) {
+    qs[32 * (e / 128) + e % 32] |= static_cast<uint8_t>(v << (2 * ((e % 128) / 32)));
+  };
+  auto set4 = [](uint8_t* qs, int e, int v) {
+    qs[32 * (e / 64) + e % 32] |= static_cast<uint8_t>(v << (4 * ((e % 64) / 32)));
+  };
+  switch (t) {
+    case DType::kQ2_K: {
+      auto& b = static_cast<BlockQ2_K*>(row)[g];
+      for (int e = 0; e < kQK; ++e) set2(b.qs, e, q.u[e]);
+      for (int s = 0; s < 16; ++s) b.scales[s] = static_cast<uint8_t>(q.sc[s] | q.mn[s] << 4);
+      b.d = Fp32ToFp16(q.d);
+      b.dmin = Fp32ToFp16(q.dmin);
+      return;
+    }
+    case DType::kQ3_K: {
+      auto& b = static_cast<BlockQ3_K*>(row)[g];
+      for (int e = 0; e < kQK; ++e) {
+        set2(b.qs, e, q.u[e] & 3);
+        b.hmask[e % 32] |= static_cast<uint8_t>((q.u[e] >> 2) << (e / 32));
+      }
+      for (int s = 0; s < 16; ++s) {
+        const int sc6 = q.sc[s] + 32;
+        b.scales[s % 8] |= static_cast<uint8_t>((sc6 & 0xF) << (s < 8 ? 0 : 4));
+        b.scales[8 + s % 4] |= static_cast<uint8_t>((sc6 >> 4) << (2 * (s / 4)));
+      }
+      b.d = Fp32ToFp16(q.d);
+      return;
+    }
+    case DType::kQ4_K:
+    case DType::kQ5_K: {
+      const bool five = t == DType::kQ5_K;
+      uint8_t* scales = five ? static_cast<BlockQ5_K*>(row)[g].scales : static_cast<BlockQ4_K*>(row)[g].scales;
+      uint8_t* qs = five ? static_cast<BlockQ5_K*>(row)[g].qs : static_cast<BlockQ4_K*>(row)[g].qs;
+      for (int e = 0; e < kQK; ++e) {
+        set4(qs, e, q.u[e] & 0xF);
+        if (five) static_cast<BlockQ5_K*>(row)[g].qh[e % 32] |= static_cast<uint8_t>((q.u[e] >> 4) << (e / 32));
+      }
+      for (int j = 0; j < 8; ++j) {
+        const int sc = q.sc[2 * j], m = q.mn[2 * j];
+        if (j < 4) {
+          scales[j] |= static_cast<uint8_t>(sc);
+          scales[j + 4] |= static_cast<uint8_t>(m);
+        } else {
+          scales[j + 4] |= static_cast<uint8_t>((sc & 0xF) | (m & 0xF) << 4);
+          scales[j - 4] |= static_cast<uint8_t>((sc >> 4) << 6);
+          scales[j] |= static_cast<uint8_t>((m >> 4) << 6);
+        }
+      }
+      const uint16_t d = Fp32ToFp16(q.d), dmin = Fp32ToFp16(q.dmin);
+      if (five) {
+        static_cast<BlockQ5_K*>(row)[g].d = d;
+        static_cast<BlockQ5_K*>(row)[g].dmin = dmin;
+      } else {
+        static_cast<BlockQ4_K*>(row)[g].d = d;
+        static_cast<BlockQ4_K*>(row)[g].dmin = dmin;
+      }
+      return;
+    }
+    case DType::kQ6_K: {
+      auto& b = static_cast<BlockQ6_K*>(row)[g];
+      for (int e = 0; e < kQK; ++e) {
+        const int h = e / 128, r = e % 128;
+        b.ql[64 * h + r % 64] |= static_cast<uint8_t>((q.u[e] & 0xF) << (4 * (r / 64)));
+        b.qh[32 * h + r % 32] |= static_cast<uint8_t>((q.u[e] >> 4) << (2 * (r / 32)));
+      }
+      for (int s = 0; s < 16; ++s) b.scales[s] = q.sc[s];
+      b.d = Fp32ToFp16(q.d);
+      return;
+    }
+    case DType::kQ5_0:
+    case DType::kQ5_1: {
+      uint8_t* qs = t == DType::kQ5_0 ? static_cast<BlockQ5_0*>(row)[g].qs : static_cast<BlockQ5_1*>(row)[g].qs;
+      uint8_t* qh = t == DType::kQ5_0 ? static_cast<BlockQ5_0*>(row)[g].qh : static_cast<BlockQ5_1*>(row)[g].qh;
+      for (int e = 0; e < 32; ++e) {
+        qs[e % 16] |= static_cast<uint8_t>((q.u[e] & 0xF) << (e < 16 ? 0 : 4));
+        qh[e / 8] |= static_cast<uint8_t>((q.u[e] >> 4) << (e % 8));
+      }
+      if (t == DType::kQ5_0) {
+        static_cast<BlockQ5_0*>(row)[g].d = Fp32ToFp16(q.d);
+      } else {
+        static_cast<BlockQ5_1*>(row)[g].d = Fp32ToFp16(q.d);
+        static_cast<BlockQ5_1*>(row)[g].m = Fp32ToFp16(-q.dmin);
+      }
+      return;
+    }
+    default: return;
+  }
+}
+
 void DequantizeGroupRow(DType t, const void* src, float* dst, int64_t n) {
   // Each case multiplies in the order the gguf package does; where it forms
   // a product and subtracts (d * q - m), the product is exact in float (at

@@ -121,6 +121,18 @@ struct QuantGroup {
 // written (sc = 1, mn = 0 where the type has none).
 void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out);
 
+// The inverse of DecodeGroup: writes group `g` of a row of type `t` from its
+// integer form. REQUIRES every field in its type's range (u < 2^bits; sc and
+// mn as the layout stores them; d, dmin fp16 values) and the group's bytes
+// zeroed beforehand. Used by QuantizeRow (dummy models, tests).
+void EncodeGroup(DType t, const QuantGroup& q, void* row, int64_t g);
+
+// Float -> type t for QuantizeRow (quantize_group.cc): a min/max scheme;
+// every element reads back within one level step of its input (plus one
+// dmin for the types with a min). REQUIRES HasGroupFormat(t), n a multiple
+// of the group.
+void QuantizeGroupRow(DType t, const float* src, void* dst, int64_t n);
+
 // Scalar dequantisation of n elements (REQUIRES HasGroupFormat(t), n a
 // multiple of the group): the same float operations in the same order as
 // the `gguf` package's dequantize, so the results are equal bit for bit.

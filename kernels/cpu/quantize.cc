@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu/kquant_blocks.h"
+
 namespace beacon {
 namespace {
 
@@ -90,6 +92,13 @@ void QuantizeRow(DType t, const float* src, void* dst, int64_t n) {
     case DType::kQ8_0: QuantizeQ8_0(src, static_cast<BlockQ8_0*>(dst), n / kQuantBlock); return;
     case DType::kQ4_0: QuantizeQ4_0(src, static_cast<BlockQ4_0*>(dst), n / kQuantBlock); return;
     case DType::kQ4_1: QuantizeQ4_1(src, static_cast<BlockQ4_1*>(dst), n / kQuantBlock); return;
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: QuantizeGroupRow(t, src, dst, n); return;
   }
 }
 

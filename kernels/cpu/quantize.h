@@ -13,7 +13,9 @@
 //          the opposite extreme by a whole step)
 //   Q4_1: m = min(x) rounded *down* to fp16, d = (max(x) - m) / 15,
 //         q = round((x - m) / d)                                   in [0, 15]
-// Guarantee: |DequantizeRow(QuantizeRow(x))[i] - x[i]| <= d/2 (+ float
+//   Q5_0, Q5_1 and the K-quants: kquant_blocks.h's QuantizeGroupRow (a
+//         min/max scheme per sub-block; within one level step).
+// Guarantee (Q8_0, Q4_0, Q4_1): |DequantizeRow(QuantizeRow(x))[i] - x[i]| <= d/2 (+ float
 // rounding) for each element, with d that element's stored block scale, for
 // finite inputs whose block scale is representable in fp16 (|x| < ~8e6 for
 // Q8_0). A block of zeros stores d = 0 and reads back as exact zeros.

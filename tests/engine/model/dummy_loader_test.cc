@@ -169,7 +169,9 @@ TEST_F(DummyLoaderTest, DtypeFromConfigKeyMatchesTheFloatValues) {
                {"BF16", DType::kBF16, 8e-3},
                {"q8_0", DType::kQ8_0, 0.5 / 127 + 1e-3},
                {"q4_0", DType::kQ4_0, 0.5 / 7 + 1e-3},
-               {"q4_1", DType::kQ4_1, 1.0 / 15 + 1e-3}};
+               {"q4_1", DType::kQ4_1, 1.0 / 15 + 1e-3},
+               {"q5_0", DType::kQ5_0, 1.0 / 15 + 1e-3},
+               {"q5_1", DType::kQ5_1, 2.0 / 31 + 1e-3}};
   for (const auto& c : cases) {
     auto m = LoadDummyModel(Config("llama", {{"beacon_dummy_dtype", c.name}}), 9);
     ASSERT_TRUE(m.ok()) << c.name << ": " << m.status();
@@ -201,7 +203,7 @@ TEST_F(DummyLoaderTest, EnvironmentOverridesTheConfigKey) {
 }
 
 TEST_F(DummyLoaderTest, BadDtypeKeyIsNamed) {
-  auto m = LoadDummyModel(Config("llama", {{"beacon_dummy_dtype", "q2_k"}}), 1);
+  auto m = LoadDummyModel(Config("llama", {{"beacon_dummy_dtype", "iq4_nl"}}), 1);
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("'beacon_dummy_dtype'"));
   m = LoadDummyModel(Config("llama", {{"beacon_dummy_dtype", 8}}), 1);
@@ -218,6 +220,13 @@ TEST_F(DummyLoaderTest, QuantisedTypesNeedWholeBlocks) {
   auto m = LoadDummyModel(Config("llama", narrow), 1);
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("not a multiple of 32"));
+}
+
+TEST_F(DummyLoaderTest, KQuantsNeedWholeSuperBlocks) {
+  // The tiny config's rows of 64 are a quarter of a K-quant super-block.
+  auto m = LoadDummyModel(Config("llama", {{"beacon_dummy_dtype", "q4_k"}}), 1);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("not a multiple of 256 as Q4_K needs"));
 }
 
 TEST_F(DummyLoaderTest, UnsupportedFeaturesDoNotMatterForRandomWeights) {

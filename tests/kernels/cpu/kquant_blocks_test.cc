@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/quantize.h"
 
 namespace beacon {
 namespace {
@@ -106,6 +107,77 @@ TEST(KQuantBlocks, IntegerFormReconstructsTheDequantiser) {
         ASSERT_NEAR(got, want, 1e-6 * std::fabs(want) + 1e-30) << DTypeName(t) << " element " << e;
       }
     }
+  }
+}
+
+// EncodeGroup is DecodeGroup's inverse on every valid integer form (and
+// DecodeGroup is checked against the gguf package on real files).
+TEST(KQuantBlocks, EncodeInvertsDecode) {
+  std::mt19937 rng(11);
+  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const QuantGroupFormat f = GroupFormatOf(t);
+    for (int trial = 0; trial < 20; ++trial) {
+      QuantGroup q{};
+      std::uniform_int_distribution<int> u(0, (1 << f.bits) - 1);
+      for (int e = 0; e < f.group; ++e) q.u[e] = static_cast<uint8_t>(u(rng));
+      // Scale and min ranges as each layout stores them.
+      const int sc_lo = t == DType::kQ6_K ? -128 : t == DType::kQ3_K ? -32 : 0;
+      const int sc_hi = t == DType::kQ6_K ? 127 : t == DType::kQ3_K ? 31 : t == DType::kQ2_K ? 15 : 63;
+      std::uniform_int_distribution<int> sc(sc_lo, sc_hi), mn(0, t == DType::kQ2_K ? 15 : 63);
+      for (int s = 0; s < f.group / 16; s += f.sc16 ? 1 : 2) {
+        q.sc[s] = static_cast<int8_t>(f.scales ? sc(rng) : 1);
+        q.mn[s] = static_cast<int8_t>(f.mins == 1 ? mn(rng) : f.mins == 2 ? 1 : 0);
+        if (!f.sc16 && s + 1 < f.group / 16) q.sc[s + 1] = q.sc[s];
+        if (!f.mn16 && s + 1 < f.group / 16) q.mn[s + 1] = q.mn[s];
+      }
+      q.d = Fp16ToFp32(Fp32ToFp16(0.01f * (trial + 1)));
+      q.dmin = f.mins != 0 ? Fp16ToFp32(Fp32ToFp16(0.003f * (trial + 2))) : 0.0f;
+      std::vector<uint8_t> raw(DTypeBlockBytes(t), 0);
+      EncodeGroup(t, q, raw.data(), 0);
+      QuantGroup back;
+      DecodeGroup(t, raw.data(), 0, &back);
+      for (int e = 0; e < f.group; ++e) ASSERT_EQ(back.u[e], q.u[e]) << DTypeName(t) << " u[" << e << "]";
+      for (int s = 0; s < f.group / 16; ++s) {
+        ASSERT_EQ(back.sc[s], q.sc[s]) << DTypeName(t) << " sc[" << s << "]";
+        ASSERT_EQ(back.mn[s], q.mn[s]) << DTypeName(t) << " mn[" << s << "]";
+      }
+      ASSERT_EQ(back.d, q.d) << DTypeName(t);
+      ASSERT_EQ(back.dmin, q.dmin) << DTypeName(t);
+    }
+  }
+}
+
+// QuantizeRow (dummy models) reads back within one level step of its input,
+// plus one dmin for the offset types, and is not the identity.
+TEST(KQuantBlocks, QuantizeRowWithinOneStep) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const QuantGroupFormat f = GroupFormatOf(t);
+    const int64_t n = 8 * kQK;
+    std::vector<float> x(n), y(n);
+    for (float& v : x) v = nd(rng) + 0.01f;
+    std::vector<uint8_t> raw(DTypeRowBytes(t, n));
+    QuantizeRow(t, x.data(), raw.data(), n);
+    DequantizeRow(t, raw.data(), y.data(), n);
+    QuantGroup q;
+    int64_t exact = 0;
+    double err2 = 0, ref2 = 0;
+    for (int64_t g = 0; g < n / f.group; ++g) {
+      DecodeGroup(t, raw.data(), g, &q);
+      for (int e = 0; e < f.group; ++e) {
+        const int64_t i = g * f.group + e;
+        const float step = std::fabs(q.d * q.sc[e / 16]);
+        ASSERT_GT(step, 0.0f) << DTypeName(t);
+        ASSERT_LE(std::fabs(y[i] - x[i]), step + std::fabs(q.dmin) + 1e-6f) << DTypeName(t) << " element " << i;
+        exact += y[i] == x[i];
+        err2 += (y[i] - x[i]) * (y[i] - x[i]);
+        ref2 += x[i] * x[i];
+      }
+    }
+    EXPECT_LT(exact, n / 2) << DTypeName(t);
+    // Relative RMS error by bits: 2-bit ~40%, 6-bit ~2%.
+    EXPECT_LT(std::sqrt(err2 / ref2), f.bits <= 3 ? 0.5 : 0.15) << DTypeName(t);
   }
 }
 
