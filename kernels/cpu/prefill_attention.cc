@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/attention_exp.h"
+
 namespace beacon {
 namespace {
 
@@ -33,39 +35,39 @@ RowRef Row(const PrefillQueries& qs, int64_t r, int d) {
           qs.first_slot + static_cast<int32_t>(i)};
 }
 
-// ---- Generic path: plain loops over a tile of kGR rows, vectorisable over
-// rows by the compiler (no reassociation is needed for that).
-constexpr int kGR = 16;
-
+// ---- Generic path: plain loops over a tile of R rows, vectorisable over
+// rows by the compiler (no reassociation is needed for that). R = 16 for
+// prefill tiles, 4 for a decode step's few rows: the same code per row.
+template <int R>
 void GenericTile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, int64_t r0, int nr, float* qt,
                  float* ot, float* probs) {
   const int d = kv.head_dim;
-  int32_t slot[kGR];
-  RowRef rows[kGR];
-  for (int r = 0; r < kGR; ++r) {
+  int32_t slot[R];
+  RowRef rows[R];
+  for (int r = 0; r < R; ++r) {
     // Padding rows repeat the last real row; their results are dropped.
     rows[r] = Row(qs, r0 + std::min(r, nr - 1), d);
     slot[r] = rows[r].slot;
-    for (int c = 0; c < d; ++c) qt[c * kGR + r] = scale * rows[r].q[c];
+    for (int c = 0; c < d; ++c) qt[c * R + r] = scale * rows[r].q[c];
   }
-  std::fill(ot, ot + d * kGR, 0.0f);
-  float m[kGR], l[kGR], alpha[kGR], s[kKT][kGR];
-  std::fill(m, m + kGR, -std::numeric_limits<float>::infinity());
-  std::fill(l, l + kGR, 0.0f);
-  const int32_t max_slot = slot[kGR - 1];
+  std::fill(ot, ot + d * R, 0.0f);
+  float m[R], l[R], alpha[R], s[kKT][R];
+  std::fill(m, m + R, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + R, 0.0f);
+  const int32_t max_slot = slot[R - 1];
   for (int32_t kt = 0; kt <= max_slot; kt += kKT) {
     const int nk = std::min<int32_t>(kKT, max_slot + 1 - kt);
     for (int j = 0; j < nk; ++j) {
       const float* k = kv.key(kt + j);
-      for (int r = 0; r < kGR; ++r) s[j][r] = 0.0f;
+      for (int r = 0; r < R; ++r) s[j][r] = 0.0f;
       for (int c = 0; c < d; ++c) {
-        for (int r = 0; r < kGR; ++r) s[j][r] += qt[c * kGR + r] * k[c];
+        for (int r = 0; r < R; ++r) s[j][r] += qt[c * R + r] * k[c];
       }
       if (probs != nullptr) {
         for (int r = 0; r < nr; ++r) probs[(r0 + r) * (max_slot + 1) + kt + j] = s[j][r];
       }
     }
-    for (int r = 0; r < kGR; ++r) {
+    for (int r = 0; r < R; ++r) {
       float mt = -std::numeric_limits<float>::infinity();
       for (int j = 0; j < nk; ++j) {
         if (kt + j <= slot[r]) mt = std::max(mt, s[j][r]);
@@ -83,17 +85,17 @@ void GenericTile(const PrefillQueries& qs, const PagedHeadView& kv, float scale,
       m[r] = mn;
     }
     for (int c = 0; c < d; ++c) {
-      for (int r = 0; r < kGR; ++r) ot[c * kGR + r] *= alpha[r];
+      for (int r = 0; r < R; ++r) ot[c * R + r] *= alpha[r];
     }
     for (int j = 0; j < nk; ++j) {
       const float* v = kv.value(kt + j);
       for (int c = 0; c < d; ++c) {
-        for (int r = 0; r < kGR; ++r) ot[c * kGR + r] += s[j][r] * v[c];
+        for (int r = 0; r < R; ++r) ot[c * R + r] += s[j][r] * v[c];
       }
     }
   }
   for (int r = 0; r < nr; ++r) {
-    for (int c = 0; c < d; ++c) rows[r].out[c] = ot[c * kGR + r] / l[r];
+    for (int c = 0; c < d; ++c) rows[r].out[c] = ot[c * R + r] / l[r];
     if (probs != nullptr) {
       float* p = probs + (r0 + r) * (max_slot + 1);
       for (int32_t j = 0; j <= max_slot; ++j) p[j] = std::exp(p[j] - m[r]) / l[r];
@@ -105,27 +107,6 @@ void GenericTile(const PrefillQueries& qs, const PagedHeadView& kv, float scale,
 // ---- AVX-512 path: up to 48 rows (RV vectors of 16), keys in tiles of 16.
 constexpr int kMaxRV = kPrefillRowTile / 16;
 constexpr int kMaxDim = 256;
-
-// e^x for x <= 0 (scores minus their running max): 2^n * p(r) with
-// n = round(x log2 e), r = x - n ln 2 (two-part ln 2), p the degree-6 Taylor
-// polynomial (relative error < 2e-7 on |r| <= ln2/2). Exp(0) is exactly 1;
-// results below FLT_MIN (x < -87.3, including -inf) are exactly 0.
-inline __m512 Exp(__m512 x) {
-  const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(-88.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
-  return _mm512_maskz_scalef_ps(normal, p, n);
-}
 
 struct Avx512Scratch {
   alignas(64) float qt[kMaxDim * kPrefillRowTile];
@@ -233,8 +214,8 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
       }
       const __m512 mn = _mm512_max_ps(m[v], mt);
       const __mmask16 moved = _mm512_cmp_ps_mask(mn, m[v], _CMP_NEQ_UQ);
-      // Rows whose max did not move keep alpha = 1 (Exp(0) == 1 exactly).
-      const __m512 alpha = Exp(_mm512_sub_ps(m[v], mn));
+      // Rows whose max did not move keep alpha = 1 (AttentionExp(0) == 1 exactly).
+      const __m512 alpha = AttentionExp(_mm512_sub_ps(m[v], mn));
       __m512 pr[kKT];
       for (int j = 0; j < kKT; ++j) {
         if (j >= nk) {
@@ -242,7 +223,7 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
           continue;
         }
         float* pj = w->p + j * kRT + 16 * v;
-        pr[j] = _mm512_maskz_mov_ps(keep[j], Exp(_mm512_sub_ps(_mm512_load_ps(pj), mn)));
+        pr[j] = _mm512_maskz_mov_ps(keep[j], AttentionExp(_mm512_sub_ps(_mm512_load_ps(pj), mn)));
         _mm512_store_ps(pj, pr[j]);
       }
       for (int half = kKT / 2; half >= 1; half /= 2) {
@@ -271,7 +252,7 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
       const __m512 mr = _mm512_set1_ps(mfin[r]), lr = _mm512_set1_ps(lsum[r]);
       for (int32_t j = 0; j <= max_slot; j += 16) {
         const __mmask16 in = static_cast<__mmask16>(max_slot + 1 - j >= 16 ? 0xffff : (1u << (max_slot + 1 - j)) - 1);
-        const __m512 e = Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + j), mr));
+        const __m512 e = AttentionExp(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + j), mr));
         _mm512_mask_storeu_ps(p + j, in, _mm512_div_ps(e, lr));
       }
     }
@@ -284,9 +265,15 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
 void PrefillAttentionGeneric(const PrefillQueries& qs, const PagedHeadView& kv, float scale, float* probs) {
   const int64_t n_rows = static_cast<int64_t>(qs.n_tokens) * qs.n_q_heads;
   if (n_rows == 0) return;
-  std::vector<float> qt(static_cast<size_t>(kv.head_dim) * kGR), ot(qt.size());
-  for (int64_t r0 = 0; r0 < n_rows; r0 += kGR) {
-    GenericTile(qs, kv, scale, r0, static_cast<int>(std::min<int64_t>(kGR, n_rows - r0)), qt.data(), ot.data(), probs);
+  std::vector<float> qt(static_cast<size_t>(kv.head_dim) * 16), ot(qt.size());
+  for (int64_t r0 = 0; r0 < n_rows;) {
+    const int nr = static_cast<int>(std::min<int64_t>(16, n_rows - r0));
+    if (nr <= 4) {
+      GenericTile<4>(qs, kv, scale, r0, nr, qt.data(), ot.data(), probs);
+    } else {
+      GenericTile<16>(qs, kv, scale, r0, nr, qt.data(), ot.data(), probs);
+    }
+    r0 += nr;
   }
 }
 

@@ -223,15 +223,22 @@ TEST(PrefillAttentionChunking, ChunksGiveIdenticalBits) {
 }
 
 // A decode step (PagedAttention: one token, with the probabilities a policy
-// observes) gives a token the same bits as prefilling it, and probabilities
-// that match the reference softmax.
-TEST(PrefillAttentionChunking, DecodeStepEqualsPrefillBits) {
-  std::mt19937 rng(5);
-  const int d = 64, g_heads = 3;
-  const int32_t n = 200;
-  PagedHead kv(d, 16, n, 1.0f, rng);
+// observes, on its own keys-in-lanes kernel) gives a token the same bits as
+// prefilling it, and probabilities that match the reference softmax.
+struct DecodeCase {
+  int head_dim, g_heads, block_size;
+};
+
+class DecodeStepTest : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(DecodeStepTest, EqualsPrefillBits) {
+  const DecodeCase& p = GetParam();
+  std::mt19937 rng(5 + p.head_dim + p.g_heads);
+  const int d = p.head_dim, g_heads = p.g_heads;
+  const int32_t n = 150;  // 1 to 150 keys: every tile count and ragged last tile
+  PagedHead kv(d, p.block_size, n, 1.0f, rng);
   const std::vector<float> q = RandomQueries(n, g_heads, d, 2.0f, rng);
-  const float scale = 0.125f;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const std::vector<float> whole = RunKernel(&PrefillAttention, q, g_heads, kv, 0, n, scale);
   const size_t row = static_cast<size_t>(g_heads) * d;
   std::vector<float> out(row), probs;
@@ -257,6 +264,14 @@ TEST(PrefillAttentionChunking, DecodeStepEqualsPrefillBits) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DecodeStepTest,
+                         ::testing::Values(DecodeCase{64, 3, 16},    // the default model
+                                           DecodeCase{64, 1, 5},     // MHA, keys of a tile in several blocks
+                                           DecodeCase{128, 4, 16},   // one full row pass
+                                           DecodeCase{96, 5, 8},     // a 32-column value block, two row passes
+                                           DecodeCase{48, 8, 16},    // head dim < 64
+                                           DecodeCase{40, 3, 16}));  // head dim % 16 != 0: the prefill kernel
 
 // A token's output depends on slots up to its own only: rewriting every
 // later slot (as a later chunk of the prompt would) changes nothing.
