@@ -3,23 +3,29 @@
 // part is already cached) and, as a run of one token, a decode step
 // (PagedAttention in attention.h is that case).
 //
-// Flash-attention style: a tile of query rows (every query head of the GQA
-// group for several tokens) meets tiles of keys read from the paged cache; the
-// softmax is computed online, with a running maximum and sum per row, so no
-// score matrix is materialised and every cached key and value is read once per
-// query tile instead of once per token.
+// With AVX-512 (head_dim a multiple of 8, at most 256), flash-attention style:
+// a tile of query rows (every query head of the GQA group for several tokens)
+// meets tiles of keys read from the paged cache; the softmax is computed
+// online, with a running maximum and sum per row, so no score matrix is
+// materialised and every cached key and value is read once per query tile
+// instead of once per token.
 //
 // Arithmetic (f32 throughout). Key tiles are kPrefillKeyTile slots anchored
 // at slot 0, and each query row's operations never depend on the other rows of
 // its tile. A token's output is therefore a function of its own query, the
 // slots [0, its slot] and the scale only: bit-identical however the prompt is
 // cut into chunks (first_slot, n_tokens), including chunks of one token (a
-// decode step), and whichever tokens share its tile. Per row: scores summed
-// over head_dim in order; per key tile, the max, alpha = exp(m_old - m_new),
+// decode step, PagedAttention, which applies the same operations on its own
+// kernel), and whichever tokens share its tile. Per row: scores summed over
+// head_dim in order; per key tile, the max, alpha = exp(m_old - m_new),
 // p = exp(s - m_new), l = l * alpha + (tile sum of p, a fixed tree), out =
-// out * alpha + sum_j p_j v_j in key order; at the end out / l. The
-// exponential is a polynomial on AVX-512 and std::exp in the generic path, so
-// the two paths agree to ~1e-6 relative, not bit for bit.
+// out * alpha + sum_j p_j v_j in key order; at the end out / l, with exp the
+// polynomial of attention_exp.h.
+//
+// Without AVX-512 (PrefillAttentionGeneric) each token is computed by itself
+// with the two-pass softmax (scores, std::exp softmax, weighted sum): just as
+// chunk-invariant, and on AVX2 faster than tiles in plain loops. The two
+// builds agree to ~1e-6 relative, not bit for bit.
 #ifndef BEACON_KERNELS_CPU_PREFILL_ATTENTION_H_
 #define BEACON_KERNELS_CPU_PREFILL_ATTENTION_H_
 
@@ -59,9 +65,9 @@ struct PrefillQueries {
 // block table covers slots [0, first_slot + n_tokens).
 void PrefillAttention(const PrefillQueries& queries, const PagedHeadView& kv, float scale, float* probs = nullptr);
 
-// The portable path (plain loops, the same tiling and online softmax), used
-// where AVX-512 is absent or head_dim is not a multiple of 8 or above 256;
-// exposed so that tests check it on every machine.
+// The portable path (per token, two-pass softmax), used where AVX-512 is
+// absent or head_dim is not a multiple of 8 or above 256; exposed so that
+// tests check it on every machine.
 void PrefillAttentionGeneric(const PrefillQueries& queries, const PagedHeadView& kv, float scale,
                              float* probs = nullptr);
 
