@@ -10,8 +10,15 @@ namespace beacon {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 namespace {
 
-// Tokens multiplied with one unpacked weight block before moving on.
-constexpr int kTokTile = 4;
+// Tokens multiplied with one unpacked weight block before moving on: tiles
+// of 6 (the most that fit the registers: 8 weight vectors + 6 accumulators +
+// temporaries), then one of 4, then single tokens. A token's operations are
+// the same in any tile (GroupTile's loop over tokens is independent per
+// token), so results do not depend on the batch. Measured at 256 tokens
+// (a prefill chunk) on the default model's shapes, one thread: 6 is ~5%
+// faster than 4 alone; 8 spills and is slower than 6.
+constexpr int kTokTile = 6;
+constexpr int kTokTileSmall = 4;
 
 inline __m512i Bcast4(const int8_t* p) {
   int32_t v;
@@ -81,6 +88,7 @@ void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, in
   const int64_t nb = w.n_blocks();
   const size_t bb = w.block_bytes();
   __m512 out[kTokTile];
+  static_assert(kTokTileSmall <= kTokTile);
   for (int64_t g = g_begin; g < g_end; ++g) {
     const int64_t r0 = g * kPackRows;
     const int valid = static_cast<int>(std::min<int64_t>(kPackRows, w.rows() - r0));
@@ -90,6 +98,10 @@ void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, in
     for (; t + kTokTile <= n_tokens; t += kTokTile) {
       GroupTile<kQ8, kTokTile>(w.group(g), nb, bb, xq, t, out);
       for (int i = 0; i < kTokTile; ++i) store(t + i, out[i]);
+    }
+    for (; t + kTokTileSmall <= n_tokens; t += kTokTileSmall) {
+      GroupTile<kQ8, kTokTileSmall>(w.group(g), nb, bb, xq, t, out);
+      for (int i = 0; i < kTokTileSmall; ++i) store(t + i, out[i]);
     }
     for (; t < n_tokens; ++t) {
       GroupTile<kQ8, 1>(w.group(g), nb, bb, xq, t, out);
