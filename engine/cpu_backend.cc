@@ -25,9 +25,62 @@ CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool) : weights_
     packed_[t.data] = PackedMatrix::Pack(t.dtype, t.rows, t.cols, t.data);
   };
   for (const LayerWeights& l : weights_->layers) {
-    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*t);
+    // Q, K, V fused when all three share a type, else Q with K when those do
+    // (llama.cpp's Q4_K_M gives V another type in half the layers).
+    FusedLinear qkv = Fuse({&l.wq, &l.wk, &l.wv});
+    if (qkv.packed == nullptr) qkv = Fuse({&l.wq, &l.wk});
+    const size_t fused_qkv_parts = qkv.rows.size();
+    fused_qkv_.push_back(std::move(qkv));
+    fused_gate_up_.push_back(Fuse({&l.w_gate, &l.w_up}));
+    if (fused_qkv_parts == 0) {
+      pack(l.wq);
+      pack(l.wk);
+    }
+    if (fused_qkv_parts < 3) pack(l.wv);
+    if (fused_gate_up_.back().packed == nullptr) {
+      pack(l.w_gate);
+      pack(l.w_up);
+    }
+    pack(l.wo);
+    pack(l.w_down);
   }
   pack(weights_->output);
+}
+
+CpuBackend::FusedLinear CpuBackend::Fuse(std::initializer_list<const Tensor*> parts) {
+  FusedLinear f;
+  const Tensor& first = **parts.begin();
+  if (first.empty() || !PackedMatrix::Supported(first.dtype)) return f;
+  int64_t rows = 0;
+  for (const Tensor* t : parts) {
+    if (t->empty() || t->dtype != first.dtype || t->cols != first.cols) return f;
+    rows += t->rows;
+  }
+  // The parts' rows one after another, packed, then the copy is dropped.
+  std::vector<uint8_t> concat;
+  concat.reserve(static_cast<size_t>(rows) * first.row_bytes());
+  for (const Tensor* t : parts) {
+    const auto* bytes = static_cast<const uint8_t*>(t->data);
+    concat.insert(concat.end(), bytes, bytes + t->bytes());
+    f.rows.push_back(t->rows);
+  }
+  f.packed = PackedMatrix::Pack(first.dtype, rows, first.cols, concat.data());
+  return f;
+}
+
+void CpuBackend::LinearFused(const FusedLinear& f, const float* x, int64_t n, std::initializer_list<float*> outs) {
+  const PackedMatrix& p = *f.packed;
+  fused_out_.resize(static_cast<size_t>(n) * p.rows());
+  MatMul(MatrixView{p.dtype(), p.rows(), p.cols(), nullptr, &p}, x, n, fused_out_.data(), pool_, &xq_);
+  int64_t offset = 0;
+  size_t i = 0;
+  for (float* out : outs) {
+    const int64_t r = f.rows[i++];
+    for (int64_t t = 0; t < n; ++t) {
+      std::memcpy(out + t * r, &fused_out_[t * p.rows() + offset], sizeof(float) * r);
+    }
+    offset += r;
+  }
 }
 
 void CpuBackend::Resize(int64_t n) {
@@ -118,9 +171,18 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
   for (int64_t t = 0; t < n; ++t) {
     RmsNorm(&x_[t * c.hidden], w.attn_norm.f32(), c.hidden, c.rms_eps, &xb_[t * c.hidden]);
   }
-  Linear(w.wq, xb_.data(), n, q_.data());
-  Linear(w.wk, xb_.data(), n, k_.data());
-  Linear(w.wv, xb_.data(), n, v_.data());
+  const FusedLinear& qkv = fused_qkv_[l];
+  if (qkv.rows.size() == 3) {
+    LinearFused(qkv, xb_.data(), n, {q_.data(), k_.data(), v_.data()});
+  } else {
+    if (qkv.rows.size() == 2) {
+      LinearFused(qkv, xb_.data(), n, {q_.data(), k_.data()});
+    } else {
+      Linear(w.wq, xb_.data(), n, q_.data());
+      Linear(w.wk, xb_.data(), n, k_.data());
+    }
+    Linear(w.wv, xb_.data(), n, v_.data());
+  }
 
   const bool interleaved = c.rope_style == RopeStyle::kInterleaved;
   for (int64_t t = 0; t < n; ++t) {
@@ -162,8 +224,12 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
   for (int64_t t = 0; t < n; ++t) {
     RmsNorm(&x_[t * c.hidden], w.ffn_norm.f32(), c.hidden, c.rms_eps, &xb_[t * c.hidden]);
   }
-  Linear(w.w_gate, xb_.data(), n, gate_.data());
-  Linear(w.w_up, xb_.data(), n, up_.data());
+  if (fused_gate_up_[l].packed != nullptr) {
+    LinearFused(fused_gate_up_[l], xb_.data(), n, {gate_.data(), up_.data()});
+  } else {
+    Linear(w.w_gate, xb_.data(), n, gate_.data());
+    Linear(w.w_up, xb_.data(), n, up_.data());
+  }
   SiluMul(gate_.data(), up_.data(), n * c.ffn_hidden);
   Linear(w.w_down, gate_.data(), n, xb_.data());
   for (int64_t t = 0; t < n; ++t) AddInPlace(&x_[t * c.hidden], &xb_[t * c.hidden], c.hidden);

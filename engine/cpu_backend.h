@@ -6,6 +6,7 @@
 #ifndef BEACON_ENGINE_CPU_BACKEND_H_
 #define BEACON_ENGINE_CPU_BACKEND_H_
 
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -54,6 +55,21 @@ class CpuBackend : public Backend {
   // Quantised matrices repacked for the 16-row integer kernel, keyed by the
   // tensor's data pointer (packed once at construction; see packed_matrix.h).
   absl::flat_hash_map<const void*, std::unique_ptr<PackedMatrix>> packed_;
+  // Matrices of one layer that read the same input and share a packable
+  // type, packed as one (rows concatenated): Q with K (and V when it has the
+  // same type), gate with up. One matmul instead of two or three: one
+  // fork-join and one activation quantisation fewer, and the same result per
+  // row, since every row's dot product is computed alone.
+  struct FusedLinear {
+    std::unique_ptr<PackedMatrix> packed;  // null: not fused
+    std::vector<int64_t> rows;             // rows of each part, in order
+  };
+  std::vector<FusedLinear> fused_qkv_, fused_gate_up_;  // per layer
+  std::vector<float> fused_out_;                        // [n_tokens][rows]
+  // Runs `f` over x and scatters part i of each output row to outs[i]
+  // (row stride = that part's rows).
+  void LinearFused(const FusedLinear& f, const float* x, int64_t n, std::initializer_list<float*> outs);
+  static FusedLinear Fuse(std::initializer_list<const Tensor*> parts);
 };
 
 }  // namespace beacon
