@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -114,7 +113,8 @@ inline void AccumulateValues(const float* p, const float* const* vp, int nk, int
 
 // One tile of nr <= 16 RV rows. The operations applied to a row do not depend
 // on RV nor on the other rows (rows are lanes), which is what makes a token's
-// result the same in a tile of 48 rows (prefill) and of 16 (a decode step).
+// result the same in a full tile of 48 rows and in a chunk's smaller last
+// tile; attention.cc's decode kernel applies the same operations.
 // The sum of a key tile's 16 probabilities is a fixed tree: (j, j+8), then
 // (j, j+4), (j, j+2), (j, j+1), masked keys counting as 0.
 template <int RV>
