@@ -199,7 +199,7 @@ void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int3
   const int d = kv.head_dim;
 #if defined(__AVX512F__)
   if (d % 16 == 0 && d <= kMaxDim) {
-    DecodeScratch scratch;  // ~84 KB on the calling thread's stack
+    DecodeScratch scratch;  // ~73 KB on the calling thread's stack, reused for every row pass
     for (int g = 0; g < n_q_heads; g += kRows) {
       const float* qg = q + static_cast<int64_t>(g) * d;
       float* og = out + static_cast<int64_t>(g) * d;
