@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/attention_exp.h"
 #include "kernels/cpu/simd.h"
 
 namespace beacon {
@@ -40,7 +41,21 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
 void AddInPlace(float* x, const float* y, int64_t n) { Axpy(1.0f, y, x, n); }
 
 void SiluMul(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  // sigmoid(g) from e = exp(-|g|) <= 0's exponential (AttentionExp, relative
+  // error < 2e-7): 1 / (1 + e) for g >= 0, e / (1 + e) below; 16 lanes at a
+  // time instead of a libm call per element (3% of a batch-16 decode step).
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = AttentionExp(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
+    const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+    const __mmask16 neg = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 sig = _mm512_mask_mul_ps(inv, neg, inv, e);
+    _mm512_storeu_ps(gate + i, _mm512_mul_ps(_mm512_mul_ps(g, sig), _mm512_loadu_ps(up + i)));
+  }
+#endif
+  for (; i < n; ++i) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }

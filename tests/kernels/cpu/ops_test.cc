@@ -56,6 +56,26 @@ TEST(Ops, SiluMul) {
   EXPECT_NEAR(g[2], 2 / (1 + std::exp(-2.0)) * 0.5, 1e-6);
 }
 
+// The vector path (16 lanes) against double precision, over the range
+// activations take and the extremes (exp underflow, large positive gates).
+TEST(Ops, SiluMulVectorPathMatchesDouble) {
+  std::vector<float> g, u;
+  for (int i = 0; i < 1000; ++i) {
+    g.push_back(-30.0f + 0.06f * static_cast<float>(i));
+    u.push_back(0.5f + 0.001f * static_cast<float>(i % 37));
+  }
+  for (float extreme : {-200.0f, -88.0f, -87.0f, -1e-4f, 0.0f, 1e-4f, 60.0f, 200.0f}) {
+    g.push_back(extreme);
+    u.push_back(1.0f);
+  }
+  std::vector<float> out = g;
+  SiluMul(out.data(), u.data(), static_cast<int64_t>(g.size()));
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i], want = x / (1.0 + std::exp(-x)) * u[i];
+    EXPECT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-30) << "g=" << g[i];
+  }
+}
+
 // Paged attention equals a naive loop over contiguous keys, whatever the
 // block order in the table.
 // head_dim 16 takes the generic path; 64 and 128 the AVX-512 one.
