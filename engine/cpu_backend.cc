@@ -22,16 +22,16 @@ CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool) : weights_
   scores_.resize(pool_ != nullptr ? pool_->n_threads() : 1);
   auto pack = [&](const Tensor& t) {
     if (t.empty() || !PackedMatrix::Supported(t.dtype) || packed_.contains(t.data)) return;
-    packed_[t.data] = PackedMatrix::Pack(t.dtype, t.rows, t.cols, t.data);
+    packed_[t.data] = PackedMatrix::Pack(t.dtype, t.rows, t.cols, t.data, pool_);
   };
   for (const LayerWeights& l : weights_->layers) {
     // Q, K, V fused when all three share a type, else Q with K when those do
     // (llama.cpp's Q4_K_M gives V another type in half the layers).
-    FusedLinear qkv = Fuse({&l.wq, &l.wk, &l.wv});
-    if (qkv.packed == nullptr) qkv = Fuse({&l.wq, &l.wk});
+    FusedLinear qkv = Fuse({&l.wq, &l.wk, &l.wv}, pool_);
+    if (qkv.packed == nullptr) qkv = Fuse({&l.wq, &l.wk}, pool_);
     const size_t fused_qkv_parts = qkv.rows.size();
     fused_qkv_.push_back(std::move(qkv));
-    fused_gate_up_.push_back(Fuse({&l.w_gate, &l.w_up}));
+    fused_gate_up_.push_back(Fuse({&l.w_gate, &l.w_up}, pool_));
     if (fused_qkv_parts == 0) {
       pack(l.wq);
       pack(l.wk);
@@ -47,7 +47,7 @@ CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool) : weights_
   pack(weights_->output);
 }
 
-CpuBackend::FusedLinear CpuBackend::Fuse(std::initializer_list<const Tensor*> parts) {
+CpuBackend::FusedLinear CpuBackend::Fuse(std::initializer_list<const Tensor*> parts, ThreadPool* pool) {
   FusedLinear f;
   const Tensor& first = **parts.begin();
   if (first.empty() || !PackedMatrix::Supported(first.dtype)) return f;
@@ -64,7 +64,7 @@ CpuBackend::FusedLinear CpuBackend::Fuse(std::initializer_list<const Tensor*> pa
     concat.insert(concat.end(), bytes, bytes + t->bytes());
     f.rows.push_back(t->rows);
   }
-  f.packed = PackedMatrix::Pack(first.dtype, rows, first.cols, concat.data());
+  f.packed = PackedMatrix::Pack(first.dtype, rows, first.cols, concat.data(), pool);
   return f;
 }
 

@@ -69,7 +69,7 @@ class CpuBackend : public Backend {
   // Runs `f` over x and scatters part i of each output row to outs[i]
   // (row stride = that part's rows).
   void LinearFused(const FusedLinear& f, const float* x, int64_t n, std::initializer_list<float*> outs);
-  static FusedLinear Fuse(std::initializer_list<const Tensor*> parts);
+  static FusedLinear Fuse(std::initializer_list<const Tensor*> parts, ThreadPool* pool);
 };
 
 }  // namespace beacon

@@ -1,5 +1,6 @@
 #include "kernels/cpu/packed_matrix.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,7 +18,8 @@ bool PackedMatrix::Supported(DType t) {
 
 void PackedMatrix::Free::operator()(uint8_t* p) const { std::free(p); }
 
-std::unique_ptr<PackedMatrix> PackedMatrix::Pack(DType t, int64_t rows, int64_t cols, const void* data) {
+std::unique_ptr<PackedMatrix> PackedMatrix::Pack(DType t, int64_t rows, int64_t cols, const void* data,
+                                                 ThreadPool* pool) {
   auto pm = std::unique_ptr<PackedMatrix>(new PackedMatrix());
   pm->dtype_ = t;
   pm->rows_ = rows;

@@ -38,6 +38,7 @@
 #include <memory>
 
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace beacon {
 
@@ -51,7 +52,10 @@ class PackedMatrix {
 
   // Repacks a row-major matrix of a supported type. REQUIRES Supported(t),
   // cols % DTypeBlockElems(t) == 0.
-  static std::unique_ptr<PackedMatrix> Pack(DType t, int64_t rows, int64_t cols, const void* data);
+  // `pool` (optional) repacks groups of 16 rows in parallel: the K-quants
+  // decode every element on the way (a 7B model is ~7e9 of them).
+  static std::unique_ptr<PackedMatrix> Pack(DType t, int64_t rows, int64_t cols, const void* data,
+                                            ThreadPool* pool = nullptr);
 
   DType dtype() const { return dtype_; }
   int64_t rows() const { return rows_; }

@@ -193,3 +193,26 @@ TEST(MatMulRowsTiled, MatchesF32ReferenceForEveryType) {
 
 }  // namespace
 }  // namespace beacon
+
+namespace beacon {
+namespace {
+
+// Packing on a pool (groups of 16 rows per task) writes the same bytes as
+// packing inline, for every packable type and a partial last group.
+TEST(PackedMatrix, PoolPackingIsIdentical) {
+  ThreadPool pool(2);
+  for (DType t : {DType::kQ4_1, DType::kQ8_0, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                  DType::kQ5_K, DType::kQ6_K}) {
+    if (!PackedMatrix::Supported(t)) GTEST_SKIP() << "no AVX-512 VNNI in this build";
+    std::mt19937 rng(21);
+    const int64_t rows = 83, cols = 512;
+    std::vector<uint8_t> w = RandomMatrix(t, rows, cols, rng);
+    std::unique_ptr<PackedMatrix> a = PackedMatrix::Pack(t, rows, cols, w.data());
+    std::unique_ptr<PackedMatrix> b = PackedMatrix::Pack(t, rows, cols, w.data(), &pool);
+    ASSERT_EQ(a->bytes(), b->bytes()) << DTypeName(t);
+    EXPECT_EQ(std::memcmp(a->group(0), b->group(0), a->bytes()), 0) << DTypeName(t);
+  }
+}
+
+}  // namespace
+}  // namespace beacon
