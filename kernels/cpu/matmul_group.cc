@@ -16,6 +16,9 @@ namespace {
 // block (nibbles, bit planes, scales) is shared by the tokens of a tile.
 constexpr int kTokTile = 4;
 constexpr int kWideTile = 8;
+// Types whose super-block is one block (Q5_0, Q5_1) keep no per-group
+// accumulators, so 16 tokens' results fit in registers beside the weights.
+constexpr int kSingleTile = 16;
 
 // ---- Per-row kernel (AVX2): the GGUF layout, one group decoded at a time. ----
 
@@ -206,13 +209,19 @@ template <DType T>
 void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, int64_t g_begin, int64_t g_end, float* y,
             int64_t y_stride) {
   const int64_t n_sb = w.cols() / GroupFormatOf(T).group;
-  __m512 out[kWideTile];
+  __m512 out[kSingleTile];
   for (int64_t g = g_begin; g < g_end; ++g) {
     const int64_t r0 = g * kPackRows;
     const int valid = static_cast<int>(std::min<int64_t>(kPackRows, w.rows() - r0));
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
     auto store = [&](int64_t t, __m512 v) { _mm512_mask_storeu_ps(y + t * y_stride + r0, mask, v); };
     int64_t t = 0;
+    if constexpr (GroupFormatOf(T).group == kQuantBlock) {
+      for (; t + kSingleTile <= n_tokens; t += kSingleTile) {
+        GroupTile<T, kSingleTile>(w.group(g), n_sb, xq, t, out);
+        for (int i = 0; i < kSingleTile; ++i) store(t + i, out[i]);
+      }
+    }
     for (; t + kWideTile <= n_tokens; t += kWideTile) {
       GroupTile<T, kWideTile>(w.group(g), n_sb, xq, t, out);
       for (int i = 0; i < kWideTile; ++i) store(t + i, out[i]);
