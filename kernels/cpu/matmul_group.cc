@@ -67,9 +67,9 @@ void GroupRowDot(DType t, const QuantGroupFormat& f, const uint8_t* row, const Q
           }
         }
         if (f.mins == 2) {  // Q5_1: mn = 1
-          out[i] = std::fma(-static_cast<float>(is[0] + is[1]), q.dmin * xd, out[i]);
+          out[i] = std::fma(-q.dmin, xq.sum[xi], out[i]);
         } else if (f.mins == 1 && !f.mn16) {
-          macc[i] = std::fma(static_cast<float>(q.mn[2 * b]), static_cast<float>(is[0] + is[1]) * xd, macc[i]);
+          macc[i] = std::fma(static_cast<float>(q.mn[2 * b]), xq.sum[xi], macc[i]);
         } else if (f.mins == 1) {
           macc[i] = std::fma(static_cast<float>(q.mn[2 * b]), static_cast<float>(is[0]) * xd, macc[i]);
           macc[i] = std::fma(static_cast<float>(q.mn[2 * b + 1]), static_cast<float>(is[1]) * xd, macc[i]);
@@ -187,9 +187,10 @@ void GroupTile(const uint8_t* grp, int64_t n_sb, const QuantizedRows& xq, int64_
           }
         }
         if constexpr (L.dmin && L.n_mn == 0) {  // Q5_1: mn = 1
-          out[i] = _mm512_fnmadd_ps(_mm512_set1_ps(static_cast<float>(is[0] + is[1])), _mm512_mul_ps(dmin, xd), out[i]);
+          out[i] = _mm512_fnmadd_ps(dmin, _mm512_set1_ps(xq.sum[xi]), out[i]);
         } else if constexpr (L.n_mn == 1) {
-          macc[i] = _mm512_fmadd_ps(m0f, _mm512_set1_ps(static_cast<float>(is[0] + is[1]) * xq.d[xi]), macc[i]);
+          // xq.sum = xd * (isum_lo + isum_hi), the activation sum of the block.
+          macc[i] = _mm512_fmadd_ps(m0f, _mm512_set1_ps(xq.sum[xi]), macc[i]);
         } else if constexpr (L.n_mn == 2) {
           macc[i] = _mm512_fmadd_ps(m0f, _mm512_set1_ps(static_cast<float>(is[0]) * xq.d[xi]), macc[i]);
           macc[i] = _mm512_fmadd_ps(m1f, _mm512_set1_ps(static_cast<float>(is[1]) * xq.d[xi]), macc[i]);
