@@ -74,6 +74,7 @@ BENCHMARK_CAPTURE(BM_MatMul, q4_1_ffn_down, DType::kQ4_1, 576, 1536)->Apply(Args
 BENCHMARK_CAPTURE(BM_MatMul, q8_0_logits, DType::kQ8_0, 49152, 576)->Apply(Args);
 // The types of a Q4_K_M / Q5_K_M file of the default model (rows of 576 fall
 // back to Q5_0 / Q5_1; ffn_down is Q4_K / Q5_K / Q6_K).
+BENCHMARK_CAPTURE(BM_MatMulPacked, q8_0_logits, DType::kQ8_0, 49152, 576)->Apply(Args);
 BENCHMARK_CAPTURE(BM_MatMulPacked, q4_1_ffn_up, DType::kQ4_1, 1536, 576)->Apply(Args);
 BENCHMARK_CAPTURE(BM_MatMulPacked, q4_1_ffn_down, DType::kQ4_1, 576, 1536)->Apply(Args);
 BENCHMARK_CAPTURE(BM_MatMulPacked, q5_0_ffn_down, DType::kQ5_0, 576, 1536)->Apply(Args);
