@@ -190,12 +190,24 @@ TEST(GgufFileErrorsTest, UnknownGgmlTypeIsReportedWhenTheTensorIsRead) {
 }
 
 TEST(GgufFileErrorsTest, KnownButUnsupportedTypeIsNamed) {
-  const std::string bytes = GgufBuilder().Tensor("blk.0.ffn_down.weight", {256}, kQ6_K).Build();
+  // IQ4_XS (23): sized and bounds-checked by the parser (136 bytes per 256),
+  // refused by name when a tensor of it is asked for.
+  const std::string bytes = GgufBuilder().Tensor("blk.0.ffn_down.weight", {256}, 23).Build();
   auto f = GgufFile::FromBuffer(bytes, "bad.gguf");
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ((*f)->tensor_infos()[0].nbytes, 210u);
+  EXPECT_EQ((*f)->tensor_infos()[0].nbytes, 136u);
   ExpectError((*f)->FindTensor("blk.0.ffn_down.weight").status(), absl::StatusCode::kInvalidArgument,
-              {"tensor blk.0.ffn_down.weight has unsupported type Q6_K (14)"});
+              {"tensor blk.0.ffn_down.weight has unsupported type IQ4_XS (23)"});
+}
+
+TEST(GgufFileErrorsTest, KQuantTensorIsRead) {
+  const std::string bytes = GgufBuilder().Tensor("blk.0.ffn_down.weight", {256}, kQ6_K).Build();
+  auto f = GgufFile::FromBuffer(bytes, "k.gguf");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ((*f)->tensor_infos()[0].nbytes, 210u);
+  auto t = (*f)->FindTensor("blk.0.ffn_down.weight");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype, DType::kQ6_K);
 }
 
 TEST(GgufFileErrorsTest, MisalignedTensorOffset) {
