@@ -2,14 +2,18 @@
 // kquant_blocks.h), internal to kernels/cpu: MatMul dispatches here.
 //
 // Both compute, per weight row and token, with the activations quantised as
-// QuantizeRowsQ8 does (int8 q, scale xd per 32, integer sums per 16):
-//   y = sum over groups of  d * sum_b xd_b * P_b  -  dmin * sum_b xd_b * M_b
-//   P_b = sum_h sc_h * (sum_{i in h} u_i q_i - zero * isum_h)   (int32, exact)
-//   M_b = sum_h mn_h * isum_h                                   (int32, exact)
-// over the 32-blocks b of a group and their halves h of 16: integers
-// everywhere except one float multiply-add per block and two per group. The
-// packed kernel and the per-row kernel evaluate the same expression in the
-// same order per token, and neither order depends on the batch, so a token's
+// QuantizeRowsQ8 does (int8 q, scale xd and sum xd * isum per 32, integer
+// sums isum per 16), over the 32-blocks b of a group and their halves h:
+//   D_bh = sum_{i in h} u_i q_i - zero * isum_h            (int32, exact)
+//   K-quants: acc  += float(D_bh) * (sc_h * xd_b)           per half (or per
+//                                                           block, one sc)
+//             macc += mn_h * (xd_b * isum_bh)               likewise
+//             y    += d * acc - dmin * macc                 per group
+//   Q5_0/Q5_1 (a group is one block):
+//             y    += float(D_b) * (d * xd_b) - dmin * (xd_b * isum_b)
+// The packed kernel and the per-row kernel evaluate these float operations
+// in the same order per token (fused multiply-adds both), and neither order
+// depends on the batch, so their results are equal bit for bit and a token's
 // result is the same whatever batch it shares a step with.
 #ifndef BEACON_KERNELS_CPU_MATMUL_GROUP_H_
 #define BEACON_KERNELS_CPU_MATMUL_GROUP_H_
