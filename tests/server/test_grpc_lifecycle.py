@@ -119,9 +119,17 @@ def test_drain_delay():
     srv = Server("--drain-delay-s", "2", "--drain-timeout-s", "30")
     try:
         out = {}
+        # The long stream must outlast the 2 s delay whatever this machine's
+        # decode speed: ~4 s of tokens at the speed just measured (a fixed
+        # count was overtaken once decode got faster), well inside the 30 s
+        # drain timeout.
+        t_warm = time.time()
+        collect(srv.stub.Generate(chat_request("Count to ten.", 64, ignore_eos=True)))
+        rate = 64 / max(time.time() - t_warm, 1e-3)
+        n_long = int(min(6000, max(400, 4.0 * rate)))
 
         def long_stream():  # keeps the server draining past the delay
-            out["r"] = collect(srv.stub.Generate(chat_request("Tell a story.", 400, ignore_eos=True)))
+            out["r"] = collect(srv.stub.Generate(chat_request("Tell a story.", n_long, ignore_eos=True)))
 
         t = threading.Thread(target=long_stream)
         t.start()
@@ -137,7 +145,7 @@ def test_drain_delay():
             time.sleep(0.05)
         expect_rpc_error(lambda: srv.stub.Generate(chat_request("hi", 4)), grpc.StatusCode.UNAVAILABLE, "draining")
         t.join(120)
-        assert len(out["r"][0]) == 400
+        assert len(out["r"][0]) == n_long
         assert srv.proc.wait(30) == 0
     finally:
         srv.stop()
