@@ -1,0 +1,40 @@
+// A Jinja2 template, parsed once and rendered many times, the way HF's
+// apply_chat_template renders chat templates: jinja2's
+// ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True) with the
+// loopcontrols extension, HF's tojson (json.dumps, ensure_ascii=False, keys
+// in insertion order) and HF's globals raise_exception(msg) and
+// strftime_now(fmt); plus jinja2's namespace(), range() and dict().
+//
+// Errors are Status values, never exceptions: a syntax error is
+// INVALID_ARGUMENT "template line L, column C: ..."; a render error is
+// INVALID_ARGUMENT, with raise_exception's message as the template wrote it,
+// and any other error naming the template position. Thread-safe: Render is
+// const and may run concurrently.
+#ifndef BEACON_ENGINE_TOKENIZER_JINJA_TEMPLATE_H_
+#define BEACON_ENGINE_TOKENIZER_JINJA_TEMPLATE_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "engine/tokenizer/jinja/ast.h"
+#include "engine/tokenizer/jinja/renderer.h"
+
+namespace beacon::jinja {
+
+class Template {
+ public:
+  static absl::StatusOr<Template> Parse(std::string_view source);
+
+  // `vars`: a JSON object, its keys the template's variables (messages,
+  // add_generation_prompt, bos_token, ...). INVALID_ARGUMENT if not an object.
+  absl::StatusOr<std::string> Render(const Json& vars, const RenderLimits& limits = {}) const;
+
+ private:
+  std::shared_ptr<const Body> body_;
+};
+
+}  // namespace beacon::jinja
+
+#endif  // BEACON_ENGINE_TOKENIZER_JINJA_TEMPLATE_H_
