@@ -148,7 +148,8 @@ void BpeTokenizer::Init() {
   // yields exactly one BOS either way.
   const bool render_bos = !data_.add_bos && data_.bos_id >= 0;
   chat_template_ =
-      ChatTemplate::FromSource(data_.chat_template, render_bos ? data_.tokens[data_.bos_id] : std::string());
+      ChatTemplate::FromSource(data_.chat_template, render_bos ? data_.tokens[data_.bos_id] : std::string(),
+                               data_.eos_id >= 0 ? data_.tokens[data_.eos_id] : std::string());
 }
 
 std::vector<int32_t> BpeTokenizer::Encode(std::string_view text, bool parse_special, bool add_bos) const {

@@ -1,63 +1,49 @@
-// Chat templates without a Jinja engine: the template family is recognised
-// from the model's Jinja source and rendered by hand, with the few literals
-// that vary between models of a family (a default system prompt, a date)
-// read out of the source.
+// The model's chat template, rendered by our Jinja2 engine
+// (engine/tokenizer/jinja/) the way HF's apply_chat_template renders it:
+// variables messages, add_generation_prompt, bos_token, eos_token, tools
+// (none unless given) and any extra ones the caller passes.
 //
-//   ChatML  (source contains "<|im_start|>"; also used for an empty source):
-//     [<|im_start|>system\n{default}<|im_end|>\n]   when the source has a
-//                                                    literal default system
-//                                                    prompt and the first
-//                                                    message is not "system"
-//     <|im_start|>{role}\n{content}<|im_end|>\n     per message
-//     <|im_start|>assistant\n                        generation prompt
-//   Llama 3 (source contains "<|start_header_id|>"):
-//     {bos}<|start_header_id|>{role}<|end_header_id|>\n\n{content|trim}<|eot_id|> ...
-//     <|start_header_id|>assistant<|end_header_id|>\n\n   generation prompt
-//     Llama 3.1+ sources (with "Cutting Knowledge Date:") always open with
-//     their system block: knowledge and today's date lines, then the system
-//     message, as the template writes it without tools.
-//
-// Anything else is UNIMPLEMENTED at construction. Rendering validates roles
-// (system, user, assistant).
+// A model without a template (empty source) gets plain ChatML:
+//   <|im_start|>{role}\n{content}<|im_end|>\n per message, then
+//   <|im_start|>assistant\n as the generation prompt.
 #ifndef BEACON_ENGINE_TOKENIZER_CHAT_TEMPLATE_H_
 #define BEACON_ENGINE_TOKENIZER_CHAT_TEMPLATE_H_
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/tokenizer/jinja/template.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace beacon {
 
 class ChatTemplate {
  public:
-  enum class Family { kChatMl, kLlama3 };
-
   // `bos_text` is what the template's bos_token renders as (Llama 3 writes
   // it first). Pass "" when the encoder will prepend BOS itself.
-  static absl::StatusOr<ChatTemplate> FromSource(std::string_view source, std::string bos_text);
+  // INVALID_ARGUMENT "chat template: template line L, column C: ..." when
+  // the source does not parse.
+  static absl::StatusOr<ChatTemplate> FromSource(std::string_view source, std::string bos_text,
+                                                 std::string eos_text = "");
 
   // INVALID_ARGUMENT naming the message whose role is not system, user or
-  // assistant.
+  // assistant, or with the template's own message when it refuses the
+  // conversation (raise_exception) or fails.
   absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
-  Family family() const { return family_; }
-  // ChatML: the system prompt used when the first message is not "system".
-  const std::optional<std::string>& default_system_prompt() const { return default_system_; }
+  // Any messages (a JSON array of objects: tool calls, tool results) and
+  // extra variables (a JSON object, e.g. {"enable_thinking": false} or
+  // {"tools": [...]}; they override the defaults). No role check: the
+  // template decides.
+  absl::StatusOr<std::string> RenderJson(const jinja::Json& messages, bool add_generation_prompt,
+                                         const jinja::Json& extra_vars = jinja::Json::object()) const;
 
  private:
-  std::string RenderChatMl(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
-  std::string RenderLlama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
-
-  Family family_ = Family::kChatMl;
+  jinja::Template template_;
   std::string bos_text_;
-  std::optional<std::string> default_system_;
-  // Llama 3.1+: "Cutting Knowledge Date" and "Today Date" values; unset for 3.0.
-  std::optional<std::string> knowledge_date_;
-  std::string today_date_;
+  std::string eos_text_;
 };
 
 }  // namespace beacon

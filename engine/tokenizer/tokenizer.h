@@ -45,10 +45,11 @@ class Tokenizer {
   // sequence ends mid-character; use IncrementalDetokenizer for streaming).
   virtual std::string Decode(const std::vector<int32_t>& ids, bool render_special = false) const = 0;
 
-  // Renders chat messages with the model's chat template. Supports the ChatML
-  // family of templates (what SmolLM2 and Qwen ship), Llama 3's header
-  // template, and falls back to ChatML when the model has no template.
-  // `add_generation_prompt` appends the assistant header.
+  // Renders chat messages with the model's chat template (any Jinja2
+  // template, by engine/tokenizer/jinja/, as HF's apply_chat_template does);
+  // plain ChatML when the model has no template. `add_generation_prompt`
+  // appends the assistant header. INVALID_ARGUMENT when the template does not
+  // parse (naming the line) or refuses the messages (its own message).
   virtual absl::StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
                                                         bool add_generation_prompt) const = 0;
 

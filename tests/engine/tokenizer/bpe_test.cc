@@ -148,7 +148,13 @@ TEST(EndOfGeneration, EosExtrasAndKnownEndOfTurnTexts) {
 TEST(ChatTemplateThroughTokenizer, BosMarkerOnlyWhenEncodeWillNotAddIt) {
   TokenizerData d = ToyData({}, {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"});
   d.bos_id = 256;
-  d.chat_template = "{{ bos_token }}...<|start_header_id|>...";
+  // Llama 3.0's template.
+  d.chat_template =
+      "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+      "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+      "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}"
+      "{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+      "{% endif %}";
   TokenizerData adds = d;
   adds.add_bos = true;
   const std::vector<ChatMessage> messages = {{"user", " hi "}};
@@ -161,14 +167,18 @@ TEST(ChatTemplateThroughTokenizer, BosMarkerOnlyWhenEncodeWillNotAddIt) {
   EXPECT_EQ(t->Encode(*t->ApplyChatTemplate(messages, false), true, true)[1], 257);
 }
 
-TEST(ChatTemplateThroughTokenizer, UnsupportedTemplateStillTokenizes) {
+TEST(ChatTemplateThroughTokenizer, AnyTemplateRendersAndABrokenOneStillTokenizes) {
   TokenizerData d = ToyData({});
   d.chat_template = "{% for m in messages %}[[{{ m.role }}]] {{ m.content }}{% endfor %}";
-  auto t = Make(std::move(d));
+  EXPECT_EQ(*Make(std::move(d))->ApplyChatTemplate({{"user", "x"}}, true), "[[user]] x");
+  TokenizerData broken = ToyData({});
+  broken.chat_template = "{% for m in messages %}[[{{ m.role }}]]";
+  auto t = Make(std::move(broken));
   EXPECT_EQ(t->Encode("ok", false, false).size(), 2u);
   absl::StatusOr<std::string> text = t->ApplyChatTemplate({{"user", "x"}}, true);
   ASSERT_FALSE(text.ok());
-  EXPECT_EQ(text.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(text.status().message(), HasSubstr("template line 1"));
 }
 
 void ExpectInvalid(TokenizerData d, std::string_view fragment) {

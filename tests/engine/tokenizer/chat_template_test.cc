@@ -46,12 +46,9 @@ TEST(ChatTemplateFixture, RendersLikeJinja2) {
   EXPECT_GE(smollm, 8);
 }
 
-TEST(ChatTemplate, SmolLmDefaultSystemPromptIsReadFromTheTemplate) {
+TEST(ChatTemplate, SmolLmDefaultSystemPromptComesFromTheTemplate) {
   absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(kSmolLmTemplate, "<|im_start|>");
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->family(), ChatTemplate::Family::kChatMl);
-  ASSERT_TRUE(t->default_system_prompt().has_value());
-  EXPECT_EQ(*t->default_system_prompt(), "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
   EXPECT_EQ(*t->Render({{"user", "Hi"}}, true),
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
@@ -59,31 +56,9 @@ TEST(ChatTemplate, SmolLmDefaultSystemPromptIsReadFromTheTemplate) {
             "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
 }
 
-TEST(ChatTemplate, ChatMlWithoutLiteralSystemPromptHasNone) {
-  // The system text here is an expression, not a literal.
-  constexpr char kQwen3Like[] =
-      "{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + messages[0].content + "
-      "'<|im_end|>\\n' }}{%- endif %}{%- for message in messages %}...{%- endfor %}";
-  absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(kQwen3Like, "");
-  ASSERT_TRUE(t.ok());
-  EXPECT_FALSE(t->default_system_prompt().has_value());
-  EXPECT_EQ(*t->Render({{"user", "Hi"}}, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
-}
-
-TEST(ChatTemplate, EscapedNewlinesInTheSourceAreUnderstood) {
-  constexpr char kQwen25Like[] =
-      "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
-      "assistant.<|im_end|>\\n' }}{%- endif %}";
-  absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(kQwen25Like, "");
-  ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->default_system_prompt().value_or(""),
-            "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
-}
-
 TEST(ChatTemplate, EmptyTemplateIsPlainChatMl) {
   absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource("", "");
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->family(), ChatTemplate::Family::kChatMl);
   EXPECT_EQ(*t->Render({{"user", "a"}, {"assistant", "b"}}, false),
             "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n");
   EXPECT_EQ(*t->Render({}, true), "<|im_start|>assistant\n");
@@ -96,12 +71,24 @@ TEST(ChatTemplate, Llama31SystemBlockWithDates) {
       "{{- \"Today Date: \" + date_string + \"\\n\\n\" }}";
   absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(kLlama31Like, "<|begin_of_text|>");
   ASSERT_TRUE(t.ok()) << t.status();
-  EXPECT_EQ(t->family(), ChatTemplate::Family::kLlama3);
-  EXPECT_EQ(*t->Render({{"system", " Be brief. "}, {"user", "Hi"}}, true),
+  EXPECT_EQ(*t->Render({{"user", "Hi"}}, true),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
-            "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|>"
-            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+            "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+  // Extra variables reach the template (chat_template_kwargs).
+  EXPECT_THAT(*t->RenderJson(nlohmann::ordered_json::array(), false, {{"date_string", "01 Dec 2026"}}),
+              HasSubstr("Today Date: 01 Dec 2026"));
+}
+
+TEST(ChatTemplate, AnyTemplateRendersNowGemmaLike) {
+  constexpr char kGemmaLike[] =
+      "{{ bos_token }}{% for message in messages %}<start_of_turn>{{ 'model' if message['role'] == 'assistant' "
+      "else message['role'] }}\n{{ message['content'] | trim }}<end_of_turn>\n{% endfor %}"
+      "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}";
+  absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(kGemmaLike, "<bos>", "<eos>");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->Render({{"user", " hi "}, {"assistant", "yo"}}, true),
+            "<bos><start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\nyo<end_of_turn>\n"
+            "<start_of_turn>model\n");
 }
 
 TEST(ChatTemplate, BadRoleIsInvalidArgumentNamingIt) {
@@ -114,15 +101,25 @@ TEST(ChatTemplate, BadRoleIsInvalidArgumentNamingIt) {
   EXPECT_THAT(text.status().message(), HasSubstr("'tool'"));
 }
 
-TEST(ChatTemplate, UnknownFamilyIsUnimplemented) {
-  constexpr char kGemmaLike[] =
-      "{% for message in messages %}<start_of_turn>{{ message['role'] }}\n{{ message['content'] }}"
-      "<end_of_turn>\n{% endfor %}";
-  absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(kGemmaLike, "");
+TEST(ChatTemplate, TemplateThatDoesNotParseNamesTheLine) {
+  absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource("{% for m in messages %}\n{{ m.content }\n", "");
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(t.status().message(), HasSubstr("unsupported chat template"));
-  EXPECT_THAT(t.status().message(), HasSubstr("<start_of_turn>"));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("chat template: template line 2"));
+}
+
+TEST(ChatTemplate, RaiseExceptionIsInvalidArgumentWithTheTemplatesMessage) {
+  absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(
+      "{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+      "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+      "{% endif %}{{ m['content'] }}{% endfor %}",
+      "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->Render({{"user", "a"}, {"assistant", "b"}}, false), "ab");
+  absl::StatusOr<std::string> text = t->Render({{"user", "a"}, {"user", "b"}}, false);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(text.status().message(), "Conversation roles must alternate user/assistant/user/assistant/...");
 }
 
 }  // namespace
