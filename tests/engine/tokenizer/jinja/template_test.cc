@@ -187,5 +187,31 @@ TEST(Jinja, HostileTemplatesAreBounded) {
   EXPECT_THAT(s.message(), HasSubstr("too long"));
 }
 
+TEST(Jinja, LoopNeighboursGenerationTagAndNamespacesInMacros) {
+  EXPECT_EQ(R("{% for i in [1, 2, 3] %}{{ loop.previtem }}-{{ loop.nextitem }}-{{ loop.revindex }};{% endfor %}"),
+            "-2-3;1-3-2;2--1;");
+  EXPECT_EQ(R("{% generation %}kept{% endgeneration %}"), "kept");
+  EXPECT_EQ(R("{% set ns = namespace(n=0) %}{% macro bump() %}{% set ns.n = ns.n + 1 %}{% endmacro %}"
+              "{{ bump() }}{{ bump() }}{{ ns.n }}"),
+            "2");
+  EXPECT_EQ(R("{{ x is not none }}{{ y is not defined }}", {{"x", nullptr}}), "FalseTrue");
+}
+
+TEST(Jinja, LimitsAreOptions) {
+  absl::StatusOr<Template> t = Template::Parse("{% for i in range(100) %}{{ i }}{% endfor %}");
+  ASSERT_TRUE(t.ok());
+  RenderLimits limits;
+  limits.max_iterations = 50;
+  absl::StatusOr<std::string> out = t->Render(Json::object(), limits);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("more than 50 loop iterations"));
+  limits = RenderLimits();
+  limits.max_output_bytes = 20;
+  out = t->Render(Json::object(), limits);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("exceeds 20 bytes"));
+  EXPECT_FALSE(t->Render(Json::array()).ok());  // variables must be an object
+}
+
 }  // namespace
 }  // namespace beacon::jinja
