@@ -1,6 +1,7 @@
 // jinja2's filters and tests (those chat templates use), with HF's tojson.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,13 @@ double Number(const Value& v, const std::string& what) {
   return v.json().is_boolean() ? v.json().get<bool>() : v.json().get<double>();
 }
 
+// A numeric argument as an integer clamped to [lo, hi] (hostile sizes).
+int64_t Clamped(const Value& v, const std::string& what, int64_t lo, int64_t hi) {
+  const double d = Number(v, what);
+  if (std::isnan(d)) return lo;
+  return static_cast<int64_t>(std::clamp(d, static_cast<double>(lo), static_cast<double>(hi)));
+}
+
 }  // namespace
 
 Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
@@ -104,7 +112,7 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
     if (!v.is_json() && v.kind() != Value::Kind::kNamespace)
       Fail(absl::StrCat("tojson: cannot serialise ", TypeName(v)));
     const Value& indent = Arg(args, 1000, "indent");
-    const int ind = Given(indent) ? static_cast<int>(Number(indent, "indent")) : -1;
+    const int ind = Given(indent) ? static_cast<int>(Clamped(indent, "indent", 0, 1000)) : -1;
     std::string item_sep = ind < 0 ? ", " : ",";
     std::string key_sep = ": ";
     const Value& seps = Arg(args, 1000, "separators");
@@ -193,7 +201,7 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "replace") {
     const Value& count = Arg(args, 2, "count");
     return Value(Replace(ToString(v), ToString(Arg(args, 0, "old")), ToString(Arg(args, 1, "new")),
-                         Given(count) ? static_cast<int64_t>(Number(count, name)) : -1));
+                         Given(count) ? Clamped(count, name, -1, INT64_MAX / 2) : -1));
   }
   if (name == "split") {
     const Value& sep = Arg(args, 0, "sep");
@@ -208,7 +216,9 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
       }
     }
     if (!v.is_json() || !(v.json().is_number() || v.json().is_boolean())) return Arg(args, 0, "default", Value(0));
-    return Value(static_cast<int64_t>(Number(v, name)));
+    const double d = Number(v, name);
+    if (!(std::fabs(d) < 9.2e18)) return Arg(args, 0, "default", Value(0));  // NaN, inf, past int64
+    return Value(static_cast<int64_t>(d));
   }
   if (name == "float") {
     if (v.is_json() && v.json().is_string()) {
@@ -222,7 +232,9 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
     return Value(Number(v, name));
   }
   if (name == "abs") {
-    if (v.is_json() && v.json().is_number_integer()) return Value(std::llabs(v.json().get<int64_t>()));
+    if (v.is_json() && v.json().is_number_integer() && v.json().get<int64_t>() != INT64_MIN) {
+      return Value(std::llabs(v.json().get<int64_t>()));
+    }
     return Value(std::fabs(Number(v, name)));
   }
   if (name == "round") {
@@ -231,7 +243,7 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
   }
   if (name == "indent") {
     const Value& width = Arg(args, 0, "width");
-    const std::string pad(Given(width) ? static_cast<size_t>(Number(width, name)) : 4, ' ');
+    const std::string pad(Given(width) ? static_cast<size_t>(Clamped(width, name, 0, 1000)) : 4, ' ');
     const bool first = Truthy(Arg(args, 1, "first"));
     const bool blank = Truthy(Arg(args, 2, "blank"));
     const Json lines = Split(ToString(v), "\n", -1);
@@ -251,7 +263,7 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
       total += Number(Value(item), name);
       all_int = all_int && item.is_number_integer();
     }
-    return all_int ? Value(static_cast<int64_t>(total)) : Value(total);
+    return all_int && std::fabs(total) < 9.0e15 ? Value(static_cast<int64_t>(total)) : Value(total);
   }
   if (name == "min" || name == "max") {
     const Json items = Iterate(v);
@@ -302,8 +314,9 @@ bool ApplyTest(const std::string& name, const Value& v, CallArgs& args) {
     if (!json || !j.is_number_integer()) Fail(absl::StrCat("test '", name, "' needs an integer, got ", TypeName(v)));
     const int64_t x = j.get<int64_t>();
     if (name == "divisibleby") {
-      const int64_t d = static_cast<int64_t>(Number(other, name));
+      const int64_t d = Clamped(other, name, -(INT64_MAX / 2), INT64_MAX / 2);
       if (d == 0) Fail("divisibleby 0");
+      if (d == -1) return true;
       return x % d == 0;
     }
     return (x % 2 != 0) == (name == "odd");

@@ -1,6 +1,7 @@
 #include "engine/tokenizer/jinja/renderer.h"
 
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -260,7 +261,7 @@ Value Renderer::EvalInner(const Expr& e) {
       if (e.name == "not") return Value(!Truthy(v));
       if (!IsNum(v)) Unsupported(e.name, v, Value(nullptr));
       if (e.name == "+") return v;
-      return IsInt(v) ? Value(-AsInt(v)) : Value(-AsDouble(v));
+      return IsInt(v) && AsInt(v) != INT64_MIN ? Value(-AsInt(v)) : Value(-AsDouble(v));
     }
     case Expr::Kind::kBinary: return EvalBinary(e);
     case Expr::Kind::kCond:
@@ -338,16 +339,21 @@ Value Renderer::EvalBinary(const Expr& e) {
   if (ints) {
     const int64_t x = AsInt(a);
     const int64_t y = AsInt(b);
-    if (op == "+") return Value(x + y);
-    if (op == "-") return Value(x - y);
-    if (op == "*") return Value(x * y);
-    if (op == "//" || op == "%") {
+    int64_t r = 0;
+    // Python's ints do not overflow; past int64 we fall back to float.
+    if (op == "+" && !__builtin_add_overflow(x, y, &r)) return Value(r);
+    if (op == "-" && !__builtin_sub_overflow(x, y, &r)) return Value(r);
+    if (op == "*" && !__builtin_mul_overflow(x, y, &r)) return Value(r);
+    if ((op == "//" || op == "%") && !(x == INT64_MIN && y == -1)) {
       if (y == 0) Fail("integer division or modulo by zero");
       int64_t q = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --q;  // Python floors
       return op == "//" ? Value(q) : Value(x - q * y);
     }
-    if (op == "**" && y >= 0) return Value(static_cast<int64_t>(std::pow(static_cast<double>(x), y)));
+    if (op == "**" && y >= 0) {
+      const double p = std::pow(static_cast<double>(x), static_cast<double>(y));
+      if (std::fabs(p) < 9.0e15) return Value(static_cast<int64_t>(p));  // exact in a double
+    }
   }
   const double x = AsDouble(a);
   const double y = AsDouble(b);

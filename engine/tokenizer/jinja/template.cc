@@ -40,9 +40,10 @@ Value Range(CallArgs& args) {
   }
   if (v[2] == 0) Fail("range() step must not be zero");
   Json out = Json::array();
-  for (int64_t i = v[0]; v[2] > 0 ? i < v[1] : i > v[1]; i += v[2]) {
+  for (int64_t i = v[0]; v[2] > 0 ? i < v[1] : i > v[1];) {
     if (static_cast<int64_t>(out.size()) >= kMaxRange) Fail(absl::StrCat("range longer than ", kMaxRange));
     out.push_back(i);
+    if (__builtin_add_overflow(i, v[2], &i)) break;
   }
   return Value(std::move(out));
 }

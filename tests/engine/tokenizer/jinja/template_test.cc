@@ -213,5 +213,15 @@ TEST(Jinja, LimitsAreOptions) {
   EXPECT_FALSE(t->Render(Json::array()).ok());  // variables must be an object
 }
 
+TEST(Jinja, HostileNumbersAreDefinedBehaviour) {
+  // Not jinja2 parity but defined behaviour: past int64 Python keeps exact ints, we fall back to
+  // float (and |int of a float past int64 gives its default, 0); sizes are clamped.
+  EXPECT_EQ(R("{{ 9223372036854775807 + 1 > 0 }} {{ -9223372036854775807 - 2 < 0 }}"), "True True");
+  EXPECT_EQ(R("{{ (9223372036854775807 * 3) > 0 }} {{ 3 ** 100 > 0 }} {{ 2 ** 10 }}"), "True True 1024");
+  EXPECT_EQ(R("{{ 1e300|int }} {{ [1e300, 1e300]|sum > 0 }} {{ 'a'|indent(1e18)|length }}"), "0 True 1");
+  EXPECT_EQ(R("{{ range(9223372036854775806, 9223372036854775807, 5)|list }}"), "[9223372036854775806]");
+  EXPECT_THAT(R("{{ 99999999999999999999999 }}"), HasSubstr("PARSE ERROR"));
+}
+
 }  // namespace
 }  // namespace beacon::jinja
