@@ -3,6 +3,8 @@
 // tools/make_llamacpp_fixtures.py --chat), plus detection and errors.
 #include "engine/tokenizer/chat_template.h"
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,39 @@ TEST(ChatTemplateFixture, RendersLikeJinja2) {
     smollm += row.at("family") == "smollm2";
   }
   EXPECT_GE(smollm, 8);
+}
+
+// The real templates' jinja2 renderings (tests/fixtures/chat_templates/,
+// tools/make_chat_template_fixtures.py) through ChatTemplate: it must pass
+// HF's variables (tools and documents none unless given, bos/eos tokens).
+TEST(ChatTemplateFixture, RealTemplatesThroughChatTemplate) {
+  const std::string dir = testing::FixturePath("chat_templates/");
+  std::ifstream in(dir + "cases.jsonl");
+  ASSERT_TRUE(in) << "missing fixture; run tools/make_chat_template_fixtures.py";
+  int checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::ordered_json row = nlohmann::ordered_json::parse(line);
+    if (row.contains("error")) continue;
+    SCOPED_TRACE(row.at("name").get<std::string>());
+    std::ifstream src(dir + row.at("template").get<std::string>() + ".jinja", std::ios::binary);
+    const std::string source((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+    const nlohmann::ordered_json& vars = row.at("vars");
+    absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(source, vars.at("bos_token").get<std::string>(),
+                                                              vars.at("eos_token").get<std::string>());
+    ASSERT_TRUE(t.ok()) << t.status();
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    for (auto it = vars.begin(); it != vars.end(); ++it) {
+      if (it.key() != "messages" && it.key() != "add_generation_prompt" && !it.value().is_null()) {
+        extra[it.key()] = it.value();
+      }
+    }
+    absl::StatusOr<std::string> text =
+        t->RenderJson(vars.at("messages"), vars.at("add_generation_prompt").get<bool>(), extra);
+    ASSERT_TRUE(text.ok()) << text.status();
+    EXPECT_EQ(*text, row.at("rendered").get<std::string>());
+    ++checked;
+  }
+  EXPECT_GE(checked, 60);
 }
 
 TEST(ChatTemplate, SmolLmDefaultSystemPromptComesFromTheTemplate) {
