@@ -11,9 +11,14 @@ namespace beacon::jinja {
 
 void Fail(std::string message) { throw RenderError{std::move(message)}; }
 
+const Json& Value::NullJson() {
+  static const Json* const kNull = new Json(nullptr);
+  return *kNull;
+}
+
 Json Value::ToJson() const {
   switch (kind_) {
-    case Kind::kJson: return json_;
+    case Kind::kJson: return *json_;
     case Kind::kNamespace: return *ns_;
     default: return nullptr;
   }

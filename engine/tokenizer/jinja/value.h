@@ -30,8 +30,10 @@ class Value {
  public:
   enum class Kind { kUndefined, kJson, kNamespace, kCallable };
 
-  Value() = default;                                                // undefined
-  Value(Json json) : kind_(Kind::kJson), json_(std::move(json)) {}  // NOLINT: implicit by design
+  Value() = default;  // undefined
+  // Copies of a value share its data (templates only read it): looking up
+  // `messages` in a loop costs nothing however long the conversation is.
+  Value(Json json) : kind_(Kind::kJson), json_(std::make_shared<const Json>(std::move(json))) {}  // NOLINT: implicit
   static Value Undefined(std::string name) {
     Value v;
     v.name_ = std::move(name);
@@ -54,8 +56,8 @@ class Value {
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_json() const { return kind_ == Kind::kJson; }
-  const Json& json() const { return json_; }
-  Json& mutable_json() { return json_; }
+  // kJson: the data; null for the other kinds.
+  const Json& json() const { return json_ ? *json_ : NullJson(); }
   // kNamespace: the attributes, shared by every copy of the value.
   Json& ns() const { return *ns_; }
   const Function& fn() const { return *fn_; }
@@ -68,7 +70,9 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
-  Json json_;
+  static const Json& NullJson();
+
+  std::shared_ptr<const Json> json_;
   std::shared_ptr<Json> ns_;
   std::shared_ptr<const Function> fn_;
   std::string name_;
