@@ -5,6 +5,7 @@
 #define BEACON_ENGINE_TOKENIZER_JINJA_BUILTINS_H_
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "engine/tokenizer/jinja/value.h"
@@ -22,6 +23,11 @@ Value Slice(const Value& obj, const Value& start, const Value& stop, const Value
 // The items a for loop visits: list elements, dict keys, string code points;
 // nothing for undefined.
 Json Iterate(const Value& v);
+
+// The names ApplyFilter and ApplyTest know; the parser refuses others, as
+// jinja2 does when it compiles a template.
+const std::set<std::string>& FilterNames();
+const std::set<std::string>& TestNames();
 
 Value ApplyFilter(const std::string& name, const Value& operand, CallArgs& args);
 bool ApplyTest(const std::string& name, const Value& operand, CallArgs& args);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/tokenizer/jinja/builtins.h"
 
 namespace beacon::jinja::internal {
 
@@ -259,7 +260,9 @@ ExprPtr ExpressionParser::ParseFilters(ExprPtr e) {
     if (IsOp("|")) {
       ++i_;
       auto f = MakeExpr(Expr::Kind::kFilter, at);
+      const Token& filter_at = Peek();
       f->name = Identifier();
+      if (!FilterNames().count(f->name)) Fail(filter_at, absl::StrCat("no filter named '", f->name, "'"));
       f->args.push_back(std::move(e));
       if (IsOp("(")) ParseArgs(f.get());
       e = std::move(f);
@@ -270,7 +273,9 @@ ExprPtr ExpressionParser::ParseFilters(ExprPtr e) {
         ++i_;
         t->negated = true;
       }
+      const Token& test_at = Peek();
       t->name = Identifier();
+      if (!TestNames().count(t->name)) Fail(test_at, absl::StrCat("no test named '", t->name, "'"));
       t->args.push_back(std::move(e));
       if (IsOp("(")) {
         ParseArgs(t.get());

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,25 @@ int64_t Clamped(const Value& v, const std::string& what, int64_t lo, int64_t hi)
 }
 
 }  // namespace
+
+const std::set<std::string>& FilterNames() {
+  static const auto* const kNames = new std::set<std::string>{
+      "abs",     "capitalize",  "count",  "d",      "default",    "e",      "escape",     "first",
+      "float",   "forceescape", "indent", "int",    "items",      "join",   "last",       "length",
+      "list",    "lower",       "map",    "max",    "min",        "reject", "rejectattr", "replace",
+      "reverse", "round",       "safe",   "select", "selectattr", "sort",   "split",      "string",
+      "sum",     "title",       "tojson", "trim",   "unique",     "upper",  "wordcount"};
+  return *kNames;
+}
+
+const std::set<std::string>& TestNames() {
+  static const auto* const kNames = new std::set<std::string>{
+      "!=",          "<",       "<=",       "==",     ">",        ">=",     "boolean", "callable",    "defined",
+      "divisibleby", "eq",      "equalto",  "even",   "false",    "float",  "ge",      "greaterthan", "gt",
+      "in",          "integer", "iterable", "le",     "lessthan", "lower",  "lt",      "mapping",     "ne",
+      "none",        "number",  "odd",      "sameas", "sequence", "string", "true",    "undefined",   "upper"};
+  return *kNames;
+}
 
 Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
   if (name == "default" || name == "d") {

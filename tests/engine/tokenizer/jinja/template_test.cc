@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "engine/tokenizer/jinja/builtins.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -167,8 +168,13 @@ TEST(Jinja, ErrorsNameLineAndColumn) {
   s = RenderStatus("\n\n{{ 1 + 'a' }}");
   EXPECT_THAT(s.message(), HasSubstr("template line 3"));
   EXPECT_THAT(s.message(), HasSubstr("unsupported operand"));
-  s = RenderStatus("{{ x|nosuchfilter }}");
-  EXPECT_THAT(s.message(), HasSubstr("no filter named 'nosuchfilter'"));
+  // Unknown filters and tests are parse errors, as jinja2 refuses them at compile time.
+  absl::StatusOr<Template> t = Template::Parse("{% if false %}\n{{ x|nosuchfilter }}{% endif %}");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("template line 2, column 6: no filter named 'nosuchfilter'"));
+  t = Template::Parse("{{ x is nosuchtest }}");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("no test named 'nosuchtest'"));
 }
 
 TEST(Jinja, HostileTemplatesAreBounded) {
@@ -221,6 +227,26 @@ TEST(Jinja, HostileNumbersAreDefinedBehaviour) {
   EXPECT_EQ(R("{{ 1e300|int }} {{ [1e300, 1e300]|sum > 0 }} {{ 'a'|indent(1e18)|length }}"), "0 True 1");
   EXPECT_EQ(R("{{ range(9223372036854775806, 9223372036854775807, 5)|list }}"), "[9223372036854775806]");
   EXPECT_THAT(R("{{ 99999999999999999999999 }}"), HasSubstr("PARSE ERROR"));
+}
+
+TEST(Jinja, EveryKnownFilterAndTestIsImplemented) {
+  for (const std::string& name : FilterNames()) {
+    CallArgs args;
+    try {
+      ApplyFilter(name, Value(Json::array()), args);
+    } catch (const RenderError& e) {
+      EXPECT_EQ(e.message.find("no filter named"), std::string::npos) << name;
+    }
+  }
+  for (const std::string& name : TestNames()) {
+    CallArgs args;
+    args.positional.push_back(Value(Json::array()));
+    try {
+      ApplyTest(name, Value(Json::array()), args);
+    } catch (const RenderError& e) {
+      EXPECT_EQ(e.message.find("no test named"), std::string::npos) << name;
+    }
+  }
 }
 
 }  // namespace
