@@ -90,8 +90,11 @@ void RopeRotate(float* x, int d, const float* cs, bool interleaved) {
 }
 
 void Rope(float* x, int d, int32_t position, const float* inv_freq, bool interleaved, float attention_factor) {
-  float cs[512];  // d <= 512 (ModelConfig::Validate bounds head_dim)
-  if (d > 512) {
+  // A stack table for every head size ModelConfig::Validate accepts (1024);
+  // a heap one beyond, for callers outside a model.
+  constexpr int kStackDim = 1024;
+  float cs[kStackDim];
+  if (d > kStackDim) {
     std::vector<float> big(d);
     RopeCosSin(d, position, inv_freq, attention_factor, big.data());
     RopeRotate(x, d, big.data(), interleaved);
