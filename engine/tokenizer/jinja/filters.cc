@@ -80,11 +80,11 @@ int64_t Clamped(const Value& v, const std::string& what, int64_t lo, int64_t hi)
 
 const std::set<std::string>& FilterNames() {
   static const auto* const kNames = new std::set<std::string>{
-      "abs",     "capitalize",  "count",  "d",      "default",    "e",      "escape",     "first",
-      "float",   "forceescape", "indent", "int",    "items",      "join",   "last",       "length",
-      "list",    "lower",       "map",    "max",    "min",        "reject", "rejectattr", "replace",
-      "reverse", "round",       "safe",   "select", "selectattr", "sort",   "split",      "string",
-      "sum",     "title",       "tojson", "trim",   "unique",     "upper",  "wordcount"};
+      "abs",     "capitalize", "count",       "d",      "default", "dictsort",   "e",      "escape",
+      "first",   "float",      "forceescape", "indent", "int",     "items",      "join",   "last",
+      "length",  "list",       "lower",       "map",    "max",     "min",        "reject", "rejectattr",
+      "replace", "reverse",    "round",       "safe",   "select",  "selectattr", "sort",   "split",
+      "string",  "sum",        "title",       "tojson", "trim",    "unique",     "upper",  "wordcount"};
   return *kNames;
 }
 
@@ -174,6 +174,7 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
   }
   if (name == "map") {
     Json out = Json::array();
+    if (!Truthy(v)) return Value(std::move(out));  // jinja2: `if seq:`, so none maps to nothing
     const Value& attr = Arg(args, 1000, "attribute");
     for (const Json& item : Iterate(v)) {
       if (Given(attr)) {
@@ -188,6 +189,7 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
     return Value(std::move(out));
   }
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
+    if (!Truthy(v)) return Value(Json::array());  // jinja2: `if seq:`, so none selects nothing
     return Select(name, v, args);
   }
   if (name == "unique") {
@@ -207,6 +209,27 @@ Value ApplyFilter(const std::string& name, const Value& v, CallArgs& args) {
       const Value x = Given(attr) ? Lookup(Value(a), attr) : Value(a);
       const Value y = Given(attr) ? Lookup(Value(b), attr) : Value(b);
       return reverse ? Less(y, x) : Less(x, y);
+    });
+    return Value(std::move(items));
+  }
+  if (name == "dictsort") {
+    // dictsort(case_sensitive=False, by='key', reverse=False): [key, value]
+    // pairs; strings compare case-folded unless case_sensitive.
+    if (!v.is_json() || !v.json().is_object()) Fail(absl::StrCat("dictsort: expected a mapping, got ", TypeName(v)));
+    const bool case_sensitive = Truthy(Arg(args, 0, "case_sensitive"));
+    const Value& by = Arg(args, 1, "by");
+    const bool by_value = Given(by) && Str(by, name) == "value";
+    if (Given(by) && !by_value && Str(by, name) != "key")
+      Fail("dictsort: You can only sort by either 'key' or 'value'");
+    const bool reverse = Truthy(Arg(args, 2, "reverse"));
+    Json items = Json::array();
+    for (auto it = v.json().begin(); it != v.json().end(); ++it) items.push_back(Json::array({it.key(), it.value()}));
+    auto folded = [&](const Json& pair) {
+      const Json& x = pair[by_value ? 1 : 0];
+      return Value(!case_sensitive && x.is_string() ? Json(AsciiLower(x.get<std::string>())) : x);
+    };
+    std::stable_sort(items.begin(), items.end(), [&](const Json& a, const Json& b) {
+      return reverse ? Less(folded(b), folded(a)) : Less(folded(a), folded(b));
     });
     return Value(std::move(items));
   }

@@ -76,6 +76,7 @@ class Parser : public internal::ExpressionParser {
     const std::string word = Identifier();
     std::string end;
     if (word == "if") {
+      SoftFrame soft(this, true);
       auto n = MakeNode(Node::Kind::kIf, kw);
       n->conditions.push_back(ParseExpression());
       ExpectBlockEnd();
@@ -110,6 +111,7 @@ class Parser : public internal::ExpressionParser {
       }
       if (IsName("recursive")) Fail(Peek(), "recursive loops are not supported");
       ExpectBlockEnd();
+      SoftFrame soft(this, false);
       n->body = ParseBody({"else", "endfor"}, &end);
       if (end == "else") {
         ExpectBlockEnd();
@@ -158,6 +160,7 @@ class Parser : public internal::ExpressionParser {
       }
       ExpectOp(")");
       ExpectBlockEnd();
+      SoftFrame soft(this, false);
       n->body = ParseBody({"endmacro"}, &end);
       if (Peek().kind == TK::kName) ++i_;  // {% endmacro name %}
       ExpectBlockEnd();
@@ -177,8 +180,29 @@ class Parser : public internal::ExpressionParser {
       ExpectBlockEnd();
       return n;
     }
+    if (word == "filter") {
+      auto n = MakeNode(Node::Kind::kFilterBlock, kw);
+      auto input = std::make_unique<Expr>();
+      input->kind = Expr::Kind::kName;
+      input->name = kFilterInput;
+      input->line = kw.line;
+      input->column = kw.column;
+      n->expr = ParseFilters(ParseFilterCall(std::move(input), kw));
+      ExpectBlockEnd();
+      n->body = ParseBody({"endfilter"}, &end);
+      ExpectBlockEnd();
+      return n;
+    }
     Fail(kw, absl::StrCat("unknown or unexpected tag '", word, "'"));
   }
+
+  // Sets soft_ for a scope (see ExpressionParser::soft_).
+  struct SoftFrame {
+    SoftFrame(Parser* p, bool soft) : p(p), saved(p->soft_) { p->soft_ = soft; }
+    ~SoftFrame() { p->soft_ = saved; }
+    Parser* p;
+    bool saved;
+  };
 };
 
 }  // namespace

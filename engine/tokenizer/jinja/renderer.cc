@@ -117,6 +117,22 @@ Renderer::Flow Renderer::ExecNode(const Node& node, std::string* out) {
         break;
       }
       case Node::Kind::kMacro: DefineMacro(node); break;
+      case Node::Kind::kFilterBlock: {
+        std::string text;
+        const Flow flow = Exec(node.body, &text);
+        scopes_.push_back(std::make_shared<Frame>(Frame{{kFilterInput, Value(Json(text))}}));
+        Value filtered;
+        try {
+          filtered = Eval(*node.expr);
+        } catch (...) {
+          scopes_.pop_back();
+          throw;
+        }
+        scopes_.pop_back();
+        Append(out, ToString(filtered));
+        if (flow != Flow::kNormal) return flow;
+        break;
+      }
       case Node::Kind::kBreak: return Flow::kBreak;
       case Node::Kind::kContinue: return Flow::kContinue;
     }

@@ -2,6 +2,7 @@
 
 #include <ctime>
 #include <map>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -14,12 +15,18 @@ namespace {
 
 constexpr int64_t kMaxRange = 1'000'000;
 
-Value StrftimeNow(CallArgs& args) {
+// HF: datetime.now().strftime(fmt), local time; a fixed `now` is in UTC.
+Value StrftimeNow(CallArgs& args, std::optional<int64_t> fixed_now) {
   const Value& fmt = Arg(args, 0, "format");
   if (!fmt.is_json() || !fmt.json().is_string()) Fail("strftime_now: the format must be a string");
-  const std::time_t now = std::time(nullptr);
   std::tm tm{};
-  localtime_r(&now, &tm);
+  if (fixed_now) {
+    const std::time_t now = static_cast<std::time_t>(*fixed_now);
+    gmtime_r(&now, &tm);
+  } else {
+    const std::time_t now = std::time(nullptr);
+    localtime_r(&now, &tm);
+  }
   char buf[256];
   const size_t n = std::strftime(buf, sizeof(buf), fmt.json().get_ref<const std::string&>().c_str(), &tm);
   return Value(std::string(buf, n));
@@ -48,14 +55,14 @@ Value Range(CallArgs& args) {
   return Value(std::move(out));
 }
 
-std::map<std::string, Value> Globals() {
+std::map<std::string, Value> Globals(std::optional<int64_t> now) {
   std::map<std::string, Value> g;
   g["raise_exception"] = Value::Callable("raise_exception", [](CallArgs& args) -> Value {
     RenderError err{ToString(Arg(args, 0, "message"))};
     err.raised = true;
     throw err;
   });
-  g["strftime_now"] = Value::Callable("strftime_now", StrftimeNow);
+  g["strftime_now"] = Value::Callable("strftime_now", [now](CallArgs& args) { return StrftimeNow(args, now); });
   g["range"] = Value::Callable("range", Range);
   g["namespace"] = Value::Callable("namespace", [](CallArgs& args) {
     Json attrs = Json::object();
@@ -83,9 +90,10 @@ absl::StatusOr<Template> Template::Parse(std::string_view source) {
   return t;
 }
 
-absl::StatusOr<std::string> Template::Render(const Json& vars, const RenderLimits& limits) const {
+absl::StatusOr<std::string> Template::Render(const Json& vars, const RenderLimits& limits,
+                                             std::optional<int64_t> now) const {
   if (!vars.is_object()) return absl::InvalidArgumentError("template variables must be a JSON object");
-  std::map<std::string, Value> scope = Globals();
+  std::map<std::string, Value> scope = Globals(now);
   for (auto it = vars.begin(); it != vars.end(); ++it) scope[it.key()] = Value(it.value());
   std::string out;
   try {

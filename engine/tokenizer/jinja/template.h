@@ -13,7 +13,9 @@
 #ifndef BEACON_ENGINE_TOKENIZER_JINJA_TEMPLATE_H_
 #define BEACON_ENGINE_TOKENIZER_JINJA_TEMPLATE_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,7 +31,11 @@ class Template {
 
   // `vars`: a JSON object, its keys the template's variables (messages,
   // add_generation_prompt, bos_token, ...). INVALID_ARGUMENT if not an object.
-  absl::StatusOr<std::string> Render(const Json& vars, const RenderLimits& limits = {}) const;
+  // `now`: the instant strftime_now formats, Unix seconds shown in UTC (for
+  // reproducible renderings: the fixtures pass the one their oracle used);
+  // unset, it is the current time in the local zone, as HF's datetime.now().
+  absl::StatusOr<std::string> Render(const Json& vars, const RenderLimits& limits = {},
+                                     std::optional<int64_t> now = std::nullopt) const;
 
  private:
   std::shared_ptr<const Body> body_;

@@ -168,13 +168,41 @@ TEST(Jinja, ErrorsNameLineAndColumn) {
   s = RenderStatus("\n\n{{ 1 + 'a' }}");
   EXPECT_THAT(s.message(), HasSubstr("template line 3"));
   EXPECT_THAT(s.message(), HasSubstr("unsupported operand"));
-  // Unknown filters and tests are parse errors, as jinja2 refuses them at compile time.
-  absl::StatusOr<Template> t = Template::Parse("{% if false %}\n{{ x|nosuchfilter }}{% endif %}");
+  // Unknown filters and tests are parse errors, as jinja2 refuses them at
+  // compile time, except directly in an if, where jinja2 defers the error to
+  // when rendering reaches them.
+  absl::StatusOr<Template> t = Template::Parse("{% for i in y %}\n{{ x|nosuchfilter }}{% endfor %}");
   ASSERT_FALSE(t.ok());
   EXPECT_THAT(t.status().message(), HasSubstr("template line 2, column 6: no filter named 'nosuchfilter'"));
   t = Template::Parse("{{ x is nosuchtest }}");
   ASSERT_FALSE(t.ok());
   EXPECT_THAT(t.status().message(), HasSubstr("no test named 'nosuchtest'"));
+  t = Template::Parse("{% if x %}{% macro m() %}{{ x|nosuchfilter }}{% endmacro %}{% endif %}");
+  EXPECT_FALSE(t.ok());
+  t = Template::Parse("{% if x %}{{ x|nosuchfilter }}{% endif %}{% if y %}{{ y is nosuchtest }}{% endif %}ok");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->Render(Json::object()), "ok");
+  absl::StatusOr<std::string> out = t->Render(Json{{"x", 1}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("no filter named 'nosuchfilter'"));
+}
+
+TEST(Jinja, FilterBlockDictsortFormat) {
+  EXPECT_EQ(R("{% filter trim | upper %}\n  a{{ 1 }}b  \n{% endfilter %}!"), "A1B!");
+  EXPECT_EQ(R("{% for k, v in d | dictsort %}{{ k }}={{ v }};{% endfor %}", {{"d", {{"b", 1}, {"A", 2}, {"c", 0}}}}),
+            "A=2;b=1;c=0;");
+  EXPECT_EQ(R("{% for k, v in d | dictsort(true) %}{{ k }};{% endfor %}", {{"d", {{"b", 1}, {"A", 2}}}}), "A;b;");
+  EXPECT_EQ(R("{% for k, v in d | dictsort(by='value', reverse=true) %}{{ k }};{% endfor %}",
+              {{"d", {{"b", 1}, {"A", 2}, {"c", 0}}}}),
+            "A;b;c;");
+  EXPECT_EQ(R("{{ '<{}|{}|{name}>{{x}}'.format('a', 'b', name=3) }}"), "<a|b|3>{x}");
+  EXPECT_EQ(R("{{ '{1}{0}{1}'.format('a', 'b') }}"), "bab");
+  EXPECT_FALSE(RenderStatus("{{ '{}{1}'.format('a', 'b') }}").ok());  // as Python refuses it
+  EXPECT_FALSE(RenderStatus("{{ '{:>4}'.format(1) }}").ok());
+  // jinja2's select/map begin with `if seq:`: none selects nothing.
+  EXPECT_EQ(
+      R("{{ t | selectattr('type', 'equalto', 'x') | list | length }}{{ t | map('upper') | list }}", {{"t", nullptr}}),
+      "0[]");
 }
 
 TEST(Jinja, HostileTemplatesAreBounded) {
