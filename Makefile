@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
 
-.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures chat-template-fixtures compare-llamacpp clean
+.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures chat-template-fixtures tokenizer-fixtures compare-llamacpp clean
 
 deps:
 	@tools/bootstrap.sh
@@ -93,6 +93,12 @@ kquant-fixtures: build model
 chat-template-fixtures: model
 	tools/bootstrap.sh
 	python3 tools/make_chat_template_fixtures.py
+
+# DeepSeek-R1-Distill-Qwen-7B's vocabulary as a vocab-only GGUF and llama.cpp's
+# token ids on it (llama-cpp-python): tests/fixtures/tokenizers/.
+tokenizer-fixtures:
+	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
+	python3 tools/make_tokenizer_fixtures.py
 
 compare-llamacpp: build model
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
