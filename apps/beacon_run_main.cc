@@ -17,6 +17,7 @@
 #include "engine/batch_runner.h"
 #include "engine/device_flags.h"
 #include "engine/runtime.h"
+#include "engine/tokenizer_flags.h"
 #include "kv/kv_flags.h"
 #include "nlohmann/json.hpp"
 #include "util/cli_args.h"
@@ -56,6 +57,7 @@ void DeclareRunFlags(cli::Args* args) {
   args->Declare("output-format", false, "text", "text or jsonl");
   args->Declare("threads", false, "0", "CPU threads (0 = all)");
   DeclareDeviceFlags(args);
+  DeclareTokenizerFlags(args);
   args->Declare("prefill-chunk", false, "512", "prompt tokens per forward step");
   DeclareKvFlags(args, "full");
   args->Declare("help", true, "", "show this help");
@@ -234,11 +236,12 @@ int Main(int argc, char** argv) {
   ro.model = args.Str("model");
   ro.threads = static_cast<int>(*threads);
   if (absl::Status s = ParseDeviceFlags(args, &ro); !s.ok()) return Fail(s);
+  ParseTokenizerFlags(args, &ro);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
   if ((*rt)->tokenizer() == nullptr) {
-    return Fail(absl::FailedPreconditionError("model " + ro.model +
-                                              " has no tokenizer (dummy weights); use beacon-bench to run it"));
+    return Fail(absl::FailedPreconditionError(
+        "model " + ro.model + " has no tokenizer (dummy weights); give --tokenizer, or use beacon-bench"));
   }
   if (absl::Status s = opts->Validate((*rt)->config().vocab_size); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<int32_t>> ids = PromptIds(**rt, *prompt, args);

@@ -85,10 +85,14 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   e.runtime = *std::move(rt);
   if (absl::Status s = RestrictToRunnablePolicies(*e.runtime->backend(), &c->limits); !s.ok()) return s;
   if (e.runtime->tokenizer() == nullptr) {
-    return absl::InvalidArgumentError("--model: this model has no tokenizer (dummy weights cannot be served)");
+    return absl::InvalidArgumentError(
+        "--model: this model has no tokenizer (dummy weights are served with --tokenizer FILE)");
   }
   const ModelConfig& config = e.runtime->config();
   c->limits.context_length = config.context_length;
+  absl::StatusOr<ReasoningSyntax> reasoning = ResolveReasoningParser(c->reasoning_parser, *e.runtime->tokenizer());
+  if (!reasoning.ok()) return reasoning.status();
+  c->limits.reasoning = *reasoning;
   absl::StatusOr<std::unique_ptr<KvCache>> cache = e.runtime->MakeKvCache(c->kv_pool_tokens, c->kv_block_size);
   if (!cache.ok()) return cache.status();
   e.cache = *std::move(cache);
@@ -225,8 +229,10 @@ int Main(int argc, char** argv) {
     return Fail(http.status());
   }
   logging::Info(
-      "ready grpc=%s:%d http=%s:%d model=%s kv_policy=%s kv_pool_tokens=%d admission=%s open_files_limit=%d (%.1f s)",
-      c.host, grpc_server->port(), c.host, (*http)->port(), c.model, std::string(c.limits.kv_default.policy_name()),
+      "ready grpc=%s:%d http=%s:%d model=%s reasoning_parser=%s kv_policy=%s kv_pool_tokens=%d admission=%s "
+      "open_files_limit=%d (%.1f s)",
+      c.host, grpc_server->port(), c.host, (*http)->port(), c.model,
+      std::string(ReasoningParserName(c.limits.reasoning.parser)), std::string(c.limits.kv_default.policy_name()),
       e.pool_slots, std::string(AdmissionModeName(c.scheduler.admission)), nofile->soft,
       std::chrono::duration<double>(Clock::now() - t0).count());
 

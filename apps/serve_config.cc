@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "engine/device_flags.h"
+#include "engine/tokenizer_flags.h"
 #include "kv/kv_flags.h"
 #include "server/log_backend.h"
 #include "util/log.h"
@@ -147,6 +148,10 @@ void DeclareServeFlags(cli::Args* a) {
              "warning, error or off");
   a->Declare("log-format", false, "text", "text (for people) or json (one object per line, for log collectors)");
   DeclareDeviceFlags(a);
+  DeclareTokenizerFlags(a);
+  a->Declare("reasoning-parser", false, "auto",
+             "how chat output is split into reasoning_content and content: auto (by the model's <think> tokens "
+             "and template), none, deepseek_r1 or qwen3");
   a->Declare("http-threads", false, "2", "HTTP IO threads");
   a->Declare("http-max-connections", false, "512", "HTTP connections served at once; beyond them 503");
   a->Declare("http-max-connections-per-client", false, "64",
@@ -244,6 +249,13 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   c.runtime.model = c.model;
   c.runtime.threads = static_cast<int>(std::min<int64_t>(threads, 1 << 16));
   if (absl::Status s = ParseDeviceFlags(args, &c.runtime); !s.ok()) return s;
+  ParseTokenizerFlags(args, &c.runtime);
+  c.reasoning_parser = args.Str("reasoning-parser");
+  if (c.reasoning_parser != "auto" && c.reasoning_parser != "none" && c.reasoning_parser != "deepseek_r1" &&
+      c.reasoning_parser != "qwen3") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--reasoning-parser: '", c.reasoning_parser, "' is not one of auto, none, deepseek_r1, qwen3"));
+  }
   c.served_model = args.Str("served-model-name");
   if (c.served_model.empty()) {
     c.served_model = std::filesystem::path(c.model).filename().string();

@@ -25,9 +25,10 @@ void DeclareServeFlags(cli::Args* args);
 
 struct ServeConfig {
   std::string host;
-  std::string model;         // --model, as given
-  std::string served_model;  // the OpenAI model id
-  RuntimeOptions runtime;    // model, threads, device
+  std::string model;                      // --model, as given
+  std::string served_model;               // the OpenAI model id
+  RuntimeOptions runtime;                 // model, tokenizer, threads, device
+  std::string reasoning_parser = "auto";  // resolved against the tokenizer at start-up
   SchedulerConfig scheduler;
   ServeLimits limits;        // request validation, KV defaults and limits
   GrpcFrontEndOptions grpc;  // credentials included

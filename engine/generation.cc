@@ -22,6 +22,20 @@ absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
           absl::StrFormat("stop_token_ids: %d is outside the vocabulary [0, %d)", id, vocab_size));
     }
   }
+  if (reasoning.max_reasoning_tokens < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_reasoning_tokens must be >= 0 (0: no limit), got %d", reasoning.max_reasoning_tokens));
+  }
+  if (reasoning.syntax.enabled()) {
+    for (int32_t id : {reasoning.syntax.open_id, reasoning.syntax.close_id}) {
+      if (id < 0 || id >= vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("reasoning: marker token %d is outside the vocabulary [0, %d)", id, vocab_size));
+      }
+    }
+  } else if (reasoning.max_reasoning_tokens > 0) {
+    return absl::InvalidArgumentError("max_reasoning_tokens: this model has no reasoning parser");
+  }
   return absl::OkStatus();
 }
 
@@ -70,7 +84,8 @@ Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t conte
       compressor_(std::move(compressor)),
       sampler_(options_.sampling),
       detok_(tokenizer),
-      stop_checker_(options_.stop) {}
+      stop_checker_(options_.stop),
+      reasoning_(options_.reasoning) {}
 
 int32_t Generation::Preempt() {
   kv_.Release();
@@ -140,12 +155,13 @@ EntrySampling Generation::device_sampling() const {
 
 TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
   if (!Consume(n_fed)) return TokenEvent{};
+  if (reasoning_.MustClose()) return Accept(reasoning_.close_id());
   return Accept(sampler_.Sample(logits, prompt_, generated_));
 }
 
 TokenEvent Generation::AdvanceSampled(int32_t n_fed, int32_t token) {
   if (!Consume(n_fed)) return TokenEvent{};
-  return Accept(token);
+  return Accept(reasoning_.MustClose() ? reasoning_.close_id() : token);
 }
 
 bool Generation::Consume(int32_t n_fed) {
@@ -175,6 +191,8 @@ TokenEvent Generation::Accept(int32_t id) {
   // step appends more.
   if (compressor_ != nullptr) compressor_->AfterDecodeStep(&kv_, next_position());
   ev.id = id;
+  const ReasoningTracker::Step part = reasoning_.Observe(id);
+  ev.part = part.part;
 
   const bool eos = !options_.ignore_eos && tokenizer_->IsEndOfGeneration(id);
   const bool stop_id =
@@ -182,9 +200,22 @@ TokenEvent Generation::Accept(int32_t id) {
   if (eos) return Finish(std::move(ev), FinishReason::kEos);
   if (stop_id) return Finish(std::move(ev), FinishReason::kStop);
 
-  StopChecker::Result r = stop_checker_.Push(detok_.Push(id));
-  ev.text = std::move(r.text);
-  if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
+  if (part.marker) {
+    // A marker has no text. The one that closes the reasoning releases what
+    // the detokenizer and the stop checker hold back, so the reasoning text
+    // is complete and the answer starts afresh (stop strings match within
+    // one part, never across the boundary).
+    if (part.closed) {
+      StopChecker::Result r = stop_checker_.Push(detok_.Flush());
+      ev.text = std::move(r.text);
+      if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
+      ev.text += stop_checker_.Flush();
+    }
+  } else {
+    StopChecker::Result r = stop_checker_.Push(detok_.Push(id));
+    ev.text = std::move(r.text);
+    if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
+  }
   if (static_cast<int32_t>(generated_.size()) >= options_.max_tokens || next_position() >= context_length_) {
     return Finish(std::move(ev), FinishReason::kLength);
   }

@@ -21,6 +21,7 @@
 #include "engine/backend.h"
 #include "engine/finish_reason.h"
 #include "engine/model/model_config.h"
+#include "engine/reasoning.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -37,6 +38,7 @@ struct GenerationOptions {
   std::vector<std::string> stop;        // stop strings, never streamed
   std::vector<int32_t> stop_token_ids;  // end generation, not streamed
   KvPolicyOptions kv;                   // KV compression; policy "full" = none
+  ReasoningOptions reasoning;           // the reasoning/answer split (parser none: all answer)
 
   // INVALID_ARGUMENT naming the field.
   absl::Status Validate(int32_t vocab_size) const;
@@ -44,7 +46,8 @@ struct GenerationOptions {
 
 struct TokenEvent {
   int32_t id = -1;
-  std::string text;  // complete UTF-8 that became safe to emit with this token
+  std::string text;                   // complete UTF-8 that became safe to emit with this token
+  TextPart part = TextPart::kAnswer;  // the part `text` belongs to (engine/reasoning.h)
   FinishReason finish = FinishReason::kNone;
 };
 
@@ -83,7 +86,9 @@ class Generation {
   int32_t Preempt();
 
   // Consumes the logits of the last of `n_fed` tokens just run. Returns the
-  // sampled token's event, or nullopt-like event (id -1) mid-prompt.
+  // sampled token's event, or nullopt-like event (id -1) mid-prompt. When
+  // the reasoning limit is reached the token is </think> instead of a sample
+  // (ReasoningTracker::MustClose), on both sampling paths.
   TokenEvent Advance(int32_t n_fed, std::span<const float> logits);
 
   // Device sampling (Backend::ForwardSample): whether this sequence's
@@ -114,6 +119,8 @@ class Generation {
   // The sampler's seed (drawn at creation when the options gave none).
   uint64_t sampling_seed() const { return options_.sampling.seed.value_or(0); }
   const std::vector<int32_t>& generated() const { return generated_; }
+  // Generated tokens that were reasoning (ReasoningTracker), markers included.
+  int32_t reasoning_tokens() const { return reasoning_.reasoning_tokens(); }
   // kNone while running; then kLength, kEos, kStop or kStopSequence (a
   // Generation never ends itself for the other reasons).
   FinishReason finish_reason() const { return finish_; }
@@ -145,6 +152,7 @@ class Generation {
   Sampler sampler_;
   IncrementalDetokenizer detok_;
   StopChecker stop_checker_;
+  ReasoningTracker reasoning_;
   std::vector<int32_t> generated_;
   int32_t prompt_done_ = 0;
   std::vector<int32_t> replay_;  // recompute after preemption: prompt + generated[:-1]

@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "engine/model/tokenizer_loader.h"
 #ifdef BEACON_HAVE_CUDA
 #include "engine/cuda/cuda_backend.h"
 #endif
@@ -13,14 +14,7 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& o
   absl::StatusOr<std::unique_ptr<LoadedModel>> model = LoadModel(options.model);
   if (!model.ok()) return model.status();
   rt->model_ = std::move(*model);
-  if (rt->model_->tokenizer.has_value()) {
-    absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(*rt->model_->tokenizer);
-    if (!tok.ok()) {
-      return absl::Status(tok.status().code(),
-                          absl::StrCat("tokenizer of ", options.model, ": ", tok.status().message()));
-    }
-    rt->tokenizer_ = std::move(*tok);
-  }
+  if (absl::Status s = rt->CreateTokenizer(options); !s.ok()) return s;
   rt->pool_ = std::make_unique<ThreadPool>(options.threads);
   CudaBackendOptions cuda = options.cuda;
   absl::StatusOr<bool> on_cuda = ParseDeviceSpec(options.device, &cuda.device);
@@ -38,6 +32,43 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& o
   return absl::FailedPreconditionError(
       absl::StrCat("device \"", options.device, "\": this build has no CUDA (configure with nvcc on the PATH)"));
 #endif
+}
+
+absl::Status Runtime::CreateTokenizer(const RuntimeOptions& options) {
+  std::optional<TokenizerData>& data = model_->tokenizer;
+  std::string source = options.model;
+  if (!options.tokenizer.empty()) {
+    absl::StatusOr<TokenizerData> tok = LoadTokenizerData(options.tokenizer);
+    if (!tok.ok()) return tok.status();
+    // Ids the tokenizer can produce must index the model's embeddings; a
+    // model with more rows than tokens (padding) is fine: TokenBytes of an
+    // id past the vocabulary is "".
+    const int64_t vocab = config().vocab_size;
+    if (static_cast<int64_t>(tok->tokens.size()) > vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("tokenizer ", options.tokenizer, " has ", tok->tokens.size(),
+                                                     " tokens but the model ", options.model, " has vocab_size ", vocab,
+                                                     ": they do not belong together"));
+    }
+    data = *std::move(tok);
+    source = options.tokenizer;
+  }
+  if (!options.chat_template.empty()) {
+    if (!data.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("chat template ", options.chat_template, ": the model ",
+                                                     options.model, " has no tokenizer (give --tokenizer too)"));
+    }
+    absl::StatusOr<std::string> t = ReadChatTemplateFile(options.chat_template);
+    if (!t.ok()) return t.status();
+    data->chat_template = *std::move(t);
+    source = options.chat_template;
+  }
+  if (!data.has_value()) return absl::OkStatus();  // dummy weights: ids in, ids out
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(*data);
+  if (!tok.ok()) {
+    return absl::Status(tok.status().code(), absl::StrCat("tokenizer of ", source, ": ", tok.status().message()));
+  }
+  tokenizer_ = std::move(*tok);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> ParseDeviceSpec(std::string_view spec, int* ordinal) {

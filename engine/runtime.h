@@ -22,7 +22,13 @@ namespace beacon {
 
 struct RuntimeOptions {
   std::string model = "models/default.gguf";  // see LoadModel for the forms
-  int threads = 0;                            // 0: every hardware thread
+  // The tokenizer and chat template from another file than the weights (a
+  // GGUF, vocab-only or not, or an HF directory: LoadTokenizerData); "" uses
+  // the model's. Its vocabulary must fit the model's vocab_size.
+  std::string tokenizer;
+  // A Jinja file replacing the tokenizer's chat template ("" keeps it).
+  std::string chat_template;
+  int threads = 0;  // 0: every hardware thread
   // "cpu", "cuda" (GPU cuda.device, 0 unless set) or "cuda:N" (GPU N):
   // weights in bf16 on the device, engine/cuda/. A CUDA device is
   // FAILED_PRECONDITION in a build without CUDA or with no GPU.
@@ -56,6 +62,9 @@ class Runtime {
                                                     const std::string& system) const;
 
  private:
+  // The model's tokenizer, or options.tokenizer's, with options.chat_template.
+  absl::Status CreateTokenizer(const RuntimeOptions& options);
+
   std::unique_ptr<LoadedModel> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;

@@ -21,7 +21,9 @@ class CountingSink : public RequestSink {
         inflight_(inflight),
         finished_(finished),
         rejected_(rejected) {}
-  void OnTokens(std::span<const int32_t> ids, std::string_view text) override { inner_->OnTokens(ids, text); }
+  void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) override {
+    inner_->OnTokens(ids, text, part);
+  }
   void OnFinish(const StreamFinal& f) override {
     ++*finished_;
     inflight_->fetch_sub(1);

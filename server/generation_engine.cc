@@ -154,10 +154,10 @@ void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_poi
   // text is empty); the final record counts them.
   const bool hidden = ev.finish == FinishReason::kEos || ev.finish == FinishReason::kStop;
   if (hidden) {
-    if (!ev.text.empty()) s.sink->OnTokens({}, ev.text);
+    if (!ev.text.empty()) s.sink->OnTokens({}, ev.text, ev.part);
   } else {
     const int32_t id = ev.id;
-    s.sink->OnTokens(std::span<const int32_t>(&id, 1), ev.text);
+    s.sink->OnTokens(std::span<const int32_t>(&id, 1), ev.text, ev.part);
   }
 }
 
@@ -193,6 +193,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   f.seed = s.seed;
   f.prompt_tokens = static_cast<int32_t>(g.prompt().size());
   f.completion_tokens = static_cast<int32_t>(g.generated().size());
+  f.reasoning_tokens = g.reasoning_tokens();
   const SchedClock::time_point now = SchedClock::now();
   f.total_seconds = Seconds(now - s.arrival);
   f.queue_seconds = request.scheduled_once ? Seconds(request.first_scheduled - s.arrival) : f.total_seconds;

@@ -1,13 +1,62 @@
 #include "server/grpc_convert.h"
 
+#include <map>
+#include <optional>
+
 namespace beacon {
 namespace {
 
 std::vector<ChatMessage> Messages(const v1::ChatInput& chat) {
   std::vector<ChatMessage> out;
   out.reserve(chat.messages_size());
-  for (const v1::ChatMessage& m : chat.messages()) out.push_back({m.role(), m.content()});
+  for (const v1::ChatMessage& m : chat.messages()) {
+    out.emplace_back(m.role(), m.content(),
+                     m.has_reasoning_content() ? std::optional<std::string>(m.reasoning_content()) : std::nullopt);
+  }
   return out;
+}
+
+// google.protobuf.Value -> JSON, for template variables. Depth is bounded
+// by gRPC's own message parsing (protobuf's recursion limit).
+jinja::Json ToJson(const google::protobuf::Value& v) {
+  switch (v.kind_case()) {
+    case google::protobuf::Value::kNullValue: return nullptr;
+    case google::protobuf::Value::kNumberValue: {
+      // JSON has one number type; templates compare integers as integers.
+      const double d = v.number_value();
+      if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.0e15 && d < 9.0e15) {
+        return static_cast<int64_t>(d);
+      }
+      return d;
+    }
+    case google::protobuf::Value::kStringValue: return v.string_value();
+    case google::protobuf::Value::kBoolValue: return v.bool_value();
+    case google::protobuf::Value::kStructValue: {
+      jinja::Json o = jinja::Json::object();
+      for (const auto& [k, field] : v.struct_value().fields()) o[k] = ToJson(field);
+      return o;
+    }
+    case google::protobuf::Value::kListValue: {
+      jinja::Json a = jinja::Json::array();
+      for (const google::protobuf::Value& e : v.list_value().values()) a.push_back(ToJson(e));
+      return a;
+    }
+    case google::protobuf::Value::KIND_NOT_SET: break;
+  }
+  return nullptr;
+}
+
+void ReadChat(const v1::ChatInput& chat, ServeRequest* r) {
+  r->input = ServeRequest::Input::kChat;
+  r->messages = Messages(chat);
+  r->add_generation_prompt = !chat.has_add_generation_prompt() || chat.add_generation_prompt();
+  if (!chat.chat_template_kwargs().empty()) {
+    r->chat_template_kwargs = jinja::Json::object();
+    // A protobuf map has no order; sorted names make the rendering stable.
+    std::map<std::string, const google::protobuf::Value*> sorted;
+    for (const auto& [k, v] : chat.chat_template_kwargs()) sorted[k] = &v;
+    for (const auto& [k, v] : sorted) r->chat_template_kwargs[k] = ToJson(*v);
+  }
 }
 
 }  // namespace
@@ -20,11 +69,7 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
       r.input = ServeRequest::Input::kText;
       r.text = q.text();
       break;
-    case v1::GenerateRequest::kChat:
-      r.input = ServeRequest::Input::kChat;
-      r.messages = Messages(q.chat());
-      r.add_generation_prompt = !q.chat().has_add_generation_prompt() || q.chat().add_generation_prompt();
-      break;
+    case v1::GenerateRequest::kChat: ReadChat(q.chat(), &r); break;
     case v1::GenerateRequest::kTokens:
       r.input = ServeRequest::Input::kTokens;
       r.token_ids.assign(q.tokens().ids().begin(), q.tokens().ids().end());
@@ -46,6 +91,7 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
   r.stop_token_ids.assign(st.stop_token_ids().begin(), st.stop_token_ids().end());
   r.ignore_eos = st.ignore_eos();
   r.time_limit_ms = st.time_limit_ms();
+  if (st.max_reasoning_tokens() != 0) r.max_reasoning_tokens = st.max_reasoning_tokens();
   if (q.kv().has_policy()) r.kv_policy = q.kv().policy();
   if (q.kv().has_budget()) r.kv_budget = q.kv().budget();
   return r;
@@ -57,9 +103,7 @@ ServeRequest FromProto(const v1::TokenizeRequest& q) {
     r.input = ServeRequest::Input::kText;
     r.text = q.text();
   } else if (q.input_case() == v1::TokenizeRequest::kChat) {
-    r.input = ServeRequest::Input::kChat;
-    r.messages = Messages(q.chat());
-    r.add_generation_prompt = !q.chat().has_add_generation_prompt() || q.chat().add_generation_prompt();
+    ReadChat(q.chat(), &r);
   }
   return r;
 }
@@ -86,6 +130,7 @@ void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
   out->set_seed(f.seed);
   out->mutable_usage()->set_prompt_tokens(f.prompt_tokens);
   out->mutable_usage()->set_completion_tokens(f.completion_tokens);
+  out->mutable_usage()->set_reasoning_tokens(f.reasoning_tokens);
   v1::Timings* t = out->mutable_timings();
   t->set_queue_seconds(f.queue_seconds);
   t->set_time_to_first_token_seconds(f.ttft_seconds);

@@ -42,9 +42,9 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   class Sink : public RequestSink {
    public:
     explicit Sink(GenerateStream* stream) : stream_(stream) {}
-    void OnTokens(std::span<const int32_t> ids, std::string_view text) override {
+    void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) override {
       RecursiveLock lock(&mu_);
-      if (stream_ != nullptr) stream_->PushTokens(ids, text);
+      if (stream_ != nullptr) stream_->PushTokens(ids, text, part);
     }
     void OnFinish(const StreamFinal& f) override {
       RecursiveLock lock(&mu_);
@@ -123,12 +123,15 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   };
 
   // Engine thread, via Sink (whose lock keeps `this` alive).
-  void PushTokens(std::span<const int32_t> ids, std::string_view text) ABSL_LOCKS_EXCLUDED(mu_) {
+  // Tokens that arrive while a write is in flight are merged into one
+  // message, each part's text into its own field.
+  void PushTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
       MutexLock lock(&mu_);
       for (int32_t id : ids) pending_.add_token_ids(id);
-      pending_.mutable_text()->append(text.data(), text.size());
+      std::string* field = part == TextPart::kReasoning ? pending_.mutable_reasoning_text() : pending_.mutable_text();
+      field->append(text.data(), text.size());
       has_pending_ = true;
       a = Next();
     }

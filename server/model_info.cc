@@ -49,6 +49,7 @@ v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, cons
   m.set_kv_budget_max(limits.kv_limits.max_budget);
   m.set_kv_interval(limits.kv_default.interval);
   m.set_admission(std::string(AdmissionModeName(sched.admission)));
+  m.set_reasoning_parser(std::string(ReasoningParserName(limits.reasoning.parser)));
   return m;
 }
 

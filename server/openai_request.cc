@@ -180,6 +180,11 @@ absl::Status ParseMessages(const json& j, ServeRequest* r) {
     } else {
       return Bad(f + ".content", "must be a string or a list of text parts");
     }
+    // An assistant turn's reasoning as this API returned it (vLLM's field).
+    if (auto rc = m.find("reasoning_content"); rc != m.end() && !rc->is_null()) {
+      if (!rc->is_string()) return Bad(f + ".reasoning_content", "must be a string");
+      msg.reasoning_content = rc->get<std::string>();
+    }
     r->messages.push_back(std::move(msg));
   }
   return absl::OkStatus();
@@ -317,6 +322,16 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
   }
   if (absl::Status s = GetServerChecked(j, "kv_budget", &r, &budget); !s.ok()) return s;
   r.kv_budget = budget;
+  // Reasoning models: extra template variables and the thinking limit
+  // (PrepareRequest checks both against the model).
+  if (auto it = j.find("chat_template_kwargs"); it != j.end() && !it->is_null()) {
+    if (endpoint != OpenAiEndpoint::kChatCompletions)
+      return Bad("chat_template_kwargs", "is for chat completions only");
+    if (!it->is_object()) return Bad("chat_template_kwargs", "must be an object");
+    // Same tree, in the template engine's (insertion-ordered) JSON type.
+    r.chat_template_kwargs = jinja::Json::parse(it->dump());
+  }
+  if (absl::Status s = GetServerChecked(j, "max_reasoning_tokens", &r, &r.max_reasoning_tokens); !s.ok()) return s;
 
   if (absl::Status s = GetBool(j, "stream", &out.stream); !s.ok()) return s;
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {

@@ -16,7 +16,8 @@
 // stream_options.include_usage; extensions top_k, min_p,
 // repetition_penalty, ignore_eos, stop_token_ids, kv_policy, kv_budget,
 // time_limit_ms, request_id (the response's id instead of a generated one,
-// as in the gRPC API). Refused with a clear error: n > 1, best_of > 1,
+// as in the gRPC API); for reasoning models chat_template_kwargs (vLLM's),
+// max_reasoning_tokens and messages[].reasoning_content. Refused with a clear error: n > 1, best_of > 1,
 // logprobs, echo, suffix, tools / tool_choice, a non-text response_format.
 #ifndef BEACON_SERVER_OPENAI_REQUEST_H_
 #define BEACON_SERVER_OPENAI_REQUEST_H_

@@ -54,10 +54,14 @@ const char* OpenAiFinish(FinishReason f) {
   return "stop";
 }
 
-json Usage(const StreamFinal& f) {
-  return {{"prompt_tokens", f.prompt_tokens},
-          {"completion_tokens", f.completion_tokens},
-          {"total_tokens", f.prompt_tokens + f.completion_tokens}};
+// `reasoning`: the server splits reasoning, so usage says how much was
+// (OpenAI's completion_tokens_details.reasoning_tokens).
+json Usage(const StreamFinal& f, bool reasoning) {
+  json u = {{"prompt_tokens", f.prompt_tokens},
+            {"completion_tokens", f.completion_tokens},
+            {"total_tokens", f.prompt_tokens + f.completion_tokens}};
+  if (reasoning) u["completion_tokens_details"] = {{"reasoning_tokens", f.reasoning_tokens}};
+  return u;
 }
 
 // Hands the engine thread's events to the HTTP handler thread, which waits.
@@ -66,17 +70,17 @@ class HttpSink : public RequestSink {
   struct Event {
     enum { kTokens, kFinal, kRejected, kWake } kind;
     std::string text;
-    int32_t n_tokens = 0;
+    TextPart part = TextPart::kAnswer;
     StreamFinal final;
     absl::Status status;
   };
 
-  void OnTokens(std::span<const int32_t> ids, std::string_view text) override {
-    Push({Event::kTokens, std::string(text), static_cast<int32_t>(ids.size()), {}, {}});
+  void OnTokens(std::span<const int32_t>, std::string_view text, TextPart part) override {
+    Push({Event::kTokens, std::string(text), part, {}, {}});
   }
-  void OnFinish(const StreamFinal& f) override { Push({Event::kFinal, {}, 0, f, {}}); }
-  void OnRejected(const absl::Status& s) override { Push({Event::kRejected, {}, 0, {}, s}); }
-  void Wake() { Push({Event::kWake, {}, 0, {}, {}}); }
+  void OnFinish(const StreamFinal& f) override { Push({Event::kFinal, {}, TextPart::kAnswer, f, {}}); }
+  void OnRejected(const absl::Status& s) override { Push({Event::kRejected, {}, TextPart::kAnswer, {}, s}); }
+  void Wake() { Push({Event::kWake, {}, TextPart::kAnswer, {}, {}}); }
 
   // Blocks until an event arrives.
   Event Next() ABSL_LOCKS_EXCLUDED(mu_) {
@@ -157,7 +161,8 @@ class CompletionHandler {
       sink->Wake();
     });
 
-    Context ctx{parsed->serve.request_id, parsed->model, static_cast<int64_t>(std::time(nullptr)), chat};
+    Context ctx{parsed->serve.request_id, parsed->model, static_cast<int64_t>(std::time(nullptr)), chat,
+                chat && options_->limits.reasoning.enabled()};
     // The first event decides between an error status and a 200.
     HttpSink::Event first = sink->Next();
     while (first.kind == HttpSink::Event::kWake && !resp.Disconnected()) first = sink->Next();
@@ -176,6 +181,7 @@ class CompletionHandler {
     std::string model;
     int64_t created;
     bool chat;
+    bool reasoning;  // chat on a reasoning model: reasoning_content is split out
   };
 
   // `request_id`: empty when the body did not parse as far as one.
@@ -192,32 +198,37 @@ class CompletionHandler {
             {"model", c.model}};
   }
 
-  json Choice(const Context& c, const std::string& text, bool chunk, const char* finish) const {
+  // `text` is of `part`; a whole message has the reasoning as well.
+  json Choice(const Context& c, const std::string& text, bool chunk, const char* finish,
+              TextPart part = TextPart::kAnswer, const std::string& reasoning = "") const {
     json choice = {{"index", 0}, {"finish_reason", finish != nullptr ? json(finish) : json(nullptr)}};
+    const char* field = part == TextPart::kReasoning ? "reasoning_content" : "content";
     if (!c.chat) {
       choice["text"] = text;
       choice["logprobs"] = nullptr;
     } else if (chunk) {
-      choice["delta"] = text.empty() && finish != nullptr ? json::object() : json{{"content", text}};
+      choice["delta"] = text.empty() && finish != nullptr ? json::object() : json{{field, text}};
     } else {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
+      // vLLM's field: null when the model wrote no reasoning.
+      if (c.reasoning) choice["message"]["reasoning_content"] = reasoning.empty() ? json(nullptr) : json(reasoning);
       choice["logprobs"] = nullptr;
     }
     return choice;
   }
 
   void Whole(const Context& c, HttpSink::Event e, HttpSink* sink, HttpResponder& resp) const {
-    std::string text;
+    std::string text, reasoning;
     for (;; e = sink->Next()) {
-      if (e.kind == HttpSink::Event::kTokens) text += e.text;
+      if (e.kind == HttpSink::Event::kTokens) (e.part == TextPart::kReasoning ? reasoning : text) += e.text;
       if (e.kind == HttpSink::Event::kFinal) break;
     }
     if (e.final.reason == FinishReason::kError) {
       return (void)resp.Reply(JsonError(500, "generation failed: " + e.final.error, "server_error"));
     }
     json body = Envelope(c, false);
-    body["choices"] = json::array({Choice(c, text, false, OpenAiFinish(e.final.reason))});
-    body["usage"] = Usage(e.final);
+    body["choices"] = json::array({Choice(c, text, false, OpenAiFinish(e.final.reason), TextPart::kAnswer, reasoning)});
+    body["usage"] = Usage(e.final, c.reasoning);
     resp.Reply(HttpResponse{200, "application/json", {}, Dump(body)});
   }
 
@@ -237,7 +248,7 @@ class CompletionHandler {
       if (resp.Disconnected()) return;  // the disconnect callback cancelled the request
       if (e.kind == HttpSink::Event::kTokens && !e.text.empty()) {
         json chunk = Envelope(c, true);
-        chunk["choices"] = json::array({Choice(c, e.text, true, nullptr)});
+        chunk["choices"] = json::array({Choice(c, e.text, true, nullptr, e.part)});
         if (!send(chunk)) return;
       }
       if (e.kind == HttpSink::Event::kFinal) break;
@@ -251,7 +262,7 @@ class CompletionHandler {
       if (include_usage) {
         json usage = Envelope(c, true);
         usage["choices"] = json::array();
-        usage["usage"] = Usage(e.final);
+        usage["usage"] = Usage(e.final, c.reasoning);
         if (!send(usage)) return;
       }
     }

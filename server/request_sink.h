@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "engine/finish_reason.h"
+#include "engine/reasoning.h"
 #include "kv/kv_policy.h"
 
 namespace beacon {
@@ -36,6 +37,9 @@ struct StreamFinal {
   uint64_t seed = 0;           // the sampling seed used
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  // Of completion_tokens, those that were reasoning (markers included);
+  // the rest are the answer's (engine/reasoning.h).
+  int32_t reasoning_tokens = 0;
   double queue_seconds = 0;  // arrival to first scheduled step
   double ttft_seconds = 0;   // arrival to first token (0 if none)
   double total_seconds = 0;
@@ -46,8 +50,10 @@ class RequestSink {
  public:
   virtual ~RequestSink() = default;
   // New tokens and the text they completed (may be empty while a UTF-8
-  // character or a possible stop string is held back).
-  virtual void OnTokens(std::span<const int32_t> ids, std::string_view text) = 0;
+  // character or a possible stop string is held back), and which part that
+  // text belongs to: the model's reasoning or its answer. One call never
+  // mixes parts.
+  virtual void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) = 0;
   // Exactly once, last, for every request the engine accepted.
   virtual void OnFinish(const StreamFinal& final) = 0;
   // Instead of the above when the request is refused before it runs

@@ -50,6 +50,38 @@ std::string Shown(const ServeRequest& r, std::string_view field, int64_t value) 
   return it != r.oversized_ints.end() ? it->second : absl::StrCat(value);
 }
 
+// Template variables a client may not set: the server sets them from the
+// request itself.
+absl::Status CheckTemplateKwargs(const jinja::Json& kwargs) {
+  if (kwargs.is_null()) return absl::OkStatus();
+  if (!kwargs.is_object()) return Invalid("chat_template_kwargs", "must be an object");
+  for (const char* reserved : {"messages", "add_generation_prompt", "bos_token", "eos_token"}) {
+    if (kwargs.contains(reserved)) {
+      return Invalid("chat_template_kwargs",
+                     absl::StrCat("'", reserved, "' is set by the server from the request; it cannot be passed here"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The request's reasoning split, for a prompt of `prompt` tokens.
+absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const ServeLimits& limits,
+                                                  std::span<const int32_t> prompt) {
+  const int64_t max = r.max_reasoning_tokens.value_or(0);
+  if (max < 0 || max > std::numeric_limits<int32_t>::max()) {
+    return Invalid("max_reasoning_tokens",
+                   absl::StrCat(Shown(r, "max_reasoning_tokens", max), " is outside [0, 2147483647] (0 = no limit)"));
+  }
+  const bool chat = r.input == ServeRequest::Input::kChat;
+  if (max > 0 && !chat) return Invalid("max_reasoning_tokens", "applies to chat input only");
+  if (max > 0 && !limits.reasoning.enabled()) {
+    return Invalid("max_reasoning_tokens",
+                   "this server splits no reasoning (--reasoning-parser none, or the model has no <think> markers)");
+  }
+  if (!chat) return ReasoningOptions();
+  return ReasoningFor(limits.reasoning, prompt, static_cast<int32_t>(max));
+}
+
 }  // namespace
 
 bool IsValidUtf8(std::string_view s) {
@@ -109,8 +141,13 @@ absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const 
           return Invalid(field + ".role", absl::StrCat("'", m.role, "' is not one of system, user, assistant"));
         }
         if (absl::Status s = CheckUtf8(field + ".content", m.content); !s.ok()) return s;
+        if (m.reasoning_content.has_value()) {
+          if (absl::Status s = CheckUtf8(field + ".reasoning_content", *m.reasoning_content); !s.ok()) return s;
+        }
       }
-      absl::StatusOr<std::string> rendered = tokenizer.ApplyChatTemplate(r.messages, r.add_generation_prompt);
+      if (absl::Status s = CheckTemplateKwargs(r.chat_template_kwargs); !s.ok()) return s;
+      absl::StatusOr<std::string> rendered =
+          tokenizer.ApplyChatTemplate(r.messages, r.add_generation_prompt, r.chat_template_kwargs);
       if (!rendered.ok()) return Invalid("messages", std::string(rendered.status().message()));
       // The template's markers are special tokens; user content is parsed the
       // same way, as HF apply_chat_template + encode does.
@@ -199,6 +236,9 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   p.options.stop = r.stop;
   p.options.stop_token_ids = r.stop_token_ids;
   p.options.kv = *kv;
+  absl::StatusOr<ReasoningOptions> reasoning = ResolveReasoning(r, limits, p.prompt);
+  if (!reasoning.ok()) return reasoning.status();
+  p.options.reasoning = *reasoning;
   // Sampling ranges and stop token ids (names the field).
   if (absl::Status s = p.options.Validate(tokenizer.vocab_size()); !s.ok()) return s;
 

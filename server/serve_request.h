@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "engine/generation.h"
 #include "engine/model/model_config.h"
+#include "engine/reasoning.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kv/kv_policy.h"
 #include "kv/kv_policy_limits.h"
@@ -31,7 +32,11 @@ struct ServeRequest {
   std::string text;                   // kText: raw text, no template
   std::vector<ChatMessage> messages;  // kChat: rendered with the chat template
   bool add_generation_prompt = true;  // kChat
-  std::vector<int32_t> token_ids;     // kTokens
+  // kChat: further template variables (a JSON object, or null), e.g.
+  // {"enable_thinking": false}; the names the server sets itself
+  // (messages, add_generation_prompt, bos_token, eos_token) are refused.
+  jinja::Json chat_template_kwargs;
+  std::vector<int32_t> token_ids;  // kTokens
 
   SamplingParams sampling;
   // 0: the server's default. 64-bit so that a value past the server's limit
@@ -42,6 +47,9 @@ struct ServeRequest {
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
   uint32_t time_limit_ms = 0;  // 0: none
+  // kChat on a reasoning model: close the think block after this many
+  // tokens (ReasoningOptions::max_reasoning_tokens); absent or 0: no limit.
+  std::optional<int64_t> max_reasoning_tokens;
   std::optional<std::string> kv_policy;
   std::optional<int64_t> kv_budget;
   // Integer fields the client sent that do not fit int64 (JSON only), by
@@ -70,6 +78,9 @@ struct ServeLimits {
   int32_t max_messages = 4096;  // chat messages, checked before the template renders
   KvPolicyOptions kv_default;   // --kv-policy and its settings
   KvPolicyLimits kv_limits;
+  // --reasoning-parser, resolved for the model: chat requests have their
+  // reasoning split from the answer (engine/reasoning.h).
+  ReasoningSyntax reasoning;
 };
 
 // A validated request, ready for the engine thread.
@@ -89,7 +100,11 @@ struct PreparedRequest {
 // that leaves no room in the context, max_tokens out of range, sampling
 // parameters out of range, stop strings empty/too many/too long, too many
 // stop_token_ids, an unknown or disallowed kv_policy, a kv_budget out of
-// bounds. Bounds on sizes are checked before any work proportional to them.
+// bounds, chat_template_kwargs that are not an object or name a variable the
+// server sets, max_reasoning_tokens negative, on non-chat input or without a
+// reasoning parser. A template that refuses the conversation is
+// INVALID_ARGUMENT "messages: <the template's message>". Bounds on sizes are
+// checked before any work proportional to them.
 absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, const Tokenizer& tokenizer,
                                                const ServeLimits& limits);
 

@@ -20,6 +20,7 @@
 #include "engine/model/aligned_buffer.h"
 #include "engine/model/hf_config.h"
 #include "engine/model/hf_tokenizer_json.h"
+#include "engine/model/tokenizer_loader.h"
 #include "engine/model/model_loader.h"
 #include "engine/model/safetensors.h"
 #include "util/status_macros.h"
@@ -229,6 +230,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadHfModel(const std::string& dir)
                                                      " tokens but the model's vocab_size is ", c.vocab_size));
     }
     if (absl::Status s = AddGenerationTokens(dir, *config_json, &*tok); !s.ok()) return s;
+    if (absl::Status s = UseChatTemplateJinja(dir, &*tok); !s.ok()) return s;
     model->tokenizer = *std::move(tok);
   }
   return model;

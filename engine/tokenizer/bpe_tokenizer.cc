@@ -17,6 +17,7 @@
 // type the file gave them.
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -63,13 +64,15 @@ class BpeTokenizer final : public Tokenizer {
   BpeTokenizer(TokenizerData data, PreTokenizerInfo pre, BpeModel model)
       : data_(std::move(data)), pre_(pre), pretokenizer_(pre.kind), model_(std::move(model)) {}
 
-  void Init();
+  // INVALID_ARGUMENT when the chat template does not parse.
+  absl::Status Init();
 
   std::vector<int32_t> Encode(std::string_view text, bool parse_special, bool add_bos) const override;
   std::string TokenBytes(int32_t id, bool render_special) const override;
   std::string Decode(const std::vector<int32_t>& ids, bool render_special) const override;
-  absl::StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
-                                                bool add_generation_prompt) const override;
+  absl::StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                                const jinja::Json& extra_vars) const override;
+  std::string_view chat_template_source() const override { return data_.chat_template; }
 
   int32_t vocab_size() const override { return static_cast<int32_t>(data_.tokens.size()); }
   int32_t bos_id() const override { return data_.bos_id; }
@@ -90,7 +93,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<Render> render_;      // per id
   std::vector<std::string> bytes_;  // per id: what it renders as (see render_)
   absl::flat_hash_set<int32_t> end_of_generation_;
-  absl::StatusOr<ChatTemplate> chat_template_ = absl::UnknownError("not initialised");
+  std::optional<ChatTemplate> chat_template_;  // set by Init
 };
 
 absl::Status CheckId(const char* field, int32_t id, size_t vocab_size) {
@@ -101,7 +104,7 @@ absl::Status CheckId(const char* field, int32_t id, size_t vocab_size) {
   return absl::OkStatus();
 }
 
-void BpeTokenizer::Init() {
+absl::Status BpeTokenizer::Init() {
   const size_t n = data_.tokens.size();
   if (data_.token_types.empty()) data_.token_types.assign(n, TokenType::kNormal);
   std::vector<SpecialTokenSplitter::Candidate> candidates;
@@ -147,9 +150,12 @@ void BpeTokenizer::Init() {
   // prepend BOS itself, so Encode(rendered, parse_special=true, add_bos=true)
   // yields exactly one BOS either way.
   const bool render_bos = !data_.add_bos && data_.bos_id >= 0;
-  chat_template_ =
+  absl::StatusOr<ChatTemplate> t =
       ChatTemplate::FromSource(data_.chat_template, render_bos ? data_.tokens[data_.bos_id] : std::string(),
                                data_.eos_id >= 0 ? data_.tokens[data_.eos_id] : std::string());
+  if (!t.ok()) return t.status();
+  chat_template_ = *std::move(t);
+  return absl::OkStatus();
 }
 
 std::vector<int32_t> BpeTokenizer::Encode(std::string_view text, bool parse_special, bool add_bos) const {
@@ -188,9 +194,9 @@ std::string BpeTokenizer::Decode(const std::vector<int32_t>& ids, bool render_sp
 }
 
 absl::StatusOr<std::string> BpeTokenizer::ApplyChatTemplate(const std::vector<ChatMessage>& messages,
-                                                            bool add_generation_prompt) const {
-  if (!chat_template_.ok()) return chat_template_.status();
-  return chat_template_->Render(messages, add_generation_prompt);
+                                                            bool add_generation_prompt,
+                                                            const jinja::Json& extra_vars) const {
+  return chat_template_->Render(messages, add_generation_prompt, extra_vars);
 }
 
 }  // namespace
@@ -227,7 +233,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerData data)
   absl::StatusOr<BpeModel> model = BpeModel::Build(data.tokens, data.merges);
   if (!model.ok()) return model.status();
   auto tokenizer = std::make_unique<BpeTokenizer>(std::move(data), *pre, *std::move(model));
-  tokenizer->Init();
+  if (absl::Status s = tokenizer->Init(); !s.ok()) return s;
   return tokenizer;
 }
 

@@ -28,8 +28,8 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromSource(std::string_view source, s
   return out;
 }
 
-absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages,
-                                                 bool add_generation_prompt) const {
+absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                                 const jinja::Json& extra_vars) const {
   jinja::Json array = jinja::Json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
@@ -37,9 +37,11 @@ absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>&
       return absl::InvalidArgumentError(
           absl::StrCat("messages[", i, "].role: '", role, "' is not one of system, user, assistant"));
     }
-    array.push_back({{"role", role}, {"content", messages[i].content}});
+    jinja::Json m = {{"role", role}, {"content", messages[i].content}};
+    if (messages[i].reasoning_content.has_value()) m["reasoning_content"] = *messages[i].reasoning_content;
+    array.push_back(std::move(m));
   }
-  return RenderJson(array, add_generation_prompt);
+  return RenderJson(array, add_generation_prompt, extra_vars);
 }
 
 absl::StatusOr<std::string> ChatTemplate::RenderJson(const jinja::Json& messages, bool add_generation_prompt,

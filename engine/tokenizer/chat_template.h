@@ -30,8 +30,9 @@ class ChatTemplate {
 
   // INVALID_ARGUMENT naming the message whose role is not system, user or
   // assistant, or with the template's own message when it refuses the
-  // conversation (raise_exception) or fails.
-  absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
+  // conversation (raise_exception) or fails. `extra_vars` as for RenderJson.
+  absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                                     const jinja::Json& extra_vars = jinja::Json::object()) const;
 
   // Any messages (a JSON array of objects: tool calls, tool results) and
   // extra variables (a JSON object, e.g. {"enable_thinking": false} or

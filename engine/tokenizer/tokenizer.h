@@ -7,24 +7,36 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/tokenizer/jinja/ast.h"
 #include "engine/tokenizer/tokenizer_data.h"
 
 namespace beacon {
 
 struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c, std::optional<std::string> reasoning = std::nullopt)
+      : role(std::move(r)), content(std::move(c)), reasoning_content(std::move(reasoning)) {}
+
   std::string role;  // "system", "user", "assistant"
   std::string content;
+  // An assistant turn's reasoning, as the OpenAI API returns it: templates
+  // that know the field (Qwen3's) render it, others ignore it.
+  std::optional<std::string> reasoning_content;
 };
 
 class Tokenizer {
  public:
   // INVALID_ARGUMENT when the data is unusable (unsupported model type or
-  // pre-tokenizer, a merge naming an unknown token, ids out of range).
+  // pre-tokenizer, a merge naming an unknown token, ids out of range) or its
+  // chat template does not parse ("chat template: template line L, column
+  // C: ..."): a broken template is a start-up error, not a per-request one.
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(TokenizerData data);
 
   virtual ~Tokenizer() = default;
@@ -48,10 +60,19 @@ class Tokenizer {
   // Renders chat messages with the model's chat template (any Jinja2
   // template, by engine/tokenizer/jinja/, as HF's apply_chat_template does);
   // plain ChatML when the model has no template. `add_generation_prompt`
-  // appends the assistant header. INVALID_ARGUMENT when the template does not
-  // parse (naming the line) or refuses the messages (its own message).
+  // appends the assistant header; `extra_vars` (a JSON object, may be null)
+  // are further template variables (chat_template_kwargs: enable_thinking).
+  // INVALID_ARGUMENT when the template refuses the messages (its own
+  // message) or fails.
   virtual absl::StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
-                                                        bool add_generation_prompt) const = 0;
+                                                        bool add_generation_prompt,
+                                                        const jinja::Json& extra_vars) const = 0;
+  absl::StatusOr<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
+                                                bool add_generation_prompt) const {
+    return ApplyChatTemplate(messages, add_generation_prompt, jinja::Json());
+  }
+  // The model's template source ("" when it has none and plain ChatML is used).
+  virtual std::string_view chat_template_source() const = 0;
 
   virtual int32_t vocab_size() const = 0;
   virtual int32_t bos_id() const = 0;

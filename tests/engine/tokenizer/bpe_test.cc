@@ -167,18 +167,32 @@ TEST(ChatTemplateThroughTokenizer, BosMarkerOnlyWhenEncodeWillNotAddIt) {
   EXPECT_EQ(t->Encode(*t->ApplyChatTemplate(messages, false), true, true)[1], 257);
 }
 
-TEST(ChatTemplateThroughTokenizer, AnyTemplateRendersAndABrokenOneStillTokenizes) {
+// Any template renders; one that does not parse is refused when the
+// tokenizer is made (a start-up error naming the line), not per request.
+TEST(ChatTemplateThroughTokenizer, AnyTemplateRendersAndABrokenOneIsAStartUpError) {
   TokenizerData d = ToyData({});
   d.chat_template = "{% for m in messages %}[[{{ m.role }}]] {{ m.content }}{% endfor %}";
   EXPECT_EQ(*Make(std::move(d))->ApplyChatTemplate({{"user", "x"}}, true), "[[user]] x");
   TokenizerData broken = ToyData({});
   broken.chat_template = "{% for m in messages %}[[{{ m.role }}]]";
-  auto t = Make(std::move(broken));
-  EXPECT_EQ(t->Encode("ok", false, false).size(), 2u);
-  absl::StatusOr<std::string> text = t->ApplyChatTemplate({{"user", "x"}}, true);
-  ASSERT_FALSE(text.ok());
-  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(text.status().message(), HasSubstr("template line 1"));
+  absl::StatusOr<std::unique_ptr<Tokenizer>> t = Tokenizer::Create(std::move(broken));
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("chat template: template line 1"));
+}
+
+// Extra variables reach the template; an assistant turn's reasoning_content
+// is a message field only when given.
+TEST(ChatTemplateThroughTokenizer, ExtraVariablesAndReasoningContent) {
+  TokenizerData d = ToyData({});
+  d.chat_template =
+      "{% for m in messages %}{{ m.role }}:{{ m.reasoning_content if m.reasoning_content is defined else '-' }}:"
+      "{{ m.content }};{% endfor %}{{ 'think' if enable_thinking is defined and enable_thinking else 'plain' }}";
+  auto t = Make(std::move(d));
+  std::vector<ChatMessage> msgs = {{"user", "q"}, {"assistant", "a", "r"}};
+  EXPECT_EQ(*t->ApplyChatTemplate(msgs, true), "user:-:q;assistant:r:a;plain");
+  EXPECT_EQ(*t->ApplyChatTemplate(msgs, true, jinja::Json{{"enable_thinking", true}}), "user:-:q;assistant:r:a;think");
+  EXPECT_EQ(t->chat_template_source().substr(0, 6), "{% for");
 }
 
 void ExpectInvalid(TokenizerData d, std::string_view fragment) {
