@@ -55,6 +55,23 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
     v1::ChatMessage* m = req.mutable_chat()->add_messages();
     m->set_role("user");
     m->set_content(prompt);
+    // KEY=VALUE: VALUE as JSON when it parses (true, 3, "x"), else a string.
+    for (const std::string& kv : args.All("template-kwarg")) {
+      const size_t eq = kv.find('=');
+      const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      google::protobuf::Value& v = (*req.mutable_chat()->mutable_chat_template_kwargs())[key];
+      const nlohmann::json j = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+      if (j.is_boolean()) {
+        v.set_bool_value(j.get<bool>());
+      } else if (j.is_number()) {
+        v.set_number_value(j.get<double>());
+      } else {
+        v.set_string_value(j.is_string() ? j.get<std::string>() : value);
+      }
+    }
+  }
+  if (args.Has("max-reasoning-tokens")) {
+    req.mutable_stopping()->set_max_reasoning_tokens(static_cast<int32_t>(*args.Int("max-reasoning-tokens")));
   }
   req.mutable_stopping()->set_max_tokens(static_cast<int32_t>(*args.Int("max-tokens")));
   req.mutable_stopping()->set_ignore_eos(args.Flag("ignore-eos"));
@@ -73,10 +90,12 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
   while (reader->Read(&msg)) {
     if (json) {
       nlohmann::json j = {{"request_id", msg.request_id()}, {"token_ids", msg.token_ids()}, {"text", msg.text()}};
+      if (!msg.reasoning_text().empty()) j["reasoning_text"] = msg.reasoning_text();
       if (msg.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
         j["finish_reason"] = v1::FinishReasonName(msg.finish_reason());
         j["prompt_tokens"] = msg.usage().prompt_tokens();
         j["completion_tokens"] = msg.usage().completion_tokens();
+        j["reasoning_tokens"] = msg.usage().reasoning_tokens();
         j["time_to_first_token_s"] = msg.timings().time_to_first_token_seconds();
         j["total_s"] = msg.timings().total_seconds();
         j["kv"] = {{"policy", msg.kv().policy()},
@@ -87,10 +106,14 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
       }
       std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     } else {
+      // The reasoning goes to stderr, so stdout holds the answer alone.
+      std::fwrite(msg.reasoning_text().data(), 1, msg.reasoning_text().size(), stderr);
       std::fwrite(msg.text().data(), 1, msg.text().size(), stdout);
       if (msg.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
-        std::fprintf(stderr, "\n[%d prompt + %d completion tokens, TTFT %.0f ms, %.2f s, finish: %s, kv: %s peak %d]\n",
-                     msg.usage().prompt_tokens(), msg.usage().completion_tokens(),
+        std::fprintf(stderr,
+                     "\n[%d prompt + %d completion tokens (%d reasoning), TTFT %.0f ms, %.2f s, finish: %s, kv: %s "
+                     "peak %d]\n",
+                     msg.usage().prompt_tokens(), msg.usage().completion_tokens(), msg.usage().reasoning_tokens(),
                      msg.timings().time_to_first_token_seconds() * 1e3, msg.timings().total_seconds(),
                      v1::FinishReasonName(msg.finish_reason()).c_str(), msg.kv().policy().c_str(),
                      msg.kv().peak_cached_tokens());
@@ -118,6 +141,9 @@ int Main(int argc, char** argv) {
   args.Declare("seed", false, "", "sampling seed");
   args.Declare("ignore-eos", true, "", "keep generating past end-of-sequence");
   args.Declare("stop", false, "", "stop string (repeatable)");
+  args.Declare("max-reasoning-tokens", false, "", "close the model's think block after this many tokens");
+  args.Declare("template-kwarg", false, "",
+               "KEY=VALUE chat template variable (repeatable), e.g. enable_thinking=false for Qwen3");
   args.Declare("kv-policy", false, "", "KV policy of this request (default: the server's)");
   args.Declare("kv-budget", false, "", "KV budget of this request");
   args.Declare("timeout-s", false, "", "gRPC deadline in seconds");
