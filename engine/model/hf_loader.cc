@@ -20,9 +20,9 @@
 #include "engine/model/aligned_buffer.h"
 #include "engine/model/hf_config.h"
 #include "engine/model/hf_tokenizer_json.h"
-#include "engine/model/tokenizer_loader.h"
 #include "engine/model/model_loader.h"
 #include "engine/model/safetensors.h"
+#include "engine/model/tokenizer_loader.h"
 #include "util/status_macros.h"
 
 namespace beacon {
