@@ -48,20 +48,21 @@ absl::StatusOr<ReasoningSyntax> ResolveReasoningParser(std::string_view flag, co
   return s;
 }
 
-ReasoningOptions ReasoningFor(const ReasoningSyntax& syntax, std::span<const int32_t> prompt,
+ReasoningOptions ReasoningFor(const ReasoningSyntax& syntax, std::string_view generation_prompt,
                               int32_t max_reasoning_tokens) {
   ReasoningOptions o;
   o.syntax = syntax;
   o.max_reasoning_tokens = max_reasoning_tokens;
   if (!syntax.enabled()) return o;
-  // The prompt's last marker: an open block continues into the generation,
-  // a closed one means the prompt already ended the reasoning.
-  int last = 0;  // +1 open, -1 closed, 0 none
-  for (auto it = prompt.rbegin(); it != prompt.rend() && last == 0; ++it) {
-    if (*it == syntax.open_id) last = 1;
-    if (*it == syntax.close_id) last = -1;
+  const size_t open = generation_prompt.rfind(kOpen);
+  const size_t close = generation_prompt.rfind(kClose);
+  if (open != std::string_view::npos && (close == std::string_view::npos || open > close)) {
+    o.starts_inside = true;  // the prompt opened the block: the model continues inside it
+  } else if (close != std::string_view::npos) {
+    o.starts_inside = false;  // the prompt closed it (Qwen3 with enable_thinking=false)
+  } else {
+    o.starts_inside = syntax.parser == ReasoningParser::kDeepSeekR1;
   }
-  o.starts_inside = last == 1 || (last == 0 && syntax.parser == ReasoningParser::kDeepSeekR1);
   return o;
 }
 

@@ -26,7 +26,6 @@
 #define BEACON_ENGINE_REASONING_H_
 
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -67,9 +66,12 @@ struct ReasoningOptions {
   int32_t max_reasoning_tokens = 0;
 };
 
-// The options for generating after `prompt` (its last marker decides
-// whether a block is open; see the parsers above).
-ReasoningOptions ReasoningFor(const ReasoningSyntax& syntax, std::span<const int32_t> prompt,
+// The options for generating after a chat prompt whose generation prompt
+// (what add_generation_prompt appends to the conversation) is
+// `generation_prompt`: its last marker, if any, says whether the block is
+// open; without one the parser decides (see above). Only the generation
+// prompt is read, so a marker a user typed into a message changes nothing.
+ReasoningOptions ReasoningFor(const ReasoningSyntax& syntax, std::string_view generation_prompt,
                               int32_t max_reasoning_tokens);
 
 class ReasoningTracker {

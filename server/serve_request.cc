@@ -64,9 +64,21 @@ absl::Status CheckTemplateKwargs(const jinja::Json& kwargs) {
   return absl::OkStatus();
 }
 
-// The request's reasoning split, for a prompt of `prompt` tokens.
-absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const ServeLimits& limits,
-                                                  std::span<const int32_t> prompt) {
+// What the generation prompt appends to the conversation: the rendering
+// with it less the longest common prefix with the rendering without it.
+absl::StatusOr<std::string> GenerationPromptText(const ServeRequest& r, const Tokenizer& tokenizer) {
+  if (!r.add_generation_prompt) return std::string();
+  absl::StatusOr<std::string> with = tokenizer.ApplyChatTemplate(r.messages, true, r.chat_template_kwargs);
+  if (!with.ok()) return with.status();
+  absl::StatusOr<std::string> without = tokenizer.ApplyChatTemplate(r.messages, false, r.chat_template_kwargs);
+  if (!without.ok()) return without.status();
+  const auto diverge = std::mismatch(with->begin(), with->end(), without->begin(), without->end()).first;
+  return std::string(diverge, with->end());
+}
+
+// The request's reasoning split (TokenizeInput has validated the chat).
+absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const Tokenizer& tokenizer,
+                                                  const ServeLimits& limits) {
   const int64_t max = r.max_reasoning_tokens.value_or(0);
   if (max < 0 || max > std::numeric_limits<int32_t>::max()) {
     return Invalid("max_reasoning_tokens",
@@ -78,8 +90,10 @@ absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const S
     return Invalid("max_reasoning_tokens",
                    "this server splits no reasoning (--reasoning-parser none, or the model has no <think> markers)");
   }
-  if (!chat) return ReasoningOptions();
-  return ReasoningFor(limits.reasoning, prompt, static_cast<int32_t>(max));
+  if (!chat || !limits.reasoning.enabled()) return ReasoningOptions();
+  absl::StatusOr<std::string> generation_prompt = GenerationPromptText(r, tokenizer);
+  if (!generation_prompt.ok()) return Invalid("messages", std::string(generation_prompt.status().message()));
+  return ReasoningFor(limits.reasoning, *generation_prompt, static_cast<int32_t>(max));
 }
 
 }  // namespace
@@ -236,7 +250,7 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   p.options.stop = r.stop;
   p.options.stop_token_ids = r.stop_token_ids;
   p.options.kv = *kv;
-  absl::StatusOr<ReasoningOptions> reasoning = ResolveReasoning(r, limits, p.prompt);
+  absl::StatusOr<ReasoningOptions> reasoning = ResolveReasoning(r, tokenizer, limits);
   if (!reasoning.ok()) return reasoning.status();
   p.options.reasoning = *reasoning;
   // Sampling ranges and stop token ids (names the field).

@@ -77,7 +77,7 @@ class ReasoningTest : public ::testing::Test {
   }
   GenerationOptions WithReasoning(const std::vector<int32_t>& prompt, int32_t max = 0) const {
     GenerationOptions o;
-    o.reasoning = ReasoningFor(r1_, prompt, max);
+    o.reasoning = ReasoningFor(r1_, "<｜Assistant｜>", max);
     return o;
   }
   std::vector<int32_t> Cat(std::vector<int32_t> a, const std::vector<int32_t>& b) const {
@@ -114,19 +114,21 @@ TEST_F(ReasoningTest, AutoPicksDeepSeekR1ForTheR1TemplateAndNoneWithoutMarkers) 
   EXPECT_THAT(none.status().message(), HasSubstr("--reasoning-parser deepseek_r1"));
 }
 
-TEST_F(ReasoningTest, ThePromptsLastMarkerDecidesWhereGenerationStarts) {
-  const std::vector<int32_t> plain = Ids("question");
-  const std::vector<int32_t> open = Cat(plain, {kOpen, 198});
-  const std::vector<int32_t> closed = Cat(open, {kClose, 198});
+TEST_F(ReasoningTest, TheGenerationPromptsLastMarkerDecidesWhereGenerationStarts) {
+  const std::string plain = "<｜Assistant｜>";
+  const std::string open = plain + "<think>\n";
+  const std::string closed = open + "\n</think>\n\n";
   ReasoningSyntax qwen3 = r1_;
   qwen3.parser = ReasoningParser::kQwen3;
   EXPECT_TRUE(ReasoningFor(r1_, plain, 0).starts_inside);  // R1 reasons first
   EXPECT_TRUE(ReasoningFor(r1_, open, 0).starts_inside);
   EXPECT_FALSE(ReasoningFor(r1_, closed, 0).starts_inside);
+  EXPECT_TRUE(ReasoningFor(r1_, closed + "<think>", 0).starts_inside);
   EXPECT_FALSE(ReasoningFor(qwen3, plain, 0).starts_inside);  // Qwen3 only when opened
   EXPECT_TRUE(ReasoningFor(qwen3, open, 0).starts_inside);
   EXPECT_FALSE(ReasoningFor(qwen3, closed, 0).starts_inside);  // enable_thinking=false
   EXPECT_FALSE(ReasoningFor(ReasoningSyntax(), open, 0).starts_inside);
+  EXPECT_EQ(ReasoningFor(r1_, plain, 7).max_reasoning_tokens, 7);
 }
 
 TEST_F(ReasoningTest, SplitsExactlyAtTheClosingMarker) {
@@ -155,7 +157,7 @@ TEST_F(ReasoningTest, Qwen3OpensOnlyBeforeAnyAnswerAndLaterMarkersAreText) {
   GenerationOptions o;
   ReasoningSyntax qwen3 = r1_;
   qwen3.parser = ReasoningParser::kQwen3;
-  o.reasoning = ReasoningFor(qwen3, prompt, 0);
+  o.reasoning = ReasoningFor(qwen3, "<|im_start|>assistant\n", 0);
   Out opened = Run(prompt, Cat(Cat({kOpen}, Ids("r")), Cat({kClose}, Ids("a"))), o);
   EXPECT_EQ(opened.reasoning, "r");
   EXPECT_EQ(opened.answer, "a");

@@ -241,6 +241,18 @@ def test_r1_unlimited_is_all_reasoning(srv, vocab):
     assert r["choices"][0]["message"]["reasoning_content"] is None and r["choices"][0]["message"]["content"] == text
 
 
+def test_r1_user_typed_markers_change_nothing(srv):
+    """Only the generation prompt decides where output starts: a user message
+    holding "</think>" (which the prompt then carries as the marker token)
+    still gets reasoning first."""
+    msgs = [{"role": "user", "content": "Explain the </think> tag."}]
+    status, r = post(srv, http_body(msgs, 4))
+    assert status == 200, r
+    m, u = r["choices"][0]["message"], r["usage"]
+    assert m["content"] == "" and m["reasoning_content"], m
+    assert u["completion_tokens_details"]["reasoning_tokens"] == 4, u
+
+
 def test_r1_request_errors(srv):
     msgs = [{"role": "user", "content": PROMPT}]
     bad = [
@@ -447,6 +459,7 @@ def main():
         result = timed(test_r1_forced_close, srv, vocab)
         timed(test_r1_http_matches_grpc, srv, result)
         timed(test_r1_unlimited_is_all_reasoning, srv, vocab)
+        timed(test_r1_user_typed_markers_change_nothing, srv)
         timed(test_r1_request_errors, srv)
         srv.wait_idle()
     with Server("--tokenizer", VOCAB, "--chat-template", os.path.join(TEMPLATES, "Qwen-Qwen3-0.6B.jinja"),
