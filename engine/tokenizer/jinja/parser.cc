@@ -33,7 +33,15 @@ class Parser : public internal::ExpressionParser {
     while (true) {
       const Token& tok = Peek();
       if (tok.kind == TK::kEof) {
-        if (!ends.empty()) Fail(tok, absl::StrCat("unexpected end of template; expected '{% ", *ends.begin(), " %}'"));
+        if (!ends.empty()) {
+          // Name the tag that closes the block ("endfor"), not an
+          // alternative such as "else".
+          std::string closing = *ends.begin();
+          for (const std::string& e : ends) {
+            if (e.starts_with("end")) closing = e;
+          }
+          Fail(tok, absl::StrCat("unexpected end of template; expected '{% ", closing, " %}'"));
+        }
         *end = "";
         return body;
       }

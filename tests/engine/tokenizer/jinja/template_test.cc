@@ -159,7 +159,9 @@ TEST(Jinja, ErrorsNameLineAndColumn) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("template line 3, column 8"));
   s = RenderStatus("{% for x in y %}");
-  EXPECT_THAT(s.message(), HasSubstr("unexpected end of template"));
+  EXPECT_THAT(s.message(), HasSubstr("unexpected end of template; expected '{% endfor %}'"));
+  s = RenderStatus("{% if x %}a{% elif y %}");
+  EXPECT_THAT(s.message(), HasSubstr("expected '{% endif %}'"));
   s = RenderStatus("a\n{% frobnicate %}");
   EXPECT_THAT(s.message(), HasSubstr("line 2"));
   EXPECT_THAT(s.message(), HasSubstr("frobnicate"));
