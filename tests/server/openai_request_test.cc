@@ -146,5 +146,149 @@ TEST(OpenAiRequestTest, PrepareRequestReportsTheSentValueAndTheServersLimit) {
   EXPECT_TRUE(prepare(R"(, "max_tokens": 4096, "kv_budget": 2048, "request_id": "mine-1")").ok());
 }
 
+absl::StatusOr<OpenAiRequest> ChatBody(const std::string& fields) {
+  return ParseOpenAiRequest(OpenAiEndpoint::kChatCompletions,
+                            R"({"messages": [{"role": "user", "content": "hi"}])" + fields + "}", kModel);
+}
+
+TEST(OpenAiRequestTest, ChatTemplateKwargsAreAnObjectOnTheChatEndpointOnly) {
+  absl::StatusOr<OpenAiRequest> r = ChatBody(
+      R"(, "chat_template_kwargs": {"enable_thinking": false, "depth": 2, "nested": {"b": [1, "x"], "a": null}})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const jinja::Json& k = r->serve.chat_template_kwargs;
+  ASSERT_TRUE(k.is_object());
+  EXPECT_EQ(k.size(), 3u);
+  EXPECT_EQ(k.at("enable_thinking"), false);
+  EXPECT_TRUE(k.at("depth").is_number_integer());
+  EXPECT_EQ(k.at("depth"), 2);
+  EXPECT_EQ(k.at("nested").dump(), R"({"a":null,"b":[1,"x"]})");
+  // Absent and null: no variables.
+  r = ChatBody("");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->serve.chat_template_kwargs.is_null());
+  r = ChatBody(R"(, "chat_template_kwargs": null)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->serve.chat_template_kwargs.is_null());
+  r = ChatBody(R"(, "chat_template_kwargs": {})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->serve.chat_template_kwargs.is_object());
+  EXPECT_TRUE(r->serve.chat_template_kwargs.empty());
+
+  ExpectInvalid(ChatBody(R"(, "chat_template_kwargs": [1])"), "chat_template_kwargs: must be an object");
+  ExpectInvalid(ChatBody(R"(, "chat_template_kwargs": "enable_thinking")"), "chat_template_kwargs: must be an object");
+  ExpectInvalid(ChatBody(R"(, "chat_template_kwargs": false)"), "chat_template_kwargs: must be an object");
+  ExpectInvalid(Completion(R"(, "chat_template_kwargs": {"enable_thinking": false})"),
+                "chat_template_kwargs: is for chat completions only");
+  // null on the completions endpoint is no value at all.
+  r = Completion(R"(, "chat_template_kwargs": null)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->serve.chat_template_kwargs.is_null());
+  // Reserved names are PrepareRequest's to refuse (for both APIs).
+  r = ChatBody(R"(, "chat_template_kwargs": {"messages": []})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->serve.chat_template_kwargs.contains("messages"));
+}
+
+TEST(OpenAiRequestTest, MaxReasoningTokensPassesThroughAsSent) {
+  absl::StatusOr<OpenAiRequest> r = ChatBody(R"(, "max_reasoning_tokens": 64)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->serve.max_reasoning_tokens, int64_t{64});
+  EXPECT_TRUE(r->serve.oversized_ints.empty());
+  r = ChatBody("");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->serve.max_reasoning_tokens.has_value());
+  r = ChatBody(R"(, "max_reasoning_tokens": null)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->serve.max_reasoning_tokens.has_value());
+  // Ranges are PrepareRequest's: negative and past 32 bits pass as sent.
+  r = ChatBody(R"(, "max_reasoning_tokens": -5)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->serve.max_reasoning_tokens, int64_t{-5});
+  r = ChatBody(R"(, "max_reasoning_tokens": 4294967296)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->serve.max_reasoning_tokens, int64_t{4294967296});
+  EXPECT_TRUE(r->serve.oversized_ints.empty());
+  // Past int64: saturated, the digits kept.
+  r = ChatBody(R"(, "max_reasoning_tokens": 18446744073709551615)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->serve.max_reasoning_tokens, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(r->serve.oversized_ints.at("max_reasoning_tokens"), "18446744073709551615");
+  r = ChatBody(R"(, "max_reasoning_tokens": -18446744073709551616)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->serve.max_reasoning_tokens, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(r->serve.oversized_ints.at("max_reasoning_tokens"), "-18446744073709551616");
+  ExpectInvalid(ChatBody(R"(, "max_reasoning_tokens": 1.5)"), "max_reasoning_tokens: must be an integer");
+  ExpectInvalid(ChatBody(R"(, "max_reasoning_tokens": "10")"), "max_reasoning_tokens: must be an integer");
+  ExpectInvalid(ChatBody(R"(, "max_reasoning_tokens": true)"), "max_reasoning_tokens: must be an integer");
+  // On completions it is parsed too; PrepareRequest refuses it for text.
+  r = Completion(R"(, "max_reasoning_tokens": 3)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->serve.max_reasoning_tokens, int64_t{3});
+}
+
+TEST(OpenAiRequestTest, ReasoningContentIsAStringOrNull) {
+  auto chat = [](const std::string& assistant_fields) {
+    return ParseOpenAiRequest(
+        OpenAiEndpoint::kChatCompletions,
+        R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a")" + assistant_fields +
+            R"(}, {"role": "user", "content": "more"}]})",
+        kModel);
+  };
+  absl::StatusOr<OpenAiRequest> r = chat(R"(, "reasoning_content": "thought it through")");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->serve.messages.size(), 3u);
+  EXPECT_FALSE(r->serve.messages[0].reasoning_content.has_value());
+  EXPECT_EQ(r->serve.messages[1].reasoning_content, std::optional<std::string>("thought it through"));
+  EXPECT_EQ(r->serve.messages[1].content, "a");
+  EXPECT_FALSE(r->serve.messages[2].reasoning_content.has_value());
+  r = chat(R"(, "reasoning_content": "")");  // empty is a value
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->serve.messages[1].reasoning_content, std::optional<std::string>(""));
+  r = chat(R"(, "reasoning_content": null)");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->serve.messages[1].reasoning_content.has_value());
+  ExpectInvalid(chat(R"(, "reasoning_content": 5)"), "messages[1].reasoning_content: must be a string");
+  ExpectInvalid(chat(R"(, "reasoning_content": ["a"])"), "messages[1].reasoning_content: must be a string");
+  ExpectInvalid(chat(R"(, "reasoning_content": {"text": "a"})"), "messages[1].reasoning_content: must be a string");
+}
+
+// Parsed and prepared as the HTTP route does, on a reasoning model (the R1
+// vocabulary over dummy weights): the reasoning fields reach the engine's
+// options, and PrepareRequest's refusals show what the client sent.
+TEST(OpenAiRequestTest, ReasoningFieldsReachPrepareRequest) {
+  RuntimeOptions o;
+  o.model = "dummy:" + std::string(BEACON_SOURCE_DIR) + "/tests/data/tiny-r1-qwen2.json";
+  o.tokenizer = std::string(BEACON_SOURCE_DIR) + "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf";
+  o.threads = 1;
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
+  ASSERT_TRUE(rt.ok()) << rt.status();
+  ServeLimits limits;
+  limits.context_length = (*rt)->config().context_length;
+  limits.kv_default = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
+  absl::StatusOr<ReasoningSyntax> syntax = ResolveReasoningParser("auto", *(*rt)->tokenizer());
+  ASSERT_TRUE(syntax.ok()) << syntax.status();
+  limits.reasoning = *syntax;
+  auto prepare = [&](const std::string& fields) -> absl::StatusOr<PreparedRequest> {
+    absl::StatusOr<OpenAiRequest> r = ChatBody(fields);
+    if (!r.ok()) return r.status();
+    return PrepareRequest(r->serve, *(*rt)->tokenizer(), limits);
+  };
+  absl::StatusOr<PreparedRequest> p = prepare(R"(, "max_reasoning_tokens": 12)");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->options.reasoning.syntax.parser, ReasoningParser::kDeepSeekR1);
+  EXPECT_TRUE(p->options.reasoning.starts_inside);
+  EXPECT_EQ(p->options.reasoning.max_reasoning_tokens, 12);
+  EXPECT_EQ(std::string(prepare(R"(, "max_reasoning_tokens": 18446744073709551615)").status().message()),
+            "max_reasoning_tokens: 18446744073709551615 is outside [0, 2147483647] (0 = no limit)");
+  EXPECT_EQ(std::string(prepare(R"(, "max_reasoning_tokens": -1)").status().message()),
+            "max_reasoning_tokens: -1 is outside [0, 2147483647] (0 = no limit)");
+  EXPECT_EQ(std::string(prepare(R"(, "chat_template_kwargs": {"bos_token": "x"})").status().message()),
+            "chat_template_kwargs: 'bos_token' is set by the server from the request; it cannot be passed here");
+  absl::StatusOr<OpenAiRequest> text = Completion(R"(, "max_reasoning_tokens": 3)");
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(std::string(PrepareRequest(text->serve, *(*rt)->tokenizer(), limits).status().message()),
+            "max_reasoning_tokens: applies to chat input only");
+}
+
 }  // namespace
 }  // namespace beacon
