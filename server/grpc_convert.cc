@@ -1,5 +1,6 @@
 #include "server/grpc_convert.h"
 
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -16,6 +17,18 @@ std::vector<ChatMessage> Messages(const v1::ChatInput& chat) {
   return out;
 }
 
+jinja::Json ToJson(const google::protobuf::Value& v);
+
+// A protobuf map has no order; the object's names are sorted at every level,
+// as HTTP's JSON (nlohmann::json) has them, so both APIs render alike.
+jinja::Json ToJson(const google::protobuf::Map<std::string, google::protobuf::Value>& fields) {
+  std::map<std::string, const google::protobuf::Value*> sorted;
+  for (const auto& [k, v] : fields) sorted[k] = &v;
+  jinja::Json o = jinja::Json::object();
+  for (const auto& [k, v] : sorted) o[k] = ToJson(*v);
+  return o;
+}
+
 // google.protobuf.Value -> JSON, for template variables. Depth is bounded
 // by gRPC's own message parsing (protobuf's recursion limit).
 jinja::Json ToJson(const google::protobuf::Value& v) {
@@ -23,19 +36,15 @@ jinja::Json ToJson(const google::protobuf::Value& v) {
     case google::protobuf::Value::kNullValue: return nullptr;
     case google::protobuf::Value::kNumberValue: {
       // JSON has one number type; templates compare integers as integers.
+      // The range check comes first: casting NaN, inf or |d| >= 2^63 to an
+      // integer is undefined. NaN and inf stay doubles.
       const double d = v.number_value();
-      if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.0e15 && d < 9.0e15) {
-        return static_cast<int64_t>(d);
-      }
+      if (d > -9.0e15 && d < 9.0e15 && d == std::trunc(d)) return static_cast<int64_t>(d);
       return d;
     }
     case google::protobuf::Value::kStringValue: return v.string_value();
     case google::protobuf::Value::kBoolValue: return v.bool_value();
-    case google::protobuf::Value::kStructValue: {
-      jinja::Json o = jinja::Json::object();
-      for (const auto& [k, field] : v.struct_value().fields()) o[k] = ToJson(field);
-      return o;
-    }
+    case google::protobuf::Value::kStructValue: return ToJson(v.struct_value().fields());
     case google::protobuf::Value::kListValue: {
       jinja::Json a = jinja::Json::array();
       for (const google::protobuf::Value& e : v.list_value().values()) a.push_back(ToJson(e));
@@ -50,13 +59,7 @@ void ReadChat(const v1::ChatInput& chat, ServeRequest* r) {
   r->input = ServeRequest::Input::kChat;
   r->messages = Messages(chat);
   r->add_generation_prompt = !chat.has_add_generation_prompt() || chat.add_generation_prompt();
-  if (!chat.chat_template_kwargs().empty()) {
-    r->chat_template_kwargs = jinja::Json::object();
-    // A protobuf map has no order; sorted names make the rendering stable.
-    std::map<std::string, const google::protobuf::Value*> sorted;
-    for (const auto& [k, v] : chat.chat_template_kwargs()) sorted[k] = &v;
-    for (const auto& [k, v] : sorted) r->chat_template_kwargs[k] = ToJson(*v);
-  }
+  if (!chat.chat_template_kwargs().empty()) r->chat_template_kwargs = ToJson(chat.chat_template_kwargs());
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "kv/kv_policy.h"
 #include "kv/kv_policy_limits.h"
 #include "scheduler/request.h"
+#include "util/utf8.h"
 
 namespace beacon {
 
@@ -112,9 +113,6 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, cons
 // Of `limits` only max_messages is read (the Tokenize RPC has no other).
 absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, const Tokenizer& tokenizer,
                                                    const ServeLimits& limits = ServeLimits());
-
-// True when `s` is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF).
-bool IsValidUtf8(std::string_view s);
 
 }  // namespace beacon
 

@@ -13,6 +13,7 @@
 #include "engine/gguf/gguf_file.h"
 #include "engine/model/gguf_loader.h"
 #include "engine/model/hf_tokenizer_json.h"
+#include "util/utf8.h"
 
 namespace beacon {
 namespace {
@@ -21,13 +22,6 @@ namespace fs = std::filesystem;
 
 // Templates are a few KiB; a larger file is not one (and is not read whole).
 constexpr int64_t kMaxTemplateBytes = int64_t{1} << 20;
-
-bool LooksLikeText(std::string_view s) {
-  for (char c : s) {
-    if (c == '\0') return false;
-  }
-  return true;
-}
 
 absl::StatusOr<TokenizerData> FromHfDir(const std::string& dir) {
   const fs::path json_path = fs::path(dir) / "tokenizer.json";
@@ -93,9 +87,10 @@ absl::StatusOr<std::string> ReadChatTemplateFile(std::string_view spec) {
   if (out.find_first_not_of(" \t\r\n") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("chat template ", path, " is empty"));
   }
-  if (!LooksLikeText(out)) {
+  if (out.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("chat template ", path, " holds NUL bytes: not a text file"));
   }
+  if (!IsValidUtf8(out)) return absl::InvalidArgumentError(absl::StrCat("chat template ", path, " is not valid UTF-8"));
   return out;
 }
 

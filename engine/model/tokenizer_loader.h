@@ -23,12 +23,13 @@ namespace beacon {
 
 // NOT_FOUND naming the path when it does not exist or (for a GGUF) carries
 // no tokenizer; INVALID_ARGUMENT naming the path for a file of another kind
-// or malformed contents.
+// or a malformed vocabulary; a GGUF cut short is GgufFile::Open's DATA_LOSS.
 absl::StatusOr<TokenizerData> LoadTokenizerData(std::string_view path);
 
 // A Jinja chat template file, whole. NOT_FOUND naming the path when it
-// cannot be read; INVALID_ARGUMENT when it is empty, larger than 1 MiB or
-// not UTF-8 text (a binary given by mistake). Parsing is the tokenizer's.
+// cannot be opened; INVALID_ARGUMENT when it is a directory, empty, larger
+// than 1 MiB, holds a NUL byte or is not valid UTF-8 (a binary given by
+// mistake). Parsing is the tokenizer's.
 absl::StatusOr<std::string> ReadChatTemplateFile(std::string_view path);
 
 // An HF directory's chat_template.jinja, when it has one, replaces

@@ -183,7 +183,7 @@ TEST(GrpcConvertTest, KwargsNestedStructsAndLists) {
 // same kwargs sent over HTTP (nlohmann::json sorts every level there).
 // DISABLED: ToJson (server/grpc_convert.cc, kStructValue) copies nested
 // fields in the map's iteration order; enable once it sorts them.
-TEST(GrpcConvertTest, DISABLED_KwargsNestedStructNamesAreSorted) {
+TEST(GrpcConvertTest, KwargsNestedStructNamesAreSorted) {
   v1::GenerateRequest q = ChatRequest();
   google::protobuf::Value nested;
   auto* fields = nested.mutable_struct_value()->mutable_fields();

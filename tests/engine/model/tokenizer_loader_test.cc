@@ -219,7 +219,7 @@ TEST_F(TokenizerLoaderTest, ReadChatTemplateFileReturnsTheBytes) {
   absl::StatusOr<std::string> t = ReadChatTemplateFile(WriteFile("t.jinja", text));
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(*t, text);
-  // Not UTF-8-checked beyond NULs; non-ASCII text passes through.
+  // Non-ASCII text passes through.
   const std::string r1 = "<｜Assistant｜>{{ x }}";
   t = ReadChatTemplateFile(WriteFile("r1.jinja", r1));
   ASSERT_TRUE(t.ok()) << t.status();
@@ -241,6 +241,9 @@ TEST_F(TokenizerLoaderTest, ReadChatTemplateFileRefusals) {
               "chat template " + nul + " holds NUL bytes: not a text file");
   ExpectError(ReadChatTemplateFile(dir_).status(), absl::StatusCode::kInvalidArgument,
               "chat template " + dir_ + " is a directory, not a file");
+  const std::string latin1 = WriteFile("latin1.jinja", "{{ 'caf\xe9' }}");
+  ExpectError(ReadChatTemplateFile(latin1).status(), absl::StatusCode::kInvalidArgument,
+              "chat template " + latin1 + " is not valid UTF-8");
 }
 
 TEST_F(TokenizerLoaderTest, ReadChatTemplateFileSizeLimitIsOneMiB) {
