@@ -125,10 +125,10 @@ TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
     // held text may itself complete a stop string.
     StopChecker::Result r = stop_checker_.Push(detok_.Flush());
     ev.text += r.text;
-    if (r.stopped) {
+    if (r.stopped && reason != FinishReason::kError) {  // an error stays the reason
       reason = FinishReason::kStopSequence;
       finish_ = reason;
-    } else {
+    } else if (!r.stopped) {
       ev.text += stop_checker_.Flush();
     }
   }
@@ -191,6 +191,12 @@ TokenEvent Generation::Accept(int32_t id) {
   // step appends more.
   if (compressor_ != nullptr) compressor_->AfterDecodeStep(&kv_, next_position());
   ev.id = id;
+  if (compressor_ != nullptr && !compressor_->failure().ok()) {
+    // A cache that cannot evict would outgrow its reservation: end the
+    // sequence here, its blocks freed, with the device's error.
+    error_ = std::string(compressor_->failure().message());
+    return Finish(std::move(ev), FinishReason::kError);
+  }
   const ReasoningTracker::Step part = reasoning_.Observe(id);
   ev.part = part.part;
 

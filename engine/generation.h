@@ -121,9 +121,12 @@ class Generation {
   const std::vector<int32_t>& generated() const { return generated_; }
   // Generated tokens that were reasoning (ReasoningTracker), markers included.
   int32_t reasoning_tokens() const { return reasoning_.reasoning_tokens(); }
-  // kNone while running; then kLength, kEos, kStop or kStopSequence (a
-  // Generation never ends itself for the other reasons).
+  // kNone while running; then kLength, kEos, kStop or kStopSequence, or
+  // kError when its KV eviction failed on the device (error() says how); a
+  // Generation never ends itself for the other reasons.
   FinishReason finish_reason() const { return finish_; }
+  // With kError: what failed.
+  const std::string& error() const { return error_; }
   // What ended generation: the stop string (kStopSequence) or the token
   // (kEos, kStop; -1 otherwise).
   const std::string& matched_stop() const { return stop_checker_.matched(); }
@@ -158,6 +161,7 @@ class Generation {
   std::vector<int32_t> replay_;  // recompute after preemption: prompt + generated[:-1]
   int32_t replay_done_ = 0;
   FinishReason finish_ = FinishReason::kNone;
+  std::string error_;
 };
 
 }  // namespace beacon

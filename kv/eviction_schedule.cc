@@ -25,9 +25,15 @@ int64_t EvictionSchedule::PeakSlots(const KvPolicyOptions& o, int32_t prompt_len
 
 bool EvictionSchedule::OnDecodeStep(int32_t slots) {
   if (!compresses_) return false;
-  ++steps_since_eviction_;
-  if (slots <= bound_) return false;
-  return steps_since_eviction_ >= interval_ || slots >= bound_ + interval_;
+  if (slots <= bound_) {
+    // Not above the bound yet: the interval starts when the cache first
+    // exceeds it, so the first eviction drops `interval` slots, as every
+    // later one does, instead of scoring the whole cache to drop one.
+    steps_above_bound_ = 0;
+    return false;
+  }
+  ++steps_above_bound_;
+  return steps_above_bound_ >= interval_ || slots >= bound_ + interval_;
 }
 
 bool EvictionSchedule::EvictsAfterRecomputeChunk(int32_t replayed, int32_t slots) const {

@@ -7,9 +7,11 @@
 //
 // The rules (DESIGN.md section 1):
 //   bound       = kept prompt + budget when keep_prompt, budget otherwise;
-//   decode step = counts one step; evicts when the cache holds more than the
-//                 bound and either `interval` steps have passed since the
-//                 last eviction or the cache reached bound + interval;
+//   decode step = evicts when the cache holds more than the bound and
+//                 either `interval` steps have passed since it last went
+//                 above the bound (its first time, or the last eviction) or
+//                 it reached bound + interval; for plain decoding both mean
+//                 every eviction drops `interval` slots, the first included;
 //   recompute   = after every recompute chunk that ends past the prompt, a
 //                 cache above the bound evicts to it, so a recomputing
 //                 sequence holds at most max(prompt, bound) + one chunk;
@@ -44,16 +46,15 @@ class EvictionSchedule {
   // True when a recompute that has replayed `replayed` tokens (of which the
   // first `prompt_len` are the prompt) and holds `slots` must evict now.
   bool EvictsAfterRecomputeChunk(int32_t replayed, int32_t slots) const;
-  // The sequence evicted (or tried to, on a device that failed): the
-  // interval counts from here.
-  void OnEvicted() { steps_since_eviction_ = 0; }
+  // The sequence evicted: the interval counts from here.
+  void OnEvicted() { steps_above_bound_ = 0; }
 
  private:
   bool compresses_;
   int32_t prompt_len_;
   int32_t bound_;
   int32_t interval_;
-  int32_t steps_since_eviction_ = 0;
+  int32_t steps_above_bound_ = 0;  // decode steps since the cache last went above the bound
 };
 
 }  // namespace beacon

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "kv/compaction.h"
 #include "util/log.h"
 
@@ -22,7 +23,12 @@ SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const Pol
     : options_(options), model_(model), policy_(std::move(policy)), schedule_(options, prompt_len) {
   protection_.prompt_len = prompt_len;
   protection_.keep_prompt = options.keep_prompt;
-  protection_.sinks = options.sinks;
+  // The protected slots must fit the bound with the window whole: with
+  // keep_prompt the bound (prompt + budget) covers the prompt, but sinks
+  // past a short prompt are extra, and budget >= window is all validation
+  // can ask without the prompt. So sinks beyond bound - window are not
+  // protected; the newest window (the current token included) always is.
+  protection_.sinks = std::min(options.sinks, std::max(0, schedule_.bound() - options.window));
   protection_.window = options.window;
   keep_.resize(model.n_kv_heads);
 }
@@ -38,12 +44,12 @@ int32_t SequenceCompressor::Evict(SequenceKv* kv, int32_t next_position) {
   KvCache* cache = kv->cache();
   if (KvDeviceStorage* device = cache->device_storage(); device != nullptr) {
     // The data lives on a device: it scores, selects and compacts there. A
-    // failure leaves the slots as they were; the sequence then runs on
-    // uncompressed until the next attempt (or its pool reservation fails).
+    // failure leaves the slots as they were and fails the sequence.
+    if (!failure_.ok()) return 0;
     const absl::Status s = device->Evict(kv, policy_.get(), options_, protection_, n_keep, next_position);
     if (!s.ok()) {
-      logging::Error("eviction on the device failed: %s", s.ToString());
-      schedule_.OnEvicted();
+      failure_ = absl::Status(s.code(), absl::StrCat("KV eviction on the device failed: ", s.message()));
+      logging::Error("%s", failure_.ToString());
       return 0;
     }
   } else {

@@ -44,8 +44,13 @@ class SequenceCompressor {
   // Called once after every decode step, when the step's K/V is in `kv`.
   void AfterDecodeStep(SequenceKv* kv, int32_t next_position);
   // Evicts down to bound() now, if above it. Returns slots evicted per head.
-  // A device cache (KvCache::device_storage()) evicts on its device.
+  // A device cache (KvCache::device_storage()) evicts on its device; if that
+  // fails, nothing is evicted and failure() holds the error from then on:
+  // the sequence's owner must end it (a cache that cannot shrink would
+  // outgrow what admission reserved for it).
   int32_t Evict(SequenceKv* kv, int32_t next_position);
+  // OK until a device eviction failed.
+  const absl::Status& failure() const { return failure_; }
 
   int64_t evictions() const { return evictions_; }
   int64_t evicted_slots() const { return evicted_slots_; }
@@ -63,6 +68,7 @@ class SequenceCompressor {
   EvictionSchedule schedule_;
   int64_t evictions_ = 0;
   int64_t evicted_slots_ = 0;
+  absl::Status failure_;
   std::vector<float> scores_;
   std::vector<std::vector<int32_t>> keep_;
 };

@@ -186,7 +186,11 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   f.request_id = s.request_id;
   f.reason = FinalReason(request.state, g.finish_reason());
   if (f.reason == FinishReason::kError) {
-    f.error = last_error_.empty() ? "the engine failed this request" : last_error_;
+    if (!g.error().empty()) {
+      f.error = g.error();  // its own failure (a device eviction)
+    } else {
+      f.error = last_error_.empty() ? "the engine failed this request" : last_error_;
+    }
   }
   f.matched_stop = g.matched_stop();
   f.stop_token_id = g.stop_token();

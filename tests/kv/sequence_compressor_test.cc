@@ -79,12 +79,14 @@ std::vector<int> EvictionSteps(const KvPolicyOptions& o, int32_t prompt, int ste
 }
 
 TEST(SequenceCompressor, EvictsAtTheIntervalOnceAboveTheBound) {
-  // keep_prompt: bound 30. The cache first exceeds it at step 21 (the
-  // interval has long passed), then every 8 steps.
-  EXPECT_EQ(EvictionSteps(Options("streaming", 20, 8, true), 10, 50), (std::vector<int>{21, 29, 37, 45}));
-  // Bound 20 from 15 prompt slots: above the bound from step 6, but the
-  // interval (8 steps) comes first, before bound + interval (28 slots).
-  EXPECT_EQ(EvictionSteps(Options("streaming", 20, 8, false), 15, 20), (std::vector<int>{8, 16}));
+  // keep_prompt: bound 30. The cache first exceeds it at step 21; the
+  // interval counts from there, so the first eviction is at step 28 (38
+  // slots) and drops 8 slots, as every later one does. (It used to come at
+  // step 21 and score the whole cache to drop one slot.)
+  EXPECT_EQ(EvictionSteps(Options("streaming", 20, 8, true), 10, 50), (std::vector<int>{28, 36, 44}));
+  // Bound 20 from 15 prompt slots: above the bound from step 6 (21 slots),
+  // first eviction at bound + interval (28 slots, step 13), then every 8.
+  EXPECT_EQ(EvictionSteps(Options("streaming", 20, 8, false), 15, 30), (std::vector<int>{13, 21, 29}));
   // Bound 20 from 25 slots: bound + interval is reached at step 3, before
   // the interval.
   EXPECT_EQ(EvictionSteps(Options("streaming", 20, 8, false), 25, 12), (std::vector<int>{3, 11}));
@@ -113,6 +115,89 @@ TEST(SequenceCompressor, ManualEvictResetsTheInterval) {
   }
   EXPECT_EQ((*c)->evictions(), 1);
   EXPECT_EQ(seq.kv().num_slots(), 27);
+}
+
+// A prompt shorter than the sinks, under keep_prompt, with a budget that
+// just holds the window: the sinks past the prompt cannot all be protected
+// too. The newest window (the current token included) must survive every
+// eviction, on every policy; it used to lose its newest slots.
+TEST(SequenceCompressor, ShortPromptWithSinksNeverDropsTheWindow) {
+  const PolicyModelInfo m = kvtest::SmallModel();
+  for (std::string_view name : KvPolicyNames()) {
+    if (name == "full") continue;
+    KvPolicyOptions o = *KvPolicyOptions::DefaultsForName(std::string(name));
+    o.budget = 8;
+    o.interval = 4;
+    o.keep_prompt = true;
+    o.sinks = 4;
+    o.window = 8;
+    const int32_t prompt = 2;  // bound 10: 4 sinks + 8 window would be 12
+    auto c = SequenceCompressor::Create(o, m, prompt);
+    ASSERT_TRUE(c.ok()) << c.status();
+    kvtest::TestSequence seq(m, 4, 64);
+    std::mt19937 rng(3);
+    seq.Append(std::vector<int32_t>{0, 1}, rng);
+    for (int32_t pos = prompt; pos < 60; ++pos) {
+      seq.Append(std::vector<int32_t>{pos}, rng);
+      KvPolicy* p = (*c)->policy();
+      for (int l = 0; l < m.n_layers; ++l) {
+        const std::vector<float> q = kvtest::RandomVector(static_cast<size_t>(m.n_heads) * m.head_dim, rng);
+        p->ObserveQuery(l, q.data(), pos);
+        if (p->wants_attention()) {
+          const int32_t n = seq.kv().num_slots();
+          const std::vector<float> probs(static_cast<size_t>(m.group()) * n, 1.0f / n);
+          for (int h = 0; h < m.n_kv_heads; ++h) p->ObserveAttention(l, h, probs.data(), m.group(), n);
+        }
+      }
+      const int64_t before = (*c)->evictions();
+      (*c)->AfterDecodeStep(&seq.kv(), pos + 1);
+      if ((*c)->evictions() == before) continue;
+      for (int l = 0; l < m.n_layers; ++l) {
+        for (int h = 0; h < m.n_kv_heads; ++h) {
+          const std::vector<int32_t> kept = seq.Positions(l, h);
+          ASSERT_EQ(kept.size(), 10u);
+          EXPECT_EQ(kept[0], 0) << name;  // the prompt
+          EXPECT_EQ(kept[1], 1) << name;
+          for (int i = 0; i < o.window; ++i) {
+            EXPECT_EQ(kept[kept.size() - 1 - i], pos - i) << name << " layer " << l << " head " << h;
+          }
+        }
+      }
+    }
+    EXPECT_GT((*c)->evictions(), 5) << name;
+  }
+}
+
+// A device whose eviction fails: the compressor evicts nothing and reports
+// the failure, which stays (the sequence's owner ends it).
+class FailingDevice : public KvDeviceStorage {
+ public:
+  absl::Status Evict(SequenceKv*, KvPolicy*, const KvPolicyOptions&, const Protection&, int32_t, int32_t) override {
+    ++calls;
+    return absl::InternalError("cudaErrorIllegalAddress");
+  }
+  int calls = 0;
+};
+
+TEST(SequenceCompressor, AFailedDeviceEvictionIsReportedNotDropped) {
+  const PolicyModelInfo m = kvtest::SmallModel();
+  KvCache cache(KvCacheShape{m.n_layers, m.n_kv_heads, m.head_dim, 4}, 32, KvStorage::kDevice);
+  auto device = std::make_unique<FailingDevice>();
+  FailingDevice* dev = device.get();
+  cache.set_device_storage(std::move(device));
+  auto c = SequenceCompressor::Create(Options("streaming", 20, 8, false), m, 0);
+  ASSERT_TRUE(c.ok());
+  SequenceKv kv(&cache);
+  ASSERT_TRUE(kv.Reserve(30).ok());
+  kv.CommitSlots(30);
+  EXPECT_TRUE((*c)->failure().ok());
+  EXPECT_EQ((*c)->Evict(&kv, 30), 0);
+  EXPECT_EQ(kv.num_slots(), 30);
+  EXPECT_EQ((*c)->failure().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT((*c)->failure().message(), HasSubstr("KV eviction on the device failed: cudaErrorIllegalAddress"));
+  EXPECT_EQ((*c)->Evict(&kv, 30), 0);
+  EXPECT_EQ(dev->calls, 1);  // not retried
+  EXPECT_EQ((*c)->evictions(), 0);
 }
 
 TEST(KvPolicyOptions, ValidateNamesTheField) {
