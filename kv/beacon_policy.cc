@@ -26,7 +26,10 @@
 // * Global filter. ObserveQuery parks the token's queries per layer;
 //   ObserveAttention (same step, per KV head, possibly concurrently for
 //   different KV heads) admits each of its group's heads whose mass over
-//   slots [0, n_slots - window) exceeds global_threshold. A parked query
+//   the evictable slots [lead, n_slots - window) exceeds global_threshold:
+//   beyond the window and past the protected lead (kept prompt, sinks),
+//   whose mass says nothing of what eviction could lose (heads that sink
+//   most of their attention would pass otherwise). A parked query
 //   that no ObserveAttention claims before the layer's next ObserveQuery is
 //   dropped (that is how prompt queries fall out).
 // * Recent queries are all queries, unfiltered, in both modes.
@@ -73,6 +76,7 @@ class BeaconPolicy : public KvPolicy {
 
   std::string_view name() const override { return "beacon"; }
   bool wants_attention() const override { return global(); }
+  void SetProtectedLead(int32_t slots) override { lead_ = slots; }
 
   void ObserveQuery(int layer, const float* q, int32_t position) override {
     LayerState& l = layers_[layer];
@@ -94,14 +98,14 @@ class BeaconPolicy : public KvPolicy {
     if (!global()) return;
     LayerState& l = layers_[layer];
     const int d = model_.head_dim;
-    const int32_t far_end = n_slots - options_.window;  // slots [0, far_end) are beyond the window
+    const int32_t far_end = n_slots - options_.window;  // slots [lead_, far_end) are evictable
     for (int g = 0; g < group; ++g) {
       const int h = kv_head * group + g;
       if (!l.parked_live[h]) continue;
       l.parked_live[h] = 0;
       const float* p = probs + static_cast<size_t>(g) * n_slots;
       double mass = 0.0;
-      for (int32_t s = 0; s < far_end; ++s) mass += p[s];
+      for (int32_t s = lead_; s < far_end; ++s) mass += p[s];
       if (mass > options_.global_threshold) l.fps[h].Add(l.parked.data() + static_cast<size_t>(h) * d, l.parked_pos);
     }
   }
@@ -152,7 +156,8 @@ class BeaconPolicy : public KvPolicy {
   KvPolicyOptions options_;
   PolicyModelInfo model_;
   QueryRotator rotator_;
-  size_t row_;  // floats of one token's queries, n_heads * head_dim
+  size_t row_;        // floats of one token's queries, n_heads * head_dim
+  int32_t lead_ = 0;  // SetProtectedLead
   std::vector<LayerState> layers_;
   // Score scratch (engine thread only).
   std::vector<int> beacon_idx_;

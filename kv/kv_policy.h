@@ -157,6 +157,11 @@ class KvPolicy {
   // of every query head, [n_heads][head_dim], of the token at `position`.
   virtual void ObserveQuery(int layer, const float* q, int32_t position) {}
 
+  // Once, before any observation: the cache's first `slots` slots are
+  // protected whatever their score (the kept prompt and the sinks: they are
+  // never evicted and slots stay in position order, so they stay first).
+  virtual void SetProtectedLead(int32_t slots) {}
+
   // Decode steps only, when wants_attention(): for one (layer, KV head), the
   // attention probabilities of the group's query heads over the sequence's
   // slots, [group][n_slots] (slot order = cache order).

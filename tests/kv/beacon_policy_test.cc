@@ -37,10 +37,11 @@ struct Trace {
   std::vector<int32_t> positions;                      // [slot]
 };
 
-// Decode step t: head h's attention mass beyond the last `window` of the
-// kAttSlots slots is drawn clearly above or below the 0.5 threshold, per a
-// coin the reference replays.
-Trace MakeTrace(uint32_t seed, int window) {
+// Decode step t: head h's attention mass on the evictable slots (beyond the
+// last `window` of the kAttSlots slots and past the protected `lead`) is
+// drawn clearly above or below the 0.5 threshold, per a coin the reference
+// replays; the lead's mass counts with the window's, which the filter ignores.
+Trace MakeTrace(uint32_t seed, int window, int lead = 0) {
   std::mt19937 rng(seed);
   Trace tr;
   std::uniform_real_distribution<float> u01(0.0f, 1.0f);
@@ -57,8 +58,9 @@ Trace MakeTrace(uint32_t seed, int window) {
         const float far = admit ? 0.55f + 0.4f * u01(rng) : 0.05f + 0.4f * u01(rng);
         float* row = p.data() + static_cast<size_t>(h) * kAttSlots;  // head h = kv * group + g
         double wf = 0, wn = 0;
-        for (int s = 0; s < kAttSlots; ++s) (s < kAttSlots - window ? wf : wn) += (row[s] = 0.1f + u01(rng));
-        for (int s = 0; s < kAttSlots; ++s) row[s] *= s < kAttSlots - window ? far / wf : (1 - far) / wn;
+        auto evictable = [&](int s) { return s >= lead && s < kAttSlots - window; };
+        for (int s = 0; s < kAttSlots; ++s) (evictable(s) ? wf : wn) += (row[s] = 0.1f + u01(rng));
+        for (int s = 0; s < kAttSlots; ++s) row[s] *= evictable(s) ? far / wf : (1 - far) / wn;
       }
       tr.probs[l].push_back(std::move(p));
     }
@@ -174,8 +176,11 @@ TEST_P(BeaconPolicyTest, ScoresAndKeptSetsMatchBruteForce) {
   const bool interleaved = std::get<0>(GetParam());
   const KvPolicyOptions o = Options();
   ASSERT_TRUE(o.Validate().ok());
-  const Trace tr = MakeTrace(77 + 2 * interleaved + std::get<1>(GetParam()), o.window);
+  // The compressor below protects the prompt (and sinks) as the lead.
+  const int32_t lead = std::max(kPromptLen, o.sinks);
+  const Trace tr = MakeTrace(77 + 2 * interleaved + std::get<1>(GetParam()), o.window, lead);
   std::unique_ptr<KvPolicy> policy = NewBeaconPolicy(o, Model(interleaved));
+  policy->SetProtectedLead(lead);
   EXPECT_EQ(policy->name(), "beacon");
   EXPECT_EQ(policy->wants_attention(), o.beacon_filter == BeaconFilter::kGlobal);
   Feed(policy.get(), tr);
@@ -279,6 +284,51 @@ TEST(BeaconPolicy, GlobalFilterIgnoresUnreportedAndWindowOnlyQueries) {
     for (int s = 0; s < kSlots; ++s) want[s] = std::max(want[s], p[s]);
   }
   for (int s = 0; s < kSlots; ++s) ASSERT_NEAR(got[s], want[s], 1e-6) << s;
+}
+
+// kGlobal measures mass on evictable slots only: attention on the protected
+// lead (prompt, sinks) beyond the window does not admit a query. It used to:
+// heads that sink their attention passed the filter on every step.
+TEST(BeaconPolicy, GlobalFilterIgnoresMassOnTheProtectedLead) {
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  o.beacon_filter = BeaconFilter::kGlobal;
+  o.recent_queries = 1;
+  o.window = 4;
+  o.global_threshold = 0.5f;
+  const Trace tr = MakeTrace(9, o.window);
+  auto score_with = [&](int32_t lead, const std::vector<float>& probs) {
+    std::unique_ptr<KvPolicy> policy = NewBeaconPolicy(o, Model(false));
+    policy->SetProtectedLead(lead);
+    policy->ObserveQuery(0, ToFloats(tr.queries[0][3]).data(), 3);
+    policy->ObserveAttention(0, 0, probs.data(), kGroup, 12);
+    policy->ObserveQuery(0, ToFloats(tr.queries[0][10]).data(), 10);  // the ring's only query
+    TestCache tc(KvCacheShape{kLayers, kKvHeads, kDim, 16}, tr.keys, tr.positions);
+    std::vector<float> got(kSlots);
+    policy->Score(0, 0, KeysView(&tc.cache, &tc.seq, 0), 11, got.data());
+    return got;
+  };
+  // Token 3 puts 0.9 of its attention on slots 0-1, beyond the 4-slot
+  // window of 12 slots.
+  std::vector<float> sunk(kGroup * 12, 0.0f);
+  for (int g = 0; g < kGroup; ++g) {
+    sunk[g * 12 + 0] = 0.45f;
+    sunk[g * 12 + 1] = 0.45f;
+    sunk[g * 12 + 11] = 0.1f;
+  }
+  const std::vector<float> no_lead = score_with(0, sunk);  // slots 0-1 evictable: token 3 is a beacon
+  const std::vector<float> lead = score_with(2, sunk);     // slots 0-1 protected: it is not
+  Vec ring_only(kSlots, 0.0);
+  for (int g = 0; g < kGroup; ++g) {
+    const Vec q(tr.queries[0][10].begin() + g * kDim, tr.queries[0][10].begin() + (g + 1) * kDim);
+    const Vec p = RefAttention(RefRope(q, 10, 10000.0, false), tr.keys[0][0]);
+    for (int s = 0; s < kSlots; ++s) ring_only[s] = std::max(ring_only[s], p[s]);
+  }
+  bool differs = false;
+  for (int s = 0; s < kSlots; ++s) {
+    ASSERT_NEAR(lead[s], ring_only[s], 1e-6) << s;
+    differs |= std::abs(no_lead[s] - ring_only[s]) > 1e-6;
+  }
+  EXPECT_TRUE(differs) << "without a lead, the sunk query should have become a beacon";
 }
 
 // Thought revisiting: early "plan" queries (tokens 5-12) attend to a planted

@@ -22,18 +22,22 @@ PROMPTS = [
 
 
 def test_greedy_matches_beacon_run(srv):
+    n = 96
     for policy_flags, kv in ((["--kv-policy", "full"], pb.KvOptions(policy="full")),
                              (["--kv-policy", "beacon", "--kv-budget", "32", "--kv-interval", "16"],
                               pb.KvOptions(policy="beacon", budget=32))):
-        expected = beacon_run_ids(PROMPTS[0], 64, "--ignore-eos", *policy_flags)
-        ids, text, last = collect(srv.stub.Generate(chat_request(PROMPTS[0], 64, ignore_eos=True, kv=kv)))
+        expected = beacon_run_ids(PROMPTS[0], n, "--ignore-eos", *policy_flags)
+        ids, text, last = collect(srv.stub.Generate(chat_request(PROMPTS[0], n, ignore_eos=True, kv=kv)))
         assert ids == expected, f"{kv.policy}: server {ids}\n beacon-run {expected}"
         assert last.finish_reason == pb.FINISH_REASON_LENGTH
-        assert last.usage.completion_tokens == 64
+        assert last.usage.completion_tokens == n
         assert last.kv.policy == kv.policy
         if kv.policy == "beacon":
-            assert last.kv.evictions >= 2 and last.kv.budget == 32, last.kv
-            # keep_prompt: prompt + budget + interval at most
+            # keep_prompt: bound = prompt + 32; an eviction each time the cache
+            # reaches bound + 16 slots (decode step k sees prompt + k - 1).
+            first = 32 + 16 + 1
+            assert last.kv.evictions == (n - first) // 16 + 1 and last.kv.budget == 32, last.kv
+            assert last.kv.evicted_tokens == 16 * last.kv.evictions, last.kv
             assert last.kv.peak_cached_tokens <= last.usage.prompt_tokens + 32 + 16, last.kv
 
 
