@@ -76,14 +76,20 @@ TEST(CostEngine, CountsEvictionsAndTheMidStepPeak) {
   ASSERT_TRUE(sched.Add(MakeSimRequest(1, spec)).ok());
   while (sched.HasWork()) sched.Step(T(engine.now_s()));
   // The SequenceCompressor rule by hand: bound = prompt 4 + budget 8 = 12;
-  // after a decode step, evict to 12 when above it and (4 steps since the
-  // last eviction, or 12 + 4 slots).
+  // after a decode step, evict to 12 when above it and (4 steps since it
+  // last went above the bound, or 12 + 4 slots).
   int32_t slots = 4, steps = 0, evictions = 0, peak = 4;
   for (int32_t token = 2; token <= 40; ++token) {  // token 1 came from the prefill
-    ++slots, ++steps;
+    ++slots;
     peak = std::max(peak, slots);
-    if (slots > 12 && (steps >= 4 || slots >= 16)) slots = 12, steps = 0, ++evictions;
+    if (slots <= 12) {
+      steps = 0;
+      continue;
+    }
+    ++steps;
+    if (steps >= 4 || slots >= 16) slots = 12, steps = 0, ++evictions;
   }
+  EXPECT_EQ(evictions, 7);  // at 16 slots, then every 4 steps
   EXPECT_EQ(engine.stats().evictions, evictions);
   EXPECT_EQ(peak, 16);
   EXPECT_EQ(peak, SequenceCompressor::PeakSlots(kv, 4, 40));
