@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/cpu/matmul_tiled.h"
 #include "kernels/cpu/ops.h"
@@ -38,7 +39,7 @@ void RecentQueryRing::Push(const float* q, int32_t position) {
 }
 
 void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
-                     float* scores, std::vector<float>* scratch) {
+                     float* scores, std::vector<float>* scratch, const int32_t* query_positions) {
   const int32_t n = keys.n_slots();
   if (n <= 0) return;
   const int d = keys.head_dim();
@@ -57,6 +58,19 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
   std::fill(scores, scores + n, 0.0f);
   for (int j = 0; j < n_queries; ++j) {
     float* p = logits + static_cast<size_t>(j) * n;
+    if (query_positions != nullptr) {
+      // Causal: keys newer than the query were not there when it attended;
+      // masked to -inf, they get probability exactly 0.
+      bool any = false;
+      for (int32_t s = 0; s < n; ++s) {
+        if (keys.position(kv_head, s) > query_positions[j]) {
+          p[s] = -std::numeric_limits<float>::infinity();
+        } else {
+          any = true;
+        }
+      }
+      if (!any) continue;
+    }
     SoftmaxInPlace(p, n);
     for (int32_t s = 0; s < n; ++s) {
       scores[s] = aggregate == ScoreAggregate::kMax ? std::max(scores[s], p[s]) : scores[s] + p[s];

@@ -54,9 +54,12 @@ class RecentQueryRing {
 // For `n_queries` rotated query vectors [n_queries][head_dim], every query's
 // attention distribution p_j = softmax(q_j . k / sqrt(d)) over the slots of
 // (keys, kv_head); scores[s] = aggregate over j of p_j[s].
-// `scratch` is resized as needed.
+// With `query_positions` ([n_queries], may be null: no mask) the softmax is
+// causal, as the query's own attention was: slot s is visible to query j
+// only when its position is <= query_positions[j]; a query that sees no
+// slot adds nothing. `scratch` is resized as needed.
 void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
-                     float* scores, std::vector<float>* scratch);
+                     float* scores, std::vector<float>* scratch, const int32_t* query_positions = nullptr);
 
 // In place: scores[s] = max of scores over [s - kernel/2, s + kernel/2]
 // (clipped at the ends). kernel <= 1 leaves scores unchanged.

@@ -32,7 +32,11 @@
 //   most of their attention would pass otherwise). A parked query
 //   that no ObserveAttention claims before the layer's next ObserveQuery is
 //   dropped (that is how prompt queries fall out).
-// * Recent queries are all queries, unfiltered, in both modes.
+// * Recent queries are all queries, unfiltered, in both modes. Each scores
+//   causally: its softmax covers only the keys at or before its own
+//   position, as its attention did (SnapKV here masks the same way), so it
+//   never credits a key it could not have attended. Beacons stand at the
+//   current position and see every key.
 // * Before any query is observed every score is 0; the selection's tie rule
 //   (later slot wins) then keeps the most recent slots.
 //
@@ -126,13 +130,18 @@ class BeaconPolicy : public KvPolicy {
       const int n_queries = l.ring->size() + static_cast<int>(beacon_idx_.size());
       if (n_queries == 0) continue;
       queries_.resize(static_cast<size_t>(n_queries) * d);
+      query_pos_.resize(n_queries);
       float* out = queries_.data();
-      for (int j = 0; j < l.ring->size(); ++j, out += d) rotator_.Rotate(l.ring->query(j, h), l.ring->position(j), out);
-      for (int b : beacon_idx_) {
-        rotator_.Rotate(l.fps[h].point(b), position, out);
-        out += d;
+      for (int j = 0; j < l.ring->size(); ++j, out += d) {
+        rotator_.Rotate(l.ring->query(j, h), l.ring->position(j), out);
+        query_pos_[j] = l.ring->position(j);
       }
-      AttentionScores(queries_.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, head_scores_.data(), &scratch_);
+      for (size_t b = 0; b < beacon_idx_.size(); ++b, out += d) {
+        rotator_.Rotate(l.fps[h].point(beacon_idx_[b]), position, out);
+        query_pos_[l.ring->size() + b] = position;  // a beacon stands at the current position: every key is older
+      }
+      AttentionScores(queries_.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, head_scores_.data(), &scratch_,
+                      query_pos_.data());
       for (int32_t s = 0; s < n; ++s) scores[s] = std::max(scores[s], head_scores_[s]);
     }
     MaxPool1D(scores, n, options_.pool_kernel);
@@ -162,6 +171,7 @@ class BeaconPolicy : public KvPolicy {
   // Score scratch (engine thread only).
   std::vector<int> beacon_idx_;
   std::vector<float> queries_, head_scores_, scratch_;
+  std::vector<int32_t> query_pos_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/cuda/beacon_logits.h"
 
@@ -24,6 +25,7 @@ struct TileSmem {
   __align__(16) float keys[kChunkSlots * kKeyPitch];
   __align__(16) float queries[kTileQueries * kDimChunk];
   const __nv_bfloat16* key_row[kChunkSlots];  // nullptr past n_slots
+  int32_t key_pos[kChunkSlots];               // kv.pos of the chunk's slots (INT32_MAX past n_slots)
 };
 
 __device__ inline size_t QueryRows(const BeaconDims& d) { return static_cast<size_t>(d.recent) + d.beacons; }
@@ -33,8 +35,11 @@ __device__ void SetKeyRows(const Args& a, int layer, int kv_head, int32_t s0, Ti
   if (threadIdx.x < kChunkSlots) {
     const int32_t s = s0 + static_cast<int32_t>(threadIdx.x);
     const PagedKvLayout& l = a.kv.layout;
+    const bool in = s < a.n_slots;
     sm.key_row[threadIdx.x] =
-        s < a.n_slots ? a.kv.k + l.KvIndex(layer, a.block_table[s / l.block_size], kv_head, s % l.block_size) : nullptr;
+        in ? a.kv.k + l.KvIndex(layer, a.block_table[s / l.block_size], kv_head, s % l.block_size) : nullptr;
+    sm.key_pos[threadIdx.x] =
+        in ? a.kv.pos[l.PosIndex(layer, a.block_table[s / l.block_size], kv_head, s % l.block_size)] : INT32_MAX;
   }
 }
 
@@ -108,6 +113,7 @@ __global__ void __launch_bounds__(kThreads) StatsKernel(Args a, int chunks_per_g
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const size_t q_rows = QueryRows(a.dims);
   const float* qh = a.queries + lh * q_rows * d;
+  const int32_t* qpos = a.query_pos + lh * q_rows;
   const int32_t first_chunk = static_cast<int32_t>(blockIdx.x) * chunks_per_group;
   int32_t end_chunk = first_chunk + chunks_per_group;
   const int32_t n_chunks = static_cast<int32_t>(NumChunks(a.n_slots));
@@ -121,14 +127,18 @@ __global__ void __launch_bounds__(kThreads) StatsKernel(Args a, int chunks_per_g
       const int32_t s0 = chunk * kChunkSlots;
       SetKeyRows(a, layer, h / group, s0, sm);  // the previous LogitTile ended with a barrier
       __syncthreads();
-      const bool valid = s0 + lane < a.n_slots;
+      const bool in = s0 + lane < a.n_slots;
+      const int32_t kpos = sm.key_pos[lane];
       float acc[kQueriesPerThread];
       LogitTile(qh, nq, q0, d, sm, acc);
 #pragma unroll
       for (int r = 0; r < kQueriesPerThread; ++r) {
-        if (q0 + warp * kQueriesPerThread + r >= nq) break;  // uniform in the warp
+        const int q = q0 + warp * kQueriesPerThread + r;
+        if (q >= nq) break;                        // uniform in the warp
+        const bool valid = in && kpos <= qpos[q];  // causal: keys newer than the query are masked
         const float x = valid ? acc[r] * a.scale : -INFINITY;
-        const float m = WarpMax(x);  // finite: lane 0's slot is valid
+        const float m = WarpMax(x);
+        if (m == -INFINITY) continue;  // the query sees no slot of this chunk (uniform in the warp)
         const float e = WarpSum(valid ? expf(x - m) : 0.0f);
         const float new_m = fmaxf(run_m[r], m);
         run_l[r] = run_l[r] * expf(run_m[r] - new_m) + e * expf(m - new_m);
@@ -157,9 +167,11 @@ __global__ void __launch_bounds__(kThreads) CombineKernel(Args a, int n_groups) 
     for (int c = lane; c < n_groups; c += 32) m = fmaxf(m, p[c].x);
     m = WarpMax(m);
     float l = 0.0f;
-    for (int c = lane; c < n_groups; c += 32) l += p[c].y * expf(p[c].x - m);
+    // A query that saw no slot at all (every partial -inf): stats (-inf, 0),
+    // and ProbMaxKernel gives it nothing.
+    for (int c = lane; c < n_groups && m != -INFINITY; c += 32) l += p[c].y * expf(p[c].x - m);
     l = WarpSum(l);
-    if (lane == 0) a.stats[lh * q_rows + q] = make_float2(m, 1.0f / l);
+    if (lane == 0) a.stats[lh * q_rows + q] = make_float2(m, m == -INFINITY ? 0.0f : 1.0f / l);
   }
 }
 
@@ -175,6 +187,7 @@ __global__ void __launch_bounds__(kThreads) ProbMaxKernel(Args a) {
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool valid = s0 + lane < a.n_slots;
+  const int32_t kpos = sm.key_pos[lane];
   const size_t q_rows = QueryRows(a.dims);
   float best = 0.0f;
   for (int g = 0; g < group; ++g) {
@@ -182,6 +195,7 @@ __global__ void __launch_bounds__(kThreads) ProbMaxKernel(Args a) {
     const int nq = a.n_queries[lh];
     const float* qh = a.queries + lh * q_rows * d;
     const float2* st = a.stats + lh * q_rows;
+    const int32_t* qpos = a.query_pos + lh * q_rows;
     for (int q0 = 0; q0 < nq; q0 += kTileQueries) {
       float acc[kQueriesPerThread];
       LogitTile(qh, nq, q0, d, sm, acc);
@@ -189,7 +203,7 @@ __global__ void __launch_bounds__(kThreads) ProbMaxKernel(Args a) {
       for (int r = 0; r < kQueriesPerThread; ++r) {
         const int q = q0 + warp * kQueriesPerThread + r;
         if (q >= nq) break;
-        if (!valid) continue;
+        if (!valid || kpos > qpos[q]) continue;  // past n_slots, or newer than the query
         const float2 ms = st[q];
         best = fmaxf(best, expf(acc[r] * a.scale - ms.x) * ms.y);
       }

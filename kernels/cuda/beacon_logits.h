@@ -6,6 +6,9 @@
 //   queries   [n_layers][n_heads][R + K][head_dim] f32, rotated; rows
 //             [0, n_queries[l][h]) are valid
 //   n_queries [n_layers][n_heads] int32
+//   query_pos [n_layers][n_heads][R + K] int32: each query sees the slots
+//             whose kv.pos is <= its entry (the causal mask; a ring query's
+//             own position, a beacon's the current one)
 // Scratch:
 //   partials  [n_layers][n_heads][R + K][NumGroups(n_slots)] (max, sum exp)
 //             of each query over each group of ChunksPerGroup(n_slots)
@@ -14,8 +17,10 @@
 //   stats     [n_layers][n_heads][R + K] (max, 1 / sum exp) over all slots
 // Output:
 //   out       [n_layers][n_kv_heads][n_slots] f32: max over the group's heads
-//             and their queries of softmax_s(scale * q . k_s); 0 where the
-//             group has no query (BeaconPolicy's starting value).
+//             and their queries of softmax_s(scale * q . k_s) over the slots
+//             the query sees (0 for the others); 0 where the group has no
+//             query (BeaconPolicy's starting value). A query that sees no
+//             slot adds nothing, as on the CPU.
 //
 // Arithmetic: fp32 FMAs over head_dim in ascending order, keys widened from
 // bf16; logit = dot * scale; softmax as SoftmaxInPlace (exp(x - max) times
@@ -60,6 +65,7 @@ struct Args {
   int32_t n_slots = 0;
   const float* queries = nullptr;
   const int32_t* n_queries = nullptr;
+  const int32_t* query_pos = nullptr;
   float2* partials = nullptr;
   float2* stats = nullptr;
   float scale = 1.0f;

@@ -44,7 +44,7 @@ __device__ inline void RotatePair(const float* in, float* out, int pair, int d, 
 __global__ void __launch_bounds__(kThreads)
     BeaconQueriesKernel(BeaconDims dims, BeaconStateLayout lay, const void* state, int ring_valid, int32_t position,
                         RopeStyle style, float theta, const float* __restrict__ inv_freq, float attention_factor,
-                        float* queries, int32_t* n_queries) {
+                        float* queries, int32_t* n_queries, int32_t* query_pos) {
   extern __shared__ double smem[];
   const int h = blockIdx.x, layer = blockIdx.y, tid = threadIdx.x;
   const int d = dims.head_dim, H = dims.n_heads, R = dims.recent, U = dims.fps_bound, K = dims.beacons;
@@ -89,6 +89,10 @@ __global__ void __launch_bounds__(kThreads)
     RotatePair(pts + static_cast<size_t>(i) * d, out + row * d, pair, d, position, style, theta, inv_freq,
                attention_factor);
   }
+  // Causal positions: a ring query sees keys up to its own position, a
+  // beacon (rotated at the current position) every key.
+  int32_t* qp = query_pos + lh * q_max;
+  for (int j = tid; j < ring_valid + n_beacons; j += kThreads) qp[j] = j < ring_valid ? ring_pos[j] : position;
   if (tid == 0) n_queries[lh] = ring_valid + n_beacons;
 }
 
@@ -107,7 +111,7 @@ __global__ void MaxPoolKernel(const float* __restrict__ in, float* __restrict__ 
 }
 
 struct ScoreWorkspace {
-  size_t queries = 0, n_queries = 0, partials = 0, stats = 0, raw = 0, total = 0;
+  size_t queries = 0, n_queries = 0, query_pos = 0, partials = 0, stats = 0, raw = 0, total = 0;
   static ScoreWorkspace For(const BeaconDims& d, int32_t n_slots) {
     auto align = [](size_t b) { return (b + 255) / 256 * 256; };
     const size_t lh = static_cast<size_t>(d.n_layers) * d.n_heads;
@@ -117,6 +121,7 @@ struct ScoreWorkspace {
     size_t at = 0;
     w.queries = at, at += align(lh * q_max * d.head_dim * sizeof(float));
     w.n_queries = at, at += align(lh * sizeof(int32_t));
+    w.query_pos = at, at += align(lh * q_max * sizeof(int32_t));
     w.partials = at, at += align(lh * q_max * groups * sizeof(float2));
     w.stats = at, at += align(lh * q_max * sizeof(float2));
     w.raw = at, at += align(static_cast<size_t>(d.n_layers) * d.n_kv_heads * n_slots * sizeof(float));
@@ -144,7 +149,8 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
     return cudaErrorInvalidValue;
   }
   if (n_slots == 0) return cudaSuccess;
-  if (state == nullptr || kv.k == nullptr || block_table == nullptr || scores == nullptr || workspace == nullptr) {
+  if (state == nullptr || kv.k == nullptr || kv.pos == nullptr || block_table == nullptr || scores == nullptr ||
+      workspace == nullptr) {
     return cudaErrorInvalidValue;
   }
   const ScoreWorkspace w = ScoreWorkspace::For(dims, n_slots);
@@ -156,8 +162,10 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
   a.n_slots = n_slots;
   float* queries = reinterpret_cast<float*>(ws + w.queries);
   int32_t* n_queries = reinterpret_cast<int32_t*>(ws + w.n_queries);
+  int32_t* query_pos = reinterpret_cast<int32_t*>(ws + w.query_pos);
   a.queries = queries;
   a.n_queries = n_queries;
+  a.query_pos = query_pos;
   a.partials = reinterpret_cast<float2*>(ws + w.partials);
   a.stats = reinterpret_cast<float2*>(ws + w.stats);
   // BeaconPolicy's scale, computed as the CPU computes it.
@@ -169,7 +177,7 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
   const size_t smem = beacon_fps::SmemBytes(dims.fps_bound, dims.head_dim);
   BeaconQueriesKernel<<<dim3(dims.n_heads, dims.n_layers), kThreads, smem, stream>>>(
       dims, lay, state, ring_valid, position, rope.style, rope.theta, rope.inv_freq, rope.attention_factor, queries,
-      n_queries);
+      n_queries, query_pos);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   err = beacon_logits::LaunchProbMax(a, stream);

@@ -123,7 +123,9 @@ size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots);
 // positions, then the beacons = FPS(buffer of (l, h), K) (the whole buffer
 // while it holds <= K points) rotated at `position` (the next token's); the
 // state is not modified. Keys are the paged cache's (bf16, after RoPE) of the
-// sequence's block table row `block_table`.
+// sequence's block table row `block_table`. The softmax is causal: a ring
+// query sees only the slots whose kv.pos is at most its own position (a
+// query that sees none adds nothing), a beacon every slot.
 // RoPE of the queries: inv_freq from rope.inv_freq when given (the model's
 // scaled table), else float(theta^(-2i/d)) computed in double; angle
 // position * inv_freq in double, cos/sin rounded to fp32 and multiplied by
@@ -132,9 +134,9 @@ size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots);
 // 1/sqrt(d); softmax in fp32 with the max subtracted.
 //   scores    [n_layers][n_kv_heads][n_slots] f32
 //   workspace BeaconScoreWorkspaceBytes(dims, n_slots) bytes
-// REQUIRES kv.layout matches dims (n_layers, n_kv_heads, head_dim), else
-// cudaErrorInvalidValue; pool_kernel odd >= 1; ring_count >= 0;
-// rope.attention_factor > 0.
+// REQUIRES kv.layout matches dims (n_layers, n_kv_heads, head_dim), kv.k
+// and kv.pos set, else cudaErrorInvalidValue; pool_kernel odd >= 1;
+// ring_count >= 0; rope.attention_factor > 0.
 cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t ring_count, const PagedKv& kv,
                               const int32_t* block_table, int32_t n_slots, int32_t position, const RopeParams& rope,
                               int pool_kernel, float* scores, void* workspace, cudaStream_t stream);

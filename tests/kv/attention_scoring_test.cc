@@ -138,6 +138,35 @@ TEST(AttentionScores, SumOfOneQueryIsADistribution) {
   EXPECT_NEAR(total, 1.0, 1e-5);
 }
 
+// With query positions the softmax is causal: a key newer than the query
+// gets exactly 0 and the visible keys' probabilities still sum to 1; a query
+// that sees nothing adds nothing; without positions every key counts.
+TEST(AttentionScores, QueryPositionsMaskNewerKeysCausally) {
+  const PolicyModelInfo m = kvtest::SmallModel();
+  std::mt19937 rng(6);
+  kvtest::TestSequence seq(m, 4, 8);
+  seq.Append(kvtest::AscendingPositions(13, 1, rng), rng);
+  const KeysView keys = seq.keys(0);
+  std::vector<float> q = kvtest::RandomVector(2 * m.head_dim, rng);
+  const int32_t qpos = keys.position(0, 6);  // sees slots 0..6
+  const int32_t before_all = keys.position(0, 0) - 1;
+  std::vector<float> got(13), scratch;
+  const int32_t pos[2] = {qpos, before_all};
+  AttentionScores(q.data(), 2, keys, 0, ScoreAggregate::kSum, got.data(), &scratch, pos);
+  double visible = 0;
+  for (int s = 0; s < 13; ++s) {
+    if (s > 6) {
+      EXPECT_EQ(got[s], 0.0f) << s;
+    } else {
+      EXPECT_GT(got[s], 0.0f) << s;
+      visible += got[s];
+    }
+  }
+  EXPECT_NEAR(visible, 1.0, 1e-5);  // the second query saw no key and added nothing
+  AttentionScores(q.data(), 1, keys, 0, ScoreAggregate::kSum, got.data(), &scratch);
+  EXPECT_GT(got[12], 0.0f);  // unmasked
+}
+
 TEST(MaxPool1D, MatchesNaive) {
   std::mt19937 rng(9);
   for (int n : {0, 1, 2, 5, 6, 7, 40}) {

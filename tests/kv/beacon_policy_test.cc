@@ -128,13 +128,15 @@ Vec ReferenceScores(const Trace& tr, const KvPolicyOptions& o, bool interleaved,
       }
       if (in) buffer.Add(head_q(t), t);
     }
-    std::vector<Vec> scoring;
+    // Recent queries score causally (keys up to their own position), the
+    // beacons at the current position (every key).
+    std::vector<std::pair<Vec, int32_t>> scoring;
     for (int t = std::max(0, kTokens - o.recent_queries); t < kTokens; ++t) {
-      scoring.push_back(RefRope(head_q(t), t, 10000.0, interleaved));
+      scoring.emplace_back(RefRope(head_q(t), t, 10000.0, interleaved), t);
     }
-    for (const Vec& b : buffer.Beacons()) scoring.push_back(RefRope(b, kTokens, 10000.0, interleaved));
-    for (const Vec& q : scoring) {
-      const Vec p = RefAttention(q, tr.keys[layer][kv]);
+    for (const Vec& b : buffer.Beacons()) scoring.emplace_back(RefRope(b, kTokens, 10000.0, interleaved), kTokens);
+    for (const auto& [q, qpos] : scoring) {
+      const Vec p = RefCausalAttention(q, tr.keys[layer][kv], tr.positions, qpos);
       for (int s = 0; s < kSlots; ++s) scores[s] = std::max(scores[s], p[s]);
     }
   }
@@ -280,7 +282,7 @@ TEST(BeaconPolicy, GlobalFilterIgnoresUnreportedAndWindowOnlyQueries) {
   Vec want(kSlots, 0.0);
   for (int g = 0; g < kGroup; ++g) {
     const Vec q(tr.queries[0][10].begin() + g * kDim, tr.queries[0][10].begin() + (g + 1) * kDim);
-    const Vec p = RefAttention(RefRope(q, 10, 10000.0, false), tr.keys[0][0]);
+    const Vec p = RefCausalAttention(RefRope(q, 10, 10000.0, false), tr.keys[0][0], tr.positions, 10);
     for (int s = 0; s < kSlots; ++s) want[s] = std::max(want[s], p[s]);
   }
   for (int s = 0; s < kSlots; ++s) ASSERT_NEAR(got[s], want[s], 1e-6) << s;
@@ -320,7 +322,7 @@ TEST(BeaconPolicy, GlobalFilterIgnoresMassOnTheProtectedLead) {
   Vec ring_only(kSlots, 0.0);
   for (int g = 0; g < kGroup; ++g) {
     const Vec q(tr.queries[0][10].begin() + g * kDim, tr.queries[0][10].begin() + (g + 1) * kDim);
-    const Vec p = RefAttention(RefRope(q, 10, 10000.0, false), tr.keys[0][0]);
+    const Vec p = RefCausalAttention(RefRope(q, 10, 10000.0, false), tr.keys[0][0], tr.positions, 10);
     for (int s = 0; s < kSlots; ++s) ring_only[s] = std::max(ring_only[s], p[s]);
   }
   bool differs = false;

@@ -131,6 +131,23 @@ inline Vec RefAttention(const Vec& q, const std::vector<Vec>& keys) {
   return logits;
 }
 
+// RefAttention under the causal mask of a query at `qpos`: keys at
+// positions > qpos get probability 0 (all zeros when none is visible).
+inline Vec RefCausalAttention(const Vec& q, const std::vector<Vec>& keys, const std::vector<int32_t>& key_pos,
+                              int32_t qpos) {
+  std::vector<Vec> visible;
+  for (size_t s = 0; s < keys.size(); ++s) {
+    if (key_pos[s] <= qpos) visible.push_back(keys[s]);
+  }
+  Vec out(keys.size(), 0.0);
+  if (visible.empty()) return out;
+  const Vec p = RefAttention(q, visible);
+  for (size_t s = 0, v = 0; s < keys.size(); ++s) {
+    if (key_pos[s] <= qpos) out[s] = p[v++];
+  }
+  return out;
+}
+
 inline Vec RefMaxPool(const Vec& x, int kernel) {
   const int n = static_cast<int>(x.size()), half = kernel / 2;
   Vec y(n);
