@@ -56,6 +56,12 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
   }
   for (size_t i = 0; i < static_cast<size_t>(n_queries) * n; ++i) logits[i] *= scale;
   std::fill(scores, scores + n, 0.0f);
+  // The slots' positions, read once for every query's mask.
+  thread_local std::vector<int32_t> key_pos;
+  if (query_positions != nullptr) {
+    key_pos.resize(n);
+    for (int32_t s = 0; s < n; ++s) key_pos[s] = keys.position(kv_head, s);
+  }
   for (int j = 0; j < n_queries; ++j) {
     float* p = logits + static_cast<size_t>(j) * n;
     if (query_positions != nullptr) {
@@ -63,7 +69,7 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
       // masked to -inf, they get probability exactly 0.
       bool any = false;
       for (int32_t s = 0; s < n; ++s) {
-        if (keys.position(kv_head, s) > query_positions[j]) {
+        if (key_pos[s] > query_positions[j]) {
           p[s] = -std::numeric_limits<float>::infinity();
         } else {
           any = true;
@@ -71,7 +77,7 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
       }
       if (!any) continue;
     }
-    SoftmaxInPlace(p, n);
+    SoftmaxInPlaceFast(p, n);
     for (int32_t s = 0; s < n; ++s) {
       scores[s] = aggregate == ScoreAggregate::kMax ? std::max(scores[s], p[s]) : scores[s] + p[s];
     }

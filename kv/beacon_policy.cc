@@ -18,11 +18,15 @@
 //   after the first shrink; all of them while it holds K or fewer), without
 //   modifying it. Rotated at the current position: a beacon stands for a
 //   query that may come again now, not for the one that was.
-// * Prefill admission. kAll admits prompt queries too: they are queries of
-//   the history, and a reasoning trace revisits its task statement. kGlobal
-//   needs each query's attention mass beyond the window, which the engine
-//   reports for decode steps only (ObserveAttention), so prompt queries are
-//   never admitted under kGlobal.
+// * Prefill admission. Under kAll, beacon_prompt_queries decides whether
+//   prompt queries (positions below prompt_length()) enter the FPS buffer:
+//   on, they are queries of the history, and a reasoning trace revisits its
+//   task statement; off, the buffer holds the decoding history only (the
+//   recent ring takes every query either way). The rule is by position, so
+//   a recompute after preemption, which replays the prompt, agrees.
+//   docs/fidelity.md measures both. kGlobal needs each query's attention
+//   mass beyond the window, which the engine reports for decode steps only
+//   (ObserveAttention), so prompt queries are never admitted under kGlobal.
 // * Global filter. ObserveQuery parks the token's queries per layer;
 //   ObserveAttention (same step, per KV head, possibly concurrently for
 //   different KV heads) admits each of its group's heads whose mass over
@@ -87,6 +91,7 @@ class BeaconPolicy : public KvPolicy {
     l.ring->Push(q, position);
     const int d = model_.head_dim;
     if (!global()) {
+      if (!options_.beacon_prompt_queries && position < prompt_length()) return;
       for (int h = 0; h < model_.n_heads; ++h) l.fps[h].Add(q + static_cast<size_t>(h) * d, position);
       return;
     }
@@ -121,28 +126,32 @@ class BeaconPolicy : public KvPolicy {
     LayerState& l = layers_[layer];
     const int d = model_.head_dim;
     const int group = model_.group();
-    head_scores_.resize(n);
+    // One scoring set for the whole group (the max aggregate is order-free,
+    // so this is the max over heads of each head's set): the group's keys
+    // are read once for all its queries. Head h's set: its recent queries at
+    // their own positions, then its beacons at the current position.
+    queries_.clear();
+    query_pos_.clear();
     for (int g = 0; g < group; ++g) {
       const int h = kv_head * group + g;
-      // Scoring set of head h: recent queries at their own positions, then
-      // the beacons at the current position.
       l.fps[h].Beacons(&beacon_idx_);
-      const int n_queries = l.ring->size() + static_cast<int>(beacon_idx_.size());
-      if (n_queries == 0) continue;
-      queries_.resize(static_cast<size_t>(n_queries) * d);
-      query_pos_.resize(n_queries);
-      float* out = queries_.data();
+      const size_t at = queries_.size();
+      queries_.resize(at + (l.ring->size() + beacon_idx_.size()) * d);
+      float* out = queries_.data() + at;
       for (int j = 0; j < l.ring->size(); ++j, out += d) {
         rotator_.Rotate(l.ring->query(j, h), l.ring->position(j), out);
-        query_pos_[j] = l.ring->position(j);
+        query_pos_.push_back(l.ring->position(j));
       }
-      for (size_t b = 0; b < beacon_idx_.size(); ++b, out += d) {
-        rotator_.Rotate(l.fps[h].point(beacon_idx_[b]), position, out);
-        query_pos_[l.ring->size() + b] = position;  // a beacon stands at the current position: every key is older
+      for (int b : beacon_idx_) {
+        rotator_.Rotate(l.fps[h].point(b), position, out);
+        out += d;
+        query_pos_.push_back(position);  // a beacon stands at the current position: every key is older
       }
-      AttentionScores(queries_.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, head_scores_.data(), &scratch_,
+    }
+    const int n_queries = static_cast<int>(query_pos_.size());
+    if (n_queries > 0) {
+      AttentionScores(queries_.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, scores, &scratch_,
                       query_pos_.data());
-      for (int32_t s = 0; s < n; ++s) scores[s] = std::max(scores[s], head_scores_[s]);
     }
     MaxPool1D(scores, n, options_.pool_kernel);
   }
@@ -170,7 +179,7 @@ class BeaconPolicy : public KvPolicy {
   std::vector<LayerState> layers_;
   // Score scratch (engine thread only).
   std::vector<int> beacon_idx_;
-  std::vector<float> queries_, head_scores_, scratch_;
+  std::vector<float> queries_, scratch_;
   std::vector<int32_t> query_pos_;
 };
 

@@ -117,4 +117,38 @@ float SoftmaxInPlace(float* x, int64_t n) {
   return mx;
 }
 
+void SoftmaxInPlaceFast(float* x, int64_t n) {
+#if defined(__AVX512F__)
+  auto tail = [](int64_t left) { return static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1); };
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < n; i += 16) {
+    vmax = _mm512_mask_max_ps(vmax, tail(n - i), vmax, _mm512_maskz_loadu_ps(tail(n - i), x + i));
+  }
+  // Horizontal max and sum through memory: GCC 12's _mm512_reduce_* trip
+  // -Wmaybe-uninitialized.
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, vmax);
+  float m = lanes[0];
+  for (int k = 1; k < 16; ++k) m = std::fmax(m, lanes[k]);
+  const __m512 mx = _mm512_set1_ps(m);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail(n - i);
+    const __m512 e = AttentionExp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), mx));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    vsum = _mm512_mask_add_ps(vsum, m, vsum, e);
+  }
+  _mm512_store_ps(lanes, vsum);
+  float sum = 0.0f;
+  for (int k = 0; k < 16; ++k) sum += lanes[k];
+  const __m512 inv = _mm512_set1_ps(1.0f / sum);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+  }
+#else
+  SoftmaxInPlace(x, n);
+#endif
+}
+
 }  // namespace beacon

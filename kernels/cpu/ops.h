@@ -37,6 +37,14 @@ void RopeInvFreq(float theta, int d, float* inv_freq);
 // In-place softmax of n values; returns the max (for callers that need it).
 float SoftmaxInPlace(float* x, int64_t n);
 
+// SoftmaxInPlace with the attention kernels' exponential on AVX-512
+// (AttentionExp: relative error < 2e-7; -inf and anything below -87.3 after
+// the max is subtracted give exactly 0), 16 lanes at a time; std::exp
+// without AVX-512. For scores that rank cache slots (the KV policies'
+// scoring), where ~10^7 exponentials per eviction made scalar expf the
+// larger part of the cost; not for sampling. n >= 1 with a finite max.
+void SoftmaxInPlaceFast(float* x, int64_t n);
+
 // Dot product of two f32 vectors of length n.
 float Dot(const float* a, const float* b, int64_t n);
 
