@@ -19,11 +19,14 @@
 #include <fstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/growth_bench.h"
 #include "bench/policy_bench.h"
 #include "bench/prefill_bench.h"
 #include "engine/runtime.h"
 #include "nlohmann/json.hpp"
+#include "plot/png_plot.h"
 #include "util/cli_args.h"
 #include "util/run_main.h"
 
@@ -192,6 +195,70 @@ int PrefillMain(const cli::Args& args) {
   return 0;
 }
 
+// beacon-bench growth: tokens/s of one sequence as its context grows, per
+// policy; a table, and optionally a CSV and a PNG plot.
+int GrowthMain(const cli::Args& args) {
+  absl::StatusOr<int64_t> budget = args.Int("kv-budget"), interval = args.Int("kv-interval"),
+                          total = args.Int("growth-tokens"), window = args.Int("growth-window"),
+                          prompt_len = args.Int("prompt-len"), threads = args.Int("threads");
+  for (const absl::Status& s :
+       {budget.status(), interval.status(), total.status(), window.status(), prompt_len.status(), threads.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  std::vector<KvPolicyOptions> policies;
+  for (absl::string_view p : absl::StrSplit(args.Str("growth-policies"), ',', absl::SkipEmpty())) {
+    absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
+    if (!o.ok()) return Fail(o.status());
+    o->budget = static_cast<int32_t>(*budget);
+    o->interval = static_cast<int32_t>(*interval);
+    if (absl::Status s = o->Validate(); !s.ok()) return Fail(s);
+    policies.push_back(*o);
+  }
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+  std::printf("model %s, prompt %lld, to %lld tokens, windows of %lld, budget %lld, interval %lld, threads %d\n",
+              ro.model.c_str(), static_cast<long long>(*prompt_len), static_cast<long long>(*total),
+              static_cast<long long>(*window), static_cast<long long>(*budget), static_cast<long long>(*interval),
+              (*rt)->pool()->n_threads());
+  plot::LinePlot plot;
+  plot.title = absl::StrCat("Decode speed of one sequence as it grows (", ro.model, ")");
+  plot.x_label = "tokens in the sequence";
+  plot.y_label = "tokens/s";
+  plot.y_from_zero = true;
+  std::string csv = "policy,context,cached_slots,tokens_per_s\n";
+  for (const KvPolicyOptions& o : policies) {
+    absl::StatusOr<std::vector<GrowthSample>> r = BenchGrowth(
+        rt->get(), o, static_cast<int32_t>(*prompt_len), static_cast<int32_t>(*total), static_cast<int32_t>(*window));
+    if (!r.ok()) return Fail(r.status());
+    const std::string name = o.compresses() ? absl::StrCat(std::string(o.policy_name()), "@", o.budget) : "full";
+    std::vector<std::pair<double, double>> points;
+    // Flatness once the cache is bounded: the windows that ended compressed
+    // (all of them under full).
+    double lo = 0, hi = 0;
+    for (const GrowthSample& g : *r) {
+      std::printf("%-12s context %6d  slots %6d  %8.1f tok/s\n", name.c_str(), g.context, g.cached_slots,
+                  g.tokens_per_s);
+      absl::StrAppend(&csv, name, ",", g.context, ",", g.cached_slots, ",", g.tokens_per_s, "\n");
+      points.emplace_back(g.context, g.tokens_per_s);
+      if (o.compresses() && g.cached_slots == g.context) continue;
+      lo = lo == 0 ? g.tokens_per_s : std::min(lo, g.tokens_per_s);
+      hi = std::max(hi, g.tokens_per_s);
+    }
+    std::printf("%-12s first %.1f, last %.1f tok/s (last/first %.3f); min/max %.3f%s\n", name.c_str(),
+                r->front().tokens_per_s, r->back().tokens_per_s, r->back().tokens_per_s / r->front().tokens_per_s,
+                hi > 0 ? lo / hi : 0.0, o.compresses() ? " after the first eviction" : "");
+    plot.AddSeries(name, std::move(points));
+  }
+  if (!args.Str("csv").empty()) std::ofstream(args.Str("csv")) << csv;
+  if (!args.Str("png").empty()) {
+    if (absl::Status s = plot.WritePng(args.Str("png")); !s.ok()) return Fail(s);
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   cli::Args args;
   args.Declare("model", false, "models/default.gguf", "model spec");
@@ -207,6 +274,11 @@ int Main(int argc, char** argv) {
   args.Declare("kv-budget", false, "512", "policy: KV budget");
   args.Declare("kv-interval", false, "128", "policy: eviction interval");
   args.Declare("decode-steps", false, "1024", "policy: decode steps per policy");
+  args.Declare("growth-policies", false, "full,beacon", "growth: KV policies to measure");
+  args.Declare("growth-tokens", false, "8192", "growth: decode until the sequence holds this many tokens");
+  args.Declare("growth-window", false, "512", "growth: decode steps per tokens/s sample");
+  args.Declare("csv", false, "", "growth: also write the samples to this CSV file");
+  args.Declare("png", false, "", "growth: also plot tokens/s against context into this PNG");
   args.Declare("context", false, "1024", "cuda: cached slots per sequence in the decode benchmark");
   args.Declare("pool-seqs", false, "16", "cuda: the throughput pool holds this many full sequences");
   args.Declare("prompt-tokens", false, "256", "cuda: prompt tokens per request (throughput)");
@@ -214,11 +286,12 @@ int Main(int argc, char** argv) {
   args.Declare("throughput-steps", false, "512", "cuda: timed decode steps per policy (throughput)");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
   const std::string mode = args.positional().size() == 1 ? args.positional()[0] : "";
-  if (mode != "decode" && mode != "policy" && mode != "prefill" && mode != "cuda") {
-    std::fprintf(stderr, "usage: beacon-bench decode|policy|prefill|cuda [options]\n%s", args.Usage().c_str());
+  if (mode != "decode" && mode != "policy" && mode != "prefill" && mode != "growth" && mode != "cuda") {
+    std::fprintf(stderr, "usage: beacon-bench decode|policy|prefill|growth|cuda [options]\n%s", args.Usage().c_str());
     return 2;
   }
   if (mode == "policy") return PolicyMain(args);
+  if (mode == "growth") return GrowthMain(args);
   if (mode == "prefill") return PrefillMain(args);
   if (mode == "cuda") {
 #ifdef BEACON_HAVE_CUDA
