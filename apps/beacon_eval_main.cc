@@ -4,9 +4,10 @@
 //   beacon-eval model [--model models/default.gguf] [--prompts eval/prompts/long_prompts.jsonl]
 //                     [--tokens 2048] [--policies streaming,h2o,snapkv,rkv,random,beacon]
 //                     [--budgets 128,256,512,1024] [--interval 128] [--out-dir build/eval]
-//                     [--threads N] [--max-prompts N]
+//                     [--threads N] [--max-prompts N] [--kv-beacon-prompt-queries on|off|on,off]
 //   beacon-eval synthetic [--budgets 64,128,256,512] [--policies ...] [--seed S]
 //                         [--traces 4] [--middle 2000] [--out-dir build/eval]
+//                         [--kv-beacon-prompt-queries on|off|on,off]
 //
 // Writes OUT/{model,synthetic}_results.{csv,md,json} and, through
 // tools/plot_fidelity.py (matplotlib), OUT/{model,synthetic}_fidelity.png.
@@ -52,6 +53,29 @@ absl::StatusOr<std::vector<int32_t>> ParseInts(const cli::Args& args, const std:
 std::vector<std::string> ParseList(const cli::Args& args, const std::string& flag) {
   std::vector<std::string> out;
   for (absl::string_view p : absl::StrSplit(args.Str(flag), ',', absl::SkipEmpty())) out.emplace_back(p);
+  return out;
+}
+
+// --kv-beacon-prompt-queries: "on", "off" or both ("on,off"), one beacon
+// configuration per value; absent, beacon runs at its default.
+absl::StatusOr<std::vector<bool>> ParsePromptQueries(const cli::Args& args) {
+  std::vector<bool> out;
+  if (!args.Has("kv-beacon-prompt-queries")) return out;
+  for (const std::string& v : ParseList(args, "kv-beacon-prompt-queries")) {
+    if (v != "on" && v != "off") {
+      return absl::InvalidArgumentError("--kv-beacon-prompt-queries must be on, off or on,off");
+    }
+    out.push_back(v == "on");
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--kv-beacon-prompt-queries: empty");
+  return out;
+}
+
+// For the settings: "on,off" as given, or the default's value.
+std::string PromptQueriesSetting(const std::vector<bool>& values) {
+  if (values.empty()) return KvPolicyOptions().beacon_prompt_queries ? "on" : "off";
+  std::string out;
+  for (bool v : values) out += std::string(out.empty() ? "" : ",") + (v ? "on" : "off");
   return out;
 }
 
@@ -105,6 +129,9 @@ int Model(const cli::Args& args) {
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
   o.policies = ParseList(args, "policies");
+  absl::StatusOr<std::vector<bool>> pq = ParsePromptQueries(args);
+  if (!pq.ok()) return Fail(pq.status());
+  o.beacon_prompt_queries = *pq;
   absl::StatusOr<int64_t> tokens = args.Int("tokens"), interval = args.Int("interval"), threads = args.Int("threads"),
                           max_prompts = args.Int("max-prompts");
   for (const absl::Status& s : {tokens.status(), interval.status(), threads.status(), max_prompts.status()}) {
@@ -117,7 +144,8 @@ int Model(const cli::Args& args) {
   o.interval = static_cast<int32_t>(*interval);
 
   // Bad grids fail before the model loads.
-  if (absl::StatusOr<std::vector<eval::PolicySpec>> g = eval::MakePolicyGrid(o.policies, o.budgets, o.interval);
+  if (absl::StatusOr<std::vector<eval::PolicySpec>> g =
+          eval::MakePolicyGrid(o.policies, o.budgets, o.interval, o.beacon_prompt_queries);
       !g.ok()) {
     return Fail(g.status());
   }
@@ -137,9 +165,13 @@ int Model(const cli::Args& args) {
   if (!report.ok()) return Fail(report.status());
 
   const eval::ResultTable table = ModelTable(report->results);
-  nlohmann::json settings = {
-      {"model", ro.model},      {"prompts_file", args.Str("prompts")},   {"tokens", o.tokens},
-      {"interval", o.interval}, {"threads", (*rt)->pool()->n_threads()}, {"seconds", report->seconds}};
+  nlohmann::json settings = {{"model", ro.model},
+                             {"prompts_file", args.Str("prompts")},
+                             {"tokens", o.tokens},
+                             {"interval", o.interval},
+                             {"threads", (*rt)->pool()->n_threads()},
+                             {"seconds", report->seconds},
+                             {"beacon_prompt_queries", PromptQueriesSetting(o.beacon_prompt_queries)}};
   std::string md = absl::StrFormat(
       "# beacon-eval model\n\nmodel %s, %d prompts, T=%d generated tokens each, interval %d, %.0f s\n\n", ro.model,
       report->prompts.size(), o.tokens, o.interval, report->seconds);
@@ -186,6 +218,9 @@ int Synthetic(const cli::Args& args) {
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
   o.policies = ParseList(args, "policies");
+  absl::StatusOr<std::vector<bool>> pq = ParsePromptQueries(args);
+  if (!pq.ok()) return Fail(pq.status());
+  o.beacon_prompt_queries = *pq;
   absl::StatusOr<int64_t> seed = args.Int("seed"), traces = args.Int("traces"), middle = args.Int("middle"),
                           interval = args.Int("interval");
   for (const absl::Status& s : {seed.status(), traces.status(), middle.status(), interval.status()}) {
@@ -216,6 +251,7 @@ int Synthetic(const cli::Args& args) {
   const eval::SyntheticTraceOptions& t = o.trace;
   const nlohmann::json settings = {{"seed", t.seed},
                                    {"traces", o.traces},
+                                   {"beacon_prompt_queries", PromptQueriesSetting(o.beacon_prompt_queries)},
                                    {"interval", o.interval},
                                    {"n_heads", t.n_heads},
                                    {"n_kv_heads", t.n_kv_heads},
@@ -257,6 +293,8 @@ int Main(int argc, char** argv) {
   args.Declare("out-dir", false, "build/eval", "directory for the results");
   args.Declare("plot-script", false, "tools/plot_fidelity.py", "the plotting script");
   args.Declare("no-plot", true, "", "skip the PNG");
+  args.Declare("kv-beacon-prompt-queries", false, "",
+               "on, off or on,off: beacon's prompt queries in its FPS buffer (both: two configurations)");
   args.Declare("help", true, "", "show this help");
   if (model) {
     args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");

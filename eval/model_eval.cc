@@ -92,7 +92,8 @@ double DistinctNgramRatio(const std::vector<int32_t>& ids, int n) {
 
 absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<EvalPrompt>& prompts,
                                              const ModelEvalOptions& options, std::FILE* log) {
-  absl::StatusOr<std::vector<PolicySpec>> grid = MakePolicyGrid(options.policies, options.budgets, options.interval);
+  absl::StatusOr<std::vector<PolicySpec>> grid =
+      MakePolicyGrid(options.policies, options.budgets, options.interval, options.beacon_prompt_queries);
   if (!grid.ok()) return grid.status();
   if (rt->tokenizer() == nullptr) return absl::FailedPreconditionError("the model has no tokenizer");
   if (prompts.empty()) return absl::InvalidArgumentError("prompts: none given");

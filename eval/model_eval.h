@@ -25,7 +25,10 @@ namespace beacon::eval {
 struct ModelEvalOptions {
   std::vector<std::string> policies;
   std::vector<int32_t> budgets;
-  int32_t interval = 128;       // decode steps between evictions
+  int32_t interval = 128;  // decode steps between evictions
+  // MakePolicyGrid's: empty = beacon at its default; else one beacon
+  // configuration per value ("beacon/pq=on", "beacon/pq=off").
+  std::vector<bool> beacon_prompt_queries;
   int32_t tokens = 2048;        // trace length T per prompt
   int32_t prefill_chunk = 512;  // prompt tokens per sequence per forward step
 };

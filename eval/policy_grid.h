@@ -24,8 +24,13 @@ struct PolicySpec {
 // Policies outer, budgets inner, in the given orders. INVALID_ARGUMENT for
 // an empty list, "full" (the reference every policy is rated against), an
 // unknown policy, a duplicate, or a budget the options reject (naming it).
+// beacon_prompt_queries: empty, beacon runs with its default
+// (KvPolicyOptions::beacon_prompt_queries) as "beacon"; else once per value,
+// in order, as "beacon/pq=on" or "beacon/pq=off" (INVALID_ARGUMENT for a
+// value given twice).
 absl::StatusOr<std::vector<PolicySpec>> MakePolicyGrid(const std::vector<std::string>& policies,
-                                                       const std::vector<int32_t>& budgets, int32_t interval);
+                                                       const std::vector<int32_t>& budgets, int32_t interval,
+                                                       const std::vector<bool>& beacon_prompt_queries = {});
 
 }  // namespace beacon::eval
 

@@ -116,7 +116,8 @@ absl::StatusOr<std::vector<SyntheticResult>> RunSyntheticEval(const SyntheticEva
                                                               const SyntheticProgress& progress) {
   if (absl::Status s = options.trace.Validate(); !s.ok()) return s;
   if (options.traces < 1) return absl::InvalidArgumentError("traces: must be >= 1");
-  absl::StatusOr<std::vector<PolicySpec>> grid = MakePolicyGrid(options.policies, options.budgets, options.interval);
+  absl::StatusOr<std::vector<PolicySpec>> grid =
+      MakePolicyGrid(options.policies, options.budgets, options.interval, options.beacon_prompt_queries);
   if (!grid.ok()) return grid.status();
   std::vector<SyntheticResult> results;
   for (const PolicySpec& spec : *grid) results.push_back(SyntheticResult{spec.policy, spec.budget});

@@ -27,7 +27,10 @@ namespace beacon::eval {
 struct SyntheticEvalOptions {
   std::vector<std::string> policies;  // KV policy names (not "full")
   std::vector<int32_t> budgets;
-  int32_t interval = 128;       // decode steps between evictions
+  int32_t interval = 128;  // decode steps between evictions
+  // MakePolicyGrid's: empty = beacon at its default; else one beacon
+  // configuration per value ("beacon/pq=on", "beacon/pq=off").
+  std::vector<bool> beacon_prompt_queries;
   int traces = 4;               // traces of seeds seed, seed + 1, ...; results average over them
   SyntheticTraceOptions trace;  // trace.seed is the first seed
 };

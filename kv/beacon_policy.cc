@@ -19,12 +19,15 @@
 //   modifying it. Rotated at the current position: a beacon stands for a
 //   query that may come again now, not for the one that was.
 // * Prefill admission. Under kAll, beacon_prompt_queries decides whether
-//   prompt queries (positions below prompt_length()) enter the FPS buffer:
-//   on, they are queries of the history, and a reasoning trace revisits its
-//   task statement; off, the buffer holds the decoding history only (the
-//   recent ring takes every query either way). The rule is by position, so
-//   a recompute after preemption, which replays the prompt, agrees.
-//   docs/fidelity.md measures both. kGlobal needs each query's attention
+//   prompt queries (positions below prompt_length()) enter the FPS buffer.
+//   Off by default: the buffer holds the decoding history only (the recent
+//   ring takes every query either way). A prompt query attended only to
+//   prompt keys, which keep_prompt protects, so as a beacon it spends one
+//   of K points on a history that says nothing about evictable slots; on
+//   the default model off recalls slightly more attention and has lower KL
+//   in most (prompt, budget) cells (docs/fidelity.md "Prompt queries as
+//   beacons"). The rule is by position, so a recompute after preemption,
+//   which replays the prompt, agrees. kGlobal needs each query's attention
 //   mass beyond the window, which the engine reports for decode steps only
 //   (ObserveAttention), so prompt queries are never admitted under kGlobal.
 // * Global filter. ObserveQuery parks the token's queries per layer;

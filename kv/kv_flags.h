@@ -23,6 +23,8 @@ inline void DeclareKvFlags(cli::Args* args, const std::string& default_policy) {
   args->Declare("kv-beacons", false, "", "K: beacon queries per head (beacon)");
   args->Declare("kv-fps-bound", false, "", "U: FPS buffer bound (beacon)");
   args->Declare("kv-beacon-filter", false, "", "all or global (beacon)");
+  args->Declare("kv-beacon-prompt-queries", false, "",
+                "on/off: prompt queries enter the FPS buffer (beacon, filter all)");
   args->Declare("kv-pool-kernel", false, "", "max-pool kernel over token order (odd, 1 = off)");
   args->Declare("kv-lambda", false, "", "importance weight against redundancy (rkv)");
   args->Declare("kv-seed", false, "", "seed of the random policy");
@@ -60,6 +62,11 @@ inline absl::Status ParseKvOptions(const cli::Args& args, KvPolicyOptions* kv) {
     const std::string v = args.Str("kv-beacon-filter");
     if (v != "all" && v != "global") return absl::InvalidArgumentError("--kv-beacon-filter must be all or global");
     kv->beacon_filter = v == "all" ? BeaconFilter::kAll : BeaconFilter::kGlobal;
+  }
+  if (args.Has("kv-beacon-prompt-queries")) {
+    const std::string v = args.Str("kv-beacon-prompt-queries");
+    if (v != "on" && v != "off") return absl::InvalidArgumentError("--kv-beacon-prompt-queries must be on or off");
+    kv->beacon_prompt_queries = v == "on";
   }
   if (args.Has("kv-lambda")) {
     absl::StatusOr<double> v = args.Double("kv-lambda");

@@ -55,7 +55,8 @@ void to_json(Json& j, KvPolicyKind policy) {
 }
 
 enum class BeaconFilter {
-  kAll,     // every decode query enters the FPS buffer
+  kAll,     // every decode query enters the FPS buffer (prompt queries too
+            // when beacon_prompt_queries)
   kGlobal,  // only queries whose attention mass beyond the recent window
             // exceeds `global_threshold` (the paper's "global queries")
 };
@@ -76,10 +77,13 @@ struct KvPolicyOptions {
   int32_t beacons = 16;         // K: FPS-selected beacon queries per query head
   int32_t fps_bound = 64;       // U: FPS buffer size that triggers a shrink to K
   BeaconFilter beacon_filter = BeaconFilter::kAll;
-  float global_threshold = 0.5f;  // attention mass beyond `window` for kGlobal
-  int32_t pool_kernel = 1;        // 1-D max-pool over token order (odd; 1 = off)
-  float lambda = 0.1f;            // rkv: weight of attention importance against redundancy
-  uint64_t seed = 0;              // random policy
+  bool beacon_prompt_queries = false;  // kAll: prompt queries enter the FPS buffer too
+                                       // (the recent ring takes them either way); off:
+                                       // docs/fidelity.md "Prompt queries as beacons"
+  float global_threshold = 0.5f;       // attention mass beyond `window` for kGlobal
+  int32_t pool_kernel = 1;             // 1-D max-pool over token order (odd; 1 = off)
+  float lambda = 0.1f;                 // rkv: weight of attention importance against redundancy
+  uint64_t seed = 0;                   // random policy
 
   // The options with `policy`'s published defaults (R, pool kernel, lambda).
   static KvPolicyOptions DefaultsFor(KvPolicyKind policy);
@@ -162,6 +166,13 @@ class KvPolicy {
   // never evicted and slots stay in position order, so they stay first).
   virtual void SetProtectedLead(int32_t slots) {}
 
+  // Once, before any observation (SequenceCompressor sets it): the tokens
+  // at positions [0, tokens) are the prompt's, the rest generated (a
+  // recompute after preemption replays both at their own positions). 0
+  // until set: every token counts as generated.
+  void SetPromptLength(int32_t tokens) { prompt_length_ = tokens; }
+  int32_t prompt_length() const { return prompt_length_; }
+
   // Decode steps only, when wants_attention(): for one (layer, KV head), the
   // attention probabilities of the group's query heads over the sequence's
   // slots, [group][n_slots] (slot order = cache order).
@@ -179,6 +190,7 @@ class KvPolicy {
 
  private:
   KvPolicyOptions options_;
+  int32_t prompt_length_ = 0;
   std::unique_ptr<PolicyDeviceState> device_state_;
 };
 

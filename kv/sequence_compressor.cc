@@ -30,6 +30,7 @@ SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const Pol
   // protected; the newest window (the current token included) always is.
   protection_.sinks = std::min(options.sinks, std::max(0, schedule_.bound() - options.window));
   protection_.window = options.window;
+  policy_->SetPromptLength(prompt_len);
   policy_->SetProtectedLead(options.keep_prompt ? std::max(prompt_len, protection_.sinks) : protection_.sinks);
   keep_.resize(model.n_kv_heads);
 }

@@ -176,6 +176,7 @@ absl::Status CudaBackend::GroupObservers(std::span<const ForwardEntry> batch) {
       o.first_token = static_cast<int32_t>(first);
       o.n_tokens = n;
       o.ring_count_before = (*st)->ring_count();
+      o.fps_from_position = en.policy->options().beacon_prompt_queries ? 0 : en.policy->prompt_length();
       const BeaconDims& d = (*st)->dims();
       auto it = std::find_if(by_dims.begin(), by_dims.end(),
                              [&](const Group& g) { return std::memcmp(&g.dims, &d, sizeof(BeaconDims)) == 0; });

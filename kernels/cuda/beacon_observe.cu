@@ -1,7 +1,8 @@
 // LaunchBeaconObserve (kernels/cuda/beacon_state.h): the device twin of
 // BeaconPolicy::ObserveQuery under beacon_filter = kAll, i.e. per layer
 // RecentQueryRing::Push of every token and ContinualFps::Add of every query
-// head's vector.
+// head's vector (of the tokens at positions >= the entry's
+// fps_from_position: beacon_prompt_queries off skips the prompt's).
 //
 // One block per (query head h, entry). The block owns the FPS buffer of
 // (layer, h) of its entry's state and its head's columns of the ring, so
@@ -110,7 +111,9 @@ __global__ void __launch_bounds__(kThreads)
     if (w > n - i0) w = n - i0;
     if (tid < w) {
       const double norm2 = beacon_fps::SquaredNorm(query(i0 + tid), d);
-      const bool ok = norm2 > 0.0 && isfinite(norm2);  // ContinualFps::Add refuses the rest
+      // ContinualFps::Add refuses the rest; BeaconPolicy never offers it a
+      // token below fps_from_position.
+      const bool ok = norm2 > 0.0 && isfinite(norm2) && tok_pos[e.first_token + i0 + tid] >= e.fps_from_position;
       win_inv[tid] = ok ? __ddiv_rn(1.0, __dsqrt_rn(norm2)) : 0.0;
       win_dst[tid] = ok;
     }

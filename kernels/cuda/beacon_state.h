@@ -91,6 +91,9 @@ struct BeaconObserveEntry {
   int32_t n_tokens = 0;
   int32_t ring_count_before = 0;  // tokens it observed before this step: token i goes to
                                   // ring index (ring_count_before + i) % R
+  int32_t fps_from_position = 0;  // tokens at positions below it enter the ring only, not
+                                  // the FPS buffers (the prompt, when beacon_prompt_queries
+                                  // is off; 0 = every token)
 };
 
 // After layer `layer`'s QKV projection (before RoPE), for every entry
@@ -98,7 +101,8 @@ struct BeaconObserveEntry {
 // of its tokens in order: pushes the token's query q_pre_rope[t][h * d ..
 // (h + 1) * d) into the ring of `layer` (ring_pos = tok_pos[t]) and Adds it
 // to the FPS buffer of (layer, h), exactly as ContinualFps::Add: a query of
-// zero or non-finite norm is refused (the ring still takes it); the buffer
+// zero or non-finite norm is refused (the ring still takes it), and so is a
+// token whose tok_pos is below the entry's fps_from_position; the buffer
 // appends, and when its size reaches U it shrinks to K by FarthestPointSample
 // over the buffer, survivors in arrival order.
 //   q_pre_rope [n_tokens_total][n_heads][head_dim] f32 (rows contiguous)

@@ -62,6 +62,8 @@ def main():
                      "kv_pool_kernel", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
                                     "--kv-beacon-filter", "some"], "--kv-beacon-filter", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
+                                    "--kv-beacon-prompt-queries", "yes"], "--kv-beacon-prompt-queries", code=2)
         expect_error("beacon-logits", ["--model", MODEL, "--tokens", "1,x", "--out", os.path.join(tmp, "o")], "bad id")
         expect_error("beacon-bench", ["--model", MODEL, "decode", "--batches", "0"], "--batches")
 

@@ -37,9 +37,11 @@ double InvNorm(const float* q, int d) {
 
 bool SameBits(const float* a, const float* b, int n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
 
-// One sequence on both sides.
+// One sequence on both sides. Tokens at positions below fps_from enter the
+// ring only (BeaconPolicy with beacon_prompt_queries off, fps_from = the
+// prompt's length).
 struct Sequence {
-  Sequence(const BeaconDims& d, int32_t first_pos) : next_pos(first_pos) {
+  Sequence(const BeaconDims& d, int32_t first_pos, int32_t fps_from = 0) : next_pos(first_pos), fps_from(fps_from) {
     for (int l = 0; l < d.n_layers; ++l) {
       rings.push_back(std::make_unique<RecentQueryRing>(d.recent, d.n_heads, d.head_dim));
       fps.emplace_back();
@@ -53,6 +55,7 @@ struct Sequence {
   std::unique_ptr<DeviceBuffer<char>> state;
   int32_t observed = 0;
   int32_t next_pos;
+  int32_t fps_from;
 };
 
 // Downloads a sequence's state and compares it with its CPU twin.
@@ -110,7 +113,7 @@ void RunStep(const BeaconDims& d, std::vector<Sequence>& seqs, const std::vector
   int t = 0;
   for (auto [s, n] : step) {
     Sequence& seq = seqs[s];
-    entries.push_back({seq.state->get(), t, n, seq.observed});
+    entries.push_back({seq.state->get(), t, n, seq.observed, seq.fps_from});
     for (int i = 0; i < n; ++i, ++t) {
       pos[t] = seq.next_pos++;
       if ((*planted)++ % 97 == 13) {  // refused by Add: zero norm, then a non-finite one
@@ -139,6 +142,7 @@ void RunStep(const BeaconDims& d, std::vector<Sequence>& seqs, const std::vector
       for (int l = 0; l < d.n_layers; ++l) {
         const float* qt = q[l].data() + t * row;
         seq.rings[l]->Push(qt, pos[t]);
+        if (pos[t] < seq.fps_from) continue;
         for (int h = 0; h < H; ++h) seq.fps[l][h].Add(qt + static_cast<size_t>(h) * D, pos[t]);
       }
     }
@@ -202,6 +206,41 @@ TEST(CudaBeaconObserveTest, SingleSequenceRingWrapsAndRefusals) {
   ExpectStateMatches(d, seqs[0], "after an 11-token chunk");
   for (int i = 0; i < 40; ++i) RunStep(d, seqs, {{0, 1}}, rng, &planted);
   ExpectStateMatches(d, seqs[0], "after 40 decodes");
+}
+
+// fps_from_position (beacon_prompt_queries off): the prompt's tokens enter
+// the ring but not the FPS buffers, within one launch that straddles the
+// prompt's end too, for one entry of a batch and not for the other; a
+// recompute-like restart replays the prompt at the same positions.
+TEST(CudaBeaconObserveTest, TokensBeforeFpsFromPositionSkipTheBuffers) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  BeaconDims d;
+  d.n_layers = 2, d.n_heads = 4, d.n_kv_heads = 2, d.head_dim = 32;
+  d.recent = 8, d.beacons = 16, d.fps_bound = 64;
+  std::vector<Sequence> seqs;
+  seqs.emplace_back(d, 0, 150);  // A: a 150-token prompt
+  seqs.emplace_back(d, 0);       // B: every token admitted
+  seqs.emplace_back(d, 0, 150);  // C: A's prompt again, after a "preemption"
+  for (Sequence& s : seqs) {
+    ASSERT_EQ(s.state->status(), cudaSuccess);
+    ASSERT_EQ(cudaMemset(s.state->get(), 0, s.state->size()), cudaSuccess);
+  }
+  std::mt19937_64 rng(11);
+  int planted = 0;
+  RunStep(d, seqs, {{0, 100}, {1, 100}}, rng, &planted);  // wholly inside A's prompt
+  for (int l = 0; l < d.n_layers; ++l) {
+    for (int h = 0; h < d.n_heads; ++h) ASSERT_EQ(seqs[0].fps[l][h].size(), 0) << "the test skips nothing";
+  }
+  ExpectStateMatches(d, seqs[0], "A after 100 prompt tokens");
+  RunStep(d, seqs, {{1, 90}, {0, 90}}, rng, &planted);  // straddles A's prompt end: 50 skipped, 40 admitted
+  ExpectStateMatches(d, seqs[0], "A after a straddling chunk");
+  RunStep(d, seqs, {{2, 170}}, rng, &planted);  // C replays prompt and some generated tokens in one launch
+  for (int step = 0; step < 40; ++step) RunStep(d, seqs, {{0, 1}, {1, 1}, {2, 1}}, rng, &planted);
+  if (HasFatalFailure()) return;
+  for (int s = 0; s < 3; ++s) ExpectStateMatches(d, seqs[s], "sequence " + std::to_string(s));
+  for (int s : {0, 2}) {
+    for (int i = 0; i < seqs[s].fps[1][2].size(); ++i) EXPECT_GE(seqs[s].fps[1][2].tag(i), 150);
+  }
 }
 
 // Argument checks happen on the host before any CUDA call, so they run (and

@@ -65,20 +65,22 @@ std::vector<std::vector<int32_t>> DevicePositions(const KvCache& cache, const Se
 //    order, each once, with every protected position (prompt, sinks, the
 //    last `window`) among them;
 //  - the device state saw every token: its ring holds the last R positions
-//    and every FPS buffer has the size continual FPS gives that many tokens.
+//    and every FPS buffer has the size continual FPS gives the tokens it
+//    admits (every one, or with beacon_prompt_queries off the generated
+//    ones only: then no point's tag is a prompt position).
 // Which unprotected slots survive is checked exactly, on identical inputs,
 // by the kernel tests (beacon_score_test, kv_select_test, kv_compact_test);
 // here the two backends' inputs differ by bf16 rounding, and farthest-point
 // sampling in 128 dimensions amplifies that (a CPU run whose queries carry
 // 0.3% noise is already 8.5% from the exact CPU run at the median), so the
 // logits bound is only a sanity bound: 0.15 at the median row.
-TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
-  BEACON_REQUIRE_CUDA_DEVICE();
+void EvictionOnDeviceTracksCpu(bool prompt_queries) {
   std::unique_ptr<Runtime> cpu = MakeRuntime("cpu"), gpu = MakeRuntime("cuda");
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(gpu, nullptr);
   const int vocab = cpu->config().vocab_size;
-  const KvPolicyOptions o = SmallBeacon();
+  KvPolicyOptions o = SmallBeacon();
+  o.beacon_prompt_queries = prompt_queries;
   const int32_t prompt_len = 24;
   std::unique_ptr<KvCache> cc = *cpu->MakeKvCache(1024), gc = *gpu->MakeKvCache(1024);
   SequenceKv cs(cc.get()), gs(gc.get());
@@ -136,18 +138,31 @@ TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
   ASSERT_EQ(state->ring_count(), total);
   std::vector<int32_t> ring_pos(static_cast<size_t>(d.n_layers) * d.recent);
   std::vector<int32_t> fps_size(static_cast<size_t>(d.n_layers) * d.n_heads);
+  std::vector<int32_t> fps_tag(static_cast<size_t>(d.n_layers) * d.n_heads * d.fps_bound);
   const char* base = static_cast<const char*>(state->data());
   ASSERT_EQ(cudaMemcpy(ring_pos.data(), base + layout.ring_pos, ring_pos.size() * 4, cudaMemcpyDeviceToHost),
             cudaSuccess);
   ASSERT_EQ(cudaMemcpy(fps_size.data(), base + layout.fps_size, fps_size.size() * 4, cudaMemcpyDeviceToHost),
             cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(fps_tag.data(), base + layout.fps_tag, fps_tag.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   const int32_t U = d.fps_bound, K = d.beacons;
-  const int32_t want_size = total < U ? total : K + (total - U) % (U - K);
+  const int32_t admitted = prompt_queries ? total : steps;
+  const int32_t want_size = admitted < U ? admitted : K + (admitted - U) % (U - K);
+  if (!prompt_queries) {
+    ASSERT_NE(want_size, total < U ? total : K + (total - U) % (U - K)) << "the sizes tell the two cases apart";
+  }
   for (int layer = 0; layer < d.n_layers; ++layer) {
     std::vector<int32_t> r(ring_pos.begin() + layer * d.recent, ring_pos.begin() + (layer + 1) * d.recent);
     std::sort(r.begin(), r.end());
     for (int j = 0; j < d.recent; ++j) EXPECT_EQ(r[j], last_pos - d.recent + 1 + j) << "layer " << layer;
-    for (int h = 0; h < d.n_heads; ++h) EXPECT_EQ(fps_size[layer * d.n_heads + h], want_size) << layer << "/" << h;
+    for (int h = 0; h < d.n_heads; ++h) {
+      const size_t lh = static_cast<size_t>(layer) * d.n_heads + h;
+      EXPECT_EQ(fps_size[lh], want_size) << layer << "/" << h;
+      if (prompt_queries) continue;
+      for (int i = 0; i < std::min(fps_size[lh], U); ++i) {
+        EXPECT_GE(fps_tag[lh * U + i], prompt_len) << layer << "/" << h << " point " << i;
+      }
+    }
   }
 
   std::vector<double> sorted = errors;
@@ -159,6 +174,18 @@ TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
   cs.Release();
   gs.Release();
   EXPECT_EQ(gc->pool().num_free(), gc->pool().num_blocks());
+}
+
+TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  EvictionOnDeviceTracksCpu(true);
+}
+
+// beacon_prompt_queries off: the device skips the prompt's queries as the
+// CPU policy does (CudaBackend passes the prompt length to the kernel).
+TEST(CudaBeaconTest, EvictionOnDeviceTracksCpuWithoutPromptQueries) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  EvictionOnDeviceTracksCpu(false);
 }
 
 TEST(CudaBeaconTest, BadInputsFailCleanlyAndLoseNothing) {

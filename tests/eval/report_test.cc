@@ -97,5 +97,24 @@ TEST(PolicyGridTest, RefusesTheReferenceDuplicatesAndTooSmallBudgets) {
   EXPECT_NE(s.message().find("budget 16"), absl::string_view::npos) << s;
 }
 
+// beacon-eval --kv-beacon-prompt-queries on,off: beacon twice, labelled;
+// the other policies once, untouched.
+TEST(PolicyGridTest, BeaconPromptQueriesVariants) {
+  absl::StatusOr<std::vector<PolicySpec>> g = MakePolicyGrid({"snapkv", "beacon"}, {64, 128}, 100, {true, false});
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->size(), 6u);
+  EXPECT_EQ((*g)[0].policy, "snapkv");
+  EXPECT_EQ((*g)[2].policy, "beacon/pq=on");
+  EXPECT_TRUE((*g)[2].options.beacon_prompt_queries);
+  EXPECT_EQ((*g)[5].policy, "beacon/pq=off");
+  EXPECT_EQ((*g)[5].budget, 128);
+  EXPECT_FALSE((*g)[5].options.beacon_prompt_queries);
+  absl::StatusOr<std::vector<PolicySpec>> plain = MakePolicyGrid({"beacon"}, {64}, 100);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)[0].policy, "beacon");
+  EXPECT_EQ((*plain)[0].options.beacon_prompt_queries, KvPolicyOptions().beacon_prompt_queries);
+  EXPECT_FALSE(MakePolicyGrid({"beacon"}, {64}, 100, {false, false}).ok());
+}
+
 }  // namespace
 }  // namespace beacon::eval

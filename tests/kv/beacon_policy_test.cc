@@ -122,7 +122,8 @@ Vec ReferenceScores(const Trace& tr, const KvPolicyOptions& o, bool interleaved,
     };
     RefContinual buffer{o.fps_bound, o.beacons};
     for (int t = 0; t < kTokens; ++t) {
-      bool in = o.beacon_filter == BeaconFilter::kAll;
+      // kAll: every query, or (beacon_prompt_queries off) the generated ones.
+      bool in = o.beacon_filter == BeaconFilter::kAll && (o.beacon_prompt_queries || t >= kPromptLen);
       if (o.beacon_filter == BeaconFilter::kGlobal) {
         in = adm == Admission::kAsTraced ? tr.admit[layer][t][h] != 0 : t >= kPromptTokens;
       }
@@ -154,14 +155,16 @@ PolicyModelInfo Model(bool interleaved) {
   return m;
 }
 
-// (interleaved RoPE, pool kernel, filter, small buffers R=5 K=4 U=10 vs defaults)
-class BeaconPolicyTest : public testing::TestWithParam<std::tuple<bool, int, BeaconFilter, bool>> {
+// (interleaved RoPE, pool kernel, filter, small buffers R=5 K=4 U=10 vs
+// defaults, beacon_prompt_queries)
+class BeaconPolicyTest : public testing::TestWithParam<std::tuple<bool, int, BeaconFilter, bool, bool>> {
  protected:
   KvPolicyOptions Options() const {
-    auto [interleaved, pool, filter, small] = GetParam();
+    auto [interleaved, pool, filter, small, prompt_queries] = GetParam();
     KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
     o.pool_kernel = pool;
     o.beacon_filter = filter;
+    o.beacon_prompt_queries = prompt_queries;
     o.window = 8;
     o.sinks = 4;
     o.budget = kBudget;
@@ -183,6 +186,7 @@ TEST_P(BeaconPolicyTest, ScoresAndKeptSetsMatchBruteForce) {
   const Trace tr = MakeTrace(77 + 2 * interleaved + std::get<1>(GetParam()), o.window, lead);
   std::unique_ptr<KvPolicy> policy = NewBeaconPolicy(o, Model(interleaved));
   policy->SetProtectedLead(lead);
+  policy->SetPromptLength(kPromptLen);
   EXPECT_EQ(policy->name(), "beacon");
   EXPECT_EQ(policy->wants_attention(), o.beacon_filter == BeaconFilter::kGlobal);
   Feed(policy.get(), tr);
@@ -204,6 +208,18 @@ TEST_P(BeaconPolicyTest, ScoresAndKeptSetsMatchBruteForce) {
         double diff = 0;
         for (int s = 0; s < kSlots; ++s) diff = std::max(diff, std::abs(unfiltered[s] - want[s]));
         EXPECT_GT(diff, 1e-3) << "layer " << l << " kv " << kv;
+      }
+      if (o.beacon_filter == BeaconFilter::kAll && !o.beacon_prompt_queries && !std::get<3>(GetParam())) {
+        // The option is visible: admitting the prompt's queries too scores
+        // differently. (Not with the small buffers: there the 6 prompt
+        // queries are one refill, U - K, and FPS has forgotten them by the
+        // end; PromptQueriesOffNeverBecomeBeacons plants ones it keeps.)
+        KvPolicyOptions with_prompt = o;
+        with_prompt.beacon_prompt_queries = true;
+        const Vec other = ReferenceScores(tr, with_prompt, interleaved, l, kv, Admission::kAsTraced);
+        double diff = 0;
+        for (int s = 0; s < kSlots; ++s) diff = std::max(diff, std::abs(other[s] - want[s]));
+        EXPECT_GT(diff, 1e-4) << "layer " << l << " kv " << kv;
       }
       std::vector<int32_t> keep;
       SelectKeep(got.data(), keys, kv, prot, kKeep, &keep);
@@ -235,14 +251,16 @@ TEST_P(BeaconPolicyTest, ScoresAndKeptSetsMatchBruteForce) {
 }
 
 std::string ParamName(const testing::TestParamInfo<BeaconPolicyTest::ParamType>& info) {
-  const auto& [interleaved, pool, filter, small] = info.param;
+  const auto& [interleaved, pool, filter, small, prompt_queries] = info.param;
   return std::string(interleaved ? "Interleaved" : "Half") + "Pool" + std::to_string(pool) +
-         (filter == BeaconFilter::kAll ? "All" : "Global") + (small ? "Small" : "Defaults");
+         (filter == BeaconFilter::kAll ? "All" : "Global") + (small ? "Small" : "Defaults") +
+         (prompt_queries ? "PromptQueries" : "NoPromptQueries");
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BeaconPolicyTest,
                          testing::Combine(testing::Bool(), testing::Values(1, 3),
-                                          testing::Values(BeaconFilter::kAll, BeaconFilter::kGlobal), testing::Bool()),
+                                          testing::Values(BeaconFilter::kAll, BeaconFilter::kGlobal), testing::Bool(),
+                                          testing::Bool()),
                          ParamName);
 
 TEST(BeaconPolicy, ScoresZeroBeforeAnyQuery) {
@@ -409,6 +427,81 @@ TEST(BeaconPolicy, KeepsASpanThatOnlyOldQueriesAttendTo) {
   for (int32_t s : recent_keep) mass_recent += revisit[s];
   EXPECT_GT(mass_beacon, 0.9);
   EXPECT_LT(mass_recent, 0.2);
+}
+
+// beacon_prompt_queries off (kAll): the prompt's queries never become
+// beacons. The prompt (tokens 0-12, as SequenceCompressor::Create is told)
+// holds plan queries that attend to a planted span; with the option on,
+// FPS keeps one and the span scores high. With it off, the scores are
+// exactly those of a policy whose prompt queries were zero vectors (which
+// FPS refuses and the 16-query ring has long forgotten): nothing of the
+// prompt's queries remains among the beacons, and the span is not kept.
+TEST(BeaconPolicy, PromptQueriesOffNeverBecomeBeacons) {
+  constexpr int kN = 120, kH = 2, kD = 8, kPrompt = 13;
+  PolicyModelInfo m;
+  m.n_layers = 1;
+  m.n_heads = kH;
+  m.n_kv_heads = 1;
+  m.head_dim = kD;
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);  // R = K = 16, U = 64, kAll
+  o.keep_prompt = false;
+  o.sinks = 2;
+  o.window = 8;
+  o.budget = 40;
+  ASSERT_TRUE(o.Validate().ok());
+  std::mt19937 rng(2024);
+  std::uniform_real_distribution<double> beta(1.5, 3.0);
+  auto dir = [&](int axis, double scale, double noise) {
+    Vec v = RandomVec(rng, kD, noise);
+    v[axis] += scale;
+    return RoundToFloat(v);
+  };
+  std::vector<std::vector<std::vector<Vec>>> keys(1, std::vector<std::vector<Vec>>(1));
+  std::vector<int32_t> positions;
+  for (int s = 0; s < kN; ++s) {
+    Vec k = s >= 20 && s < 25    ? dir(3, 4.0, 0.2)
+            : s >= 30 && s < 112 ? dir(2, beta(rng), 0.2)
+                                 : RandomVec(rng, kD, 0.5);
+    keys[0][0].push_back(RoundToFloat(RefRope(k, s, 10000.0, false)));
+    positions.push_back(s);
+  }
+  std::vector<std::vector<float>> rows(kN);  // [token] -> [n_heads * d]
+  for (int t = 0; t < kN; ++t) {
+    for (int h = 0; h < kH; ++h) {
+      const Vec q = t < 5 ? RandomVec(rng, kD, 1.0) : t < kPrompt ? dir(3, 4.0, 0.3) : dir(2, 3.0, 0.3);
+      rows[t].insert(rows[t].end(), q.begin(), q.end());
+    }
+  }
+  TestCache tc(KvCacheShape{1, 1, kD, 16}, keys, positions);
+  KeysView view(&tc.cache, &tc.seq, 0);
+  // Through the compressor, as the engine builds it: it tells the policy
+  // the prompt's length.
+  auto scores_of = [&](bool prompt_queries, bool zero_prompt) {
+    KvPolicyOptions po = o;
+    po.beacon_prompt_queries = prompt_queries;
+    absl::StatusOr<std::unique_ptr<SequenceCompressor>> comp = SequenceCompressor::Create(po, m, kPrompt);
+    EXPECT_TRUE(comp.ok()) << comp.status();
+    const std::vector<float> zeros(kH * kD, 0.0f);
+    for (int t = 0; t < kN; ++t) {
+      (*comp)->policy()->ObserveQuery(0, zero_prompt && t < kPrompt ? zeros.data() : rows[t].data(), t);
+    }
+    std::vector<float> scores(kN);
+    (*comp)->policy()->Score(0, 0, view, kN, scores.data());
+    return scores;
+  };
+  auto keeps_span = [&](const std::vector<float>& scores) {
+    std::vector<int32_t> keep;
+    SelectKeep(scores.data(), view, 0, Protection{0, false, o.sinks, o.window}, o.budget, &keep);
+    int held = 0;
+    for (int32_t s = 20; s < 25; ++s) held += std::binary_search(keep.begin(), keep.end(), s);
+    return held;
+  };
+  const std::vector<float> on = scores_of(true, false);
+  const std::vector<float> off = scores_of(false, false);
+  const std::vector<float> no_prompt = scores_of(true, true);
+  EXPECT_EQ(keeps_span(on), 5) << "with prompt queries the plan query is a beacon: the test plants nothing";
+  for (int s = 0; s < kN; ++s) ASSERT_EQ(off[s], no_prompt[s]) << "slot " << s;
+  EXPECT_EQ(keeps_span(off), 0);
 }
 
 }  // namespace

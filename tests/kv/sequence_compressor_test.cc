@@ -242,6 +242,9 @@ TEST(KvPolicyOptions, PublishedDefaults) {
   EXPECT_EQ(rkv.pool_kernel, 7);
   EXPECT_FLOAT_EQ(rkv.lambda, 0.1f);
   EXPECT_EQ(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon).recent_queries, 16);
+  // The FPS buffer holds the decoding history (docs/fidelity.md "Prompt
+  // queries as beacons").
+  EXPECT_FALSE(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon).beacon_prompt_queries);
 }
 
 TEST(CreateKvPolicy, UnknownNameListsTheKnownOnes) {
