@@ -64,21 +64,22 @@ absl::Status CheckTemplateKwargs(const jinja::Json& kwargs) {
   return absl::OkStatus();
 }
 
-// What the generation prompt appends to the conversation: the rendering
-// with it less the longest common prefix with the rendering without it.
-absl::StatusOr<std::string> GenerationPromptText(const ServeRequest& r, const Tokenizer& tokenizer) {
+// What the generation prompt appends to the conversation: `rendered` (the
+// prompt as tokenised, with it) less its longest common prefix with the
+// rendering without it.
+absl::StatusOr<std::string> GenerationPromptText(const ServeRequest& r, const Tokenizer& tokenizer,
+                                                 const std::string& rendered) {
   if (!r.add_generation_prompt) return std::string();
-  absl::StatusOr<std::string> with = tokenizer.ApplyChatTemplate(r.messages, true, r.chat_template_kwargs);
-  if (!with.ok()) return with.status();
   absl::StatusOr<std::string> without = tokenizer.ApplyChatTemplate(r.messages, false, r.chat_template_kwargs);
   if (!without.ok()) return without.status();
-  const auto diverge = std::mismatch(with->begin(), with->end(), without->begin(), without->end()).first;
-  return std::string(diverge, with->end());
+  const auto diverge = std::mismatch(rendered.begin(), rendered.end(), without->begin(), without->end()).first;
+  return std::string(diverge, rendered.end());
 }
 
-// The request's reasoning split (TokenizeInput has validated the chat).
+// The request's reasoning split; `rendered` is the chat prompt's text
+// (TokenizeChecked has validated and rendered the chat).
 absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const Tokenizer& tokenizer,
-                                                  const ServeLimits& limits) {
+                                                  const ServeLimits& limits, const std::string& rendered) {
   const int64_t max = r.max_reasoning_tokens.value_or(0);
   if (max < 0 || max > std::numeric_limits<int32_t>::max()) {
     return Invalid("max_reasoning_tokens",
@@ -91,15 +92,14 @@ absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const T
                    "this server splits no reasoning (--reasoning-parser none, or the model has no <think> markers)");
   }
   if (!chat || !limits.reasoning.enabled()) return ReasoningOptions();
-  absl::StatusOr<std::string> generation_prompt = GenerationPromptText(r, tokenizer);
+  absl::StatusOr<std::string> generation_prompt = GenerationPromptText(r, tokenizer, rendered);
   if (!generation_prompt.ok()) return Invalid("messages", std::string(generation_prompt.status().message()));
   return ReasoningFor(limits.reasoning, *generation_prompt, static_cast<int32_t>(max));
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer,
-                                                   const ServeLimits& limits) {
+// TokenizeInput, also handing back a chat input's rendered text.
+absl::StatusOr<std::vector<int32_t>> TokenizeChecked(const ServeRequest& r, const Tokenizer& tokenizer,
+                                                     const ServeLimits& limits, std::string* rendered_chat) {
   switch (r.input) {
     case ServeRequest::Input::kNone: return Invalid("input", "give one of text, chat messages or token ids");
     case ServeRequest::Input::kText: {
@@ -127,9 +127,10 @@ absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const 
       absl::StatusOr<std::string> rendered =
           tokenizer.ApplyChatTemplate(r.messages, r.add_generation_prompt, r.chat_template_kwargs);
       if (!rendered.ok()) return Invalid("messages", std::string(rendered.status().message()));
+      *rendered_chat = *std::move(rendered);
       // The template's markers are special tokens; user content is parsed the
       // same way, as HF apply_chat_template + encode does.
-      return tokenizer.Encode(*rendered, /*parse_special=*/true, /*add_bos=*/true);
+      return tokenizer.Encode(*rendered_chat, /*parse_special=*/true, /*add_bos=*/true);
     }
     case ServeRequest::Input::kTokens: {
       if (r.token_ids.empty()) return Invalid("tokens", "is empty");
@@ -144,6 +145,14 @@ absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const 
     }
   }
   return Invalid("input", "unknown kind");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer,
+                                                   const ServeLimits& limits) {
+  std::string rendered;
+  return TokenizeChecked(r, tokenizer, limits, &rendered);
 }
 
 absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Tokenizer& tokenizer,
@@ -165,7 +174,8 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
                    absl::StrCat("has ", r.stop_token_ids.size(), " ids; at most ", limits.max_stop_token_ids));
   }
 
-  absl::StatusOr<std::vector<int32_t>> prompt = TokenizeInput(r, tokenizer, limits);
+  std::string rendered;  // a chat's prompt text, which the reasoning split reads too
+  absl::StatusOr<std::vector<int32_t>> prompt = TokenizeChecked(r, tokenizer, limits, &rendered);
   if (!prompt.ok()) return prompt.status();
   p.prompt = std::move(*prompt);
   const int32_t n_prompt = static_cast<int32_t>(p.prompt.size());
@@ -214,7 +224,7 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   p.options.stop = r.stop;
   p.options.stop_token_ids = r.stop_token_ids;
   p.options.kv = *kv;
-  absl::StatusOr<ReasoningOptions> reasoning = ResolveReasoning(r, tokenizer, limits);
+  absl::StatusOr<ReasoningOptions> reasoning = ResolveReasoning(r, tokenizer, limits, rendered);
   if (!reasoning.ok()) return reasoning.status();
   p.options.reasoning = *reasoning;
   // Sampling ranges and stop token ids (names the field).
