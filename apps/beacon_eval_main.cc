@@ -8,11 +8,20 @@
 //   beacon-eval synthetic [--budgets 64,128,256,512] [--policies ...] [--seed S]
 //                         [--traces 4] [--middle 2000] [--out-dir build/eval]
 //                         [--kv-beacon-prompt-queries on|off|on,off]
+//   beacon-eval needle [--model models/default.gguf] [--distances 256,1024,2048]
+//                      [--budgets 64,128,256,512,1024] [--policies ...] [--cases 20] [--seed 1]
+//                      [--interval 128] [--out-dir build/eval] [--threads N]
 //
-// Writes OUT/{model,synthetic}_results.{csv,md,json} and, through
-// tools/plot_fidelity.py (matplotlib), OUT/{model,synthetic}_fidelity.png.
+// model and synthetic write OUT/{model,synthetic}_results.{csv,md,json} and,
+// through tools/plot_fidelity.py (matplotlib), OUT/{model,synthetic}_fidelity.png;
+// needle writes OUT/needle_{raw,calibration}.csv and
+// OUT/needle_summary.{csv,md,json} (eval/needle.h), rewritten after every
+// case so that a run stopped early leaves consistent partial results.
 // Progress goes to stderr.
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +30,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "eval/model_eval.h"
+#include "eval/needle.h"
+#include "eval/needle_report.h"
 #include "eval/policy_grid.h"
 #include "eval/report.h"
 #include "eval/synthetic_eval.h"
@@ -279,16 +290,131 @@ int Synthetic(const cli::Args& args) {
                 absl::StrFormat("synthetic revisiting traces: %d traces, %d tokens", o.traces, t.n_tokens()));
 }
 
+// Writes `text` to dir/name. INTERNAL naming the file when it cannot.
+absl::Status WriteText(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string path = absl::StrCat(dir, "/", name);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  if (!f.good()) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+int Needle(const cli::Args& args) {
+  eval::NeedleOptions o;
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets"), distances = ParseInts(args, "distances");
+  if (!budgets.ok()) return Fail(budgets.status());
+  if (!distances.ok()) return Fail(distances.status());
+  o.budgets = *budgets;
+  o.distances = *distances;
+  // The full cache always runs (it is the calibration): "full" in the list
+  // is accepted and needs nothing more.
+  for (const std::string& p : ParseList(args, "policies")) {
+    if (p != "full") o.policies.push_back(p);
+  }
+  absl::StatusOr<int64_t> cases = args.Int("cases"), seed = args.Int("seed"), interval = args.Int("interval"),
+                          threads = args.Int("threads"), resamples = args.Int("resamples");
+  for (const absl::Status& s :
+       {cases.status(), seed.status(), interval.status(), threads.status(), resamples.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  if (*cases < 1) return Fail(absl::InvalidArgumentError("--cases must be >= 1"));
+  if (*interval < 1) return Fail(absl::InvalidArgumentError("--interval must be >= 1"));
+  if (*resamples < 1) return Fail(absl::InvalidArgumentError("--resamples must be >= 1"));
+  if (*seed < 0) return Fail(absl::InvalidArgumentError("--seed must be >= 0"));
+  o.cases = static_cast<int32_t>(*cases);
+  o.seed = static_cast<uint64_t>(*seed);
+  o.interval = static_cast<int32_t>(*interval);
+  if (o.policies.empty()) return Fail(absl::InvalidArgumentError("--policies: no compressing policy given"));
+  if (args.Has("kv-beacon-prompt-queries")) {
+    return Fail(
+        absl::InvalidArgumentError("--kv-beacon-prompt-queries: not supported by needle (beacon runs at its "
+                                   "default)"));
+  }
+  // Bad options fail before the model loads.
+  if (absl::Status s = eval::ValidateNeedleOptions(o); !s.ok()) return Fail(s);
+  const std::string dir = args.Str("out-dir");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message())));
+
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return Fail(rt.status());
+  if ((*rt)->tokenizer() == nullptr) {
+    return Fail(absl::FailedPreconditionError("model " + ro.model + " has no tokenizer: it cannot run needle cases"));
+  }
+
+  std::string command = "beacon-eval needle";
+  for (const char* flag : {"model", "distances", "budgets", "policies", "cases", "seed", "interval", "threads"}) {
+    absl::StrAppend(&command, " --", flag, " ", args.Str(flag));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<eval::NeedleCaseResult> results;
+  // Every file again after every case: a run stopped early is still a
+  // consistent (smaller) result, labelled partial.
+  auto write = [&](bool complete) -> absl::Status {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const eval::NeedleSummary summary =
+        eval::SummarizeNeedle(results, o.distances, static_cast<int>(*resamples), o.seed);
+    const nlohmann::json settings = {{"model", ro.model},
+                                     {"command", command},
+                                     {"complete", complete},
+                                     {"seconds", seconds},
+                                     {"threads", (*rt)->pool()->n_threads()},
+                                     {"seed", o.seed},
+                                     {"cases", o.cases},
+                                     {"distances", o.distances},
+                                     {"budgets", o.budgets},
+                                     {"policies", o.policies},
+                                     {"interval", o.interval},
+                                     {"filler_temperature", o.filler_temperature},
+                                     {"filler_top_p", o.filler_top_p},
+                                     {"answer_slack", o.answer_slack},
+                                     {"bootstrap_resamples", *resamples},
+                                     {"case_results", eval::NeedleCasesJson(results)}};
+    const std::string heading = absl::StrFormat(
+        "# beacon-eval needle%s\n\nmodel %s, seed %d, %d cases tried per D, interval %d, filler temperature %.2f "
+        "top-p %.2f; %.0f s on %d threads\n\n`%s`\n",
+        complete ? "" : " (PARTIAL: run still going or stopped early)", ro.model, o.seed, o.cases, o.interval,
+        o.filler_temperature, o.filler_top_p, seconds, (*rt)->pool()->n_threads(), command);
+    if (absl::Status s = eval::WriteResults(eval::NeedleCellTable(summary), eval::NeedleMarkdown(summary, heading),
+                                            settings, dir, "needle_summary");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = WriteText(dir, "needle_raw.csv", eval::NeedleRawTable(results).ToCsv()); !s.ok()) return s;
+    return WriteText(dir, "needle_calibration.csv", eval::NeedleCalibrationTable(summary).ToCsv());
+  };
+  absl::Status written;
+  absl::Status run = eval::RunNeedleEval(rt->get(), o, stderr, [&](const eval::NeedleCaseResult& r) {
+    results.push_back(r);
+    if (written.ok()) written = write(false);
+  });
+  if (!run.ok()) return Fail(run);
+  if (!written.ok()) return Fail(written);
+  if (absl::Status s = write(true); !s.ok()) return Fail(s);
+  std::fprintf(stderr, "beacon-eval: wrote %s/needle_{raw,calibration}.csv, needle_summary.{csv,md,json}\n",
+               dir.c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   const std::string command = argc >= 2 ? argv[1] : "";
-  const bool model = command == "model";
-  if (!model && command != "synthetic") {
-    std::fprintf(stderr, "usage: beacon-eval model|synthetic [options]   (--help after the command for options)\n");
+  const bool model = command == "model", needle = command == "needle";
+  if (!model && !needle && command != "synthetic") {
+    std::fprintf(stderr,
+                 "usage: beacon-eval model|synthetic|needle [options]   (--help after the command for options)\n");
     return 2;
   }
   cli::Args args;
   args.Declare("policies", false, kDefaultPolicies, "KV policies to rate, comma-separated");
-  args.Declare("budgets", false, model ? "128,256,512,1024" : "64,128,256,512", "KV budgets, comma-separated");
+  args.Declare("budgets", false,
+               model    ? "128,256,512,1024"
+               : needle ? "64,128,256,512,1024"
+                        : "64,128,256,512",
+               "KV budgets, comma-separated");
   args.Declare("interval", false, "128", "decode steps between evictions");
   args.Declare("out-dir", false, "build/eval", "directory for the results");
   args.Declare("plot-script", false, "tools/plot_fidelity.py", "the plotting script");
@@ -296,7 +422,14 @@ int Main(int argc, char** argv) {
   args.Declare("kv-beacon-prompt-queries", false, "",
                "on, off or on,off: beacon's prompt queries in its FPS buffer (both: two configurations)");
   args.Declare("help", true, "", "show this help");
-  if (model) {
+  if (needle) {
+    args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
+    args.Declare("distances", false, "256,1024,2048", "filler tokens D between the fact and the cue, comma-separated");
+    args.Declare("cases", false, "20", "cases tried per D (ids 0..N-1)");
+    args.Declare("seed", false, "1", "seed of the cases (facts and filler samplers) and of the bootstrap");
+    args.Declare("threads", false, "0", "CPU threads (0 = all)");
+    args.Declare("resamples", false, "2000", "bootstrap resamples per interval");
+  } else if (model) {
     args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("prompts", false, "eval/prompts/long_prompts.jsonl", "JSON-lines prompts {\"id\", \"prompt\"}");
     args.Declare("tokens", false, "2048", "generated tokens T per prompt (the trace length)");
@@ -315,6 +448,7 @@ int Main(int argc, char** argv) {
   if (!args.positional().empty()) {
     return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
   }
+  if (needle) return Needle(args);
   return model ? Model(args) : Synthetic(args);
 }
 
