@@ -43,6 +43,14 @@ int Fail(const absl::Status& s) {
   return 2;
 }
 
+// --kv-cache-dtype into the runtime options (every CPU mode measures either).
+absl::Status SetKvDType(const cli::Args& args, RuntimeOptions* ro) {
+  absl::StatusOr<DType> t = ParseKvCacheDType(args.Str("kv-cache-dtype"));
+  if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("--kv-cache-dtype: ", t.status().message()));
+  ro->kv_cache_dtype = *t;
+  return absl::OkStatus();
+}
+
 // STREAM-style copy of `bytes` over the pool's threads: bytes read + written
 // per second, best of several repetitions.
 double MeasureCopyBandwidth(ThreadPool* pool, size_t bytes) {
@@ -129,6 +137,7 @@ int PolicyMain(const cli::Args& args) {
   }
   RuntimeOptions ro;
   ro.model = args.Str("model");
+  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
   ro.threads = static_cast<int>(*threads);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
@@ -173,6 +182,7 @@ int PrefillMain(const cli::Args& args) {
   }
   RuntimeOptions ro;
   ro.model = args.Str("model");
+  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
   ro.threads = static_cast<int>(*threads);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
@@ -216,6 +226,7 @@ int GrowthMain(const cli::Args& args) {
   }
   RuntimeOptions ro;
   ro.model = args.Str("model");
+  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
   ro.threads = static_cast<int>(*threads);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
@@ -267,6 +278,7 @@ int Main(int argc, char** argv) {
                "prompt tokens per sequence before decoding; prefill: prompt lengths, comma-separated (default 4096)");
   args.Declare("steps", false, "32", "timed decode steps per batch size");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
+  args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, f32");
   args.Declare("json", false, "", "also write the results to this JSON file");
   args.Declare("chunk", false, "256", "prefill: prompt tokens per step (the scheduler's default prefill_chunk)");
   args.Declare("repeats", false, "1", "prefill: runs per length; the fastest is reported");
@@ -312,6 +324,7 @@ int Main(int argc, char** argv) {
   }
   RuntimeOptions ro;
   ro.model = args.Str("model");
+  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
   ro.threads = static_cast<int>(*threads);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
@@ -327,8 +340,16 @@ int Main(int argc, char** argv) {
               std::string(DTypeName((*rt)->weights().layers[0].wq.dtype)).c_str());
   std::printf("threads %d, streaming copy bandwidth %.2f GB/s (1 GiB, read+write), %.2f GB/s (weight-sized)\n",
               (*rt)->pool()->n_threads(), bw / 1e9, bw_model / 1e9);
+  const std::string kv_type(DTypeName(ro.kv_cache_dtype));
+  const double kv_bytes_per_token = 2.0 * (*rt)->config().n_layers * (*rt)->config().n_kv_heads *
+                                    (*rt)->config().head_dim * (ro.kv_cache_dtype == DType::kF32 ? 4 : 2);
+  std::printf("KV cache %s, %.0f bytes per token; context %lld tokens at the first timed step\n", kv_type.c_str(),
+              kv_bytes_per_token, static_cast<long long>(*prompt_len + 1));
   std::printf("%6s %10s %12s %10s %14s\n", "batch", "step ms", "tokens/s", "roofline", "roofline(wsz)");
   nlohmann::json out = {{"model", ro.model},
+                        {"kv_cache_dtype", kv_type},
+                        {"kv_bytes_per_token", kv_bytes_per_token},
+                        {"prompt_len", *prompt_len},
                         {"threads", (*rt)->pool()->n_threads()},
                         {"copy_bandwidth_gbps", bw / 1e9},
                         {"copy_bandwidth_weight_sized_gbps", bw_model / 1e9},

@@ -32,6 +32,7 @@ int Main(int argc, char** argv) {
   args.Declare("chunk", false, "0", "prefill chunk size (0 = all at once)");
   args.Declare("companions", false, "0", "other sequences batched alongside");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
+  args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, f32");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<int32_t>> parsed = args.IntList("tokens");
   if (!parsed.ok()) return Fail(parsed.status());
@@ -45,6 +46,9 @@ int Main(int argc, char** argv) {
   RuntimeOptions ro;
   ro.model = args.Str("model");
   ro.threads = static_cast<int>(*threads);
+  absl::StatusOr<DType> kv_dtype = ParseKvCacheDType(args.Str("kv-cache-dtype"));
+  if (!kv_dtype.ok()) return Fail(kv_dtype.status());
+  ro.kv_cache_dtype = *kv_dtype;
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return Fail(rt.status());
   const ModelConfig& cfg = (*rt)->config();

@@ -211,8 +211,13 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
     for (int h = 0; h < c.n_kv_heads; ++h) {
       if (c.qk_norm) RmsNorm(k + h * d, w.k_norm.f32(), d, c.rms_eps, k + h * d);
       RopeRotate(k + h * d, d, &rope_cs_[t * d], interleaved);
-      std::memcpy(cache->K(l, block, h) + off * d, k + h * d, sizeof(float) * d);
-      std::memcpy(cache->V(l, block, h) + off * d, v + h * d, sizeof(float) * d);
+      if (cache->dtype() == DType::kF32) {
+        std::memcpy(cache->K(l, block, h) + off * d, k + h * d, sizeof(float) * d);
+        std::memcpy(cache->V(l, block, h) + off * d, v + h * d, sizeof(float) * d);
+      } else {  // bf16, rounded to nearest even
+        Fp32ToBf16Row(k + h * d, d, cache->KBf16(l, block, h) + off * d);
+        Fp32ToBf16Row(v + h * d, d, cache->VBf16(l, block, h) + off * d);
+      }
       cache->Positions(l, block, h)[off] = ref.pos;
     }
   }
@@ -285,8 +290,9 @@ void CpuBackend::Attention(int l, std::span<const ForwardEntry> batch) {
       const SequenceKv* kv = entry.kv;
       const KvCache* cache = kv->cache();
       PagedHeadView view;
-      view.k_head_base = cache->K(l, 0, tk.h);
-      view.v_head_base = cache->V(l, 0, tk.h);
+      view.k_head_base = cache->KData(l, 0, tk.h);
+      view.v_head_base = cache->VData(l, 0, tk.h);
+      view.dtype = cache->dtype();
       view.block_stride = cache->block_stride();
       view.block_ids = kv->block_ids().data();
       view.block_size = cache->shape().block_size;

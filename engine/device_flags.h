@@ -20,6 +20,8 @@ inline void DeclareDeviceFlags(cli::Args* args) {
                 "true/false: replay CUDA graphs for all-decode steps (false: every step launched eagerly)");
   args->Declare("cuda-max-splits", false, "16",
                 "split-K partitions per token and KV head in decode attention (1-1024)");
+  args->Declare("kv-cache-dtype", false, "auto",
+                "KV cache element type: auto (= bf16), bf16, f32 (CPU only; the reference tests' exact arithmetic)");
 }
 
 // Fills options->device and options->cuda; INVALID_ARGUMENT naming the flag.
@@ -40,6 +42,10 @@ inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* opti
     return absl::InvalidArgumentError(absl::StrCat("--cuda-max-splits: ", *splits, " is not in [1, 1024]"));
   }
   options->cuda.max_splits = static_cast<int>(*splits);
+  absl::StatusOr<DType> kv_dtype = ParseKvCacheDType(args.Str("kv-cache-dtype"));
+  if (!kv_dtype.ok())
+    return absl::InvalidArgumentError(absl::StrCat("--kv-cache-dtype: ", kv_dtype.status().message()));
+  options->kv_cache_dtype = *kv_dtype;
   return absl::OkStatus();
 }
 

@@ -11,6 +11,11 @@ namespace beacon {
 
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& options) {
   auto rt = std::unique_ptr<Runtime>(new Runtime());
+  if (!IsKvDType(options.kv_cache_dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("KV cache dtype ", std::string(DTypeName(options.kv_cache_dtype)), " is not one of: f32, bf16"));
+  }
+  rt->kv_dtype_ = options.kv_cache_dtype;
   absl::StatusOr<std::unique_ptr<LoadedModel>> model = LoadModel(options.model);
   if (!model.ok()) return model.status();
   rt->model_ = std::move(*model);
@@ -22,6 +27,11 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& o
   if (!*on_cuda) {
     rt->backend_ = std::make_unique<CpuBackend>(&rt->model_->weights, rt->pool_.get());
     return rt;
+  }
+  if (options.kv_cache_dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(absl::StrCat("KV cache dtype ", std::string(DTypeName(options.kv_cache_dtype)),
+                                                   " on device \"", options.device,
+                                                   "\": the CUDA engine keeps KV in bf16 only"));
   }
 #ifdef BEACON_HAVE_CUDA
   absl::StatusOr<std::unique_ptr<Backend>> b = CreateCudaBackend(&rt->model_->weights, cuda);
@@ -84,8 +94,16 @@ absl::StatusOr<bool> ParseDeviceSpec(std::string_view spec, int* ordinal) {
       absl::StrCat("device \"", std::string(spec), "\" is not one of: cpu, cuda, cuda:N (N a GPU ordinal)"));
 }
 
+absl::StatusOr<DType> ParseKvCacheDType(std::string_view name) {
+  if (name == "auto" || name == "bf16") return DType::kBF16;
+  if (name == "f32") return DType::kF32;
+  return absl::InvalidArgumentError(
+      absl::StrCat("KV cache dtype \"", std::string(name), "\" is not one of: auto, bf16, f32"));
+}
+
 absl::StatusOr<std::unique_ptr<KvCache>> Runtime::MakeKvCache(int64_t n_tokens, int block_size) const {
   KvCacheShape shape;
+  shape.dtype = kv_dtype_;
   shape.n_layers = config().n_layers;
   shape.n_kv_heads = config().n_kv_heads;
   shape.head_dim = config().head_dim;

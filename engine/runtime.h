@@ -34,7 +34,16 @@ struct RuntimeOptions {
   // FAILED_PRECONDITION in a build without CUDA or with no GPU.
   std::string device = "cpu";
   CudaBackendOptions cuda;  // read only when the device is CUDA
+  // Element type of the KV cache: kBF16 (the default: half the bytes of f32,
+  // as llama.cpp's f16 cache) or kF32 (CPU only: the reference tests' exact
+  // arithmetic). A CUDA device keeps KV in bf16 whatever this says, and
+  // refuses kF32 (INVALID_ARGUMENT) rather than ignore it.
+  DType kv_cache_dtype = DType::kBF16;
 };
+
+// "auto" and "bf16" -> kBF16, "f32" -> kF32 (the --kv-cache-dtype forms);
+// INVALID_ARGUMENT naming the value and the forms otherwise.
+absl::StatusOr<DType> ParseKvCacheDType(std::string_view name);
 
 // "cpu" -> false; "cuda" -> true, `ordinal` untouched; "cuda:N" -> true,
 // *ordinal = N. INVALID_ARGUMENT naming the spec and the forms otherwise.
@@ -52,7 +61,8 @@ class Runtime {
   ThreadPool* pool() { return pool_.get(); }
 
   // A KV cache able to hold `n_tokens` slots in blocks of `block_size`, its
-  // data where the backend reads it (host f32, or device bf16).
+  // data where the backend reads it (host, RuntimeOptions::kv_cache_dtype;
+  // or device bf16).
   // RESOURCE_EXHAUSTED (Backend::MakeKvCache) when the device cannot hold it.
   absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(int64_t n_tokens, int block_size = 16) const;
 
@@ -69,6 +79,7 @@ class Runtime {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Backend> backend_;
+  DType kv_dtype_ = DType::kBF16;
 };
 
 }  // namespace beacon

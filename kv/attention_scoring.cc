@@ -38,6 +38,19 @@ void RecentQueryRing::Push(const float* q, int32_t position) {
   count_ = std::min(count_ + 1, capacity_);
 }
 
+void KeysView::GatherF32(int kv_head, std::vector<float>* out) const {
+  const int32_t n = n_slots();
+  const int d = head_dim();
+  const int bs = block_size();
+  out->resize(static_cast<size_t>(n) * d);
+  // A block's slots are contiguous: one widening per block run.
+  for (int32_t s0 = 0; s0 < n; s0 += bs) {
+    const int32_t rows = std::min<int32_t>(bs, n - s0);
+    DequantizeRowFast(dtype(), key_data(kv_head, s0), out->data() + static_cast<size_t>(s0) * d,
+                      static_cast<int64_t>(rows) * d);
+  }
+}
+
 void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
                      float* scores, std::vector<float>* scratch, const int32_t* query_positions) {
   const int32_t n = keys.n_slots();
@@ -46,13 +59,14 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   scratch->resize(static_cast<size_t>(n_queries) * n);
   float* logits = scratch->data();
-  // Keys are contiguous within a cache block: each block is a small f32
-  // matrix for the register-tiled kernel, all queries at once.
+  // Keys are contiguous within a cache block: each block is a small matrix
+  // (f32 or bf16, the cache's type) for the register-tiled kernel, all
+  // queries at once.
   const int bs = keys.block_size();
   for (int32_t s0 = 0; s0 < n; s0 += bs) {
     const int32_t rows = std::min<int32_t>(bs, n - s0);
-    MatMulRowsTiled(MatrixView{DType::kF32, rows, d, keys.key(kv_head, s0)}, queries, n_queries, 0, rows, logits + s0,
-                    n);
+    MatMulRowsTiled(MatrixView{keys.dtype(), rows, d, keys.key_data(kv_head, s0)}, queries, n_queries, 0, rows,
+                    logits + s0, n);
   }
   for (size_t i = 0; i < static_cast<size_t>(n_queries) * n; ++i) logits[i] *= scale;
   std::fill(scores, scores + n, 0.0f);

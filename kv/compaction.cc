@@ -9,6 +9,7 @@ void CompactLayer(KvCache* cache, const SequenceKv& seq, int layer, std::span<co
   const KvCacheShape& shape = cache->shape();
   const int bs = shape.block_size;
   const int d = shape.head_dim;
+  const size_t row_bytes = static_cast<size_t>(d) * shape.element_bytes();
   const std::vector<int32_t>& blocks = seq.block_ids();
   assert(static_cast<int>(keep.size()) == shape.n_kv_heads);
   for (int h = 0; h < shape.n_kv_heads; ++h) {
@@ -21,8 +22,12 @@ void CompactLayer(KvCache* cache, const SequenceKv& seq, int layer, std::span<co
       if (from == to) continue;
       const int32_t fb = blocks[from / bs], tb = blocks[to / bs];
       const int fo = from % bs, to_off = to % bs;
-      std::memcpy(cache->K(layer, tb, h) + to_off * d, cache->K(layer, fb, h) + fo * d, sizeof(float) * d);
-      std::memcpy(cache->V(layer, tb, h) + to_off * d, cache->V(layer, fb, h) + fo * d, sizeof(float) * d);
+      auto* kt = static_cast<uint8_t*>(cache->KData(layer, tb, h));
+      auto* vt = static_cast<uint8_t*>(cache->VData(layer, tb, h));
+      const auto* kf = static_cast<const uint8_t*>(cache->KData(layer, fb, h));
+      const auto* vf = static_cast<const uint8_t*>(cache->VData(layer, fb, h));
+      std::memcpy(kt + to_off * row_bytes, kf + fo * row_bytes, row_bytes);
+      std::memcpy(vt + to_off * row_bytes, vf + fo * row_bytes, row_bytes);
       cache->Positions(layer, tb, h)[to_off] = cache->Positions(layer, fb, h)[fo];
     }
   }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 
 namespace beacon {
 
@@ -10,22 +13,43 @@ KvCache::KvCache(const KvCacheShape& shape, int32_t num_blocks, KvStorage storag
       storage_(storage),
       block_stride_(static_cast<size_t>(shape.n_kv_heads) * shape.block_size * shape.head_dim),
       pool_(num_blocks) {
+  assert(IsKvDType(shape.dtype));
   if (storage == KvStorage::kDevice) return;
-  const size_t floats = block_stride_ * num_blocks;
+  // Zeroed (calloc-like): +0.0 in f32 and in bf16 alike.
+  const size_t bytes = std::max<size_t>(64, block_stride_ * num_blocks * shape.element_bytes());
+  auto make = [bytes] {
+    Array a;
+    a.bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (a.bytes == nullptr) throw std::bad_alloc();
+    std::memset(a.bytes.get(), 0, bytes);
+    return a;
+  };
   k_.resize(shape.n_layers);
   v_.resize(shape.n_layers);
   pos_.resize(shape.n_layers);
   for (int l = 0; l < shape.n_layers; ++l) {
-    k_[l].assign(floats, 0.0f);
-    v_[l].assign(floats, 0.0f);
+    k_[l] = make();
+    v_[l] = make();
     pos_[l].assign(static_cast<size_t>(num_blocks) * shape.n_kv_heads * shape.block_size, -1);
   }
 }
 
 KvCache::~KvCache() = default;
 
+void KvCache::Array::Free::operator()(uint8_t* p) const { std::free(p); }
+
+float* KvCache::F32(const Array& a) const {
+  assert(shape_.dtype == DType::kF32);
+  return reinterpret_cast<float*>(a.bytes.get());
+}
+
+uint16_t* KvCache::Bf16(const Array& a) const {
+  assert(shape_.dtype == DType::kBF16);
+  return reinterpret_cast<uint16_t*>(a.bytes.get());
+}
+
 size_t KvCache::BytesPerBlock() const {
-  return 2 * block_stride_ * static_cast<size_t>(shape_.element_bytes) * shape_.n_layers;
+  return 2 * block_stride_ * static_cast<size_t>(shape_.element_bytes()) * shape_.n_layers;
 }
 
 absl::Status SequenceKv::Reserve(int32_t n_slots) {

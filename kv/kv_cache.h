@@ -1,6 +1,8 @@
 // Paged KV-cache storage and the per-sequence view of it.
 //
-// Memory layout (f32), one array per layer for K, one for V:
+// Memory layout, one array per layer for K, one for V, of elements of the
+// shape's dtype (f32, or bf16: half the bytes; the CPU kernels widen bf16 to
+// f32 exactly on load and compute in f32):
 //   K[layer][block][kv_head][slot_in_block][head_dim]
 // plus, per layer, the original token position of every slot:
 //   pos[layer][block][kv_head][slot_in_block]   (int32)
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kernels/cpu/dtype.h"
 #include "kv/block_pool.h"
 
 namespace beacon {
@@ -31,9 +34,14 @@ struct KvCacheShape {
   int n_layers = 0;
   int n_kv_heads = 0;
   int head_dim = 0;
-  int block_size = 16;    // token slots per block
-  int element_bytes = 4;  // bytes of one K or V element: 4 (host f32), 2 (device bf16)
+  int block_size = 16;  // token slots per block
+  // Element type of K and V: kF32 or kBF16 (a device cache is always bf16).
+  DType dtype = DType::kF32;
+  int element_bytes() const { return dtype == DType::kF32 ? 4 : 2; }
 };
+
+// True for the element types a KV cache can hold (f32, bf16).
+inline bool IsKvDType(DType t) { return t == DType::kF32 || t == DType::kBF16; }
 
 // Where the K/V data of a cache lives. A device cache keeps only the block
 // bookkeeping on the host (pool, block tables, slot counts); its data is
@@ -75,14 +83,25 @@ class KvCache {
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
 
-  // Floats between the same (head, slot) of consecutive block ids.
+  DType dtype() const { return shape_.dtype; }
+  // Elements between the same (head, slot) of consecutive block ids.
   size_t block_stride() const { return block_stride_; }
   // Start of [slot_in_block][head_dim] of (layer, block, kv_head).
-  // REQUIRES storage() == kHost (K, V and Positions).
-  float* K(int layer, int32_t block, int head) { return k_[layer].data() + Offset(block, head); }
-  float* V(int layer, int32_t block, int head) { return v_[layer].data() + Offset(block, head); }
-  const float* K(int layer, int32_t block, int head) const { return k_[layer].data() + Offset(block, head); }
-  const float* V(int layer, int32_t block, int head) const { return v_[layer].data() + Offset(block, head); }
+  // REQUIRES storage() == kHost (K, V, their typed forms and Positions);
+  // K and V REQUIRE dtype() == kF32, KBf16 and VBf16 dtype() == kBF16.
+  float* K(int layer, int32_t block, int head) { return F32(k_[layer]) + Offset(block, head); }
+  float* V(int layer, int32_t block, int head) { return F32(v_[layer]) + Offset(block, head); }
+  const float* K(int layer, int32_t block, int head) const { return F32(k_[layer]) + Offset(block, head); }
+  const float* V(int layer, int32_t block, int head) const { return F32(v_[layer]) + Offset(block, head); }
+  uint16_t* KBf16(int layer, int32_t block, int head) { return Bf16(k_[layer]) + Offset(block, head); }
+  uint16_t* VBf16(int layer, int32_t block, int head) { return Bf16(v_[layer]) + Offset(block, head); }
+  const uint16_t* KBf16(int layer, int32_t block, int head) const { return Bf16(k_[layer]) + Offset(block, head); }
+  const uint16_t* VBf16(int layer, int32_t block, int head) const { return Bf16(v_[layer]) + Offset(block, head); }
+  // Either type: the first element's address.
+  void* KData(int layer, int32_t block, int head) { return Bytes(k_[layer], block, head); }
+  void* VData(int layer, int32_t block, int head) { return Bytes(v_[layer], block, head); }
+  const void* KData(int layer, int32_t block, int head) const { return Bytes(k_[layer], block, head); }
+  const void* VData(int layer, int32_t block, int head) const { return Bytes(v_[layer], block, head); }
   int32_t* Positions(int layer, int32_t block, int head) {
     return pos_[layer].data() + (static_cast<size_t>(block) * shape_.n_kv_heads + head) * shape_.block_size;
   }
@@ -95,14 +114,26 @@ class KvCache {
   size_t BytesPerToken() const { return BytesPerBlock() / shape_.block_size; }
 
  private:
+  // Storage of one layer's K or V: 64-byte aligned, dtype elements.
+  struct Array {
+    struct Free {
+      void operator()(uint8_t* p) const;
+    };
+    std::unique_ptr<uint8_t[], Free> bytes;
+  };
   size_t Offset(int32_t block, int head) const {
     return static_cast<size_t>(block) * block_stride_ + static_cast<size_t>(head) * shape_.block_size * shape_.head_dim;
+  }
+  float* F32(const Array& a) const;
+  uint16_t* Bf16(const Array& a) const;
+  uint8_t* Bytes(const Array& a, int32_t block, int head) const {
+    return a.bytes.get() + Offset(block, head) * shape_.element_bytes();
   }
 
   KvCacheShape shape_;
   KvStorage storage_;
   size_t block_stride_;
-  std::vector<std::vector<float>> k_, v_;
+  std::vector<Array> k_, v_;
   std::vector<std::vector<int32_t>> pos_;
   std::unique_ptr<KvDeviceStorage> device_;
   BlockPool pool_;  // declared last: destroyed first, after all sequences

@@ -122,10 +122,19 @@ class KeysView {
   // Slots [s, s + block_size - s % block_size) of one head are contiguous:
   // key(h, s + i) == key(h, s) + i * head_dim within a block.
   int block_size() const { return cache_->shape().block_size; }
-  const float* key(int kv_head, int32_t slot) const {
+  // The cache's element type (kF32 or kBF16).
+  DType dtype() const { return cache_->dtype(); }
+  // Slot's key in the cache's element type.
+  const void* key_data(int kv_head, int32_t slot) const {
     const int bs = cache_->shape().block_size;
-    return cache_->K(layer_, seq_->block_ids()[slot / bs], kv_head) + (slot % bs) * head_dim();
+    return static_cast<const uint8_t*>(cache_->KData(layer_, seq_->block_ids()[slot / bs], kv_head)) +
+           static_cast<size_t>(slot % bs) * head_dim() * cache_->shape().element_bytes();
   }
+  // REQUIRES dtype() == kF32.
+  const float* key(int kv_head, int32_t slot) const { return static_cast<const float*>(key_data(kv_head, slot)); }
+  // Slots [0, n_slots()) of one head widened to f32, [slot][head_dim], in
+  // `out` (resized): what the scalar scorers read on either cache type.
+  void GatherF32(int kv_head, std::vector<float>* out) const;
   int32_t position(int kv_head, int32_t slot) const {
     const int bs = cache_->shape().block_size;
     return cache_->Positions(layer_, seq_->block_ids()[slot / bs], kv_head)[slot % bs];

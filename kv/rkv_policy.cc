@@ -74,6 +74,7 @@ class RkvPolicy final : public KvPolicy {
     const int32_t n = keys.n_slots();
     const int32_t past = std::max<int32_t>(0, n - window_);
     importance_.assign(n, 0.0f);
+    keys.GatherF32(kv_head, &keys_);  // f32 rows on either cache type
     Importance(layer, kv_head, keys, past);
     Redundancy(kv_head, keys);
     for (int32_t s = 0; s < n; ++s) scores[s] = lambda_ * importance_[s] - (1.0f - lambda_) * redundancy_[s];
@@ -99,7 +100,7 @@ class RkvPolicy final : public KvPolicy {
       for (int32_t s = 0; s < past; ++s) {
         float l = -std::numeric_limits<float>::infinity();
         if (keys.position(kv_head, s) <= qpos) {
-          const float* k = keys.key(kv_head, s);
+          const float* k = &keys_[static_cast<size_t>(s) * d];
           for (int i = 0; i < group; ++i)
             l = std::max(l, scale * Dot(rotated_.data() + static_cast<size_t>(i) * d, k, d));
         }
@@ -125,7 +126,7 @@ class RkvPolicy final : public KvPolicy {
     const int d = model_.head_dim;
     unit_.resize(static_cast<size_t>(n) * d);
     for (int32_t s = 0; s < n; ++s) {
-      const float* k = keys.key(kv_head, s);
+      const float* k = &keys_[static_cast<size_t>(s) * d];
       const float inv = 1.0f / (std::sqrt(Dot(k, k, d)) + kNormEpsilon);
       for (int c = 0; c < d; ++c) unit_[static_cast<size_t>(s) * d + c] = k[c] * inv;
     }
@@ -154,6 +155,7 @@ class RkvPolicy final : public KvPolicy {
   std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
   std::vector<float> importance_, redundancy_, unit_, row_, logits_, rotated_;
+  std::vector<float> keys_;  // Score's keys as f32, [slot][head_dim]
 };
 
 }  // namespace

@@ -73,6 +73,7 @@ class SnapKvPolicy final : public KvPolicy {
     head_sum_.resize(n);
     probs_.resize(n);
     rotated_.resize(d);
+    keys.GatherF32(kv_head, &keys_);  // f32 rows on either cache type
     std::fill(scores, scores + n, 0.0f);
 
     for (int i = 0; i < group; ++i) {
@@ -84,7 +85,7 @@ class SnapKvPolicy final : public KvPolicy {
         float mx = -std::numeric_limits<float>::infinity();
         for (int32_t s = 0; s < n; ++s) {
           if (key_pos_[s] > qpos) continue;
-          probs_[s] = scale * Dot(rotated_.data(), keys.key(kv_head, s), d);
+          probs_[s] = scale * Dot(rotated_.data(), &keys_[static_cast<size_t>(s) * d], d);
           mx = std::max(mx, probs_[s]);
         }
         if (mx == -std::numeric_limits<float>::infinity()) continue;  // no visible key
@@ -113,7 +114,7 @@ class SnapKvPolicy final : public KvPolicy {
   std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
   std::vector<int32_t> key_pos_;
-  std::vector<float> head_sum_, probs_, rotated_;
+  std::vector<float> head_sum_, probs_, rotated_, keys_;
 };
 
 }  // namespace

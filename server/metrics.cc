@@ -56,6 +56,7 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
             {"architecture", info.architecture},
             {"kv_block_size", std::to_string(info.block_size)},
             {"kv_pool_tokens", std::to_string(info.pool_tokens)},
+            {"kv_cache_dtype", info.kv_cache_dtype},
             {"kv_policy", std::string(KvPolicyName(info.default_policy))},
             {"kv_budget", std::to_string(info.default_budget)},
             {"admission", info.admission}})

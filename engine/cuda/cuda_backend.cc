@@ -85,7 +85,7 @@ CudaBackend::~CudaBackend() {
 
 absl::StatusOr<std::unique_ptr<KvCache>> CudaBackend::MakeKvCache(const KvCacheShape& shape_in, int32_t num_blocks) {
   KvCacheShape shape = shape_in;
-  shape.element_bytes = 2;
+  shape.dtype = DType::kBF16;  // the device kernels' only KV type
   auto cache = std::make_unique<KvCache>(shape, num_blocks, KvStorage::kDevice);
   absl::StatusOr<std::unique_ptr<DeviceKvStorage>> storage = DeviceKvStorage::Create(shape, num_blocks, &evict_ctx_);
   if (!storage.ok()) {

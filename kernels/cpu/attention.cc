@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "kernels/cpu/attention_exp.h"
+#include "kernels/cpu/kv_elements.h"
 #include "kernels/cpu/prefill_attention.h"
 
 namespace beacon {
@@ -95,8 +96,8 @@ void Scores(DecodeScratch* w, int d) {
 }
 
 // o[r] += sum_j v_j p[r][j] over one tile's nk keys, 64 columns at a time.
-template <int NR>
-void AccumulateValues(DecodeScratch* w, int t, const float* const* vp, int nk, int d) {
+template <int NR, typename T>
+void AccumulateValues(DecodeScratch* w, int t, const T* const* vp, int nk, int d) {
   for (int c0 = 0; c0 < d; c0 += 64) {
     const int nv = std::min(4, (d - c0) / 16);  // 4 but in a last block of 16 or 32 columns
     __m512 acc[NR][4];
@@ -105,7 +106,7 @@ void AccumulateValues(DecodeScratch* w, int t, const float* const* vp, int nk, i
     }
     for (int j = 0; j < nk; ++j) {
       __m512 v[4];
-      for (int i = 0; i < 4; ++i) v[i] = i < nv ? _mm512_loadu_ps(vp[j] + c0 + 16 * i) : _mm512_setzero_ps();
+      for (int i = 0; i < 4; ++i) v[i] = i < nv ? KvLoad16(vp[j] + c0 + 16 * i) : _mm512_setzero_ps();
       for (int r = 0; r < NR; ++r) {
         const __m512 p = _mm512_set1_ps(w->s[t][r][j]);
         for (int i = 0; i < 4; ++i) acc[r][i] = _mm512_fmadd_ps(v[i], p, acc[r][i]);
@@ -118,8 +119,9 @@ void AccumulateValues(DecodeScratch* w, int t, const float* const* vp, int nk, i
 }
 
 // NR (<= kRows) query heads q[r * d], outputs out[r * d], probabilities
-// probs[r * n_keys] (null: none). REQUIRES d % 16 == 0, d <= kMaxDim.
-template <int NR>
+// probs[r * n_keys] (null: none), over a cache of element type T.
+// REQUIRES d % 16 == 0, d <= kMaxDim.
+template <int NR, typename T>
 void DecodeRows(const float* q, const PagedHeadView& kv, int32_t n_keys, float scale, float* probs, float* out,
                 DecodeScratch* w) {
   const int d = kv.head_dim;
@@ -132,18 +134,18 @@ void DecodeRows(const float* q, const PagedHeadView& kv, int32_t n_keys, float s
   }
   for (int32_t base = 0; base < n_keys; base += kTiles * kKT) {
     const int nt = std::min<int32_t>(kTiles, (n_keys - base + kKT - 1) / kKT);
-    const float* vp[kTiles][kKT];
+    const T* vp[kTiles][kKT];
     for (int t = 0; t < nt; ++t) {
       const int32_t first = base + t * kKT;
       const int nk = std::min<int32_t>(kKT, n_keys - first);
-      const float* kp[kKT];
+      const T* kp[kKT];
       for (int j = 0; j < kKT; ++j) {  // past n_keys: a valid slot, masked below
-        kp[j] = kv.key(first + std::min(j, nk - 1));
-        vp[t][j] = kv.value(first + std::min(j, nk - 1));
+        kp[j] = kv.key_as<T>(first + std::min(j, nk - 1));
+        vp[t][j] = kv.value_as<T>(first + std::min(j, nk - 1));
       }
       for (int c0 = 0; c0 < d; c0 += 16) {
         __m512 rows[16];
-        for (int j = 0; j < 16; ++j) rows[j] = _mm512_loadu_ps(kp[j] + c0);
+        for (int j = 0; j < 16; ++j) rows[j] = KvLoad16(kp[j] + c0);
         Transpose16(rows);
         for (int i = 0; i < 16; ++i) _mm512_store_ps(w->kt[t][c0 + i], rows[i]);
       }
@@ -174,7 +176,7 @@ void DecodeRows(const float* q, const PagedHeadView& kv, int32_t n_keys, float s
         }
         m[r] = mn;
       }
-      AccumulateValues<NR>(w, t, vp[t], nk, d);
+      AccumulateValues<NR, T>(w, t, vp[t], nk, d);
     }
   }
   for (int r = 0; r < NR; ++r) {
@@ -190,26 +192,49 @@ void DecodeRows(const float* q, const PagedHeadView& kv, int32_t n_keys, float s
     }
   }
 }
+
+template <typename T>
+void DecodeAllRows(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
+                   float* out) {
+  const int d = kv.head_dim;
+  DecodeScratch scratch;  // ~73 KB on the calling thread's stack, reused for every row pass
+  for (int g = 0; g < n_q_heads; g += kRows) {
+    const float* qg = q + static_cast<int64_t>(g) * d;
+    float* og = out + static_cast<int64_t>(g) * d;
+    float* pg = scores != nullptr ? scores + static_cast<int64_t>(g) * n_keys : nullptr;
+    switch (std::min(kRows, n_q_heads - g)) {
+      case 1: DecodeRows<1, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
+      case 2: DecodeRows<2, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
+      case 3: DecodeRows<3, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
+      default: DecodeRows<4, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
+    }
+  }
+}
 #endif  // __AVX512F__
 
 }  // namespace
+
+const float* PagedHeadView::KeyF32(int32_t slot, float* buf) const {
+  if (dtype == DType::kF32) return key(slot);
+  KvRowToF32(key_as<uint16_t>(slot), head_dim, buf);
+  return buf;
+}
+
+const float* PagedHeadView::ValueF32(int32_t slot, float* buf) const {
+  if (dtype == DType::kF32) return value(slot);
+  KvRowToF32(value_as<uint16_t>(slot), head_dim, buf);
+  return buf;
+}
 
 void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
                     float* out) {
   const int d = kv.head_dim;
 #if defined(__AVX512F__)
   if (d % 16 == 0 && d <= kMaxDim) {
-    DecodeScratch scratch;  // ~73 KB on the calling thread's stack, reused for every row pass
-    for (int g = 0; g < n_q_heads; g += kRows) {
-      const float* qg = q + static_cast<int64_t>(g) * d;
-      float* og = out + static_cast<int64_t>(g) * d;
-      float* pg = scores != nullptr ? scores + static_cast<int64_t>(g) * n_keys : nullptr;
-      switch (std::min(kRows, n_q_heads - g)) {
-        case 1: DecodeRows<1>(qg, kv, n_keys, scale, pg, og, &scratch); break;
-        case 2: DecodeRows<2>(qg, kv, n_keys, scale, pg, og, &scratch); break;
-        case 3: DecodeRows<3>(qg, kv, n_keys, scale, pg, og, &scratch); break;
-        default: DecodeRows<4>(qg, kv, n_keys, scale, pg, og, &scratch); break;
-      }
+    if (kv.dtype == DType::kBF16) {
+      DecodeAllRows<uint16_t>(q, n_q_heads, kv, n_keys, scale, scores, out);
+    } else {
+      DecodeAllRows<float>(q, n_q_heads, kv, n_keys, scale, scores, out);
     }
     return;
   }

@@ -133,6 +133,10 @@ uint16_t Fp32ToBf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+void Fp32ToBf16Row(const float* src, int64_t n, uint16_t* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = Fp32ToBf16(src[i]);
+}
+
 void DequantizeRow(DType t, const void* src, float* dst, int64_t n) {
   switch (t) {
     case DType::kF32: std::memcpy(dst, src, n * sizeof(float)); return;

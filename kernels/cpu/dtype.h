@@ -105,6 +105,8 @@ inline float Bf16ToFp32(uint16_t b) {
   return f;
 }
 uint16_t Fp32ToBf16(float f);
+// Fp32ToBf16 over n elements (the KV cache's write path).
+void Fp32ToBf16Row(const float* src, int64_t n, uint16_t* dst);
 
 // Dequantises `n` elements of one row stored as `t` at `src` into `dst`.
 // Scalar reference code: the fast paths live in matmul.cc and are tested

@@ -22,14 +22,15 @@ namespace {
 void GenericToken(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
                   float* out) {
   const int d = kv.head_dim;
+  std::vector<float> row(kv.dtype == DType::kF32 ? 0 : d);  // a widened bf16 row
   for (int32_t s = 0; s < n_keys; ++s) {
-    const float* k = kv.key(s);
+    const float* k = kv.KeyF32(s, row.data());
     for (int g = 0; g < n_q_heads; ++g) scores[g * n_keys + s] = scale * Dot(q + g * d, k, d);
   }
   for (int g = 0; g < n_q_heads; ++g) SoftmaxInPlace(scores + g * n_keys, n_keys);
   std::fill(out, out + static_cast<size_t>(n_q_heads) * d, 0.0f);
   for (int32_t s = 0; s < n_keys; ++s) {
-    const float* v = kv.value(s);
+    const float* v = kv.ValueF32(s, row.data());
     for (int g = 0; g < n_q_heads; ++g) Axpy(scores[g * n_keys + s], v, out + g * d, d);
   }
 }
@@ -65,6 +66,10 @@ struct Avx512Scratch {
   alignas(64) float qt[kMaxDim * kPrefillRowTile];
   alignas(64) float ot[kMaxDim * kPrefillRowTile];
   alignas(64) float p[kKT * kPrefillRowTile];  // scores, then probabilities, [key][row]
+  // A bf16 cache's key and value tile widened to f32 (once per query tile,
+  // shared by its up to 48 rows): the tile code then reads f32 alone.
+  alignas(64) float kb[kKT * kMaxDim];
+  alignas(64) float vb[kKT * kMaxDim];
 };
 
 // S[j][row] for keys j0..j0+7 of the tile: a register block of 8 keys x 16 RV
@@ -146,8 +151,13 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
     // Keys past max_slot (a partial last tile) point at a valid slot; the
     // causal mask removes them.
     for (int j = 0; j < kKT; ++j) {
-      kp[j] = kv.key(kt + std::min(j, nk - 1));
-      vp[j] = kv.value(kt + std::min(j, nk - 1));
+      if (j >= nk) {
+        kp[j] = kp[nk - 1];
+        vp[j] = vp[nk - 1];
+        continue;
+      }
+      kp[j] = kv.KeyF32(kt + j, w->kb + j * kMaxDim);
+      vp[j] = kv.ValueF32(kt + j, w->vb + j * kMaxDim);
     }
     Scores8<RV>(w->qt, kp, d, w->p);
     if (nk > 8) Scores8<RV>(w->qt, kp + 8, d, w->p + 8 * kRT);
@@ -230,7 +240,7 @@ void PrefillAttention(const PrefillQueries& qs, const PagedHeadView& kv, float s
   if (kv.head_dim % 8 == 0 && kv.head_dim <= kMaxDim) {
     const int64_t n_rows = static_cast<int64_t>(qs.n_tokens) * qs.n_q_heads;
     if (n_rows == 0) return;
-    // ~100 KB: on the stack of the calling thread, reused for every tile.
+    // ~130 KB: on the stack of the calling thread, reused for every tile.
     Avx512Scratch scratch;
     for (int64_t r0 = 0; r0 < n_rows; r0 += kPrefillRowTile) {
       // The last tile (or a decode step's few rows) takes as few vectors as

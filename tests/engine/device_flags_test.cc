@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace beacon {
@@ -42,6 +43,15 @@ TEST(DeviceFlags, DefaultsAreTheCpuAndTheBackendsDefaults) {
   EXPECT_EQ(ro.device, "cpu");
   EXPECT_TRUE(ro.cuda.cuda_graphs);
   EXPECT_EQ(ro.cuda.max_splits, CudaBackendOptions{}.max_splits);
+  EXPECT_EQ(ro.kv_cache_dtype, DType::kBF16) << "the KV cache is bf16 unless asked otherwise";
+}
+
+TEST(DeviceFlags, KvCacheDTypeReachesTheOptions) {
+  for (auto [arg, want] : {std::pair{"f32", DType::kF32}, {"bf16", DType::kBF16}, {"auto", DType::kBF16}}) {
+    RuntimeOptions ro;
+    ASSERT_TRUE(Parse({"--kv-cache-dtype", arg}, &ro).ok()) << arg;
+    EXPECT_EQ(ro.kv_cache_dtype, want) << arg;
+  }
 }
 
 TEST(DeviceFlags, CudaKnobsReachTheOptions) {
@@ -61,7 +71,8 @@ TEST(DeviceFlags, MalformedValuesNameTheirFlag) {
   for (const Case& c : std::vector<Case>{{{"--device", "tpu"}, "--device"},
                                          {{"--cuda-graphs", "yes"}, "--cuda-graphs"},
                                          {{"--cuda-max-splits", "0"}, "--cuda-max-splits"},
-                                         {{"--cuda-max-splits", "2048"}, "--cuda-max-splits"}}) {
+                                         {{"--cuda-max-splits", "2048"}, "--cuda-max-splits"},
+                                         {{"--kv-cache-dtype", "fp8"}, "--kv-cache-dtype"}}) {
     RuntimeOptions ro;
     absl::Status s = Parse(c.argv, &ro);
     ASSERT_FALSE(s.ok()) << c.flag;

@@ -61,8 +61,10 @@ class PrefillChunkingTest : public ::testing::TestWithParam<Shape> {};
 // until the prompt is consumed; 0 = the rest at once), each step beside a
 // companion sequence that is decoding when `companion` is set.
 std::vector<float> RunPrompt(CpuBackend* backend, const ModelConfig& c, const std::vector<int32_t>& prompt,
-                             const std::vector<int>& chunks, int block_size, bool companion) {
-  KvCache cache(KvCacheShape{c.n_layers, c.n_kv_heads, c.head_dim, block_size}, 512 / block_size + 8);
+                             const std::vector<int>& chunks, int block_size, bool companion, DType kv_dtype) {
+  KvCacheShape shape{c.n_layers, c.n_kv_heads, c.head_dim, block_size};
+  shape.dtype = kv_dtype;
+  KvCache cache(shape, 512 / block_size + 8);
   SequenceKv seq(&cache), other(&cache);
   const std::vector<int32_t> other_prompt = Tokens(9, 3);
   std::vector<float> logits, all;
@@ -95,27 +97,30 @@ TEST_P(PrefillChunkingTest, LogitsDoNotDependOnChunking) {
   ThreadPool pool(2);
   CpuBackend backend(&model->weights, &pool);
   const std::vector<int32_t> prompt = Tokens(70, 1);
-  const std::vector<float> whole = RunPrompt(&backend, c, prompt, {0}, 16, false);
-  ASSERT_EQ(whole.size(), prompt.size() * c.vocab_size);
-  struct Run {
-    const char* what;
-    std::vector<int> chunks;
-    int block_size;
-    bool companion;
-  };
-  const Run runs[] = {
-      {"chunks 1,16,17,5,30", {1, 16, 17, 5, 30}, 16, false},
-      {"chunks of 7 beside a decoding sequence", {7}, 16, true},
-      {"one token at a time (decode entries)", {1}, 16, false},
-      {"chunks of 23, blocks of 5", {23}, 5, false},
-      {"one token at a time, blocks of 8, beside a decoding sequence", {1}, 8, true},
-  };
-  for (const Run& r : runs) {
-    const std::vector<float> got = RunPrompt(&backend, c, prompt, r.chunks, r.block_size, r.companion);
-    ASSERT_EQ(got.size(), whole.size()) << r.what;
-    for (size_t pos = 0; pos < prompt.size(); ++pos) {
-      ASSERT_TRUE(SameBits(&got[pos * c.vocab_size], &whole[pos * c.vocab_size], c.vocab_size))
-          << r.what << ": position " << pos << " differs from the all-at-once run";
+  for (DType kv_dtype : {DType::kF32, DType::kBF16}) {  // both host KV types
+    const char* type = kv_dtype == DType::kF32 ? "f32 KV: " : "bf16 KV: ";
+    const std::vector<float> whole = RunPrompt(&backend, c, prompt, {0}, 16, false, kv_dtype);
+    ASSERT_EQ(whole.size(), prompt.size() * c.vocab_size);
+    struct Run {
+      const char* what;
+      std::vector<int> chunks;
+      int block_size;
+      bool companion;
+    };
+    const Run runs[] = {
+        {"chunks 1,16,17,5,30", {1, 16, 17, 5, 30}, 16, false},
+        {"chunks of 7 beside a decoding sequence", {7}, 16, true},
+        {"one token at a time (decode entries)", {1}, 16, false},
+        {"chunks of 23, blocks of 5", {23}, 5, false},
+        {"one token at a time, blocks of 8, beside a decoding sequence", {1}, 8, true},
+    };
+    for (const Run& r : runs) {
+      const std::vector<float> got = RunPrompt(&backend, c, prompt, r.chunks, r.block_size, r.companion, kv_dtype);
+      ASSERT_EQ(got.size(), whole.size()) << type << r.what;
+      for (size_t pos = 0; pos < prompt.size(); ++pos) {
+        ASSERT_TRUE(SameBits(&got[pos * c.vocab_size], &whole[pos * c.vocab_size], c.vocab_size))
+            << type << r.what << ": position " << pos << " differs from the all-at-once run";
+      }
     }
   }
 }

@@ -35,8 +35,9 @@ def beacon_logits_path() -> str:
 
 
 def run_beacon_logits(model: str, tokens, chunk: int = 0, companions: int = 0,
-                      timeout_s: float = 600.0) -> np.ndarray:
-    """Logits [n_tokens, vocab] from the engine. chunk 0 = all at once."""
+                      timeout_s: float = 600.0, kv_cache_dtype: str | None = None) -> np.ndarray:
+    """Logits [n_tokens, vocab] from the engine. chunk 0 = all at once.
+    kv_cache_dtype: the engine's --kv-cache-dtype (None: its default, bf16)."""
     exe = beacon_logits_path()
     with tempfile.TemporaryDirectory(prefix="beacon-logits-") as tmp:
         out = os.path.join(tmp, "logits.f32")
@@ -46,6 +47,8 @@ def run_beacon_logits(model: str, tokens, chunk: int = 0, companions: int = 0,
             cmd += ["--chunk", str(chunk)]
         if companions:
             cmd += ["--companions", str(companions)]
+        if kv_cache_dtype:
+            cmd += ["--kv-cache-dtype", kv_cache_dtype]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd[:3])} ... exited {proc.returncode}: "

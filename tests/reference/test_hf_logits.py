@@ -11,8 +11,8 @@ is an independent oracle for the safetensors path.
 The checkpoints are written here (random weights, a minimal safetensors
 writer: numpy only) for llama, qwen2 and qwen3 in F32, plus qwen3 in BF16 with
 the reference reading the same rounded values. With float weights the engine
-multiplies with unquantised activations, so the two sides differ only by
-float32 rounding: measured <= 1e-6 relative RMS. A wrong RoPE pairing gives
+multiplies with unquantised activations, and with an f32 KV cache
+(--kv-cache-dtype f32) the two sides differ only by float32 rounding: measured <= 1e-6 relative RMS. A wrong RoPE pairing gives
 ~0.5, so the tolerance of 1e-4 relative RMS per position (and identical
 argmax) separates the two by orders of magnitude.
 
@@ -176,7 +176,7 @@ def run_case(family: str, dtype: str, tmp: str) -> list[str]:
         json.dump(cfg, f)
     save_safetensors(os.path.join(d, "model.safetensors"), tensors)
 
-    got = run_beacon_logits(d, TOKENS).astype(np.float64)
+    got = run_beacon_logits(d, TOKENS, kv_cache_dtype="f32").astype(np.float64)
     ref = hf_forward(cfg, w, TOKENS)
     err = np.sqrt(((got - ref) ** 2).mean(-1)) / np.sqrt((ref ** 2).mean(-1))
     agree = int((got.argmax(-1) == ref.argmax(-1)).sum())

@@ -11,7 +11,8 @@ dummy loader's determinism contract (dummy_weights.py) and runs the
 transformers-style forward pass of test_hf_logits.py with numpy_model's
 rope_frequencies, written from the published formulas.
 
-The two sides differ by float32 rounding only: measured ~1e-6 relative RMS;
+With the engine's f32 KV cache (--kv-cache-dtype f32) the two sides differ
+by float32 rounding only: measured ~1e-6 relative RMS;
 the tolerance is 1e-4 per position with identical argmax. Each case also
 checks that the reference without scaling is >= 100x further away, so a
 scaling that is ignored or applied to the wrong pairs cannot pass.
@@ -75,7 +76,7 @@ def dummy_case(name: str, tokens: list[int]) -> list[str]:
     unscaled = hf_forward({k: v for k, v in cfg.items() if k != "rope_scaling"}, w, tokens)
     fails = []
     for chunk in (0, 48):
-        got = run_beacon_logits(f"dummy:{path}@{SEED}", tokens, chunk=chunk).astype(np.float64)
+        got = run_beacon_logits(f"dummy:{path}@{SEED}", tokens, chunk=chunk, kv_cache_dtype="f32").astype(np.float64)
         fails += check(f"{name} chunk {chunk or 'all'}", got, ref, unscaled)
     return fails
 
@@ -159,7 +160,7 @@ def gguf_cases(tokens: list[int], tmp: str) -> list[str]:
         ref = model.forward(tokens).astype(np.float64)
         model.cfg.rope_scaling, model.cfg.rope_freqs = None, None
         unscaled = model.forward(tokens).astype(np.float64)
-        got = run_beacon_logits(path, tokens, chunk=48).astype(np.float64)
+        got = run_beacon_logits(path, tokens, chunk=48, kv_cache_dtype="f32").astype(np.float64)
         fails += check(label, got, ref, unscaled)
     return fails
 

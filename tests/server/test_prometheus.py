@@ -359,7 +359,9 @@ def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
               "beacon_num_requests_running", "beacon_num_requests_waiting", "beacon_num_requests_compressing",
               "beacon_kv_cached_tokens", "beacon_kv_logical_tokens"):
         assert v(g) == 0, (g, v(g))
-    assert v("beacon_kv_bytes_per_token") > 0
+    # The default model (30 layers, 3 KV heads of 64) with the default bf16
+    # cache: 2 (K, V) x 30 x 3 x 64 x 2 bytes; f32 would be twice that.
+    assert v("beacon_kv_bytes_per_token") == 2 * 30 * 3 * 64 * 2, v("beacon_kv_bytes_per_token")
     # The info metric agrees with GetModelInfo.
     info = srv.stub.GetModelInfo(pb.GetModelInfoRequest())
     r = prom.query(f"beacon_server_info{{{inst}}}")
@@ -367,7 +369,7 @@ def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
     labels = r[0]["metric"]
     want = {"model": info.model, "architecture": info.architecture, "kv_block_size": str(info.kv_block_size),
             "kv_pool_tokens": str(info.kv_pool_tokens), "kv_policy": info.default_kv_policy,
-            "kv_budget": str(info.default_kv_budget), "admission": info.admission}
+            "kv_budget": str(info.default_kv_budget), "admission": info.admission, "kv_cache_dtype": "bf16"}
     assert {k: labels.get(k) for k in want} == want, (labels, want)
     assert v("beacon_kv_pool_blocks") * info.kv_block_size == info.kv_pool_tokens
 
