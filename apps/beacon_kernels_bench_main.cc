@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_matrix.h"
 
@@ -83,6 +84,85 @@ BENCHMARK_CAPTURE(BM_MatMulPacked, q5_1_ffn_up, DType::kQ5_1, 1536, 576)->Apply(
 BENCHMARK_CAPTURE(BM_MatMulPacked, q4_k_ffn_down, DType::kQ4_K, 576, 1536)->Apply(Args);
 BENCHMARK_CAPTURE(BM_MatMulPacked, q5_k_ffn_down, DType::kQ5_K, 576, 1536)->Apply(Args);
 BENCHMARK_CAPTURE(BM_MatMulPacked, q6_k_ffn_down, DType::kQ6_K, 576, 1536)->Apply(Args);
+
+// One decode step's attention for one KV head of the default model (3 query
+// heads of 64) over n_keys cached slots in blocks of 16, with the
+// probabilities a policy reads. bytes_per_second: K+V bytes read.
+void BM_DecodeAttention(benchmark::State& state, DType t) {
+  const int d = 64, g = 3, bs = 16;
+  const int32_t n = static_cast<int32_t>(state.range(0));
+  const int32_t blocks = (n + bs - 1) / bs;
+  const size_t elems = static_cast<size_t>(blocks) * bs * d;
+  std::vector<float> k32(elems), v32(elems);
+  std::vector<uint16_t> k16(elems), v16(elems);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  for (size_t i = 0; i < elems; ++i) {
+    k16[i] = Fp32ToBf16(k32[i] = nd(rng));
+    v16[i] = Fp32ToBf16(v32[i] = nd(rng));
+  }
+  std::vector<int32_t> table(blocks);
+  for (int32_t b = 0; b < blocks; ++b) table[b] = b;
+  PagedHeadView view;
+  view.k_head_base = t == DType::kF32 ? static_cast<const void*>(k32.data()) : k16.data();
+  view.v_head_base = t == DType::kF32 ? static_cast<const void*>(v32.data()) : v16.data();
+  view.block_stride = static_cast<size_t>(bs) * d;
+  view.block_ids = table.data();
+  view.block_size = bs;
+  view.head_dim = d;
+  view.dtype = t;
+  std::vector<float> q(g * d), out(g * d), scores(static_cast<size_t>(g) * n);
+  for (float& x : q) x = nd(rng);
+  for (auto _ : state) {
+    PagedAttention(q.data(), g, view, n, 0.125f, scores.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t{2} * n * d * (t == DType::kF32 ? 4 : 2));
+}
+
+// The same over the default model's whole cache as a step reads it: 30
+// layers x 3 KV heads in KvCache's layout ([block][head][slot][dim]), 47 MB
+// at 2,048 bf16 slots, far past the caches: what DRAM adds to the kernel.
+void BM_DecodeAttentionStep(benchmark::State& state, DType t) {
+  const int d = 64, g = 3, bs = 16, heads = 3, layers = 30;
+  const int32_t n = static_cast<int32_t>(state.range(0));
+  const int32_t blocks = (n + bs - 1) / bs;
+  const int eb = t == DType::kF32 ? 4 : 2;
+  const size_t layer_bytes = static_cast<size_t>(blocks) * heads * bs * d * eb;
+  std::vector<std::vector<uint8_t>> k(layers, std::vector<uint8_t>(layer_bytes)), v = k;
+  std::mt19937 rng(1);
+  for (auto& l : k) {
+    for (size_t i = 0; i < l.size(); i += 2) l[i + 1] = static_cast<uint8_t>(0x3c + rng() % 3);  // finite values
+  }
+  for (auto& l : v) {
+    for (size_t i = 0; i < l.size(); i += 2) l[i + 1] = static_cast<uint8_t>(0x3c + rng() % 3);
+  }
+  std::vector<int32_t> table(blocks);
+  for (int32_t b = 0; b < blocks; ++b) table[b] = b;
+  std::vector<float> q(g * d, 0.01f), out(g * d), scores(static_cast<size_t>(g) * n);
+  for (auto _ : state) {
+    for (int l = 0; l < layers; ++l) {
+      for (int h = 0; h < heads; ++h) {
+        PagedHeadView view;
+        view.k_head_base = k[l].data() + static_cast<size_t>(h) * bs * d * eb;
+        view.v_head_base = v[l].data() + static_cast<size_t>(h) * bs * d * eb;
+        view.block_stride = static_cast<size_t>(heads) * bs * d;
+        view.block_ids = table.data();
+        view.block_size = bs;
+        view.head_dim = d;
+        view.dtype = t;
+        PagedAttention(q.data(), g, view, n, 0.125f, scores.data(), out.data());
+        benchmark::DoNotOptimize(out.data());
+      }
+    }
+  }
+  state.SetBytesProcessed(state.iterations() * int64_t{2} * layers * heads * n * d * eb);
+}
+
+BENCHMARK_CAPTURE(BM_DecodeAttentionStep, f32, DType::kF32)->Arg(64)->Arg(2048)->Arg(4096);
+BENCHMARK_CAPTURE(BM_DecodeAttentionStep, bf16, DType::kBF16)->Arg(64)->Arg(2048)->Arg(4096);
+BENCHMARK_CAPTURE(BM_DecodeAttention, f32, DType::kF32)->Arg(64)->Arg(512)->Arg(2048)->Arg(4096);
+BENCHMARK_CAPTURE(BM_DecodeAttention, bf16, DType::kBF16)->Arg(64)->Arg(512)->Arg(2048)->Arg(4096);
 
 }  // namespace
 }  // namespace beacon
