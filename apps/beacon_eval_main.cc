@@ -321,6 +321,12 @@ int Needle(const cli::Args& args) {
   if (*interval < 1) return Fail(absl::InvalidArgumentError("--interval must be >= 1"));
   if (*resamples < 1) return Fail(absl::InvalidArgumentError("--resamples must be >= 1"));
   if (*seed < 0) return Fail(absl::InvalidArgumentError("--seed must be >= 0"));
+  absl::StatusOr<double> temperature = args.Double("filler-temperature"),
+                         penalty = args.Double("filler-frequency-penalty");
+  if (!temperature.ok()) return Fail(temperature.status());
+  if (!penalty.ok()) return Fail(penalty.status());
+  o.filler_temperature = static_cast<float>(*temperature);
+  o.filler_frequency_penalty = static_cast<float>(*penalty);
   o.cases = static_cast<int32_t>(*cases);
   o.seed = static_cast<uint64_t>(*seed);
   o.interval = static_cast<int32_t>(*interval);
@@ -347,7 +353,8 @@ int Needle(const cli::Args& args) {
   }
 
   std::string command = "beacon-eval needle";
-  for (const char* flag : {"model", "distances", "budgets", "policies", "cases", "seed", "interval", "threads"}) {
+  for (const char* flag : {"model", "distances", "budgets", "policies", "cases", "seed", "interval", "threads",
+                           "filler-temperature", "filler-frequency-penalty"}) {
     absl::StrAppend(&command, " --", flag, " ", args.Str(flag));
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -371,14 +378,15 @@ int Needle(const cli::Args& args) {
                                      {"interval", o.interval},
                                      {"filler_temperature", o.filler_temperature},
                                      {"filler_top_p", o.filler_top_p},
+                                     {"filler_frequency_penalty", o.filler_frequency_penalty},
                                      {"answer_slack", o.answer_slack},
                                      {"bootstrap_resamples", *resamples},
                                      {"case_results", eval::NeedleCasesJson(results)}};
     const std::string heading = absl::StrFormat(
         "# beacon-eval needle%s\n\nmodel %s, seed %d, %d cases tried per D, interval %d, filler temperature %.2f "
-        "top-p %.2f; %.0f s on %d threads\n\n`%s`\n",
+        "top-p %.2f frequency penalty %.2f; %.0f s on %d threads\n\n`%s`\n",
         complete ? "" : " (PARTIAL: run still going or stopped early)", ro.model, o.seed, o.cases, o.interval,
-        o.filler_temperature, o.filler_top_p, seconds, (*rt)->pool()->n_threads(), command);
+        o.filler_temperature, o.filler_top_p, o.filler_frequency_penalty, seconds, (*rt)->pool()->n_threads(), command);
     if (absl::Status s = eval::WriteResults(eval::NeedleCellTable(summary), eval::NeedleMarkdown(summary, heading),
                                             settings, dir, "needle_summary");
         !s.ok()) {
@@ -429,6 +437,8 @@ int Main(int argc, char** argv) {
     args.Declare("seed", false, "1", "seed of the cases (facts and filler samplers) and of the bootstrap");
     args.Declare("threads", false, "0", "CPU threads (0 = all)");
     args.Declare("resamples", false, "2000", "bootstrap resamples per interval");
+    args.Declare("filler-temperature", false, "0.8", "the filler sampler's temperature");
+    args.Declare("filler-frequency-penalty", false, "0", "the filler sampler's frequency penalty");
   } else if (model) {
     args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("prompts", false, "eval/prompts/long_prompts.jsonl", "JSON-lines prompts {\"id\", \"prompt\"}");

@@ -54,6 +54,7 @@ absl::Status ValidateNeedleOptions(const NeedleOptions& o) {
   SamplingParams sp;
   sp.temperature = o.filler_temperature;
   sp.top_p = o.filler_top_p;
+  sp.frequency_penalty = o.filler_frequency_penalty;
   if (absl::Status s = sp.Validate(); !s.ok()) return absl::InvalidArgumentError(absl::StrCat("filler: ", s.message()));
   return absl::OkStatus();
 }
@@ -74,6 +75,7 @@ absl::Status RunNeedleEval(Runtime* rt, const NeedleOptions& o, std::FILE* log,
     SamplingParams sp;
     sp.temperature = o.filler_temperature;
     sp.top_p = o.filler_top_p;
+    sp.frequency_penalty = o.filler_frequency_penalty;
     sp.seed = c.filler_seed;
     for (int32_t distance : o.distances) {
       NeedleCaseResult r;

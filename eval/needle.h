@@ -43,6 +43,9 @@ struct NeedleOptions {
   // at a shorter D is the prefix of its filler at a longer one.
   float filler_temperature = 0.8f;
   float filler_top_p = 0.95f;
+  // OpenAI-style, over the filler's own tokens: at temperature 0.8 alone a
+  // 135M model's story falls into loops within a thousand tokens.
+  float filler_frequency_penalty = 0.0f;
   // Greedy tokens past the answer's own token count (of " " + answer): the
   // score needs the character after the answer.
   int32_t answer_slack = 2;
