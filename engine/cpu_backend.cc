@@ -6,9 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "kernels/cpu/attention.h"
 #include "kernels/cpu/ops.h"
-#include "kernels/cpu/prefill_attention.h"
 
 namespace beacon {
 
@@ -19,7 +17,6 @@ CpuBackend::CpuBackend(const ModelWeights* weights, ThreadPool* pool) : weights_
   RopeTable rope = c.RopeFrequencies();
   inv_freq_ = std::move(rope.inv_freq);
   rope_attention_factor_ = rope.attention_factor;
-  scores_.resize(pool_ != nullptr ? pool_->n_threads() : 1);
   auto pack = [&](const Tensor& t) {
     if (t.empty() || !PackedMatrix::Supported(t.dtype) || packed_.contains(t.data)) return;
     packed_[t.data] = PackedMatrix::Pack(t.dtype, t.rows, t.cols, t.data, pool_);
@@ -238,93 +235,6 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
   SiluMul(gate_.data(), up_.data(), n * c.ffn_hidden);
   Linear(w.w_down, gate_.data(), n, xb_.data());
   for (int64_t t = 0; t < n; ++t) AddInPlace(&x_[t * c.hidden], &xb_[t * c.hidden], c.hidden);
-}
-
-// Attention for every token of the step, in parallel over tasks of one KV
-// head each. A prefill entry (more than one token: a prompt or a chunk of it)
-// runs the tiled PrefillAttention on tiles of PrefillTileTokens(group)
-// consecutive tokens; a decode entry (one token) runs PagedAttention, whose
-// probabilities a KV policy may observe.
-//
-// Numerics: PagedAttention is PrefillAttention on a run of one token, and a
-// row's arithmetic depends only on its own query and slot (key tiles anchored
-// at slot 0), so a token's attention output is bit-identical however its
-// prompt is chunked (one token at a time included) and whatever shares its
-// batch (the summation order is in prefill_attention.h); with the
-// batch-invariant matmuls, so are the logits.
-void CpuBackend::Attention(int l, std::span<const ForwardEntry> batch) {
-  const ModelConfig& c = weights_->config;
-  const int d = c.head_dim;
-  const int group = c.group_size();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  struct Task {
-    int64_t t0;    // first token (index into tokens_)
-    int32_t n;     // tokens
-    int h;         // KV head
-    bool prefill;  // PrefillAttention (else PagedAttention, n == 1)
-    int64_t cost;  // ~ query rows x keys, for the order of claiming
-  };
-  std::vector<Task> tasks;
-  const int tile = PrefillTileTokens(group);
-  int64_t t = 0;
-  for (const ForwardEntry& en : batch) {
-    const int32_t nt = static_cast<int32_t>(en.tokens.size());
-    const bool prefill = nt > 1;
-    for (int32_t i = 0; i < nt; i += prefill ? tile : 1) {
-      const int32_t n = prefill ? std::min(tile, nt - i) : 1;
-      const int64_t cost = int64_t{n} * (tokens_[t + i + n - 1].slot + 1);
-      for (int h = 0; h < c.n_kv_heads; ++h) tasks.push_back({t + i, n, h, prefill, cost});
-    }
-    t += nt;
-  }
-  // Costliest first: the threads claim tasks in order, so the long causal
-  // tiles at the end of a prompt do not come last and leave a thread idle.
-  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.cost > b.cost; });
-
-  auto body = [&](int64_t begin, int64_t end, int thread) {
-    std::vector<float>& scores = scores_[thread];
-    for (int64_t task = begin; task < end; ++task) {
-      const Task& tk = tasks[task];
-      const TokenRef& ref = tokens_[tk.t0];
-      const ForwardEntry& entry = batch[ref.entry];
-      const SequenceKv* kv = entry.kv;
-      const KvCache* cache = kv->cache();
-      PagedHeadView view;
-      view.k_head_base = cache->KData(l, 0, tk.h);
-      view.v_head_base = cache->VData(l, 0, tk.h);
-      view.dtype = cache->dtype();
-      view.block_stride = cache->block_stride();
-      view.block_ids = kv->block_ids().data();
-      view.block_size = cache->shape().block_size;
-      view.head_dim = d;
-      const int64_t off = tk.t0 * c.q_dim() + tk.h * group * d;
-      if (tk.prefill) {
-        PrefillQueries qs;
-        qs.q = &q_[off];
-        qs.q_token_stride = c.q_dim();
-        qs.out = &att_[off];
-        qs.out_token_stride = c.q_dim();
-        qs.n_q_heads = group;
-        qs.first_slot = ref.slot;
-        qs.n_tokens = tk.n;
-        PrefillAttention(qs, view, scale);
-        continue;
-      }
-      const int32_t n_keys = ref.slot + 1;  // causal: every slot up to its own
-      if (scores.size() < static_cast<size_t>(group) * n_keys) scores.resize(static_cast<size_t>(group) * n_keys);
-      PagedAttention(&q_[off], group, view, n_keys, scale, scores.data(), &att_[off]);
-      // Decode entries only: the tasks of one entry are then distinct KV
-      // heads, which a policy may observe concurrently.
-      if (entry.policy != nullptr && entry.policy->wants_attention()) {
-        entry.policy->ObserveAttention(l, tk.h, scores.data(), group, n_keys);
-      }
-    }
-  };
-  if (pool_ != nullptr) {
-    pool_->ParallelFor(static_cast<int64_t>(tasks.size()), 1, body);
-  } else {
-    body(0, static_cast<int64_t>(tasks.size()), 0);
-  }
 }
 
 }  // namespace beacon

@@ -39,7 +39,7 @@ class CpuBackend : public Backend {
 
   void Resize(int64_t n_tokens);
   void Layer(int l, std::span<const ForwardEntry> batch);
-  void Attention(int l, std::span<const ForwardEntry> batch);
+  void Attention(int l, std::span<const ForwardEntry> batch);  // cpu_attention.cc
   void Linear(const Tensor& w, const float* x, int64_t n, float* y);
 
   const ModelWeights* weights_;
@@ -50,7 +50,9 @@ class CpuBackend : public Backend {
   std::vector<float> rope_cs_;  // [n_tokens][head_dim]: RopeCosSin of each token's position
   // Activations, [n_tokens][width]; resized per step, reused across steps.
   std::vector<float> x_, xb_, q_, k_, v_, att_, gate_, up_;
-  std::vector<std::vector<float>> scores_;  // per pool thread
+  // Decode attention's per-(token, KV head) segment states and observed
+  // probabilities (cpu_attention.cc); grown, reused across layers and steps.
+  std::vector<float> decode_partials_, decode_scores_;
   QuantizedRows xq_;
   // Quantised matrices repacked for the 16-row integer kernel, keyed by the
   // tensor's data pointer (packed once at construction; see packed_matrix.h).

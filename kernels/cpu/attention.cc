@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/attention_exp.h"
+#include "kernels/cpu/attention_merge.h"
 #include "kernels/cpu/kv_elements.h"
 #include "kernels/cpu/prefill_attention.h"
 
@@ -151,32 +153,33 @@ inline void PrefetchSlots(const PagedHeadView& kv, int32_t begin, int32_t end) {
   }
 }
 
-// NR (<= kRows) query heads q[r * d], outputs out[r * d], probabilities
-// probs[r * n_keys] (null: none), over a cache of element type T.
-// REQUIRES d % 16 == 0, d <= kMaxDim.
+// Keys [begin, end) of NR (<= kRows) query heads q[r * d], from a fresh
+// state, into the unnormalised partial state o[r * d], m[r], l[r]; raw
+// scores (scale q.k) into probs[r * probs_stride + slot] when probs is not
+// null. T: the cache's element type. REQUIRES d % 16 == 0, d <= kMaxDim,
+// begin < end, begin a multiple of kTiles * kKT.
 template <int NR, typename T>
-void DecodeRows(const float* q, const PagedHeadView& kv, int32_t n_keys, float scale, float* probs, float* out,
-                DecodeScratch* w) {
+void DecodeRows(const float* q, const PagedHeadView& kv, int32_t begin, int32_t end, float scale, float* probs,
+                int32_t probs_stride, float* o, float* m, float* l, DecodeScratch* w) {
   const int d = kv.head_dim;
-  float m[NR], l[NR];
   for (int r = 0; r < NR; ++r) {
     for (int c = 0; c < d; ++c) w->qs[r][c] = scale * q[r * d + c];
     std::fill(w->o[r], w->o[r] + d, 0.0f);
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0.0f;
   }
-  for (int32_t base = 0; base < n_keys; base += kTiles * kKT) {
+  for (int32_t base = begin; base < end; base += kTiles * kKT) {
     // A long context streams the cache from DRAM, and one core's demand
     // loads alone reach ~8-10 GB/s on this pattern (2 KB runs per block and
     // head): prefetch the keys and values kPrefetchAhead keys on.
-    PrefetchSlots<T>(kv, base + kPrefetchAhead, std::min<int32_t>(n_keys, base + kPrefetchAhead + kTiles * kKT));
-    const int nt = std::min<int32_t>(kTiles, (n_keys - base + kKT - 1) / kKT);
+    PrefetchSlots<T>(kv, base + kPrefetchAhead, std::min<int32_t>(end, base + kPrefetchAhead + kTiles * kKT));
+    const int nt = std::min<int32_t>(kTiles, (end - base + kKT - 1) / kKT);
     const T* vp[kTiles][kKT];
     for (int t = 0; t < nt; ++t) {
       const int32_t first = base + t * kKT;
-      const int nk = std::min<int32_t>(kKT, n_keys - first);
+      const int nk = std::min<int32_t>(kKT, end - first);
       const T* kp[kKT];
-      for (int j = 0; j < kKT; ++j) {  // past n_keys: a valid slot, masked below
+      for (int j = 0; j < kKT; ++j) {  // past end: a valid slot, masked below
         kp[j] = kv.key_as<T>(first + std::min(j, nk - 1));
         vp[t][j] = kv.value_as<T>(first + std::min(j, nk - 1));
       }
@@ -195,11 +198,11 @@ void DecodeRows(const float* q, const PagedHeadView& kv, int32_t n_keys, float s
     }
     for (int t = 0; t < nt; ++t) {
       const int32_t first = base + t * kKT;
-      const int nk = std::min<int32_t>(kKT, n_keys - first);
+      const int nk = std::min<int32_t>(kKT, end - first);
       const __mmask16 keep = static_cast<__mmask16>(nk == kKT ? 0xffff : (1u << nk) - 1);
       for (int r = 0; r < NR; ++r) {
         const __m512 s = _mm512_load_ps(w->s[t][r]);
-        if (probs != nullptr) _mm512_mask_storeu_ps(probs + r * n_keys + first, keep, s);
+        if (probs != nullptr) _mm512_mask_storeu_ps(probs + r * probs_stride + first, keep, s);
         const float mt =
             _mm512_reduce_max_ps(_mm512_mask_mov_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), keep, s));
         const float mn = std::max(m[r], mt);
@@ -216,34 +219,27 @@ void DecodeRows(const float* q, const PagedHeadView& kv, int32_t n_keys, float s
       AccumulateValues<NR, T>(w, t, vp[t], nk, d);
     }
   }
-  for (int r = 0; r < NR; ++r) {
-    for (int c = 0; c < d; ++c) out[r * d + c] = w->o[r][c] / l[r];
-    if (probs != nullptr) {
-      float* p = probs + r * n_keys;
-      const __m512 mr = _mm512_set1_ps(m[r]), lr = _mm512_set1_ps(l[r]);
-      for (int32_t j = 0; j < n_keys; j += kKT) {
-        const __mmask16 in = static_cast<__mmask16>(n_keys - j >= kKT ? 0xffff : (1u << (n_keys - j)) - 1);
-        const __m512 e = AttentionExp(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + j), mr));
-        _mm512_mask_storeu_ps(p + j, in, _mm512_div_ps(e, lr));
-      }
-    }
-  }
+  for (int r = 0; r < NR; ++r) std::copy(w->o[r], w->o[r] + d, o + r * d);
 }
 
+// Partial layout (AttentionPartialFloats): o [G][d], then m [G], l [G].
 template <typename T>
-void DecodeAllRows(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
-                   float* out) {
+void DecodeSegment(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, int32_t seg, float scale,
+                   float* scores, float* partial) {
   const int d = kv.head_dim;
+  const int32_t begin = seg * kAttentionSegment, end = std::min(n_keys, begin + kAttentionSegment);
+  float* pm = partial + static_cast<size_t>(n_q_heads) * d;
+  float* pl = pm + n_q_heads;
   DecodeScratch scratch;  // ~73 KB on the calling thread's stack, reused for every row pass
   for (int g = 0; g < n_q_heads; g += kRows) {
     const float* qg = q + static_cast<int64_t>(g) * d;
-    float* og = out + static_cast<int64_t>(g) * d;
+    float* og = partial + static_cast<int64_t>(g) * d;
     float* pg = scores != nullptr ? scores + static_cast<int64_t>(g) * n_keys : nullptr;
     switch (std::min(kRows, n_q_heads - g)) {
-      case 1: DecodeRows<1, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
-      case 2: DecodeRows<2, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
-      case 3: DecodeRows<3, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
-      default: DecodeRows<4, T>(qg, kv, n_keys, scale, pg, og, &scratch); break;
+      case 1: DecodeRows<1, T>(qg, kv, begin, end, scale, pg, n_keys, og, pm + g, pl + g, &scratch); break;
+      case 2: DecodeRows<2, T>(qg, kv, begin, end, scale, pg, n_keys, og, pm + g, pl + g, &scratch); break;
+      case 3: DecodeRows<3, T>(qg, kv, begin, end, scale, pg, n_keys, og, pm + g, pl + g, &scratch); break;
+      default: DecodeRows<4, T>(qg, kv, begin, end, scale, pg, n_keys, og, pm + g, pl + g, &scratch); break;
     }
   }
 }
@@ -263,19 +259,76 @@ const float* PagedHeadView::ValueF32(int32_t slot, float* buf) const {
   return buf;
 }
 
+bool SegmentedAttentionSupported(int head_dim) {
+#if defined(__AVX512F__)
+  return head_dim % 16 == 0 && head_dim <= kMaxDim;
+#else
+  return false;
+#endif
+}
+
+void PagedAttentionSegment(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, int32_t seg,
+                           float scale, float* scores, float* partial) {
+#if defined(__AVX512F__)
+  if (kv.dtype == DType::kBF16) {
+    DecodeSegment<uint16_t>(q, n_q_heads, kv, n_keys, seg, scale, scores, partial);
+  } else {
+    DecodeSegment<float>(q, n_q_heads, kv, n_keys, seg, scale, scores, partial);
+  }
+#endif
+}
+
+void MergeAttentionSegments(const float* partials, int n_q_heads, int head_dim, int32_t n_keys, float* scores,
+                            float* out) {
+#if defined(__AVX512F__)
+  const int d = head_dim;
+  const int32_t n_seg = AttentionSegments(n_keys);
+  const size_t stride = AttentionPartialFloats(n_q_heads, d);
+  alignas(64) float o[kMaxDim];
+  for (int g = 0; g < n_q_heads; ++g) {
+    const float* p0 = partials;
+    std::copy(p0 + g * d, p0 + (g + 1) * d, o);
+    __m512 m = _mm512_set1_ps(p0[n_q_heads * d + g]);
+    __m512 l = _mm512_set1_ps(p0[n_q_heads * d + n_q_heads + g]);
+    for (int32_t i = 1; i < n_seg; ++i) {
+      const float* pi = partials + i * stride;
+      __m512 a, b;
+      const __m512 mn = MergeScales(m, _mm512_set1_ps(pi[n_q_heads * d + g]), &a, &b);
+      l = MergeSum(l, a, _mm512_set1_ps(pi[n_q_heads * d + n_q_heads + g]), b);
+      for (int c = 0; c < d; c += 16) {
+        _mm512_store_ps(o + c, MergeSum(_mm512_load_ps(o + c), a, _mm512_loadu_ps(pi + g * d + c), b));
+      }
+      m = mn;
+    }
+    const float lf = _mm_cvtss_f32(_mm512_castps512_ps128(l));
+    for (int c = 0; c < d; ++c) out[g * d + c] = o[c] / lf;
+    if (scores != nullptr) {
+      float* p = scores + static_cast<size_t>(g) * n_keys;
+      for (int32_t j = 0; j < n_keys; j += kKT) {
+        const __mmask16 in = static_cast<__mmask16>(n_keys - j >= kKT ? 0xffff : (1u << (n_keys - j)) - 1);
+        const __m512 e = AttentionExp(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + j), m));
+        _mm512_mask_storeu_ps(p + j, in, _mm512_div_ps(e, l));
+      }
+    }
+  }
+#endif
+}
+
 void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
                     float* out) {
   const int d = kv.head_dim;
-#if defined(__AVX512F__)
-  if (d % 16 == 0 && d <= kMaxDim) {
-    if (kv.dtype == DType::kBF16) {
-      DecodeAllRows<uint16_t>(q, n_q_heads, kv, n_keys, scale, scores, out);
-    } else {
-      DecodeAllRows<float>(q, n_q_heads, kv, n_keys, scale, scores, out);
+  if (SegmentedAttentionSupported(d)) {
+    // The segments one after the other on this thread; CpuBackend runs
+    // them as parallel tasks instead, with the same bits.
+    thread_local std::vector<float> partials;
+    const size_t stride = AttentionPartialFloats(n_q_heads, d);
+    partials.resize(stride * AttentionSegments(n_keys));
+    for (int32_t seg = 0; seg < AttentionSegments(n_keys); ++seg) {
+      PagedAttentionSegment(q, n_q_heads, kv, n_keys, seg, scale, scores, partials.data() + seg * stride);
     }
+    MergeAttentionSegments(partials.data(), n_q_heads, d, n_keys, scores, out);
     return;
   }
-#endif
   // Other head dims: the prefill kernel itself on one token.
   PrefillQueries qs;
   qs.q = q;

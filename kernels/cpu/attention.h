@@ -51,11 +51,40 @@ struct PagedHeadView {
 
 // out[g] = sum_s softmax_s(scale * q[g] . k_s) v_s over slots [0, n_keys),
 // for g < n_q_heads. q and out are [n_q_heads][head_dim].
-// `scores` is scratch of n_q_heads * n_keys floats; on return it holds the
-// attention probabilities [g][s] (callers may read them for statistics).
+// `scores`, when not null, is n_q_heads * n_keys floats; on return it holds
+// the attention probabilities [g][s] (what a KV policy observes). Null skips
+// them (cheaper; `out` is bit-identical either way).
 // REQUIRES n_keys >= 1.
 void PagedAttention(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
                     float* out);
+
+// ---- A decode step cut into key segments, for parallel callers.
+// Every row's keys are cut at multiples of kAttentionSegment slots, the
+// online softmax runs within each segment from a fresh state, and the
+// segments' states are folded left to right (attention_merge.h) -- in the
+// prefill kernel too, so a token gets the same bits either way. A caller may
+// run the segments of one (sequence, KV head) on different threads, then
+// merge: PagedAttention does exactly this on one thread.
+inline constexpr int32_t kAttentionSegment = 256;  // a multiple of 64 (the decode kernel's key group)
+inline int32_t AttentionSegments(int32_t n_keys) { return (n_keys + kAttentionSegment - 1) / kAttentionSegment; }
+// Floats of one segment's partial state for n_q_heads query heads.
+inline size_t AttentionPartialFloats(int n_q_heads, int head_dim) {
+  return static_cast<size_t>(n_q_heads) * (head_dim + 2);
+}
+// Whether this build's decode kernel takes head_dim in segments (AVX-512,
+// head_dim % 16 == 0, <= 256); else a caller runs PagedAttention whole.
+bool SegmentedAttentionSupported(int head_dim);
+// Segment `seg` (< AttentionSegments(n_keys)) of PagedAttention: writes its
+// partial state into `partial` (AttentionPartialFloats) and, when `scores` is
+// not null, its keys' raw scores into scores[g * n_keys + s].
+// REQUIRES SegmentedAttentionSupported(kv.head_dim).
+void PagedAttentionSegment(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, int32_t seg,
+                           float scale, float* scores, float* partial);
+// Folds the AttentionSegments(n_keys) partial states stored one after the
+// other at `partials` into out [n_q_heads][head_dim] and turns the raw
+// scores, when not null, into probabilities (PagedAttention's outputs).
+void MergeAttentionSegments(const float* partials, int n_q_heads, int head_dim, int32_t n_keys, float* scores,
+                            float* out);
 
 }  // namespace beacon
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_exp.h"
+#include "kernels/cpu/attention_merge.h"
 #include "kernels/cpu/ops.h"
 
 namespace beacon {
@@ -70,6 +71,8 @@ struct Avx512Scratch {
   // shared by its up to 48 rows): the tile code then reads f32 alone.
   alignas(64) float kb[kKT * kMaxDim];
   alignas(64) float vb[kKT * kMaxDim];
+  // The folded state of the finished key segments (attention_merge.h).
+  alignas(64) float oacc[kMaxDim * kPrefillRowTile];
 };
 
 // S[j][row] for keys j0..j0+7 of the tile: a register block of 8 keys x 16 RV
@@ -146,7 +149,40 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
   const int32_t min_slot = slot[0], max_slot = slot[kRT - 1];
   const float* kp[kKT];
   const float* vp[kKT];
+  // Segments: at every multiple of kAttentionSegment the running state is
+  // folded into the accumulated one (the first is copied) and restarted, as
+  // the decode kernel's segments are (attention.h).
+  __m512 macc[RV], lacc[RV];
+  bool folded = false;
+  auto fold = [&] {
+    for (int v = 0; v < RV; ++v) {
+      if (!folded) {
+        macc[v] = m[v];
+        lacc[v] = l[v];
+        for (int c = 0; c < d; ++c)
+          _mm512_store_ps(w->oacc + c * kRT + 16 * v, _mm512_load_ps(w->ot + c * kRT + 16 * v));
+        continue;
+      }
+      __m512 a, b;
+      const __m512 mn = MergeScales(macc[v], m[v], &a, &b);
+      lacc[v] = MergeSum(lacc[v], a, l[v], b);
+      for (int c = 0; c < d; ++c) {
+        float* oa = w->oacc + c * kRT + 16 * v;
+        _mm512_store_ps(oa, MergeSum(_mm512_load_ps(oa), a, _mm512_load_ps(w->ot + c * kRT + 16 * v), b));
+      }
+      macc[v] = mn;
+    }
+    folded = true;
+  };
   for (int32_t kt = 0; kt <= max_slot; kt += kKT) {
+    if (kt > 0 && kt % kAttentionSegment == 0) {
+      fold();
+      for (int v = 0; v < RV; ++v) {
+        m[v] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+        l[v] = _mm512_setzero_ps();
+      }
+      std::fill(w->ot, w->ot + d * kRT, 0.0f);
+    }
     const int nk = std::min<int32_t>(kKT, max_slot + 1 - kt);
     // Keys past max_slot (a partial last tile) point at a valid slot; the
     // causal mask removes them.
@@ -204,13 +240,22 @@ void Avx512Tile(const PrefillQueries& qs, const PagedHeadView& kv, float scale, 
     }
     AccumulateValues<RV>(w->p, vp, nk, d, w->ot);
   }
+  const float* ofin = w->ot;
+  if (folded) {  // more than one segment: fold the last one in too
+    fold();
+    for (int v = 0; v < RV; ++v) {
+      m[v] = macc[v];
+      l[v] = lacc[v];
+    }
+    ofin = w->oacc;
+  }
   alignas(64) float lsum[kRT], mfin[kRT];
   for (int v = 0; v < RV; ++v) {
     _mm512_store_ps(lsum + 16 * v, l[v]);
     _mm512_store_ps(mfin + 16 * v, m[v]);
   }
   for (int r = 0; r < nr; ++r) {
-    for (int c = 0; c < d; ++c) rows[r].out[c] = w->ot[c * kRT + r] / lsum[r];
+    for (int c = 0; c < d; ++c) rows[r].out[c] = ofin[c * kRT + r] / lsum[r];
     if (probs != nullptr) {
       float* p = probs + (r0 + r) * (max_slot + 1);
       const __m512 mr = _mm512_set1_ps(mfin[r]), lr = _mm512_set1_ps(lsum[r]);
@@ -240,7 +285,7 @@ void PrefillAttention(const PrefillQueries& qs, const PagedHeadView& kv, float s
   if (kv.head_dim % 8 == 0 && kv.head_dim <= kMaxDim) {
     const int64_t n_rows = static_cast<int64_t>(qs.n_tokens) * qs.n_q_heads;
     if (n_rows == 0) return;
-    // ~130 KB: on the stack of the calling thread, reused for every tile.
+    // ~180 KB: on the stack of the calling thread, reused for every tile.
     Avx512Scratch scratch;
     for (int64_t r0 = 0; r0 < n_rows; r0 += kPrefillRowTile) {
       // The last tile (or a decode step's few rows) takes as few vectors as

@@ -189,6 +189,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PrefillAttentionTest,
                                            Case{128, 50, 16, 20, 3, 1.0f},   // a group larger than a row tile
                                            Case{64, 3, 16, 500, 1, 1.0f},    // one token
                                            Case{96, 3, 16, 17, 33, 1.0f},    // head dim 96
+                                           Case{64, 3, 16, 200, 420, 2.0f},  // three key segments (attention.h)
+                                           Case{128, 4, 8, 760, 30, 4.0f},   // four segments, peaky
                                            Case{36, 3, 16, 10, 20, 1.0f}));  // head dim % 8 != 0: the generic path
 
 // The same tokens, once in one call and again in chunks of assorted sizes
@@ -197,14 +199,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PrefillAttentionTest,
 TEST(PrefillAttentionChunking, ChunksGiveIdenticalBits) {
   std::mt19937 rng(7);
   const int d = 64, g_heads = 3;
-  const int32_t n = 300;
+  const int32_t n = 700;  // past two key-segment boundaries (256, 512)
   PagedHead kv(d, 16, n, 1.0f, rng);
   const std::vector<float> q = RandomQueries(n, g_heads, d, 2.0f, rng);
   const float scale = 0.125f;
   for (Kernel kernel : {&PrefillAttention, &PrefillAttentionGeneric}) {
     const std::vector<float> whole = RunKernel(kernel, q, g_heads, kv, 0, n, scale);
     std::vector<float> chunked(whole.size());
-    const int32_t sizes[] = {1, 7, 16, 45, 2, 100, 129};
+    const int32_t sizes[] = {1, 7, 16, 45, 2, 100, 129, 250, 150};
     int32_t first = 0;
     for (int32_t size : sizes) {
       const int32_t len = std::min(size, n - first);
@@ -235,7 +237,7 @@ TEST_P(DecodeStepTest, EqualsPrefillBits) {
   const DecodeCase& p = GetParam();
   std::mt19937 rng(5 + p.head_dim + p.g_heads);
   const int d = p.head_dim, g_heads = p.g_heads;
-  const int32_t n = 150;  // 1 to 150 keys: every tile count and ragged last tile
+  const int32_t n = 600;  // 1 to 600 keys: every tile count, ragged last tiles, three key segments
   PagedHead kv(d, p.block_size, n, 1.0f, rng);
   const std::vector<float> q = RandomQueries(n, g_heads, d, 2.0f, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
