@@ -2,7 +2,7 @@
 //
 //   beacon-bench decode --model PATH [--batches 1,4,16,64] [--prompt-len 32]
 //                       [--steps 32] [--threads N] [--json FILE]
-//                       [--contexts 64,2048,4096] [--kv-cache-dtype bf16|f32]
+//                       [--contexts 64,2048,4096] [--kv-cache-dtype bf16|q8_0|f32]
 //   beacon-bench policy ...   KV policies' cost on the CPU backend
 //   beacon-bench prefill --model PATH [--prompt-len 1024,2048,4096]
 //                       [--chunk 256] [--repeats 1] [--threads N] [--json FILE]
@@ -44,7 +44,7 @@ int Fail(const absl::Status& s) {
   return 2;
 }
 
-// --kv-cache-dtype into the runtime options (every CPU mode measures either).
+// --kv-cache-dtype into the runtime options (every CPU mode measures any).
 absl::Status SetKvDType(const cli::Args& args, RuntimeOptions* ro) {
   absl::StatusOr<DType> t = ParseKvCacheDType(args.Str("kv-cache-dtype"));
   if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("--kv-cache-dtype: ", t.status().message()));
@@ -281,7 +281,7 @@ int Main(int argc, char** argv) {
   args.Declare("contexts", false, "",
                "decode: also time batch-1 steps after prompts of these lengths (comma-separated; best of 3 rounds)");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
-  args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, f32");
+  args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, q8_0, f32");
   args.Declare("json", false, "", "also write the results to this JSON file");
   args.Declare("chunk", false, "256", "prefill: prompt tokens per step (the scheduler's default prefill_chunk)");
   args.Declare("repeats", false, "1", "prefill: runs per length; the fastest is reported");
@@ -343,9 +343,9 @@ int Main(int argc, char** argv) {
               std::string(DTypeName((*rt)->weights().layers[0].wq.dtype)).c_str());
   std::printf("threads %d, streaming copy bandwidth %.2f GB/s (1 GiB, read+write), %.2f GB/s (weight-sized)\n",
               (*rt)->pool()->n_threads(), bw / 1e9, bw_model / 1e9);
-  const std::string kv_type(DTypeName(ro.kv_cache_dtype));
+  const std::string kv_type(KvCacheDTypeName(ro.kv_cache_dtype));
   const double kv_bytes_per_token = 2.0 * (*rt)->config().n_layers * (*rt)->config().n_kv_heads *
-                                    (*rt)->config().head_dim * (ro.kv_cache_dtype == DType::kF32 ? 4 : 2);
+                                    static_cast<double>(DTypeRowBytes(ro.kv_cache_dtype, (*rt)->config().head_dim));
   std::printf("KV cache %s, %.0f bytes per token; context %lld tokens at the first timed step\n", kv_type.c_str(),
               kv_bytes_per_token, static_cast<long long>(*prompt_len + 1));
   std::printf("%6s %10s %12s %10s %14s\n", "batch", "step ms", "tokens/s", "roofline", "roofline(wsz)");

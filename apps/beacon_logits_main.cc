@@ -32,7 +32,7 @@ int Main(int argc, char** argv) {
   args.Declare("chunk", false, "0", "prefill chunk size (0 = all at once)");
   args.Declare("companions", false, "0", "other sequences batched alongside");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
-  args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, f32");
+  args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, q8_0, f32");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<int32_t>> parsed = args.IntList("tokens");
   if (!parsed.ok()) return Fail(parsed.status());

@@ -103,7 +103,7 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   minfo.block_size = c->kv_block_size;
   minfo.pool_tokens = e.pool_slots;
   minfo.kv_bytes_per_token = static_cast<int64_t>(e.cache->BytesPerToken());
-  minfo.kv_cache_dtype = e.cache->dtype() == DType::kF32 ? "f32" : "bf16";
+  minfo.kv_cache_dtype = std::string(KvCacheDTypeName(e.cache->dtype()));
   minfo.default_policy = c->limits.kv_default.policy;
   minfo.default_budget = c->limits.kv_default.compresses() ? c->limits.kv_default.budget : 0;
   minfo.admission = std::string(AdmissionModeName(c->scheduler.admission));
@@ -234,7 +234,7 @@ int Main(int argc, char** argv) {
       "kv_cache_dtype=%s kv_bytes_per_token=%d admission=%s open_files_limit=%d (%.1f s)",
       c.host, grpc_server->port(), c.host, (*http)->port(), c.model,
       std::string(ReasoningParserName(c.limits.reasoning.parser)), std::string(c.limits.kv_default.policy_name()),
-      e.pool_slots, e.cache->dtype() == DType::kF32 ? "f32" : "bf16", static_cast<int>(e.cache->BytesPerToken()),
+      e.pool_slots, std::string(KvCacheDTypeName(e.cache->dtype())), static_cast<int>(e.cache->BytesPerToken()),
       std::string(AdmissionModeName(c.scheduler.admission)), nofile->soft,
       std::chrono::duration<double>(Clock::now() - t0).count());
 

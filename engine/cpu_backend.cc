@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/quantize.h"
 
 namespace beacon {
 
@@ -211,9 +212,13 @@ void CpuBackend::Layer(int l, std::span<const ForwardEntry> batch) {
       if (cache->dtype() == DType::kF32) {
         std::memcpy(cache->K(l, block, h) + off * d, k + h * d, sizeof(float) * d);
         std::memcpy(cache->V(l, block, h) + off * d, v + h * d, sizeof(float) * d);
-      } else {  // bf16, rounded to nearest even
+      } else if (cache->dtype() == DType::kBF16) {  // rounded to nearest even
         Fp32ToBf16Row(k + h * d, d, cache->KBf16(l, block, h) + off * d);
         Fp32ToBf16Row(v + h * d, d, cache->VBf16(l, block, h) + off * d);
+      } else {  // q8_0: a scale per 32 elements (quantize.h)
+        const size_t row = cache->shape().row_bytes();
+        QuantizeRow(DType::kQ8_0, k + h * d, static_cast<uint8_t*>(cache->KData(l, block, h)) + off * row, d);
+        QuantizeRow(DType::kQ8_0, v + h * d, static_cast<uint8_t*>(cache->VData(l, block, h)) + off * row, d);
       }
       cache->Positions(l, block, h)[off] = ref.pos;
     }

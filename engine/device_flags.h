@@ -20,8 +20,9 @@ inline void DeclareDeviceFlags(cli::Args* args) {
                 "true/false: replay CUDA graphs for all-decode steps (false: every step launched eagerly)");
   args->Declare("cuda-max-splits", false, "16",
                 "split-K partitions per token and KV head in decode attention (1-1024)");
-  args->Declare("kv-cache-dtype", false, "auto",
-                "KV cache element type: auto (= bf16), bf16, f32 (CPU only; the reference tests' exact arithmetic)");
+  args->Declare(
+      "kv-cache-dtype", false, "auto",
+      "KV cache element type: auto (= bf16), bf16, q8_0 (CPU only), f32 (CPU only; exact reference arithmetic)");
 }
 
 // Fills options->device and options->cuda; INVALID_ARGUMENT naming the flag.

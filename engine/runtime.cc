@@ -12,13 +12,17 @@ namespace beacon {
 absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& options) {
   auto rt = std::unique_ptr<Runtime>(new Runtime());
   if (!IsKvDType(options.kv_cache_dtype)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("KV cache dtype ", std::string(DTypeName(options.kv_cache_dtype)), " is not one of: f32, bf16"));
+    return absl::InvalidArgumentError(absl::StrCat("KV cache dtype ", std::string(DTypeName(options.kv_cache_dtype)),
+                                                   " is not one of: f32, bf16, q8_0"));
   }
   rt->kv_dtype_ = options.kv_cache_dtype;
   absl::StatusOr<std::unique_ptr<LoadedModel>> model = LoadModel(options.model);
   if (!model.ok()) return model.status();
   rt->model_ = std::move(*model);
+  if (options.kv_cache_dtype == DType::kQ8_0 && rt->config().head_dim % kQuantBlock != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("KV cache dtype q8_0 needs a head dim that is a multiple of 32; ",
+                                                   options.model, " has ", rt->config().head_dim));
+  }
   if (absl::Status s = rt->CreateTokenizer(options); !s.ok()) return s;
   rt->pool_ = std::make_unique<ThreadPool>(options.threads);
   CudaBackendOptions cuda = options.cuda;
@@ -97,8 +101,17 @@ absl::StatusOr<bool> ParseDeviceSpec(std::string_view spec, int* ordinal) {
 absl::StatusOr<DType> ParseKvCacheDType(std::string_view name) {
   if (name == "auto" || name == "bf16") return DType::kBF16;
   if (name == "f32") return DType::kF32;
+  if (name == "q8_0") return DType::kQ8_0;
   return absl::InvalidArgumentError(
-      absl::StrCat("KV cache dtype \"", std::string(name), "\" is not one of: auto, bf16, f32"));
+      absl::StrCat("KV cache dtype \"", std::string(name), "\" is not one of: auto, bf16, f32, q8_0"));
+}
+
+std::string_view KvCacheDTypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "f32";
+    case DType::kQ8_0: return "q8_0";
+    default: return "bf16";
+  }
 }
 
 absl::StatusOr<std::unique_ptr<KvCache>> Runtime::MakeKvCache(int64_t n_tokens, int block_size) const {

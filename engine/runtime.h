@@ -35,15 +35,20 @@ struct RuntimeOptions {
   std::string device = "cpu";
   CudaBackendOptions cuda;  // read only when the device is CUDA
   // Element type of the KV cache: kBF16 (the default: half the bytes of f32,
-  // as llama.cpp's f16 cache) or kF32 (CPU only: the reference tests' exact
-  // arithmetic). A CUDA device keeps KV in bf16 whatever this says, and
-  // refuses kF32 (INVALID_ARGUMENT) rather than ignore it.
+  // as llama.cpp's f16 cache), kQ8_0 (CPU only, head_dim % 32 == 0: 34 bytes
+  // per 32 elements, as llama.cpp's --cache-type-k q8_0; for long contexts,
+  // whose decode steps stream the cache from DRAM) or kF32 (CPU only: the
+  // reference tests' exact arithmetic). A CUDA device keeps KV in bf16 and
+  // refuses the others (INVALID_ARGUMENT) rather than ignore them.
   DType kv_cache_dtype = DType::kBF16;
 };
 
-// "auto" and "bf16" -> kBF16, "f32" -> kF32 (the --kv-cache-dtype forms);
+// "auto" and "bf16" -> kBF16, "f32" -> kF32, "q8_0" -> kQ8_0 (the
+// --kv-cache-dtype forms);
 // INVALID_ARGUMENT naming the value and the forms otherwise.
 absl::StatusOr<DType> ParseKvCacheDType(std::string_view name);
+// The --kv-cache-dtype spelling of a KV type: "f32", "bf16", "q8_0".
+std::string_view KvCacheDTypeName(DType t);
 
 // "cpu" -> false; "cuda" -> true, `ordinal` untouched; "cuda:N" -> true,
 // *ordinal = N. INVALID_ARGUMENT naming the spec and the forms otherwise.

@@ -8,8 +8,7 @@ namespace beacon {
 void CompactLayer(KvCache* cache, const SequenceKv& seq, int layer, std::span<const std::vector<int32_t>> keep) {
   const KvCacheShape& shape = cache->shape();
   const int bs = shape.block_size;
-  const int d = shape.head_dim;
-  const size_t row_bytes = static_cast<size_t>(d) * shape.element_bytes();
+  const size_t row_bytes = shape.row_bytes();
   const std::vector<int32_t>& blocks = seq.block_ids();
   assert(static_cast<int>(keep.size()) == shape.n_kv_heads);
   for (int h = 0; h < shape.n_kv_heads; ++h) {

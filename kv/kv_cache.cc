@@ -14,9 +14,11 @@ KvCache::KvCache(const KvCacheShape& shape, int32_t num_blocks, KvStorage storag
       block_stride_(static_cast<size_t>(shape.n_kv_heads) * shape.block_size * shape.head_dim),
       pool_(num_blocks) {
   assert(IsKvDType(shape.dtype));
+  assert(shape.dtype != DType::kQ8_0 || shape.head_dim % kQuantBlock == 0);
   if (storage == KvStorage::kDevice) return;
-  // Zeroed (calloc-like): +0.0 in f32 and in bf16 alike.
-  const size_t bytes = std::max<size_t>(64, block_stride_ * num_blocks * shape.element_bytes());
+  // Zeroed (calloc-like): +0.0 in every type (q8_0: d = 0, q = 0).
+  const size_t bytes =
+      std::max<size_t>(64, DTypeRowBytes(shape.dtype, static_cast<int64_t>(block_stride_) * num_blocks));
   auto make = [bytes] {
     Array a;
     a.bytes.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
@@ -49,7 +51,7 @@ uint16_t* KvCache::Bf16(const Array& a) const {
 }
 
 size_t KvCache::BytesPerBlock() const {
-  return 2 * block_stride_ * static_cast<size_t>(shape_.element_bytes()) * shape_.n_layers;
+  return 2 * DTypeRowBytes(shape_.dtype, static_cast<int64_t>(block_stride_)) * shape_.n_layers;
 }
 
 absl::Status SequenceKv::Reserve(int32_t n_slots) {

@@ -1,8 +1,9 @@
 // Paged KV-cache storage and the per-sequence view of it.
 //
-// Memory layout, one array per layer for K, one for V, of elements of the
-// shape's dtype (f32, or bf16: half the bytes; the CPU kernels widen bf16 to
-// f32 exactly on load and compute in f32):
+// Memory layout, one array per layer for K, one for V, of rows of the shape's
+// dtype: f32; bf16 (half the bytes); or q8_0 (dtype.h's blocks of 32: 34
+// bytes per 32 elements, ~0.27x f32). The CPU kernels widen bf16 and q8_0 to
+// f32 exactly on load (a shift; d * q, exact in f32) and compute in f32:
 //   K[layer][block][kv_head][slot_in_block][head_dim]
 // plus, per layer, the original token position of every slot:
 //   pos[layer][block][kv_head][slot_in_block]   (int32)
@@ -35,13 +36,15 @@ struct KvCacheShape {
   int n_kv_heads = 0;
   int head_dim = 0;
   int block_size = 16;  // token slots per block
-  // Element type of K and V: kF32 or kBF16 (a device cache is always bf16).
+  // Element type of K and V: kF32, kBF16 or kQ8_0 (REQUIRES head_dim % 32
+  // == 0); a device cache is always bf16.
   DType dtype = DType::kF32;
-  int element_bytes() const { return dtype == DType::kF32 ? 4 : 2; }
+  // Bytes of one slot's K (or V) row of one head.
+  size_t row_bytes() const { return DTypeRowBytes(dtype, head_dim); }
 };
 
-// True for the element types a KV cache can hold (f32, bf16).
-inline bool IsKvDType(DType t) { return t == DType::kF32 || t == DType::kBF16; }
+// True for the element types a KV cache can hold (f32, bf16, q8_0).
+inline bool IsKvDType(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kQ8_0; }
 
 // Where the K/V data of a cache lives. A device cache keeps only the block
 // bookkeeping on the host (pool, block tables, slot counts); its data is
@@ -97,7 +100,7 @@ class KvCache {
   uint16_t* VBf16(int layer, int32_t block, int head) { return Bf16(v_[layer]) + Offset(block, head); }
   const uint16_t* KBf16(int layer, int32_t block, int head) const { return Bf16(k_[layer]) + Offset(block, head); }
   const uint16_t* VBf16(int layer, int32_t block, int head) const { return Bf16(v_[layer]) + Offset(block, head); }
-  // Either type: the first element's address.
+  // Any type: the first row's address (its first byte).
   void* KData(int layer, int32_t block, int head) { return Bytes(k_[layer], block, head); }
   void* VData(int layer, int32_t block, int head) { return Bytes(v_[layer], block, head); }
   const void* KData(int layer, int32_t block, int head) const { return Bytes(k_[layer], block, head); }
@@ -127,7 +130,7 @@ class KvCache {
   float* F32(const Array& a) const;
   uint16_t* Bf16(const Array& a) const;
   uint8_t* Bytes(const Array& a, int32_t block, int head) const {
-    return a.bytes.get() + Offset(block, head) * shape_.element_bytes();
+    return a.bytes.get() + DTypeRowBytes(shape_.dtype, static_cast<int64_t>(Offset(block, head)));
   }
 
   KvCacheShape shape_;

@@ -122,13 +122,13 @@ class KeysView {
   // Slots [s, s + block_size - s % block_size) of one head are contiguous:
   // key(h, s + i) == key(h, s) + i * head_dim within a block.
   int block_size() const { return cache_->shape().block_size; }
-  // The cache's element type (kF32 or kBF16).
+  // The cache's element type (kF32, kBF16 or kQ8_0).
   DType dtype() const { return cache_->dtype(); }
   // Slot's key in the cache's element type.
   const void* key_data(int kv_head, int32_t slot) const {
     const int bs = cache_->shape().block_size;
     return static_cast<const uint8_t*>(cache_->KData(layer_, seq_->block_ids()[slot / bs], kv_head)) +
-           static_cast<size_t>(slot % bs) * head_dim() * cache_->shape().element_bytes();
+           static_cast<size_t>(slot % bs) * cache_->shape().row_bytes();
   }
   // REQUIRES dtype() == kF32.
   const float* key(int kv_head, int32_t slot) const { return static_cast<const float*>(key_data(kv_head, slot)); }

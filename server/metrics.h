@@ -39,7 +39,7 @@ struct MetricsInfo {
   int32_t block_size = 16;
   int64_t pool_tokens = 0;
   int64_t kv_bytes_per_token = 0;       // K+V bytes of one token slot, all layers
-  std::string kv_cache_dtype = "bf16";  // element type of K and V ("f32", "bf16")
+  std::string kv_cache_dtype = "bf16";  // element type of K and V ("f32", "bf16", "q8_0")
   KvPolicyKind default_policy = KvPolicyKind::kFull;
   int32_t default_budget = 0;
   std::string admission;

@@ -5,6 +5,7 @@
 #   tools/compare-llamacpp.sh            # after `make build model`
 #   THREADS=4 BATCHES=1,8 tools/compare-llamacpp.sh
 #   BATCHES= PREFILL_LEN=1024,2048,4096 tools/compare-llamacpp.sh   # prefill only
+#   CONTEXTS=64,2048,4096 tools/compare-llamacpp.sh   # batch-1 decode at each context
 #
 # Environment: THREADS (default 2), BATCHES (default 1,4,16,64; empty skips
 # decode), PROMPT_LEN (default 32), STEPS (default 32), PREFILL_LEN (prompt
@@ -19,10 +20,38 @@
 # stalls them all), while beacon's pool is built for shared machines. Passive
 # waiting keeps the comparison about the kernels; on an idle machine compare
 # with LLAMACPP_OMP_WAIT=default too.
+# CONTEXTS (comma-separated): instead of the above, batch-1 decode only, with a
+# prompt of each length before the timed steps (the context a step attends
+# to), both engines side by side per context; beacon with its default bf16
+# KV cache, llama.cpp with its default f16 one. Writes
+# $BUILD_DIR/compare-llamacpp-contexts.json.
 # Builds nothing. Writes $BUILD_DIR/compare-llamacpp.json.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+if [ -n "${CONTEXTS:-}" ]; then
+  BUILD_DIR=${BUILD_DIR:-build}
+  runs=()
+  for c in ${CONTEXTS//,/ }; do
+    CONTEXTS= PROMPT_LEN=$c BATCHES=1 PREFILL_LEN= "$0"
+    cp "$BUILD_DIR/compare-llamacpp.json" "$BUILD_DIR/compare-llamacpp-ctx$c.json"
+    runs+=("$c" "$BUILD_DIR/compare-llamacpp-ctx$c.json")
+  done
+  "${PYTHON:-python3}" - "$BUILD_DIR/compare-llamacpp-contexts.json" "${runs[@]}" <<'EOF'
+import json, sys
+out, args = sys.argv[1], sys.argv[2:]
+rows = []
+print(f"\n{'context':>8} {'beacon tok/s':>13} {'llama.cpp tok/s':>16} {'beacon/llama':>13} "
+      f"{'beacon ms':>10} {'llama ms':>9}")
+for i in range(0, len(args), 2):
+    ctx, r = int(args[i]), json.load(open(args[i + 1]))["batches"][0]
+    tb, tl = r["beacon_tokens_per_second"], r["llamacpp_tokens_per_second"]
+    print(f"{ctx:>8} {tb:13.1f} {tl:16.1f} {tb / tl:12.2f}x {r['beacon_step_ms']:10.2f} {r['llamacpp_step_ms']:9.2f}")
+    rows.append({"context": ctx, **r})
+json.dump({"contexts": rows}, open(out, "w"), indent=2)
+EOF
+  exit 0
+fi
 BUILD_DIR=${BUILD_DIR:-build}
 MODEL=${MODEL:-models/default.gguf}
 THREADS=${THREADS:-2}

@@ -109,7 +109,7 @@ void AccumulateValues(DecodeScratch* w, int t, const T* const* vp, int nk, int d
     }
     for (int j = 0; j < nk; ++j) {
       __m512 v[4];
-      for (int i = 0; i < 4; ++i) v[i] = i < nv ? KvLoad16(vp[j] + c0 + 16 * i) : _mm512_setzero_ps();
+      for (int i = 0; i < 4; ++i) v[i] = i < nv ? KvLoad16(vp[j], c0 + 16 * i) : _mm512_setzero_ps();
       for (int r = 0; r < NR; ++r) {
         const __m512 p = _mm512_set1_ps(w->s[t][r][j]);
         for (int i = 0; i < 4; ++i) acc[r][i] = _mm512_fmadd_ps(v[i], p, acc[r][i]);
@@ -136,12 +136,12 @@ inline void PrefetchL1(const char* p) { asm volatile("prefetcht0 (%0)" : : "r"(p
 template <typename T>
 inline void PrefetchSlots(const PagedHeadView& kv, int32_t begin, int32_t end) {
   if (begin >= end) return;
-  const int row_bytes = kv.head_dim * static_cast<int>(sizeof(T));
+  const int row_bytes = static_cast<int>(kv.row_bytes());
   int32_t block = begin / kv.block_size, in = begin % kv.block_size;
   for (int32_t s = begin; s < end; ++s) {
     const size_t o = kv.block_ids[block] * kv.block_stride + static_cast<size_t>(in) * kv.head_dim;
-    const char* k = reinterpret_cast<const char*>(static_cast<const T*>(kv.k_head_base) + o);
-    const char* v = reinterpret_cast<const char*>(static_cast<const T*>(kv.v_head_base) + o);
+    const char* k = static_cast<const char*>(kv.k_head_base) + kv.bytes(o);
+    const char* v = static_cast<const char*>(kv.v_head_base) + kv.bytes(o);
     for (int off = 0; off < row_bytes; off += 64) {  // every line: one per row measured slower
       PrefetchL1(k + off);
       PrefetchL1(v + off);
@@ -185,7 +185,7 @@ void DecodeRows(const float* q, const PagedHeadView& kv, int32_t begin, int32_t 
       }
       for (int c0 = 0; c0 < d; c0 += 16) {
         __m512 rows[16];
-        for (int j = 0; j < 16; ++j) rows[j] = KvLoad16(kp[j] + c0);
+        for (int j = 0; j < 16; ++j) rows[j] = KvLoad16(kp[j], c0);
         Transpose16(rows);
         for (int i = 0; i < 16; ++i) _mm512_store_ps(w->kt[t][c0 + i], rows[i]);
       }
@@ -249,13 +249,21 @@ void DecodeSegment(const float* q, int n_q_heads, const PagedHeadView& kv, int32
 
 const float* PagedHeadView::KeyF32(int32_t slot, float* buf) const {
   if (dtype == DType::kF32) return key(slot);
-  KvRowToF32(key_as<uint16_t>(slot), head_dim, buf);
+  if (dtype == DType::kQ8_0) {
+    KvRowToF32(key_as<BlockQ8_0>(slot), head_dim, buf);
+  } else {
+    KvRowToF32(key_as<uint16_t>(slot), head_dim, buf);
+  }
   return buf;
 }
 
 const float* PagedHeadView::ValueF32(int32_t slot, float* buf) const {
   if (dtype == DType::kF32) return value(slot);
-  KvRowToF32(value_as<uint16_t>(slot), head_dim, buf);
+  if (dtype == DType::kQ8_0) {
+    KvRowToF32(value_as<BlockQ8_0>(slot), head_dim, buf);
+  } else {
+    KvRowToF32(value_as<uint16_t>(slot), head_dim, buf);
+  }
   return buf;
 }
 
@@ -272,6 +280,8 @@ void PagedAttentionSegment(const float* q, int n_q_heads, const PagedHeadView& k
 #if defined(__AVX512F__)
   if (kv.dtype == DType::kBF16) {
     DecodeSegment<uint16_t>(q, n_q_heads, kv, n_keys, seg, scale, scores, partial);
+  } else if (kv.dtype == DType::kQ8_0) {
+    DecodeSegment<BlockQ8_0>(q, n_q_heads, kv, n_keys, seg, scale, scores, partial);
   } else {
     DecodeSegment<float>(q, n_q_heads, kv, n_keys, seg, scale, scores, partial);
   }

@@ -14,11 +14,12 @@
 namespace beacon {
 
 // One (layer, KV head) of one sequence in the paged layout of kv/kv_cache.h:
-// slot s is at element k_head_base + block_ids[s / block_size] * block_stride
-//                                  + (s % block_size) * head_dim,
-// elements of `dtype`: kF32, or kBF16 (the kernels widen each element to f32
-// exactly on load, so a bf16 cache gives the f32 arithmetic on the rounded
-// values, and the prefill/decode bit-identity holds for both types).
+// slot s's row starts at element k_head_base + block_ids[s / block_size] *
+// block_stride + (s % block_size) * head_dim, elements of `dtype`: kF32,
+// kBF16, or kQ8_0 (head_dim % 32 == 0; a row is head_dim / 32 blocks of
+// dtype.h). The kernels widen each element to f32 exactly on load, so a bf16
+// or q8_0 cache gives the f32 arithmetic on the stored values, and the
+// prefill/decode bit-identity holds for every type.
 struct PagedHeadView {
   const void* k_head_base = nullptr;  // KvCache::KData(layer, 0, head)
   const void* v_head_base = nullptr;  // KvCache::VData(layer, 0, head)
@@ -28,17 +29,27 @@ struct PagedHeadView {
   int head_dim = 0;
   DType dtype = DType::kF32;
 
+  // Element offset of a slot's row, and the bytes of `elems` elements.
   size_t offset(int32_t slot) const {
     return block_ids[slot / block_size] * block_stride + static_cast<size_t>(slot % block_size) * head_dim;
   }
-  // Typed rows; T is float for kF32, uint16_t (bf16 bits) for kBF16.
+  size_t bytes(size_t elems) const {
+    switch (dtype) {
+      case DType::kBF16: return 2 * elems;
+      case DType::kQ8_0: return elems / kQuantBlock * sizeof(BlockQ8_0);
+      default: return 4 * elems;
+    }
+  }
+  size_t row_bytes() const { return bytes(head_dim); }
+  // Typed rows: T is float for kF32, uint16_t (bf16 bits) for kBF16,
+  // BlockQ8_0 for kQ8_0.
   template <typename T>
   const T* key_as(int32_t slot) const {
-    return static_cast<const T*>(k_head_base) + offset(slot);
+    return reinterpret_cast<const T*>(static_cast<const char*>(k_head_base) + bytes(offset(slot)));
   }
   template <typename T>
   const T* value_as(int32_t slot) const {
-    return static_cast<const T*>(v_head_base) + offset(slot);
+    return reinterpret_cast<const T*>(static_cast<const char*>(v_head_base) + bytes(offset(slot)));
   }
   // REQUIRES dtype == kF32.
   const float* key(int32_t slot) const { return key_as<float>(slot); }

@@ -1,16 +1,18 @@
-// A bf16 KvCache: half the bytes of f32 per token; compaction moves its
-// 16-bit rows; and the policies that read keys (AttentionScores' tiled
-// product, SnapKV's and R-KV's scalar loops, BeaconKV) score a bf16 cache as
-// they score an f32 cache holding the same rounded values.
+// bf16 and q8_0 KvCaches: half (bf16) and ~0.27x (q8_0) the bytes of f32 per
+// token; compaction moves their rows; and the policies that read keys
+// (AttentionScores' tiled product, SnapKV's and R-KV's scalar loops, BeaconKV)
+// score them as they score an f32 cache holding the same stored values.
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/quantize.h"
 #include "kv/compaction.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
@@ -25,21 +27,23 @@ KvCacheShape Shape(DType t, int block_size = 4) {
   return s;
 }
 
-TEST(KvCacheBf16, HalvesTheBytesPerToken) {
-  const KvCache f32(Shape(DType::kF32), 8), bf16(Shape(DType::kBF16), 8);
+TEST(KvCacheTypes, BytesPerToken) {
+  const KvCache f32(Shape(DType::kF32), 8), bf16(Shape(DType::kBF16), 8), q8(Shape(DType::kQ8_0), 8);
   EXPECT_EQ(f32.BytesPerToken(), 2u * 2 * 2 * 32 * 4);
   EXPECT_EQ(bf16.BytesPerToken() * 2, f32.BytesPerToken());
+  EXPECT_EQ(q8.BytesPerToken(), 2u * 2 * 2 * 34) << "one 34-byte block per 32-element row";
   EXPECT_EQ(bf16.block_stride(), f32.block_stride()) << "strides count elements, not bytes";
+  EXPECT_EQ(q8.block_stride(), f32.block_stride());
 }
 
-// Two caches, one sequence each, with the same block tables: bf16 bits, and
-// the same values widened to f32.
+// Two caches, one sequence each, with the same block tables: rows of `type`
+// (bf16 or q8_0), and the same stored values widened to f32.
 struct Twins {
-  std::unique_ptr<KvCache> c16, c32;
+  std::unique_ptr<KvCache> c16, c32;  // c16: the typed cache
   std::unique_ptr<SequenceKv> s16, s32;
 
-  Twins(int32_t n, std::mt19937& rng, int block_size = 4) {
-    c16 = std::make_unique<KvCache>(Shape(DType::kBF16, block_size), 64);
+  Twins(int32_t n, std::mt19937& rng, int block_size = 4, DType type = DType::kBF16) {
+    c16 = std::make_unique<KvCache>(Shape(type, block_size), 64);
     c32 = std::make_unique<KvCache>(Shape(DType::kF32, block_size), 64);
     s16 = std::make_unique<SequenceKv>(c16.get());
     s32 = std::make_unique<SequenceKv>(c32.get());
@@ -47,18 +51,19 @@ struct Twins {
     EXPECT_TRUE(s32->Reserve(n).ok());
     std::normal_distribution<float> nd;
     const KvCacheShape& sh = c16->shape();
+    const size_t row = sh.row_bytes();
+    std::vector<float> x(sh.head_dim);
     for (int l = 0; l < sh.n_layers; ++l) {
       for (int h = 0; h < sh.n_kv_heads; ++h) {
         for (int32_t s = 0; s < n; ++s) {
           const int32_t b = s16->block_ids()[s / block_size];
           const int32_t b32 = s32->block_ids()[s / block_size];
           const int off = s % block_size;
-          for (int c = 0; c < sh.head_dim; ++c) {
-            const uint16_t k = Fp32ToBf16(nd(rng)), v = Fp32ToBf16(nd(rng));
-            c16->KBf16(l, b, h)[off * sh.head_dim + c] = k;
-            c16->VBf16(l, b, h)[off * sh.head_dim + c] = v;
-            c32->K(l, b32, h)[off * sh.head_dim + c] = Bf16ToFp32(k);
-            c32->V(l, b32, h)[off * sh.head_dim + c] = Bf16ToFp32(v);
+          for (bool values : {false, true}) {
+            for (float& e : x) e = nd(rng);
+            auto* dst = static_cast<uint8_t*>(values ? c16->VData(l, b, h) : c16->KData(l, b, h)) + off * row;
+            QuantizeRow(type, x.data(), dst, sh.head_dim);
+            DequantizeRow(type, dst, (values ? c32->V(l, b32, h) : c32->K(l, b32, h)) + off * sh.head_dim, sh.head_dim);
           }
           c16->Positions(l, b, h)[off] = 3 * s;
           c32->Positions(l, b32, h)[off] = 3 * s;
@@ -72,25 +77,24 @@ struct Twins {
   static std::vector<float> Rows(const KvCache& c, const SequenceKv& s, int l, int h, bool values) {
     std::vector<float> out;
     const int bs = c.shape().block_size, d = c.shape().head_dim;
+    std::vector<float> x(d);
     for (int32_t i = 0; i < s.num_slots(); ++i) {
       const int32_t b = s.block_ids()[i / bs];
-      for (int e = 0; e < d; ++e) {
-        const size_t at = static_cast<size_t>(i % bs) * d + e;
-        if (c.dtype() == DType::kBF16) {
-          out.push_back(Bf16ToFp32((values ? c.VBf16(l, b, h) : c.KBf16(l, b, h))[at]));
-        } else {
-          out.push_back((values ? c.V(l, b, h) : c.K(l, b, h))[at]);
-        }
-      }
+      const auto* row = static_cast<const uint8_t*>(values ? c.VData(l, b, h) : c.KData(l, b, h)) +
+                        static_cast<size_t>(i % bs) * c.shape().row_bytes();
+      DequantizeRow(c.dtype(), row, x.data(), d);
+      out.insert(out.end(), x.begin(), x.end());
     }
     return out;
   }
 };
 
-TEST(KvCacheBf16, CompactionMovesTheSameRowsAsOnF32) {
+class KvCacheTypesTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(KvCacheTypesTest, CompactionMovesTheSameRowsAsOnF32) {
   std::mt19937 rng(5);
   const int32_t n = 37;
-  Twins t(n, rng);
+  Twins t(n, rng, 4, GetParam());
   std::vector<std::vector<int32_t>> keep(2);
   keep[0] = {0, 1, 5, 9, 10, 20, 36};
   keep[1] = {2, 3, 4, 17, 18, 30, 35};
@@ -113,9 +117,9 @@ TEST(KvCacheBf16, CompactionMovesTheSameRowsAsOnF32) {
   }
 }
 
-TEST(KvCacheBf16, GatherWidensEveryHeadRow) {
+TEST_P(KvCacheTypesTest, GatherWidensEveryHeadRow) {
   std::mt19937 rng(6);
-  Twins t(23, rng, 5);  // 23 slots over blocks of 5: a ragged last block
+  Twins t(23, rng, 5, GetParam());  // 23 slots over blocks of 5: a ragged last block
   for (int h = 0; h < 2; ++h) {
     std::vector<float> g16, g32;
     KeysView(t.c16.get(), t.s16.get(), 1).GatherF32(h, &g16);
@@ -128,7 +132,7 @@ TEST(KvCacheBf16, GatherWidensEveryHeadRow) {
 // Each key-reading policy scores the twins alike: to float rounding (the
 // tiled product may contract differently on the two types) and with the
 // same ranking of slots.
-TEST(KvCacheBf16, PoliciesScoreTheTwinsAlike) {
+TEST_P(KvCacheTypesTest, PoliciesScoreTheTwinsAlike) {
   PolicyModelInfo m;
   m.n_layers = 2;
   m.n_heads = 4;
@@ -137,7 +141,7 @@ TEST(KvCacheBf16, PoliciesScoreTheTwinsAlike) {
   for (const char* name : {"snapkv", "rkv", "beacon", "h2o"}) {
     std::mt19937 rng(7);
     const int32_t n = 60;
-    Twins t(n, rng);
+    Twins t(n, rng, 4, GetParam());
     absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName(name);
     ASSERT_TRUE(o.ok());
     o->budget = 16;
@@ -167,6 +171,9 @@ TEST(KvCacheBf16, PoliciesScoreTheTwinsAlike) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, KvCacheTypesTest, ::testing::Values(DType::kBF16, DType::kQ8_0),
+                         [](const ::testing::TestParamInfo<DType>& i) { return std::string(DTypeName(i.param)); });
 
 }  // namespace
 }  // namespace beacon
