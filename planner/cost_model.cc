@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/beacon_state_layout.h"
+
 namespace beacon::planner {
 namespace {
 
@@ -62,6 +64,19 @@ PolicyCost PolicyCostFor(const KvPolicyOptions& kv) {
     case KvPolicyKind::kRandom: break;
   }
   return p;
+}
+
+double PolicyStateBytesPerSequence(const KvPolicyOptions& kv, const ModelCost& model) {
+  if (kv.policy != KvPolicyKind::kBeacon) return 0;
+  BeaconDims d;
+  d.n_layers = model.n_layers;
+  d.n_heads = model.n_heads;
+  d.n_kv_heads = model.n_kv_heads;
+  d.head_dim = model.head_dim;
+  d.recent = kv.recent_queries;
+  d.beacons = kv.beacons;
+  d.fps_bound = kv.fps_bound;
+  return static_cast<double>(BeaconStateLayout::For(d).total_bytes);
 }
 
 StepCost CostModel::Step(const StepLoad& load) const {

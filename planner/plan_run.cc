@@ -137,6 +137,7 @@ void Summarize(const RunInputs& in, const CostEngine& engine, int32_t n, RunResu
   res.peak_kv_bytes = res.engine.peak_used_blocks * in.pool.bytes_per_block;
   res.peak_total_bytes = in.model.weight_bytes() + res.peak_kv_bytes;
   res.peak_running = engine.sim().peak_running();
+  res.peak_policy_state_bytes = res.peak_running * PolicyStateBytesPerSequence(in.kv, in.model);
   res.mean_decode_batch = res.engine.busy_s > 0 ? res.engine.decode_seq_seconds / res.engine.busy_s : 0;
 }
 

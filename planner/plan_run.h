@@ -76,8 +76,12 @@ struct RunResult {
   int32_t admitted_by_footprint = 0;  // min(max_running, pool blocks / footprint blocks)
   double peak_kv_bytes = 0;           // most KV blocks in use at once (mid-step included) x block bytes
   double peak_total_bytes = 0;        // weights + peak KV (runtime reserve excluded)
-  int32_t peak_running = 0;           // admitted concurrency: most sequences holding KV at once
-  double mean_decode_batch = 0;       // time-weighted
+  // Policy state outside the pool at peak (PolicyStateBytesPerSequence x
+  // peak_running): not in peak_total_bytes, which stays comparable with the
+  // published figures; add it for what a replica's GPU must hold.
+  double peak_policy_state_bytes = 0;
+  int32_t peak_running = 0;      // admitted concurrency: most sequences holding KV at once
+  double mean_decode_batch = 0;  // time-weighted
   // Work.
   int32_t completed = 0, rejected = 0, failed = 0, preemptions = 0;
   int64_t output_tokens = 0;

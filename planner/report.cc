@@ -1,5 +1,6 @@
 #include "planner/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,16 @@ std::string FormatTable(const PlanReport& r) {
                           std::string(c.kv.policy_name()), Budget(c), x.footprint_slots, x.admitted_by_footprint,
                           x.peak_running, x.peak_kv_bytes / kGiB, x.peak_total_bytes / kGiB, x.output_tokens_per_s,
                           x.ttft_s.p50, x.ttft_s.p99, x.tpot_s.p50 * 1e3, x.tpot_s.p99 * 1e3, mem_bound, x.wall_s);
+  }
+  for (const ConfigResult& c : r.configs) {
+    const RunResult& x = c.run;
+    if (x.peak_policy_state_bytes > 0) {
+      absl::StrAppendFormat(&out,
+                            "  %s: policy state outside the KV pool (GPU): %.2f GiB at peak (%d sequences x %.1f MB), "
+                            "on top of peak mem\n",
+                            c.label, x.peak_policy_state_bytes / kGiB, x.peak_running,
+                            x.peak_policy_state_bytes / std::max(1, x.peak_running) / 1e6);
+    }
   }
   for (const ConfigResult& c : r.configs) {
     const RunResult& x = c.run;
@@ -158,6 +169,7 @@ json ToJson(const PlanReport& r) {
               {"mean_decode_batch", x.mean_decode_batch},
               {"peak_kv_bytes", x.peak_kv_bytes},
               {"peak_total_bytes", x.peak_total_bytes},
+              {"peak_policy_state_bytes", x.peak_policy_state_bytes},
               {"completed", x.completed},
               {"rejected", x.rejected},
               {"failed", x.failed},

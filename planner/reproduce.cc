@@ -1,5 +1,6 @@
 #include "planner/reproduce.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
@@ -57,6 +58,10 @@ Reproduction CompareWithPublished(const ModelCost& model, const RunResult& full,
                       "128; KV blocks of 16 slots",
                       prompt_tokens),
       "batch 16: 16 requests admitted at once, each generating 32,768 tokens (to length)",
+      absl::StrFormat("not in the figures above: BeaconKV's per-sequence device state outside the KV pool (query "
+                      "ring + FPS buffers, %.1f MB a sequence, %.2f GiB for the 16), which our CUDA engine also holds",
+                      beacon.peak_policy_state_bytes / std::max(1, beacon.peak_running) / 1e6,
+                      beacon.peak_policy_state_bytes / kGiB),
       std::string(kThroughputNote),
   };
   return r;

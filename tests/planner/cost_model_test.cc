@@ -24,6 +24,27 @@ TEST(ModelCost, ParameterCountsMatchThePublishedModels) {
   EXPECT_EQ(ShippedModel("smollm2-135m.json").params_total, 134'515'008);
 }
 
+// The CUDA engine's per-sequence BeaconKV state at Qwen3-4B's shape (36
+// layers, 32 query heads of 128) with the published R = K = 16, U = 64,
+// written out region by region (every region 256-byte aligned):
+//   ring 36*16*32*128*4 + ring_pos 36*16*4 + fps_pts 36*32*64*128*4
+//   + fps_inv 36*32*64*8 + fps_tag 36*32*64*4 + fps_size 36*32*4.
+TEST(PolicyState, BeaconDeviceStateAtQwen3Shape) {
+  const ModelCost q = ShippedModel("qwen3-4b.json");
+  const KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  ASSERT_EQ(beacon.recent_queries, 16);
+  ASSERT_EQ(beacon.beacons, 16);
+  ASSERT_EQ(beacon.fps_bound, 64);
+  const double want = 9'437'184.0 + 2'304 + 37'748'736 + 589'824 + 294'912 + 4'608;
+  EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(beacon, q), want);  // ~48 MB, issue 19's figure
+  KvPolicyOptions bigger = beacon;
+  bigger.fps_bound = 128;
+  EXPECT_GT(PolicyStateBytesPerSequence(bigger, q), want) << "the FPS buffers grow with U";
+  for (KvPolicyKind k : {KvPolicyKind::kFull, KvPolicyKind::kSnapKv, KvPolicyKind::kH2o, KvPolicyKind::kRkv}) {
+    EXPECT_EQ(PolicyStateBytesPerSequence(KvPolicyOptions::DefaultsFor(k), q), 0) << KvPolicyName(k);
+  }
+}
+
 TEST(ModelCost, KvBytesPerTokenAndWeightBytes) {
   const ModelCost q = ShippedModel("qwen3-4b.json");
   EXPECT_EQ(q.kv_bytes_per_token(), 2.0 * 36 * 8 * 128 * 2);  // 147,456 B = 144 KiB

@@ -115,6 +115,9 @@ TEST(PlanRun, PublishedMemoryFiguresWithinFivePercent) {
   // The footprint arithmetic exactly: 16 x (256 + 32,768) and 16 x (256 + 2,048 + 128) slots.
   EXPECT_DOUBLE_EQ(runs[0].peak_kv_bytes, 16.0 * 33024 * 147456);
   EXPECT_DOUBLE_EQ(runs[1].peak_kv_bytes, 16.0 * 2432 * 147456);
+  // BeaconKV's device state outside the pool, 16 sequences: counted apart.
+  EXPECT_EQ(runs[0].peak_policy_state_bytes, 0);
+  EXPECT_DOUBLE_EQ(runs[1].peak_policy_state_bytes, 16.0 * 48'077'568);
   const Reproduction rep = CompareWithPublished(model, runs[0], runs[1], 256);
   EXPECT_TRUE(rep.within_5pct) << rep.full_error << " " << rep.beacon_error;
   EXPECT_NEAR(rep.modelled_full_gib, 77.0, 77.0 * 0.05);
