@@ -12,12 +12,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "apps/serve_config.h"
 #include "engine/runtime.h"
+#include "kv/kv_policy_limits.h"
 #include "server/grpc_front_end.h"
 #include "server/grpc_service.h"
 #include "server/http_routes.h"
@@ -54,6 +56,24 @@ absl::Status RestrictToRunnablePolicies(const Backend& backend, ServeLimits* lim
   const size_t listed = runnable.size();
   std::erase_if(runnable, [&](KvPolicyKind p) { return !backend.CheckPolicy(KvPolicyOptions::DefaultsFor(p)).ok(); });
   if (runnable.size() != listed) allowed = runnable;
+  return absl::OkStatus();
+}
+
+// Reserves the device memory of BeaconKV's per-sequence state for the whole
+// running batch now, if requests may run beacon: a step then never
+// allocates it (and cannot fail on it), and a device too small for it stops
+// start-up, naming the bytes, instead of failing requests later. The dims
+// are those a beacon request resolves to (requests choose policy and budget
+// only). A no-op on the CPU backend.
+absl::Status ReserveBeaconStates(Backend* backend, const ServeLimits& limits, int32_t max_running) {
+  absl::StatusOr<KvPolicyOptions> beacon =
+      ResolveRequestKvOptions(limits.kv_default, limits.kv_limits, std::string("beacon"), std::nullopt);
+  if (!beacon.ok()) return absl::OkStatus();  // beacon is not allowed: nothing to hold
+  if (absl::Status s = backend->ReservePolicyStates(*beacon, max_running); !s.ok()) return s;
+  if (backend->reserved_policy_state_bytes() > 0) {
+    logging::Info("reserved %.1f MiB of device memory for the BeaconKV state of %d sequences",
+                  backend->reserved_policy_state_bytes() / 1048576.0, max_running);
+  }
   return absl::OkStatus();
 }
 
@@ -96,6 +116,9 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   absl::StatusOr<std::unique_ptr<KvCache>> cache = e.runtime->MakeKvCache(c->kv_pool_tokens, c->kv_block_size);
   if (!cache.ok()) return cache.status();
   e.cache = *std::move(cache);
+  if (absl::Status s = ReserveBeaconStates(e.runtime->backend(), c->limits, c->scheduler.max_running); !s.ok()) {
+    return s;
+  }
   e.pool_slots = int64_t{e.cache->pool().num_blocks()} * c->kv_block_size;
   MetricsInfo minfo;
   minfo.model = c->model;

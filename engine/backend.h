@@ -80,6 +80,16 @@ class Backend {
   // Whether sequences under `options` can run here: UNIMPLEMENTED naming the
   // policy (or option) when this backend cannot evict that way.
   virtual absl::Status CheckPolicy(const KvPolicyOptions& options) const { return absl::OkStatus(); }
+  // Reserves, now, the device memory of `options`'s per-sequence policy
+  // state for up to `max_sequences` sequences at once (CUDA: BeaconKV's
+  // query ring and FPS buffers, taken by a step from the reservation rather
+  // than allocated in it). A no-op where the policy keeps no device state.
+  // RESOURCE_EXHAUSTED naming the bytes when the device cannot hold it.
+  virtual absl::Status ReservePolicyStates(const KvPolicyOptions& options, int32_t max_sequences) {
+    return absl::OkStatus();
+  }
+  // Bytes that reservation holds (0 where none).
+  virtual size_t reserved_policy_state_bytes() const { return 0; }
 
   // "cpu" or "cuda".
   virtual std::string_view device() const = 0;

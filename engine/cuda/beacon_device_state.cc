@@ -10,6 +10,7 @@ absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::Create(con
   if (absl::Status st = s->memory_.Allocate(layout.total_bytes, "a BeaconKV query ring and FPS buffers"); !st.ok()) {
     return st;
   }
+  s->data_ = s->memory_.get();
   // On the stream the observe kernels run on, so they see it zeroed: a plain
   // cudaMemset runs on the legacy default stream, which the backend's
   // non-blocking stream does not wait for.
@@ -29,10 +30,33 @@ BeaconDims BeaconDimsFor(const KvPolicyOptions& o, const PolicyModelInfo& m) {
   return d;
 }
 
-absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model, cudaStream_t stream) {
+absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::FromPool(std::shared_ptr<BeaconStatePool> pool,
+                                                                               cudaStream_t stream) {
+  absl::StatusOr<void*> p = pool->Acquire(stream);
+  if (!p.ok()) return p.status();
+  auto s = std::unique_ptr<BeaconDeviceState>(new BeaconDeviceState());
+  s->dims_ = pool->dims();
+  s->data_ = *p;
+  s->pool_ = std::move(pool);
+  return s;
+}
+
+BeaconDeviceState::~BeaconDeviceState() {
+  if (pool_ != nullptr) pool_->Release(data_);
+}
+
+bool operator==(const BeaconDims& a, const BeaconDims& b) {
+  return a.n_layers == b.n_layers && a.n_heads == b.n_heads && a.n_kv_heads == b.n_kv_heads &&
+         a.head_dim == b.head_dim && a.recent == b.recent && a.beacons == b.beacons && a.fps_bound == b.fps_bound;
+}
+
+absl::StatusOr<BeaconDeviceState*> BeaconStateOf(KvPolicy* policy, const PolicyModelInfo& model, cudaStream_t stream,
+                                                 const std::shared_ptr<BeaconStatePool>& pool) {
   if (auto* s = dynamic_cast<BeaconDeviceState*>(policy->device_state()); s != nullptr) return s;
-  absl::StatusOr<std::unique_ptr<BeaconDeviceState>> created =
-      BeaconDeviceState::Create(BeaconDimsFor(policy->options(), model), stream);
+  const BeaconDims dims = BeaconDimsFor(policy->options(), model);
+  absl::StatusOr<std::unique_ptr<BeaconDeviceState>> created = pool != nullptr && pool->dims() == dims
+                                                                   ? BeaconDeviceState::FromPool(pool, stream)
+                                                                   : BeaconDeviceState::Create(dims, stream);
   if (!created.ok()) return created.status();
   BeaconDeviceState* raw = created->get();
   policy->set_device_state(std::move(*created));

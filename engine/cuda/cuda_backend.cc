@@ -83,6 +83,24 @@ CudaBackend::~CudaBackend() {
   }
 }
 
+absl::Status CudaBackend::ReservePolicyStates(const KvPolicyOptions& options, int32_t max_sequences) {
+  if (options.policy != KvPolicyKind::kBeacon) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<BeaconStatePool>> pool =
+      BeaconStatePool::Create(BeaconDimsFor(options, model_), max_sequences);
+  if (!pool.ok()) {
+    return absl::Status(pool.status().code(),
+                        absl::StrFormat("reserving BeaconKV policy state for %d sequences on %s: %s", max_sequences,
+                                        device_name_, std::string(pool.status().message())));
+  }
+  evict_ctx_.beacon_pool = *std::move(pool);
+  return absl::OkStatus();
+}
+
+size_t CudaBackend::reserved_policy_state_bytes() const {
+  const BeaconStatePool* p = evict_ctx_.beacon_pool.get();
+  return p == nullptr ? 0 : p->state_bytes() * p->capacity();
+}
+
 absl::StatusOr<std::unique_ptr<KvCache>> CudaBackend::MakeKvCache(const KvCacheShape& shape_in, int32_t num_blocks) {
   KvCacheShape shape = shape_in;
   shape.dtype = DType::kBF16;  // the device kernels' only KV type
@@ -169,7 +187,7 @@ absl::Status CudaBackend::GroupObservers(std::span<const ForwardEntry> batch) {
   for (const ForwardEntry& en : batch) {
     const int32_t n = static_cast<int32_t>(en.tokens.size());
     if (en.policy != nullptr && en.policy->options().policy == KvPolicyKind::kBeacon) {
-      absl::StatusOr<BeaconDeviceState*> st = BeaconStateOf(en.policy, model_, stream_);
+      absl::StatusOr<BeaconDeviceState*> st = BeaconStateOf(en.policy, model_, stream_, evict_ctx_.beacon_pool);
       if (!st.ok()) return st.status();
       BeaconObserveEntry o;
       o.state = (*st)->data();

@@ -70,6 +70,12 @@ class CudaBackend : public Backend {
   // cannot hold it (a configuration error the caller reports at start-up).
   absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) override;
   absl::Status CheckPolicy(const KvPolicyOptions& options) const override;
+  // BeaconKV (any filter the backend runs): a BeaconStatePool of
+  // max_sequences states of `options`'s dims; other policies: nothing.
+  absl::Status ReservePolicyStates(const KvPolicyOptions& options, int32_t max_sequences) override;
+  size_t reserved_policy_state_bytes() const override;
+  // The reservation (null before ReservePolicyStates), for tests.
+  const BeaconStatePool* beacon_state_pool() const { return evict_ctx_.beacon_pool.get(); }
   std::string_view device() const override { return "cuda"; }
   const ModelConfig& config() const override { return config_; }
 

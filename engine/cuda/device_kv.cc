@@ -48,7 +48,7 @@ absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvP
                                                  "\" cannot evict on the CUDA backend (beacon with filter all can)"));
   }
   const EvictContext& ctx = *context_;
-  absl::StatusOr<BeaconDeviceState*> state = BeaconStateOf(policy, ctx.model, ctx.stream);
+  absl::StatusOr<BeaconDeviceState*> state = BeaconStateOf(policy, ctx.model, ctx.stream, ctx.beacon_pool);
   if (!state.ok()) return state.status();
   const BeaconDims& dims = (*state)->dims();
   const int32_t n = seq->num_slots();

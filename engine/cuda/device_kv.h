@@ -20,6 +20,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "engine/cuda/beacon_state_pool.h"
 #include "engine/cuda/device_memory.h"
 #include "kernels/cuda/paged_kv.h"
 #include "kernels/cuda/rope.h"
@@ -33,6 +34,7 @@ struct EvictContext {
   cudaStream_t stream = nullptr;
   PolicyModelInfo model;
   RopeParams rope;
+  std::shared_ptr<BeaconStatePool> beacon_pool;  // null until ReservePolicyStates
 };
 
 class DeviceKvStorage : public KvDeviceStorage {
