@@ -1,5 +1,7 @@
 #include "kernels/cpu/dtype.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <cstring>
 
@@ -134,7 +136,22 @@ uint16_t Fp32ToBf16(float f) {
 }
 
 void Fp32ToBf16Row(const float* src, int64_t n, uint16_t* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = Fp32ToBf16(src[i]);
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  // Fp32ToBf16's integer steps, 16 lanes at a time (bit-identical to it;
+  // vcvtneps2bf16 would flush subnormals, which the scalar code rounds).
+  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  for (; i + 16 <= n; i += 16) {
+    const __m512i x = _mm512_loadu_si512(src + i);
+    const __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(x, 16), one)));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, abs_mask), inf);
+    const __m512i out =
+        _mm512_mask_or_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(out));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = Fp32ToBf16(src[i]);
 }
 
 void DequantizeRow(DType t, const void* src, float* dst, int64_t n) {

@@ -123,5 +123,23 @@ TEST(QuantizeTest, FloatTypesConvert) {
   }
 }
 
+// The KV cache's vectorised write path equals the scalar conversion bit for
+// bit: random values, ties, subnormals, infinities, NaNs (quieted), values
+// that round up to infinity, and a length with a scalar tail.
+TEST(QuantizeTest, Bf16RowEqualsTheScalarConversion) {
+  std::mt19937 rng(4);
+  std::vector<uint32_t> bits;
+  for (int i = 0; i < 997; ++i) bits.push_back(static_cast<uint32_t>(rng()));  // every class, NaNs included
+  for (uint32_t b : {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                     0x7f800001u, 0xffbfffffu, 0x7f7fffffu, 0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x7f7f8000u}) {
+    bits.push_back(b);
+  }
+  std::vector<float> x(bits.size());
+  std::memcpy(x.data(), bits.data(), bits.size() * 4);
+  std::vector<uint16_t> got(x.size());
+  Fp32ToBf16Row(x.data(), static_cast<int64_t>(x.size()), got.data());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], Fp32ToBf16(x[i])) << std::hex << "input 0x" << bits[i];
+}
+
 }  // namespace
 }  // namespace beacon
