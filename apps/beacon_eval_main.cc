@@ -48,6 +48,20 @@ int Fail(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
+// The --model runtime for commands that need a tokenizer (`what`: what it
+// could not run without one).
+absl::StatusOr<std::unique_ptr<Runtime>> LoadRuntime(const cli::Args& args, int threads, const char* what) {
+  RuntimeOptions ro;
+  ro.model = args.Str("model");
+  ro.threads = threads;
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  if (!rt.ok()) return rt.status();
+  if ((*rt)->tokenizer() == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("model ", ro.model, " has no tokenizer: it cannot run ", what));
+  }
+  return rt;
+}
+
 absl::StatusOr<std::vector<int32_t>> ParseInts(const cli::Args& args, const std::string& flag) {
   std::vector<int32_t> out;
   for (absl::string_view p : absl::StrSplit(args.Str(flag), ',', absl::SkipEmpty())) {
@@ -164,19 +178,14 @@ int Model(const cli::Args& args) {
   if (!prompts.ok()) return Fail(prompts.status());
   if (*max_prompts > 0 && static_cast<size_t>(*max_prompts) < prompts->size()) prompts->resize(*max_prompts);
 
-  RuntimeOptions ro;
-  ro.model = args.Str("model");
-  ro.threads = static_cast<int>(*threads);
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  const std::string model = args.Str("model");
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = LoadRuntime(args, static_cast<int>(*threads), "chat prompts");
   if (!rt.ok()) return Fail(rt.status());
-  if ((*rt)->tokenizer() == nullptr) {
-    return Fail(absl::FailedPreconditionError("model " + ro.model + " has no tokenizer: it cannot run chat prompts"));
-  }
   absl::StatusOr<eval::ModelEvalReport> report = eval::RunModelEval(rt->get(), *prompts, o, stderr);
   if (!report.ok()) return Fail(report.status());
 
   const eval::ResultTable table = ModelTable(report->results);
-  nlohmann::json settings = {{"model", ro.model},
+  nlohmann::json settings = {{"model", model},
                              {"prompts_file", args.Str("prompts")},
                              {"tokens", o.tokens},
                              {"interval", o.interval},
@@ -184,7 +193,7 @@ int Model(const cli::Args& args) {
                              {"seconds", report->seconds},
                              {"beacon_prompt_queries", PromptQueriesSetting(o.beacon_prompt_queries)}};
   std::string md = absl::StrFormat(
-      "# beacon-eval model\n\nmodel %s, %d prompts, T=%d generated tokens each, interval %d, %.0f s\n\n", ro.model,
+      "# beacon-eval model\n\nmodel %s, %d prompts, T=%d generated tokens each, interval %d, %.0f s\n\n", model,
       report->prompts.size(), o.tokens, o.interval, report->seconds);
   md +=
       "| prompt | prompt tokens | distinct 4-grams | trace s | replay s | ref mismatches | agreement mismatches |\n"
@@ -220,7 +229,7 @@ int Model(const cli::Args& args) {
   }
   absl::StrAppend(&md, "\n## All metrics\n\n", table.ToMarkdown());
   return Finish(args, table, md, settings, "model",
-                absl::StrFormat("%s: %d prompts, T=%d", ro.model, report->prompts.size(), o.tokens));
+                absl::StrFormat("%s: %d prompts, T=%d", model, report->prompts.size(), o.tokens));
 }
 
 int Synthetic(const cli::Args& args) {
@@ -343,14 +352,9 @@ int Needle(const cli::Args& args) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return Fail(absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message())));
 
-  RuntimeOptions ro;
-  ro.model = args.Str("model");
-  ro.threads = static_cast<int>(*threads);
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  const std::string model = args.Str("model");
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = LoadRuntime(args, static_cast<int>(*threads), "needle cases");
   if (!rt.ok()) return Fail(rt.status());
-  if ((*rt)->tokenizer() == nullptr) {
-    return Fail(absl::FailedPreconditionError("model " + ro.model + " has no tokenizer: it cannot run needle cases"));
-  }
 
   std::string command = "beacon-eval needle";
   for (const char* flag : {"model", "distances", "budgets", "policies", "cases", "seed", "interval", "threads",
@@ -365,7 +369,7 @@ int Needle(const cli::Args& args) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const eval::NeedleSummary summary =
         eval::SummarizeNeedle(results, o.distances, static_cast<int>(*resamples), o.seed);
-    const nlohmann::json settings = {{"model", ro.model},
+    const nlohmann::json settings = {{"model", model},
                                      {"command", command},
                                      {"complete", complete},
                                      {"seconds", seconds},
@@ -385,7 +389,7 @@ int Needle(const cli::Args& args) {
     const std::string heading = absl::StrFormat(
         "# beacon-eval needle%s\n\nmodel %s, seed %d, %d cases tried per D, interval %d, filler temperature %.2f "
         "top-p %.2f frequency penalty %.2f; %.0f s on %d threads\n\n`%s`\n",
-        complete ? "" : " (PARTIAL: run still going or stopped early)", ro.model, o.seed, o.cases, o.interval,
+        complete ? "" : " (PARTIAL: run still going or stopped early)", model, o.seed, o.cases, o.interval,
         o.filler_temperature, o.filler_top_p, o.filler_frequency_penalty, seconds, (*rt)->pool()->n_threads(), command);
     if (absl::Status s = eval::WriteResults(eval::NeedleCellTable(summary), eval::NeedleMarkdown(summary, heading),
                                             settings, dir, "needle_summary");

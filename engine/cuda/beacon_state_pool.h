@@ -27,7 +27,7 @@
 
 namespace beacon {
 
-class BeaconStatePool : public std::enable_shared_from_this<BeaconStatePool> {
+class BeaconStatePool {
  public:
   // `capacity` states of `dims` in one allocation. RESOURCE_EXHAUSTED (naming
   // the bytes) when the device cannot hold them; INVALID_ARGUMENT for
