@@ -13,6 +13,8 @@
 //                      [--interval 128] [--out-dir build/eval] [--threads N]
 //
 // model and synthetic write OUT/{model,synthetic}_results.{csv,md,json} and,
+// model also OUT/model_{per_prompt,comparison}.csv and OUT/prompts/<id>.json
+// (eval/model_report.h, eval/model_checkpoint.h); both write,
 // through tools/plot_fidelity.py (matplotlib), OUT/{model,synthetic}_fidelity.png;
 // needle writes OUT/needle_{raw,calibration}.csv and
 // OUT/needle_summary.{csv,md,json} (eval/needle.h), rewritten after every
@@ -29,7 +31,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "eval/model_checkpoint.h"
 #include "eval/model_eval.h"
+#include "eval/model_report.h"
 #include "eval/needle.h"
 #include "eval/needle_report.h"
 #include "eval/policy_grid.h"
@@ -125,29 +129,6 @@ int Finish(const cli::Args& args, const eval::ResultTable& table, const std::str
   return 0;
 }
 
-// The model results as a table; the column keys are what
-// tools/plot_fidelity.py reads.
-eval::ResultTable ModelTable(const std::vector<eval::ModelResult>& results) {
-  eval::ResultTable table({{"policy", "policy", 0},
-                           {"budget", "budget", 0},
-                           {"kl", "KL (nats)", 4},
-                           {"top1", "top-1", 3},
-                           {"recall", "attn recall", 3},
-                           {"kl_post", "KL post", 4},
-                           {"top1_post", "top-1 post", 3},
-                           {"recall_post", "recall post", 3},
-                           {"agreement", "agree len", 0},
-                           {"peak_slots", "peak slots", 0},
-                           {"evictions", "evictions", 1},
-                           {"post_steps", "post steps", 0}});
-  for (const eval::ModelResult& r : results) {
-    table.AddRow({r.policy, static_cast<double>(r.budget), r.kl, r.top1, r.recall, eval::NumberOrNone(r.kl_post),
-                  eval::NumberOrNone(r.top1_post), eval::NumberOrNone(r.recall_post), r.agreement, r.peak_slots,
-                  r.evictions, r.post_steps});
-  }
-  return table;
-}
-
 int Model(const cli::Args& args) {
   eval::ModelEvalOptions o;
   absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets");
@@ -157,6 +138,11 @@ int Model(const cli::Args& args) {
   absl::StatusOr<std::vector<bool>> pq = ParsePromptQueries(args);
   if (!pq.ok()) return Fail(pq.status());
   o.beacon_prompt_queries = *pq;
+  for (const std::string& v : ParseList(args, "kv-beacon-state")) {
+    if (v != "f32" && v != "bf16")
+      return Fail(absl::InvalidArgumentError("--kv-beacon-state must be f32, bf16 or f32,bf16"));
+    o.beacon_bf16_state.push_back(v == "bf16");
+  }
   absl::StatusOr<int64_t> tokens = args.Int("tokens"), interval = args.Int("interval"), threads = args.Int("threads"),
                           max_prompts = args.Int("max-prompts");
   for (const absl::Status& s : {tokens.status(), interval.status(), threads.status(), max_prompts.status()}) {
@@ -170,7 +156,7 @@ int Model(const cli::Args& args) {
 
   // Bad grids fail before the model loads.
   if (absl::StatusOr<std::vector<eval::PolicySpec>> g =
-          eval::MakePolicyGrid(o.policies, o.budgets, o.interval, o.beacon_prompt_queries);
+          eval::MakePolicyGrid(o.policies, o.budgets, o.interval, o.beacon_prompt_queries, o.beacon_bf16_state);
       !g.ok()) {
     return Fail(g.status());
   }
@@ -181,54 +167,32 @@ int Model(const cli::Args& args) {
   const std::string model = args.Str("model");
   absl::StatusOr<std::unique_ptr<Runtime>> rt = LoadRuntime(args, static_cast<int>(*threads), "chat prompts");
   if (!rt.ok()) return Fail(rt.status());
+  o.checkpoint_dir = absl::StrCat(args.Str("out-dir"), "/prompts");
+  o.resume = args.Flag("resume");
+  o.checkpoint_key = {{"model", model}, {"kv_cache_dtype", KvCacheDTypeName((*rt)->kv_cache_dtype())}};
   absl::StatusOr<eval::ModelEvalReport> report = eval::RunModelEval(rt->get(), *prompts, o, stderr);
   if (!report.ok()) return Fail(report.status());
 
-  const eval::ResultTable table = ModelTable(report->results);
   nlohmann::json settings = {{"model", model},
                              {"prompts_file", args.Str("prompts")},
                              {"tokens", o.tokens},
                              {"interval", o.interval},
                              {"threads", (*rt)->pool()->n_threads()},
+                             {"kv_cache_dtype", o.checkpoint_key["kv_cache_dtype"]},
                              {"seconds", report->seconds},
                              {"beacon_prompt_queries", PromptQueriesSetting(o.beacon_prompt_queries)}};
-  std::string md = absl::StrFormat(
-      "# beacon-eval model\n\nmodel %s, %d prompts, T=%d generated tokens each, interval %d, %.0f s\n\n", model,
-      report->prompts.size(), o.tokens, o.interval, report->seconds);
-  md +=
-      "| prompt | prompt tokens | distinct 4-grams | trace s | replay s | ref mismatches | agreement mismatches |\n"
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-  for (const eval::PromptSummary& p : report->prompts) {
-    settings["prompts"].push_back({{"id", p.id},
-                                   {"prompt_tokens", p.prompt_tokens},
-                                   {"trace_seconds", p.trace_seconds},
-                                   {"replay_seconds", p.replay_seconds},
-                                   {"reference_mismatches", p.reference_mismatches},
-                                   {"agreement_mismatches", p.agreement_mismatches},
-                                   {"distinct_4grams", p.distinct_4grams},
-                                   {"text", p.text},
-                                   {"results", ModelTable(p.results).ToJson()}});
-    absl::StrAppendFormat(&md, "| %s | %d | %.2f | %.0f | %.0f | %d | %d |\n", p.id, p.prompt_tokens, p.distinct_4grams,
-                          p.trace_seconds, p.replay_seconds, p.reference_mismatches, p.agreement_mismatches);
+  for (const eval::PromptSummary& p : report->prompts) settings["prompts"].push_back(eval::PromptSummaryToJson(p));
+  const eval::ModelReportTables tables = eval::BuildModelReport(
+      *report, eval::ModelReportOptions{},
+      absl::StrFormat("model %s, %d prompts, T=%d generated tokens each, interval %d, KV cache %s, %.0f s", model,
+                      report->prompts.size(), o.tokens, o.interval,
+                      o.checkpoint_key["kv_cache_dtype"].get<std::string>(), report->seconds));
+  const std::string dir = args.Str("out-dir");
+  for (const auto& [stem, table] :
+       {std::pair{"model_per_prompt", &tables.per_prompt}, std::pair{"model_comparison", &tables.comparison}}) {
+    if (absl::Status s = eval::WriteCsv(*table, absl::StrCat(dir, "/", stem, ".csv")); !s.ok()) return Fail(s);
   }
-  for (const auto& [key, title] : std::initializer_list<std::pair<const char*, const char*>>{
-           {"kl", "Mean KL(full || policy), nats, all steps"},
-           {"kl_post", "Mean KL after the first eviction"},
-           {"top1", "Top-1 agreement, all steps"},
-           {"recall", "Attention-mass recall, all steps"},
-           {"recall_post", "Attention-mass recall after the first eviction"},
-           {"agreement", "Free-running greedy agreement length (tokens)"}}) {
-    absl::StrAppend(&md, "\n## ", title, "\n\n", table.PivotMarkdown("policy", "budget", key));
-  }
-  for (const eval::PromptSummary& p : report->prompts) {
-    const eval::ResultTable per_prompt = ModelTable(p.results);
-    absl::StrAppend(&md, "\n## Prompt ", p.id, ": KL after the first eviction\n\n",
-                    per_prompt.PivotMarkdown("policy", "budget", "kl_post"), "\n## Prompt ", p.id,
-                    ": attention-mass recall after the first eviction\n\n",
-                    per_prompt.PivotMarkdown("policy", "budget", "recall_post"));
-  }
-  absl::StrAppend(&md, "\n## All metrics\n\n", table.ToMarkdown());
-  return Finish(args, table, md, settings, "model",
+  return Finish(args, tables.summary, tables.markdown, settings, "model",
                 absl::StrFormat("%s: %d prompts, T=%d", model, report->prompts.size(), o.tokens));
 }
 
@@ -449,6 +413,12 @@ int Main(int argc, char** argv) {
     args.Declare("tokens", false, "2048", "generated tokens T per prompt (the trace length)");
     args.Declare("threads", false, "0", "CPU threads (0 = all)");
     args.Declare("max-prompts", false, "0", "use only the first N prompts (0 = all)");
+    args.Declare("kv-beacon-state", false, "",
+                 "f32, bf16 or f32,bf16: beacon's ring and FPS buffers in f32 or bf16-rounded (both: two "
+                 "configurations, the bf16 one's kept slots compared with the f32 one's); absent: the default");
+    args.Declare("resume", true, "",
+                 "reuse the prompts already saved in OUT/prompts/ under the same settings (never after an engine "
+                 "change)");
   } else {
     args.Declare("seed", false, "1", "seed of the first trace");
     args.Declare("traces", false, "4", "traces (seeds seed, seed+1, ...) to average over");

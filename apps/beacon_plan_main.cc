@@ -295,7 +295,11 @@ int Main(int argc, char** argv) {
     c.kv = setup->configs[i];
     c.label = Label(c.kv);
     const std::string tag = absl::StrFormat("[%d/%d] %s", i + 1, n_configs, c.label);
-    RunInputs in{report.model, report.gpu, report.pool, report.sched, c.kv, report.workload};
+    absl::StatusOr<ResolvedPool> pool = PoolForPolicy(report.pool, c.kv, report.model, report.sched.max_running);
+    if (!pool.ok())
+      return Fail(absl::Status(pool.status().code(), absl::StrCat(c.label, ": ", pool.status().message())));
+    c.pool = *pool;
+    RunInputs in{report.model, report.gpu, *pool, report.sched, c.kv, report.workload};
     ProgressFn progress = nullptr;
     if (!quiet && tty) {
       progress = [&](const Progress& p) {

@@ -64,6 +64,8 @@ class Runtime {
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   Backend* backend() { return backend_.get(); }
   ThreadPool* pool() { return pool_.get(); }
+  // The host KV cache's element type (RuntimeOptions::kv_cache_dtype).
+  DType kv_cache_dtype() const { return kv_dtype_; }
 
   // A KV cache able to hold `n_tokens` slots in blocks of `block_size`, its
   // data where the backend reads it (host, RuntimeOptions::kv_cache_dtype;

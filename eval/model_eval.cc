@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "eval/free_run.h"
+#include "eval/model_checkpoint.h"
 #include "eval/policy_grid.h"
 #include "eval/replay.h"
 
@@ -59,17 +61,18 @@ ModelResult ResultOf(const PolicySpec& spec, const ReplayStats& st, int32_t agre
                      static_cast<double>(agreement),
                      static_cast<double>(st.peak_slots),
                      static_cast<double>(st.evictions),
-                     static_cast<double>(st.kl_post.count())};
+                     static_cast<double>(st.kl_post.count()),
+                     post(st.kept_jaccard)};
 }
 
 // The mean of configuration c's results over prompts, each prompt weighing
 // the same; a "post" metric averages the prompts that have it (NaN if none).
 ModelResult MeanOverPrompts(const std::vector<PromptSummary>& prompts, size_t c) {
   ModelResult out = prompts.front().results[c];
-  double ModelResult::*fields[] = {&ModelResult::kl,        &ModelResult::top1,       &ModelResult::recall,
-                                   &ModelResult::kl_post,   &ModelResult::top1_post,  &ModelResult::recall_post,
-                                   &ModelResult::agreement, &ModelResult::peak_slots, &ModelResult::evictions,
-                                   &ModelResult::post_steps};
+  double ModelResult::*fields[] = {&ModelResult::kl,         &ModelResult::top1,        &ModelResult::recall,
+                                   &ModelResult::kl_post,    &ModelResult::top1_post,   &ModelResult::recall_post,
+                                   &ModelResult::agreement,  &ModelResult::peak_slots,  &ModelResult::evictions,
+                                   &ModelResult::post_steps, &ModelResult::kept_jaccard};
   for (double ModelResult::*f : fields) {
     Mean m;
     for (const PromptSummary& p : prompts) {
@@ -92,8 +95,8 @@ double DistinctNgramRatio(const std::vector<int32_t>& ids, int n) {
 
 absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<EvalPrompt>& prompts,
                                              const ModelEvalOptions& options, std::FILE* log) {
-  absl::StatusOr<std::vector<PolicySpec>> grid =
-      MakePolicyGrid(options.policies, options.budgets, options.interval, options.beacon_prompt_queries);
+  absl::StatusOr<std::vector<PolicySpec>> grid = MakePolicyGrid(
+      options.policies, options.budgets, options.interval, options.beacon_prompt_queries, options.beacon_bf16_state);
   if (!grid.ok()) return grid.status();
   if (rt->tokenizer() == nullptr) return absl::FailedPreconditionError("the model has no tokenizer");
   if (prompts.empty()) return absl::InvalidArgumentError("prompts: none given");
@@ -110,22 +113,50 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
     encoded.push_back(std::move(*ids));
   }
 
-  const Clock::time_point t0 = Clock::now();
+  // Checkpoints first, so that the progress ETA counts only what runs.
   const int n = static_cast<int>(prompts.size());
-  Progress progress(log, n, options.tokens);
-  ModelEvalReport report;
+  std::vector<nlohmann::json> keys(n);
+  std::vector<std::optional<PromptSummary>> saved(n);
   for (int i = 0; i < n; ++i) {
+    keys[i] = options.checkpoint_key;
+    keys[i]["tokens"] = options.tokens;
+    keys[i]["interval"] = options.interval;
+    keys[i]["prefill_chunk"] = options.prefill_chunk;
+    keys[i]["prompt"] = prompts[i].prompt;
+    keys[i]["system"] = prompts[i].system;
+    for (const PolicySpec& spec : *grid)
+      keys[i]["configurations"].push_back(absl::StrCat(spec.policy, "@", spec.budget));
+    if (options.checkpoint_dir.empty() || !options.resume) continue;
+    absl::StatusOr<std::optional<PromptSummary>> s = LoadCheckpoint(options.checkpoint_dir, prompts[i].id, keys[i]);
+    if (!s.ok()) return s.status();
+    saved[i] = std::move(*s);
+  }
+  int to_run = 0;
+  for (const std::optional<PromptSummary>& s : saved) to_run += s.has_value() ? 0 : 1;
+
+  const Clock::time_point t0 = Clock::now();
+  Progress progress(log, to_run, options.tokens);
+  ModelEvalReport report;
+  int ran = 0;  // prompts computed so far (the progress counts only these)
+  for (int i = 0; i < n; ++i) {
+    if (saved[i].has_value()) {
+      std::fprintf(log, "[model] prompt %d/%d '%s': reused from %s\n", i + 1, n, prompts[i].id.c_str(),
+                   options.checkpoint_dir.c_str());
+      saved[i]->reused = true;
+      report.prompts.push_back(std::move(*saved[i]));
+      continue;
+    }
     PromptSummary summary;
     summary.id = prompts[i].id;
     summary.prompt_tokens = static_cast<int32_t>(encoded[i].size());
-    const double base = i * options.tokens * (Progress::kPass1Weight + 1.0);
+    const double base = ran * options.tokens * (Progress::kPass1Weight + 1.0);
     std::fprintf(log, "[model] prompt %d/%d '%s': %d prompt tokens, T=%d, %zu configurations\n", i + 1, n,
                  summary.id.c_str(), summary.prompt_tokens, options.tokens, grid->size());
 
     Clock::time_point tp = Clock::now();
     absl::StatusOr<FreeRunResult> free_run = RunTraceAndFreeRuns(
         rt, encoded[i], *grid, options.tokens, options.prefill_chunk, [&](int32_t step, int32_t steps, int batch) {
-          progress.Report(i + 1, n, "trace+free-run", step, steps, batch, base + step * Progress::kPass1Weight);
+          progress.Report(ran + 1, to_run, "trace+free-run", step, steps, batch, base + step * Progress::kPass1Weight);
         });
     if (!free_run.ok()) return free_run.status();
     summary.trace_seconds = Since(tp);
@@ -134,7 +165,7 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
     const double base2 = base + options.tokens * Progress::kPass1Weight;
     absl::StatusOr<ReplayResult> replay = RunReplay(
         rt, encoded[i], free_run->trace, *grid, options.prefill_chunk, [&](int32_t step, int32_t steps, int batch) {
-          progress.Report(i + 1, n, "replay", step, steps, batch, base2 + step);
+          progress.Report(ran + 1, to_run, "replay", step, steps, batch, base2 + step);
         });
     if (!replay.ok()) return replay.status();
     summary.replay_seconds = Since(tp);
@@ -153,6 +184,10 @@ absl::StatusOr<ModelEvalReport> RunModelEval(Runtime* rt, const std::vector<Eval
     }
     std::fprintf(log, "[model] prompt %d/%d done: trace %.0fs, replay %.0fs, distinct 4-grams %.2f\n", i + 1, n,
                  summary.trace_seconds, summary.replay_seconds, summary.distinct_4grams);
+    if (!options.checkpoint_dir.empty()) {
+      if (absl::Status s = SaveCheckpoint(options.checkpoint_dir, keys[i], summary); !s.ok()) return s;
+    }
+    ++ran;
     report.prompts.push_back(std::move(summary));
   }
   for (size_t c = 0; c < grid->size(); ++c) report.results.push_back(MeanOverPrompts(report.prompts, c));

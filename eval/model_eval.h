@@ -11,6 +11,7 @@
 #ifndef BEACON_EVAL_MODEL_EVAL_H_
 #define BEACON_EVAL_MODEL_EVAL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "engine/runtime.h"
 #include "eval/prompt_set.h"
+#include "nlohmann/json.hpp"
 
 namespace beacon::eval {
 
@@ -29,8 +31,17 @@ struct ModelEvalOptions {
   // MakePolicyGrid's: empty = beacon at its default; else one beacon
   // configuration per value ("beacon/pq=on", "beacon/pq=off").
   std::vector<bool> beacon_prompt_queries;
-  int32_t tokens = 2048;        // trace length T per prompt
-  int32_t prefill_chunk = 512;  // prompt tokens per sequence per forward step
+  std::vector<bool> beacon_bf16_state;  // likewise ("beacon/state=f32", "beacon/state=bf16")
+  int32_t tokens = 2048;                // trace length T per prompt
+  int32_t prefill_chunk = 512;          // prompt tokens per sequence per forward step
+  // Non-empty: each finished prompt is saved there (eval/model_checkpoint.h)
+  // and, with `resume`, a prompt saved under the same key is reused.
+  std::string checkpoint_dir;
+  bool resume = false;
+  // What the caller adds to the checkpoint key: the model and the runtime
+  // settings that change results (RunModelEval adds T, the interval, the
+  // configurations and the prompt).
+  nlohmann::json checkpoint_key = nlohmann::json::object();
 };
 
 struct ModelResult {
@@ -42,6 +53,7 @@ struct ModelResult {
   double peak_slots = 0;                               // peak KV slots per KV head (prompt included)
   double evictions = 0;                                // eviction rounds over the trace
   double post_steps = 0;                               // steps after the first eviction
+  double kept_jaccard = std::nan("");                  // ReplayStats::kept_jaccard; NaN without a twin
 };
 
 struct PromptSummary {
@@ -52,6 +64,7 @@ struct PromptSummary {
   int32_t reference_mismatches = 0;  // replay reference vs trace (0 expected)
   int32_t agreement_mismatches = 0;  // configurations whose free-run and derived agreement differ (0 expected)
   double distinct_4grams = 0;        // distinct / all 4-grams of the trace: 1 = no repetition, near 0 = a loop
+  bool reused = false;               // read from a checkpoint, not computed by this run
   std::string text;                  // the trace, decoded
   std::vector<ModelResult> results;  // this prompt's, per configuration
 };

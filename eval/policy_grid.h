@@ -19,6 +19,10 @@ struct PolicySpec {
   std::string policy;
   int32_t budget = 0;
   KvPolicyOptions options;
+  // The spec whose kept positions this one's are compared with (the
+  // replay's kept_jaccard), or -1: a "/state=bf16" variant is paired with
+  // the "/state=f32" variant of the same budget and prompt-query setting.
+  int twin = -1;
 };
 
 // Policies outer, budgets inner, in the given orders. INVALID_ARGUMENT for
@@ -27,10 +31,13 @@ struct PolicySpec {
 // beacon_prompt_queries: empty, beacon runs with its default
 // (KvPolicyOptions::beacon_prompt_queries) as "beacon"; else once per value,
 // in order, as "beacon/pq=on" or "beacon/pq=off" (INVALID_ARGUMENT for a
-// value given twice).
+// value given twice). beacon_bf16_state likewise: empty, the default; else
+// once per value as ".../state=bf16" or ".../state=f32" (crossed with the
+// prompt-query variants), a bf16 variant twinned with its f32 one.
 absl::StatusOr<std::vector<PolicySpec>> MakePolicyGrid(const std::vector<std::string>& policies,
                                                        const std::vector<int32_t>& budgets, int32_t interval,
-                                                       const std::vector<bool>& beacon_prompt_queries = {});
+                                                       const std::vector<bool>& beacon_prompt_queries = {},
+                                                       const std::vector<bool>& beacon_bf16_state = {});
 
 }  // namespace beacon::eval
 

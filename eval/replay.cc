@@ -1,6 +1,7 @@
 #include "eval/replay.h"
 
 #include <algorithm>
+#include <iterator>
 #include <memory>
 
 #include "engine/generation.h"
@@ -16,6 +17,29 @@ struct Replay {
   std::unique_ptr<SequenceCompressor> compressor;
   std::vector<uint8_t> agrees;  // per step: 1 when the greedy choice == the next trace token
 };
+
+// The Jaccard index of the kept positions of a and b per (layer, KV head),
+// averaged.
+double KeptJaccard(const SequenceKv& a, const SequenceKv& b, const PolicyModelInfo& m) {
+  std::vector<int32_t> pa, pb, both;
+  double sum = 0.0;
+  for (int l = 0; l < m.n_layers; ++l) {
+    const KeysView ka(a.cache(), &a, l), kb(b.cache(), &b, l);
+    for (int h = 0; h < m.n_kv_heads; ++h) {
+      pa.resize(ka.n_slots());
+      pb.resize(kb.n_slots());
+      for (int32_t s = 0; s < ka.n_slots(); ++s) pa[s] = ka.position(h, s);
+      for (int32_t s = 0; s < kb.n_slots(); ++s) pb[s] = kb.position(h, s);
+      std::sort(pa.begin(), pa.end());
+      std::sort(pb.begin(), pb.end());
+      both.clear();
+      std::set_intersection(pa.begin(), pa.end(), pb.begin(), pb.end(), std::back_inserter(both));
+      const double uni = static_cast<double>(pa.size() + pb.size() - both.size());
+      sum += uni > 0 ? static_cast<double>(both.size()) / uni : 1.0;
+    }
+  }
+  return sum / (static_cast<double>(m.n_layers) * m.n_kv_heads);
+}
 
 }  // namespace
 
@@ -105,7 +129,20 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
       }
     });
     // Eviction returns blocks to the shared pool: one sequence at a time.
-    for (Replay& r : replays) r.compressor->AfterDecodeStep(r.kv.get(), pos + 1);
+    std::vector<int64_t> evictions_before(replays.size());
+    for (size_t i = 0; i < replays.size(); ++i) {
+      evictions_before[i] = replays[i].compressor->evictions();
+      replays[i].compressor->AfterDecodeStep(replays[i].kv.get(), pos + 1);
+    }
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const int w = specs[i].twin;
+      if (w < 0) continue;
+      if (replays[i].compressor->evictions() == evictions_before[i] &&
+          replays[w].compressor->evictions() == evictions_before[w]) {
+        continue;
+      }
+      result.stats[i].kept_jaccard.Add(KeptJaccard(*replays[i].kv, *replays[w].kv, info));
+    }
     if (progress) progress(t + 1, n_trace - 1, static_cast<int>(entries.size()));
   }
   for (size_t i = 0; i < specs.size(); ++i) {

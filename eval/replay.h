@@ -42,6 +42,10 @@ struct ReplayStats {
   int32_t agreement = 0;
   int32_t peak_slots = 0;
   int64_t evictions = 0;
+  // With a twin (PolicySpec::twin): after every step on which this spec or
+  // its twin evicted, the Jaccard index of the two caches' kept positions
+  // per (layer, KV head), averaged over them. 1 = the same slots kept.
+  Mean kept_jaccard;
 };
 
 struct ReplayResult {

@@ -142,6 +142,13 @@ absl::Status WriteResults(const ResultTable& table, const std::string& markdown,
   return absl::OkStatus();
 }
 
+absl::Status WriteCsv(const ResultTable& table, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  out << table.ToCsv();
+  if (!out.flush()) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
 absl::Status RunPlot(const std::string& script, const std::string& csv, const std::string& png,
                      const std::string& title) {
   const std::string cmd = absl::StrCat("python3 ", ShellQuote(script), " ", ShellQuote(csv), " ", ShellQuote(png),

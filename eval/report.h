@@ -61,6 +61,10 @@ class ResultTable {
 absl::Status WriteResults(const ResultTable& table, const std::string& markdown, const nlohmann::json& settings,
                           const std::string& dir, const std::string& stem);
 
+// Writes table.ToCsv() to `path` (its directory must exist). INTERNAL
+// naming the file on failure.
+absl::Status WriteCsv(const ResultTable& table, const std::string& path);
+
 // Runs `python3 script csv png --title title`. Returns FAILED_PRECONDITION
 // with the command to run by hand when it fails (e.g. no matplotlib): the
 // plot is a convenience, the tables are the result.

@@ -63,6 +63,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/dtype.h"
 #include "kv/attention_scoring.h"
 #include "kv/fps.h"
 #include "kv/policies.h"
@@ -91,6 +92,13 @@ class BeaconPolicy : public KvPolicy {
 
   void ObserveQuery(int layer, const float* q, int32_t position) override {
     LayerState& l = layers_[layer];
+    if (options_.beacon_bf16_state) {
+      // Round once here: the ring, the FPS buffers and the parked row then
+      // all hold exactly what a bf16 store would give back.
+      rounded_.resize(row_);
+      for (size_t i = 0; i < row_; ++i) rounded_[i] = Bf16ToFp32(Fp32ToBf16(q[i]));
+      q = rounded_.data();
+    }
     l.ring->Push(q, position);
     const int d = model_.head_dim;
     if (!global()) {
@@ -180,6 +188,7 @@ class BeaconPolicy : public KvPolicy {
   size_t row_;        // floats of one token's queries, n_heads * head_dim
   int32_t lead_ = 0;  // SetProtectedLead
   std::vector<LayerState> layers_;
+  std::vector<float> rounded_;  // ObserveQuery's bf16-rounded row (beacon_bf16_state)
   // Score scratch (engine thread only).
   std::vector<int> beacon_idx_;
   std::vector<float> queries_, scratch_;

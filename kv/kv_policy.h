@@ -80,10 +80,17 @@ struct KvPolicyOptions {
   bool beacon_prompt_queries = false;  // kAll: prompt queries enter the FPS buffer too
                                        // (the recent ring takes them either way); off:
                                        // docs/fidelity.md "Prompt queries as beacons"
-  float global_threshold = 0.5f;       // attention mass beyond `window` for kGlobal
-  int32_t pool_kernel = 1;             // 1-D max-pool over token order (odd; 1 = off)
-  float lambda = 0.1f;                 // rkv: weight of attention importance against redundancy
-  uint64_t seed = 0;                   // random policy
+  // The ring and FPS buffers hold each query rounded to bf16, as the CUDA
+  // state stores them (kernels/cuda/beacon_state.h: half the bytes of f32,
+  // issue 19 defect 5): FPS, norms and scoring then see the rounded
+  // vectors, and CPU and GPU choose alike. Off (f32) is CPU only, for
+  // measuring what the rounding changes (docs/fidelity.md "bf16 policy
+  // state"; beacon-eval --kv-beacon-state).
+  bool beacon_bf16_state = true;
+  float global_threshold = 0.5f;  // attention mass beyond `window` for kGlobal
+  int32_t pool_kernel = 1;        // 1-D max-pool over token order (odd; 1 = off)
+  float lambda = 0.1f;            // rkv: weight of attention importance against redundancy
+  uint64_t seed = 0;              // random policy
 
   // The options with `policy`'s published defaults (R, pool kernel, lambda).
   static KvPolicyOptions DefaultsFor(KvPolicyKind policy);

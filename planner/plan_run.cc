@@ -39,6 +39,7 @@ absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile&
     }
   }
   ResolvedPool p;
+  p.from_memory = spec.kv_pool_bytes <= 0;
   p.block_size = spec.block_size;
   p.bytes_per_block = model.kv_bytes_per_token() * spec.block_size;
   const double blocks = std::floor(bytes / p.bytes_per_block);
@@ -53,6 +54,24 @@ absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile&
   }
   p.blocks = static_cast<int32_t>(blocks);
   p.bytes = p.blocks * p.bytes_per_block;
+  return p;
+}
+
+absl::StatusOr<ResolvedPool> PoolForPolicy(const ResolvedPool& pool, const KvPolicyOptions& kv, const ModelCost& model,
+                                           int32_t max_running) {
+  const double state = max_running * PolicyStateBytesPerSequence(kv, model);
+  if (!pool.from_memory || state <= 0) return pool;
+  ResolvedPool p = pool;
+  const double lost = std::ceil(state / pool.bytes_per_block);
+  if (lost >= pool.blocks) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "kv_pool: %s's device state for %d sequences (%.2f GB) leaves no KV block of the %.2f GB pool: lower "
+        "--max-running or give more memory",
+        std::string(kv.policy_name()), max_running, state / 1e9, pool.bytes / 1e9));
+  }
+  p.blocks = pool.blocks - static_cast<int32_t>(lost);
+  p.bytes = p.blocks * p.bytes_per_block;
+  p.policy_state_bytes = state;
   return p;
 }
 
@@ -138,6 +157,7 @@ void Summarize(const RunInputs& in, const CostEngine& engine, int32_t n, RunResu
   res.peak_total_bytes = in.model.weight_bytes() + res.peak_kv_bytes;
   res.peak_running = engine.sim().peak_running();
   res.peak_policy_state_bytes = res.peak_running * PolicyStateBytesPerSequence(in.kv, in.model);
+  res.reserved_policy_state_bytes = in.sched.max_running * PolicyStateBytesPerSequence(in.kv, in.model);
   res.mean_decode_batch = res.engine.busy_s > 0 ? res.engine.decode_seq_seconds / res.engine.busy_s : 0;
 }
 

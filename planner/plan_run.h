@@ -40,11 +40,28 @@ struct ResolvedPool {
   int32_t blocks = 0;
   int32_t block_size = 16;
   double bytes_per_block = 0;
+  // Sized from the GPU's memory (PoolSpec::mem_fraction), not given: the
+  // memory a configuration needs besides KV comes out of it (PoolForPolicy).
+  bool from_memory = false;
+  // Taken out of the pool by PoolForPolicy for the policy's device state.
+  double policy_state_bytes = 0;
 };
 
 // INVALID_ARGUMENT when the weights and reserve leave no room for KV, or the
 // pool would exceed the block pool's int32 range.
 absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile& gpu, const ModelCost& model);
+
+// The pool one configuration gets. beacon-serve reserves BeaconKV's
+// per-sequence device state for --max-running sequences at start-up, on
+// the device that holds the pool (apps/beacon_serve_main.cc,
+// ReserveBeaconStates). When the pool was sized from the GPU's memory, that
+// reservation (max_running x PolicyStateBytesPerSequence) comes out of it:
+// the pool shrinks by whole blocks. A pool given in bytes (kv_pool_bytes,
+// like beacon-serve's --kv-pool-tokens) is kept: the state is then on top,
+// as RunResult::reserved_policy_state_bytes reports. INVALID_ARGUMENT when
+// the reservation leaves no block.
+absl::StatusOr<ResolvedPool> PoolForPolicy(const ResolvedPool& pool, const KvPolicyOptions& kv, const ModelCost& model,
+                                           int32_t max_running);
 
 struct RunInputs {
   ModelCost model;
@@ -80,6 +97,9 @@ struct RunResult {
   // peak_running): not in peak_total_bytes, which stays comparable with the
   // published figures; add it for what a replica's GPU must hold.
   double peak_policy_state_bytes = 0;
+  // What beacon-serve reserves for it: PolicyStateBytesPerSequence x
+  // max_running (PoolForPolicy took it out of a pool sized from memory).
+  double reserved_policy_state_bytes = 0;
   int32_t peak_running = 0;      // admitted concurrency: most sequences holding KV at once
   double mean_decode_batch = 0;  // time-weighted
   // Work.

@@ -61,12 +61,17 @@ std::string FormatTable(const PlanReport& r) {
   }
   for (const ConfigResult& c : r.configs) {
     const RunResult& x = c.run;
-    if (x.peak_policy_state_bytes > 0) {
-      absl::StrAppendFormat(&out,
-                            "  %s: policy state outside the KV pool (GPU): %.2f GiB at peak (%d sequences x %.1f MB), "
-                            "on top of peak mem\n",
-                            c.label, x.peak_policy_state_bytes / kGiB, x.peak_running,
-                            x.peak_policy_state_bytes / std::max(1, x.peak_running) / 1e6);
+    if (x.reserved_policy_state_bytes > 0) {
+      absl::StrAppendFormat(
+          &out,
+          "  %s: policy state outside the KV pool (GPU), reserved for max_running %d: %.2f GiB "
+          "(%.1f MB a sequence; %.2f GiB at the peak of %d); %s\n",
+          c.label, r.sched.max_running, x.reserved_policy_state_bytes / kGiB,
+          x.reserved_policy_state_bytes / std::max(1, r.sched.max_running) / 1e6, x.peak_policy_state_bytes / kGiB,
+          x.peak_running,
+          c.pool.policy_state_bytes > 0
+              ? absl::StrFormat("taken out of the pool: %d blocks (%.2f GiB) left", c.pool.blocks, c.pool.bytes / kGiB)
+              : std::string("on top of the given pool and of peak mem"));
     }
   }
   for (const ConfigResult& c : r.configs) {
@@ -170,6 +175,8 @@ json ToJson(const PlanReport& r) {
               {"peak_kv_bytes", x.peak_kv_bytes},
               {"peak_total_bytes", x.peak_total_bytes},
               {"peak_policy_state_bytes", x.peak_policy_state_bytes},
+              {"reserved_policy_state_bytes", x.reserved_policy_state_bytes},
+              {"pool_blocks", c.pool.blocks},
               {"completed", x.completed},
               {"rejected", x.rejected},
               {"failed", x.failed},

@@ -21,6 +21,7 @@ namespace beacon::planner {
 struct ConfigResult {
   std::string label;  // "full", "beacon b=2048"
   KvPolicyOptions kv;
+  ResolvedPool pool;  // PoolForPolicy: the replica's pool less this policy's reserved state
   RunResult run;
   bool has_capacity = false;
   CapacityResult capacity;

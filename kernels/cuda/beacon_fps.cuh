@@ -29,6 +29,17 @@
 namespace beacon {
 namespace beacon_fps {
 
+// The state's bf16 form (beacon_state.h): Fp32ToBf16's integer steps
+// (kernels/cpu/dtype.cc), so that a quiet NaN and every rounding agree with
+// the CPU, and the exact widening back.
+__device__ inline uint16_t StateBf16(float f) {
+  uint32_t x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+__device__ inline float StateF32(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
+
 // Block size of every kernel that calls BlockFps.
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
@@ -96,27 +107,27 @@ __device__ int BlockArgBest(double v, int i, const Smem& s) {
 }
 
 // unit(p) . probe, the CPU's FMA chain.
-__device__ inline double UnitDot(const float* p, double inv, const double* probe, int dim) {
+__device__ inline double UnitDot(const uint16_t* p, double inv, const double* probe, int dim) {
   double acc = 0.0;
-  for (int c = 0; c < dim; ++c) acc = __fma_rn(__dmul_rn(static_cast<double>(p[c]), inv), probe[c], acc);
+  for (int c = 0; c < dim; ++c) acc = __fma_rn(__dmul_rn(static_cast<double>(StateF32(p[c])), inv), probe[c], acc);
   return acc;
 }
 
-// Chooses min(k, n) of the n points (rows of points [n][dim], inverse norms
+// Chooses min(k, n) of the n points (bf16 rows of points [n][dim], inverse norms
 // inv [n]) by the rule; afterwards s.min_dist[i] == -inf exactly for the
 // chosen i. The selection order is not kept: callers need the set (a shrink
 // keeps survivors in arrival order; the scores' max is order-free).
 // REQUIRES 1 <= k, 1 <= n, blockDim.x == kThreads, all threads call it;
 // `points` and `inv` may have been written by this block before a
 // __syncthreads (they are read with coherent loads).
-__device__ inline void BlockFps(const float* points, const double* inv, int n, int dim, int k, const Smem& s) {
+__device__ inline void BlockFps(const uint16_t* points, const double* inv, int n, int dim, int k, const Smem& s) {
   const int tid = threadIdx.x;
   if (k > n) k = n;
   // Rule 1: the point least similar to the mean of the unit vectors.
   for (int c = tid; c < dim; c += kThreads) {
     double acc = 0.0;
     for (int i = 0; i < n; ++i) {
-      acc = __dadd_rn(acc, __dmul_rn(static_cast<double>(points[static_cast<size_t>(i) * dim + c]), inv[i]));
+      acc = __dadd_rn(acc, __dmul_rn(static_cast<double>(StateF32(points[static_cast<size_t>(i) * dim + c])), inv[i]));
     }
     s.probe[c] = acc;
   }
@@ -148,7 +159,7 @@ __device__ inline void BlockFps(const float* points, const double* inv, int n, i
     if (tid == 0) s.min_dist[next] = -CUDART_INF;
     if (count == k) break;
     for (int c = tid; c < dim; c += kThreads) {
-      s.probe[c] = __dmul_rn(static_cast<double>(points[static_cast<size_t>(next) * dim + c]), inv[next]);
+      s.probe[c] = __dmul_rn(static_cast<double>(StateF32(points[static_cast<size_t>(next) * dim + c])), inv[next]);
     }
     __syncthreads();
     best_v = -CUDART_INF;
@@ -166,7 +177,8 @@ __device__ inline void BlockFps(const float* points, const double* inv, int n, i
   __syncthreads();
 }
 
-// ContinualFps::Add's squared norm, bit for bit, by one thread: 8
+// ContinualFps::Add's squared norm of q rounded to bf16 (what the state
+// stores and BeaconPolicy hands ContinualFps), bit for bit, by one thread: 8
 // accumulators over full groups of 8 elements (element i + j into
 // accumulator j), the tail into accumulator 0, then 0.0 + acc[0] + ... +
 // acc[7]. Products of two floats are exact in double, so fused or not they
@@ -177,12 +189,12 @@ __device__ inline double SquaredNorm(const float* q, int dim) {
   for (; i + 8 <= dim; i += 8) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const double x = q[i + j];
+      const double x = StateF32(StateBf16(q[i + j]));
       acc[j] = __dadd_rn(acc[j], __dmul_rn(x, x));
     }
   }
   for (; i < dim; ++i) {
-    const double x = q[i];
+    const double x = StateF32(StateBf16(q[i]));
     acc[0] = __dadd_rn(acc[0], __dmul_rn(x, x));
   }
   double sum = 0.0;

@@ -23,9 +23,9 @@ namespace {
 using beacon_fps::kThreads;
 
 struct StateView {
-  float* ring;        // this layer: [R][n_heads][d]
+  uint16_t* ring;     // this layer: [R][n_heads][d], bf16
   int32_t* ring_pos;  // this layer: [R]
-  float* pts;         // (layer, h): [U][d]
+  uint16_t* pts;      // (layer, h): [U][d], bf16
   double* inv;        // (layer, h): [U]
   int32_t* tag;       // (layer, h): [U]
   int32_t* size;      // (layer, h)
@@ -36,9 +36,9 @@ __device__ StateView View(void* state, const BeaconDims& dims, const BeaconState
   const size_t d = dims.head_dim, R = dims.recent, H = dims.n_heads, U = dims.fps_bound;
   const size_t lh = static_cast<size_t>(layer) * H + h;
   StateView v;
-  v.ring = reinterpret_cast<float*>(base + lay.ring) + static_cast<size_t>(layer) * R * H * d;
+  v.ring = reinterpret_cast<uint16_t*>(base + lay.ring) + static_cast<size_t>(layer) * R * H * d;
   v.ring_pos = reinterpret_cast<int32_t*>(base + lay.ring_pos) + static_cast<size_t>(layer) * R;
-  v.pts = reinterpret_cast<float*>(base + lay.fps_pts) + lh * U * d;
+  v.pts = reinterpret_cast<uint16_t*>(base + lay.fps_pts) + lh * U * d;
   v.inv = reinterpret_cast<double*>(base + lay.fps_inv) + lh * U;
   v.tag = reinterpret_cast<int32_t*>(base + lay.fps_tag) + lh * U;
   v.size = reinterpret_cast<int32_t*>(base + lay.fps_size) + lh;
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kThreads)
   const int first_ring = n > R ? n - R : 0;
   for (int idx = tid; idx < (n - first_ring) * d; idx += kThreads) {
     const int i = first_ring + idx / d, c = idx % d;
-    v.ring[(static_cast<size_t>(ring_slot(i)) * dims.n_heads + h) * d + c] = query(i)[c];
+    v.ring[(static_cast<size_t>(ring_slot(i)) * dims.n_heads + h) * d + c] = beacon_fps::StateBf16(query(i)[c]);
   }
   if (h == 0) {
     for (int i = first_ring + tid; i < n; i += kThreads) v.ring_pos[ring_slot(i)] = tok_pos[e.first_token + i];
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     for (int idx = tid; idx < w * d; idx += kThreads) {
       const int j = idx / d, c = idx - j * d;
-      if (win_dst[j] >= 0) v.pts[static_cast<size_t>(win_dst[j]) * d + c] = query(i0 + j)[c];
+      if (win_dst[j] >= 0) v.pts[static_cast<size_t>(win_dst[j]) * d + c] = beacon_fps::StateBf16(query(i0 + j)[c]);
     }
     size = new_size;
     if (size == U) {

@@ -26,8 +26,9 @@ using beacon_fps::kThreads;
 
 // RoPE of one pair of a query, QueryRotator's arithmetic (kv/attention_scoring.cc
 // with kernels/cpu/ops.cc's Rope on the model's RopeTable): double angle, fp32
-// cos/sin times the attention factor, fp32 rotation. `in` and `out` do not alias.
-__device__ inline void RotatePair(const float* in, float* out, int pair, int d, int32_t position, RopeStyle style,
+// cos/sin times the attention factor, fp32 rotation. `in` is a bf16 state row
+// (widened exactly); `in` and `out` do not alias.
+__device__ inline void RotatePair(const uint16_t* in, float* out, int pair, int d, int32_t position, RopeStyle style,
                                   float theta, const float* inv_freq, float attention_factor) {
   const float f =
       inv_freq != nullptr ? inv_freq[pair] : static_cast<float>(pow(static_cast<double>(theta), -2.0 * pair / d));
@@ -36,7 +37,7 @@ __device__ inline void RotatePair(const float* in, float* out, int pair, int d, 
   const float c = static_cast<float>(cd) * attention_factor, s = static_cast<float>(sd) * attention_factor;
   const int ia = style == RopeStyle::kInterleaved ? 2 * pair : pair;
   const int ib = style == RopeStyle::kInterleaved ? 2 * pair + 1 : pair + d / 2;
-  const float x0 = in[ia], x1 = in[ib];
+  const float x0 = beacon_fps::StateF32(in[ia]), x1 = beacon_fps::StateF32(in[ib]);
   out[ia] = x0 * c - x1 * s;
   out[ib] = x0 * s + x1 * c;
 }
@@ -52,9 +53,9 @@ __global__ void __launch_bounds__(kThreads)
   const beacon_fps::Smem fs = beacon_fps::CarveSmem(smem, U, d);
   const char* base = static_cast<const char*>(state);
   const size_t lh = static_cast<size_t>(layer) * H + h;
-  const float* ring = reinterpret_cast<const float*>(base + lay.ring) + static_cast<size_t>(layer) * R * H * d;
+  const uint16_t* ring = reinterpret_cast<const uint16_t*>(base + lay.ring) + static_cast<size_t>(layer) * R * H * d;
   const int32_t* ring_pos = reinterpret_cast<const int32_t*>(base + lay.ring_pos) + static_cast<size_t>(layer) * R;
-  const float* pts = reinterpret_cast<const float*>(base + lay.fps_pts) + lh * U * d;
+  const uint16_t* pts = reinterpret_cast<const uint16_t*>(base + lay.fps_pts) + lh * U * d;
   const double* inv = reinterpret_cast<const double*>(base + lay.fps_inv) + lh * U;
   const int size = reinterpret_cast<const int32_t*>(base + lay.fps_size)[lh];
 

@@ -9,14 +9,22 @@
 // State memory layout (one device allocation per sequence, carved by
 // BeaconStateLayout, every region 256-byte aligned; the caller zeroes it
 // with cudaMemset before the sequence's first observation):
-//   ring      [n_layers][R][n_heads][head_dim] f32   pre-RoPE queries of the
+//   ring      [n_layers][R][n_heads][head_dim] bf16  pre-RoPE queries of the
 //                                                    last R tokens, ring order
 //   ring_pos  [n_layers][R] int32                    their positions
-//   fps_pts   [n_layers][n_heads][U][head_dim] f32   continual FPS buffer:
+//   fps_pts   [n_layers][n_heads][U][head_dim] bf16  continual FPS buffer:
 //                                                    original vectors, arrival order
 //   fps_inv   [n_layers][n_heads][U] f64             1 / |point|
 //   fps_tag   [n_layers][n_heads][U] int32           token position of each point
 //   fps_size  [n_layers][n_heads] int32              points held, in [0, U - 1]
+// The queries are stored rounded to bf16 (round to nearest even, by
+// Fp32ToBf16's integer steps: beacon_fps::StateBf16), half the bytes of
+// f32 (issue 19, defect 5); everything downstream (norms, FPS, rotation,
+// scoring) reads the rounded values widened exactly, which is what
+// BeaconPolicy computes with KvPolicyOptions::beacon_bf16_state (the
+// reference these kernels are tested against; the CUDA backend refuses
+// beacon without it). docs/fidelity.md "bf16 policy state" measures what
+// the rounding changes.
 // Ring entry j < min(ring_count, R) is valid, where ring_count is the number
 // of tokens the sequence has observed (the host counts them); FPS entries
 // i < fps_size are valid. Everything else is unspecified.

@@ -33,9 +33,9 @@ struct BeaconStateLayout {
     const size_t L = d.n_layers, H = d.n_heads, D = d.head_dim, R = d.recent, U = d.fps_bound;
     BeaconStateLayout l;
     size_t at = 0;
-    l.ring = at, at += align(L * R * H * D * sizeof(float));
+    l.ring = at, at += align(L * R * H * D * sizeof(uint16_t));  // bf16 (beacon_state.h)
     l.ring_pos = at, at += align(L * R * sizeof(int32_t));
-    l.fps_pts = at, at += align(L * H * U * D * sizeof(float));
+    l.fps_pts = at, at += align(L * H * U * D * sizeof(uint16_t));  // bf16
     l.fps_inv = at, at += align(L * H * U * sizeof(double));
     l.fps_tag = at, at += align(L * H * U * sizeof(int32_t));
     l.fps_size = at, at += align(L * H * sizeof(int32_t));

@@ -2,7 +2,9 @@
 // same schedule of prefill chunks and decode steps, every sequence's device
 // ring equals RecentQueryRing's contents and every (layer, head) FPS buffer
 // equals ContinualFps's (size, points and tags bit for bit; inverse norms
-// bit for bit against ContinualFps's summation order). No tolerance: the
+// bit for bit against ContinualFps's summation order). The CPU side is fed
+// the queries rounded to bf16, as BeaconPolicy feeds it (beacon_bf16_state):
+// the device stores bf16, and its widened values must equal the CPU's. No tolerance: the
 // device FPS reproduces the CPU's double arithmetic, and random Gaussian
 // queries have no near-ties for a rounding difference to flip.
 #include <cmath>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/dtype.h"
 #include "kernels/cuda/beacon_state.h"
 #include "kv/attention_scoring.h"
 #include "kv/fps.h"
@@ -35,7 +38,21 @@ double InvNorm(const float* q, int d) {
   return 1.0 / std::sqrt(s);
 }
 
-bool SameBits(const float* a, const float* b, int n) { return std::memcmp(a, b, sizeof(float) * n) == 0; }
+// The device's bf16 row `a`, widened, against the CPU's floats `b`.
+bool SameBits(const uint16_t* a, const float* b, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float w = Bf16ToFp32(a[i]);
+    if (std::memcmp(&w, b + i, sizeof(float)) != 0) return false;
+  }
+  return true;
+}
+
+// Fp32ToBf16 and back: what BeaconPolicy hands the ring and ContinualFps.
+std::vector<float> RoundedRow(const float* q, size_t n) {
+  std::vector<float> r(n);
+  for (size_t i = 0; i < n; ++i) r[i] = Bf16ToFp32(Fp32ToBf16(q[i]));
+  return r;
+}
 
 // One sequence on both sides. Tokens at positions below fps_from enter the
 // ring only (BeaconPolicy with beacon_prompt_queries off, fps_from = the
@@ -63,9 +80,9 @@ void ExpectStateMatches(const BeaconDims& d, Sequence& seq, const std::string& w
   const BeaconStateLayout lay = BeaconStateLayout::For(d);
   std::vector<char> bytes;
   ASSERT_EQ(seq.state->Download(&bytes), cudaSuccess);
-  const float* ring = reinterpret_cast<const float*>(bytes.data() + lay.ring);
+  const uint16_t* ring = reinterpret_cast<const uint16_t*>(bytes.data() + lay.ring);
   const int32_t* ring_pos = reinterpret_cast<const int32_t*>(bytes.data() + lay.ring_pos);
-  const float* pts = reinterpret_cast<const float*>(bytes.data() + lay.fps_pts);
+  const uint16_t* pts = reinterpret_cast<const uint16_t*>(bytes.data() + lay.fps_pts);
   const double* inv = reinterpret_cast<const double*>(bytes.data() + lay.fps_inv);
   const int32_t* tag = reinterpret_cast<const int32_t*>(bytes.data() + lay.fps_tag);
   const int32_t* size = reinterpret_cast<const int32_t*>(bytes.data() + lay.fps_size);
@@ -76,7 +93,7 @@ void ExpectStateMatches(const BeaconDims& d, Sequence& seq, const std::string& w
     for (int j = 0; j < cr.size(); ++j) {
       EXPECT_EQ(ring_pos[static_cast<size_t>(l) * R + j], cr.position(j)) << what << " layer " << l << " ring " << j;
       for (int h = 0; h < H; ++h) {
-        const float* got = ring + ((static_cast<size_t>(l) * R + j) * H + h) * D;
+        const uint16_t* got = ring + ((static_cast<size_t>(l) * R + j) * H + h) * D;
         EXPECT_TRUE(SameBits(got, cr.query(j, h), D)) << what << " layer " << l << " ring " << j << " head " << h;
       }
     }
@@ -86,7 +103,7 @@ void ExpectStateMatches(const BeaconDims& d, Sequence& seq, const std::string& w
       const std::string at = what + " layer " + std::to_string(l) + " head " + std::to_string(h);
       ASSERT_EQ(size[lh], f.size()) << at;
       for (int i = 0; i < f.size(); ++i) {
-        const float* got = pts + (lh * U + i) * D;
+        const uint16_t* got = pts + (lh * U + i) * D;
         EXPECT_TRUE(SameBits(got, f.point(i), D)) << at << " point " << i;
         EXPECT_EQ(tag[lh * U + i], f.tag(i)) << at << " point " << i;
         EXPECT_EQ(inv[lh * U + i], InvNorm(f.point(i), D)) << at << " point " << i;
@@ -140,7 +157,8 @@ void RunStep(const BeaconDims& d, std::vector<Sequence>& seqs, const std::vector
     Sequence& seq = seqs[s];
     for (int i = 0; i < n; ++i, ++t) {
       for (int l = 0; l < d.n_layers; ++l) {
-        const float* qt = q[l].data() + t * row;
+        const std::vector<float> rounded = RoundedRow(q[l].data() + t * row, row);
+        const float* qt = rounded.data();
         seq.rings[l]->Push(qt, pos[t]);
         if (pos[t] < seq.fps_from) continue;
         for (int h = 0; h < H; ++h) seq.fps[l][h].Add(qt + static_cast<size_t>(h) * D, pos[t]);

@@ -49,8 +49,8 @@ TEST(PromptSetTest, LoadsTheBundledPrompts) {
   absl::StatusOr<std::vector<EvalPrompt>> p =
       LoadPrompts(std::string(BEACON_SOURCE_DIR) + "/eval/prompts/long_prompts.jsonl");
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_GE(p->size(), 4u);
-  EXPECT_LE(p->size(), 6u);
+  // Issue 19: the fidelity tables need at least 20 prompts.
+  EXPECT_GE(p->size(), 20u);
   for (const EvalPrompt& e : *p) {
     EXPECT_FALSE(e.id.empty());
     EXPECT_GT(e.prompt.size(), 100u) << e.id;

@@ -118,7 +118,8 @@ Vec ReferenceScores(const Trace& tr, const KvPolicyOptions& o, bool interleaved,
   for (int g = 0; g < kGroup; ++g) {
     const int h = kv * kGroup + g;
     auto head_q = [&](int t) {
-      return Vec(tr.queries[layer][t].begin() + h * kDim, tr.queries[layer][t].begin() + (h + 1) * kDim);
+      return StateRounded(Vec(tr.queries[layer][t].begin() + h * kDim, tr.queries[layer][t].begin() + (h + 1) * kDim),
+                          o.beacon_bf16_state);
     };
     RefContinual buffer{o.fps_bound, o.beacons};
     for (int t = 0; t < kTokens; ++t) {
@@ -156,12 +157,13 @@ PolicyModelInfo Model(bool interleaved) {
 }
 
 // (interleaved RoPE, pool kernel, filter, small buffers R=5 K=4 U=10 vs
-// defaults, beacon_prompt_queries)
-class BeaconPolicyTest : public testing::TestWithParam<std::tuple<bool, int, BeaconFilter, bool, bool>> {
+// defaults, beacon_prompt_queries, beacon_bf16_state)
+class BeaconPolicyTest : public testing::TestWithParam<std::tuple<bool, int, BeaconFilter, bool, bool, bool>> {
  protected:
   KvPolicyOptions Options() const {
-    auto [interleaved, pool, filter, small, prompt_queries] = GetParam();
+    auto [interleaved, pool, filter, small, prompt_queries, bf16_state] = GetParam();
     KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+    o.beacon_bf16_state = bf16_state;
     o.pool_kernel = pool;
     o.beacon_filter = filter;
     o.beacon_prompt_queries = prompt_queries;
@@ -202,6 +204,16 @@ TEST_P(BeaconPolicyTest, ScoresAndKeptSetsMatchBruteForce) {
       const Vec want = ReferenceScores(tr, o, interleaved, l, kv, Admission::kAsTraced);
       for (int s = 0; s < kSlots; ++s)
         ASSERT_NEAR(got[s], want[s], 1e-5) << "layer " << l << " kv " << kv << " slot " << s;
+      {
+        // The state's type is visible: the reference of the other type
+        // scores differently (the rounding is applied, or not).
+        KvPolicyOptions other_state = o;
+        other_state.beacon_bf16_state = !o.beacon_bf16_state;
+        const Vec other = ReferenceScores(tr, other_state, interleaved, l, kv, Admission::kAsTraced);
+        double diff = 0;
+        for (int s = 0; s < kSlots; ++s) diff = std::max(diff, std::abs(other[s] - want[s]));
+        EXPECT_GT(diff, 1e-5) << "layer " << l << " kv " << kv;
+      }
       if (o.beacon_filter == BeaconFilter::kGlobal) {
         // The filter is visible: admitting every decode query scores differently.
         const Vec unfiltered = ReferenceScores(tr, o, interleaved, l, kv, Admission::kEveryDecodeQuery);
@@ -251,16 +263,16 @@ TEST_P(BeaconPolicyTest, ScoresAndKeptSetsMatchBruteForce) {
 }
 
 std::string ParamName(const testing::TestParamInfo<BeaconPolicyTest::ParamType>& info) {
-  const auto& [interleaved, pool, filter, small, prompt_queries] = info.param;
+  const auto& [interleaved, pool, filter, small, prompt_queries, bf16_state] = info.param;
   return std::string(interleaved ? "Interleaved" : "Half") + "Pool" + std::to_string(pool) +
          (filter == BeaconFilter::kAll ? "All" : "Global") + (small ? "Small" : "Defaults") +
-         (prompt_queries ? "PromptQueries" : "NoPromptQueries");
+         (prompt_queries ? "PromptQueries" : "NoPromptQueries") + (bf16_state ? "Bf16State" : "F32State");
 }
 
 INSTANTIATE_TEST_SUITE_P(All, BeaconPolicyTest,
                          testing::Combine(testing::Bool(), testing::Values(1, 3),
                                           testing::Values(BeaconFilter::kAll, BeaconFilter::kGlobal), testing::Bool(),
-                                          testing::Bool()),
+                                          testing::Bool(), testing::Bool()),
                          ParamName);
 
 TEST(BeaconPolicy, ScoresZeroBeforeAnyQuery) {
@@ -299,7 +311,8 @@ TEST(BeaconPolicy, GlobalFilterIgnoresUnreportedAndWindowOnlyQueries) {
   policy->Score(0, 0, KeysView(&tc.cache, &tc.seq, 0), 11, got.data());
   Vec want(kSlots, 0.0);
   for (int g = 0; g < kGroup; ++g) {
-    const Vec q(tr.queries[0][10].begin() + g * kDim, tr.queries[0][10].begin() + (g + 1) * kDim);
+    const Vec q = StateRounded(Vec(tr.queries[0][10].begin() + g * kDim, tr.queries[0][10].begin() + (g + 1) * kDim),
+                               o.beacon_bf16_state);
     const Vec p = RefCausalAttention(RefRope(q, 10, 10000.0, false), tr.keys[0][0], tr.positions, 10);
     for (int s = 0; s < kSlots; ++s) want[s] = std::max(want[s], p[s]);
   }
@@ -339,7 +352,8 @@ TEST(BeaconPolicy, GlobalFilterIgnoresMassOnTheProtectedLead) {
   const std::vector<float> lead = score_with(2, sunk);     // slots 0-1 protected: it is not
   Vec ring_only(kSlots, 0.0);
   for (int g = 0; g < kGroup; ++g) {
-    const Vec q(tr.queries[0][10].begin() + g * kDim, tr.queries[0][10].begin() + (g + 1) * kDim);
+    const Vec q = StateRounded(Vec(tr.queries[0][10].begin() + g * kDim, tr.queries[0][10].begin() + (g + 1) * kDim),
+                               o.beacon_bf16_state);
     const Vec p = RefCausalAttention(RefRope(q, 10, 10000.0, false), tr.keys[0][0], tr.positions, 10);
     for (int s = 0; s < kSlots; ++s) ring_only[s] = std::max(ring_only[s], p[s]);
   }

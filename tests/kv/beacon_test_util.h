@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/dtype.h"
 #include "kv/kv_cache.h"
 
 namespace beacon::beacon_test {
@@ -212,6 +213,18 @@ inline Vec RandomVec(std::mt19937& rng, int n, double scale) {
 }
 
 inline std::vector<float> ToFloats(const Vec& v) { return std::vector<float>(v.begin(), v.end()); }
+
+// What BeaconPolicy's ring and FPS buffers hold of query `v`: with
+// beacon_bf16_state, each element as a float rounded to bf16 (Fp32ToBf16,
+// round to nearest even), else the float.
+inline Vec StateRounded(const Vec& v, bool bf16_state) {
+  Vec out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float f = static_cast<float>(v[i]);
+    out[i] = bf16_state ? Bf16ToFp32(Fp32ToBf16(f)) : f;
+  }
+  return out;
+}
 
 // v with every element rounded to float: what a float store holds.
 inline Vec RoundToFloat(const Vec& v) {

@@ -26,8 +26,9 @@ TEST(ModelCost, ParameterCountsMatchThePublishedModels) {
 
 // The CUDA engine's per-sequence BeaconKV state at Qwen3-4B's shape (36
 // layers, 32 query heads of 128) with the published R = K = 16, U = 64,
-// written out region by region (every region 256-byte aligned):
-//   ring 36*16*32*128*4 + ring_pos 36*16*4 + fps_pts 36*32*64*128*4
+// written out region by region (every region 256-byte aligned; the ring
+// and FPS points are bf16 since issue 19, half their f32 48.1 MB total):
+//   ring 36*16*32*128*2 + ring_pos 36*16*4 + fps_pts 36*32*64*128*2
 //   + fps_inv 36*32*64*8 + fps_tag 36*32*64*4 + fps_size 36*32*4.
 TEST(PolicyState, BeaconDeviceStateAtQwen3Shape) {
   const ModelCost q = ShippedModel("qwen3-4b.json");
@@ -35,8 +36,8 @@ TEST(PolicyState, BeaconDeviceStateAtQwen3Shape) {
   ASSERT_EQ(beacon.recent_queries, 16);
   ASSERT_EQ(beacon.beacons, 16);
   ASSERT_EQ(beacon.fps_bound, 64);
-  const double want = 9'437'184.0 + 2'304 + 37'748'736 + 589'824 + 294'912 + 4'608;
-  EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(beacon, q), want);  // ~48 MB, issue 19's figure
+  const double want = 4'718'592.0 + 2'304 + 18'874'368 + 589'824 + 294'912 + 4'608;
+  EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(beacon, q), want);  // 24.5 MB (issue 19 found 48 MB in f32)
   KvPolicyOptions bigger = beacon;
   bigger.fps_bound = 128;
   EXPECT_GT(PolicyStateBytesPerSequence(bigger, q), want) << "the FPS buffers grow with U";

@@ -3,6 +3,8 @@
 // figures, production scale, and the errors a user can hit.
 #include "planner/plan_run.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 #include "planner/reproduce.h"
 #include "tests/planner/planner_test_util.h"
@@ -117,7 +119,7 @@ TEST(PlanRun, PublishedMemoryFiguresWithinFivePercent) {
   EXPECT_DOUBLE_EQ(runs[1].peak_kv_bytes, 16.0 * 2432 * 147456);
   // BeaconKV's device state outside the pool, 16 sequences: counted apart.
   EXPECT_EQ(runs[0].peak_policy_state_bytes, 0);
-  EXPECT_DOUBLE_EQ(runs[1].peak_policy_state_bytes, 16.0 * 48'077'568);
+  EXPECT_DOUBLE_EQ(runs[1].peak_policy_state_bytes, 16.0 * 24'484'608);
   const Reproduction rep = CompareWithPublished(model, runs[0], runs[1], 256);
   EXPECT_TRUE(rep.within_5pct) << rep.full_error << " " << rep.beacon_error;
   EXPECT_NEAR(rep.modelled_full_gib, 77.0, 77.0 * 0.05);
@@ -138,6 +140,49 @@ TEST(PlanRun, ProductionScaleRunsAreCheap) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->engine.decode_tokens, 64LL * 32767);
   EXPECT_EQ(r->peak_running, 64);
+}
+
+TEST(PlanRun, BeaconStateComesOutOfAPoolSizedFromMemory) {
+  // beacon-serve reserves 24,484,608 bytes a sequence (Qwen3-4B, R = K = 16,
+  // U = 64) for max_running sequences: a pool sized from the H200's memory
+  // loses the whole blocks that cover it; a given pool stays as given.
+  const ModelCost model = ShippedModel("qwen3-4b.json");
+  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
+  ASSERT_TRUE(gpu.ok());
+  absl::StatusOr<ResolvedPool> pool = ResolvePool(PoolSpec{}, *gpu, model);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_TRUE(pool->from_memory);
+  absl::StatusOr<ResolvedPool> beacon = PoolForPolicy(*pool, Beacon(2048), model, 64);
+  ASSERT_TRUE(beacon.ok()) << beacon.status();
+  const double state = 64.0 * 24'484'608;
+  EXPECT_DOUBLE_EQ(beacon->policy_state_bytes, state);
+  EXPECT_EQ(beacon->blocks, pool->blocks - static_cast<int32_t>(std::ceil(state / pool->bytes_per_block)));
+  EXPECT_DOUBLE_EQ(beacon->bytes, beacon->blocks * pool->bytes_per_block);
+  // Full holds no policy state: the pool is unchanged.
+  absl::StatusOr<ResolvedPool> full =
+      PoolForPolicy(*pool, KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), model, 64);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->blocks, pool->blocks);
+
+  PoolSpec given;
+  given.kv_pool_bytes = 20e9;
+  absl::StatusOr<ResolvedPool> fixed = ResolvePool(given, *gpu, model);
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_FALSE(fixed->from_memory);
+  EXPECT_EQ(PoolForPolicy(*fixed, Beacon(2048), model, 64)->blocks, fixed->blocks);
+
+  // The run reports the reservation for max_running, beside the peak.
+  RunInputs in{model, *gpu, *beacon, SchedulerConfig{}, Beacon(2048), Fixed(512, 4096, 8, 8)};
+  in.sched.max_running = 64;
+  absl::StatusOr<RunResult> r = RunPlan(in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_DOUBLE_EQ(r->reserved_policy_state_bytes, state);
+  EXPECT_DOUBLE_EQ(r->peak_policy_state_bytes, r->peak_running * 24'484'608.0);
+
+  // A reservation larger than the pool is a named error.
+  absl::Status s = PoolForPolicy(*pool, Beacon(2048), model, 1 << 16).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("max-running"), std::string::npos) << s;
 }
 
 TEST(PlanRun, ErrorsAUserCanHit) {
