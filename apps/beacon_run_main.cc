@@ -165,6 +165,7 @@ absl::Status Generate(Runtime* rt, std::vector<int32_t> ids, const GenerationOpt
       Generation::Create(rt->tokenizer(), cache->get(), cfg, std::move(ids), opts);
   if (!created.ok()) return created.status();
   Generation& gen = **created;
+  gen.set_thread_pool(rt->backend()->host_pool());
 
   const auto t0 = Clock::now();
   Clock::time_point t_first;

@@ -20,6 +20,8 @@
 
 namespace beacon {
 
+class ThreadPool;  // kernels/cpu/thread_pool.h
+
 struct ForwardEntry {
   SequenceKv* kv = nullptr;         // the sequence's slots; tokens are appended
   std::span<const int32_t> tokens;  // new tokens, >= 1
@@ -92,6 +94,10 @@ class Backend {
   virtual size_t reserved_policy_state_bytes() const { return 0; }
 
   // "cpu" or "cuda".
+  // The host CPU pool the backend computes on, or null (a device backend,
+  // whose policies run on the device): compressors use it for host
+  // evictions (SequenceCompressor::set_thread_pool).
+  virtual ThreadPool* host_pool() const { return nullptr; }
   virtual std::string_view device() const = 0;
   virtual const ModelConfig& config() const = 0;
 };

@@ -24,6 +24,7 @@ class CpuBackend : public Backend {
   // `weights` and `pool` must outlive the backend. `pool` may be null
   // (single-threaded).
   CpuBackend(const ModelWeights* weights, ThreadPool* pool);
+  ThreadPool* host_pool() const override { return pool_; }
 
   absl::Status Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) override;
   const ModelConfig& config() const override { return weights_->config; }

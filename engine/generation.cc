@@ -92,6 +92,7 @@ int32_t Generation::Preempt() {
   if (compressor_ != nullptr) {
     // Same options and prompt as at creation, which succeeded then.
     compressor_ = std::move(*SequenceCompressor::Create(options_.kv, model_, static_cast<int32_t>(prompt_.size())));
+    compressor_->set_thread_pool(pool_);
   }
   if (generated_.empty()) {  // preempted mid-prompt: plain prefill again
     prompt_done_ = 0;

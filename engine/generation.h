@@ -115,6 +115,12 @@ class Generation {
   }
   // Null under `full`.
   const SequenceCompressor* compressor() const { return compressor_.get(); }
+  // The CPU pool for the compressor's host work (SequenceCompressor::
+  // set_thread_pool), kept across preemption; null: single-threaded.
+  void set_thread_pool(ThreadPool* pool) {
+    pool_ = pool;
+    if (compressor_ != nullptr) compressor_->set_thread_pool(pool);
+  }
   const std::vector<int32_t>& prompt() const { return prompt_; }
   // The sampler's seed (drawn at creation when the options gave none).
   uint64_t sampling_seed() const { return options_.sampling.seed.value_or(0); }
@@ -152,6 +158,7 @@ class Generation {
   GenerationOptions options_;
   SequenceKv kv_;
   std::unique_ptr<SequenceCompressor> compressor_;
+  ThreadPool* pool_ = nullptr;  // set_thread_pool
   Sampler sampler_;
   IncrementalDetokenizer detok_;
   StopChecker stop_checker_;

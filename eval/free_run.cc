@@ -38,6 +38,7 @@ absl::StatusOr<FreeRunResult> RunTraceAndFreeRuns(Runtime* rt, const std::vector
   for (const GenerationOptions& o : options) {
     absl::StatusOr<std::unique_ptr<Generation>> g = Generation::Create(rt->tokenizer(), cache.get(), cfg, prompt, o);
     if (!g.ok()) return g.status();
+    (*g)->set_thread_pool(rt->backend()->host_pool());
     gens.push_back(std::move(*g));
   }
 

@@ -109,7 +109,7 @@ absl::Status SaveCheckpoint(const std::string& dir, const nlohmann::json& key, c
 }
 
 absl::StatusOr<std::optional<PromptSummary>> LoadCheckpoint(const std::string& dir, const std::string& id,
-                                                             const nlohmann::json& key) {
+                                                            const nlohmann::json& key) {
   const std::filesystem::path file = FileOf(dir, id);
   std::ifstream in(file);
   if (!in) return std::optional<PromptSummary>();

@@ -36,7 +36,7 @@ absl::Status SaveCheckpoint(const std::string& dir, const nlohmann::json& key, c
 // file or its key differs (the caller recomputes). INVALID_ARGUMENT naming
 // the file when it exists with the same key but cannot be parsed.
 absl::StatusOr<std::optional<PromptSummary>> LoadCheckpoint(const std::string& dir, const std::string& id,
-                                                             const nlohmann::json& key);
+                                                            const nlohmann::json& key);
 
 }  // namespace beacon::eval
 

@@ -42,8 +42,8 @@ MeanInterval PromptInterval(const std::vector<PromptSummary>& prompts, size_t c,
   return IntervalOf(x, resamples, seed);
 }
 
-std::vector<PairedDifference> CompareWithPaired(const std::vector<PromptSummary>& prompts,
-                                                const std::string& subject, int resamples, uint64_t seed) {
+std::vector<PairedDifference> CompareWithPaired(const std::vector<PromptSummary>& prompts, const std::string& subject,
+                                                int resamples, uint64_t seed) {
   std::vector<PairedDifference> out;
   if (prompts.empty()) return out;
   const std::vector<ModelResult>& configs = prompts.front().results;

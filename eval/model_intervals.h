@@ -19,8 +19,8 @@ namespace beacon::eval {
 
 // A metric of ModelResult that the tables report with an interval.
 struct ModelMetric {
-  const char* key;              // the ResultTable column ("kl_post", ...)
-  double ModelResult::*field;   // where it lives
+  const char* key;             // the ResultTable column ("kl_post", ...)
+  double ModelResult::*field;  // where it lives
   bool higher_is_better;
 };
 
@@ -52,8 +52,8 @@ struct PairedDifference {
 // for every IntervalMetrics() metric, in the prompts' configuration order.
 // Configurations are matched by ModelResult::policy and budget; a subject
 // missing from the results gives an empty list.
-std::vector<PairedDifference> CompareWithPaired(const std::vector<PromptSummary>& prompts,
-                                                const std::string& subject, int resamples, uint64_t seed);
+std::vector<PairedDifference> CompareWithPaired(const std::vector<PromptSummary>& prompts, const std::string& subject,
+                                                int resamples, uint64_t seed);
 
 }  // namespace beacon::eval
 

@@ -11,10 +11,18 @@ namespace {
 
 // The columns every model table starts with, after any leading key columns.
 std::vector<Column> ResultColumns() {
-  return {{"policy", "policy", 0},          {"budget", "budget", 0},        {"kl", "KL (nats)", 4},
-          {"top1", "top-1", 3},             {"recall", "attn recall", 3},   {"kl_post", "KL post", 4},
-          {"top1_post", "top-1 post", 3},   {"recall_post", "recall post", 3}, {"agreement", "agree len", 0},
-          {"peak_slots", "peak slots", 0},  {"evictions", "evictions", 1},  {"post_steps", "post steps", 0},
+  return {{"policy", "policy", 0},
+          {"budget", "budget", 0},
+          {"kl", "KL (nats)", 4},
+          {"top1", "top-1", 3},
+          {"recall", "attn recall", 3},
+          {"kl_post", "KL post", 4},
+          {"top1_post", "top-1 post", 3},
+          {"recall_post", "recall post", 3},
+          {"agreement", "agree len", 0},
+          {"peak_slots", "peak slots", 0},
+          {"evictions", "evictions", 1},
+          {"post_steps", "post steps", 0},
           {"kept_jaccard", "kept Jaccard vs twin", 4}};
 }
 

@@ -132,6 +132,7 @@ absl::StatusOr<std::vector<ConfigAnswer>> RunCompressed(Runtime* rt, const Needl
         SequenceCompressor::Create(specs[i - 1].options, info, n_prompt);
     if (!c.ok()) return c.status();
     compressors[i] = std::move(*c);
+    compressors[i]->set_thread_pool(rt->backend()->host_pool());
     entries[i].policy = compressors[i]->policy();
   }
   // Eviction returns blocks to the shared pool: one sequence at a time.

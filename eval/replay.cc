@@ -66,6 +66,7 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
         SequenceCompressor::Create(specs[i].options, info, n_prompt);
     if (!c.ok()) return c.status();
     replays[i].compressor = std::move(*c);
+    replays[i].compressor->set_thread_pool(rt->backend()->host_pool());
   }
   // Entry 0 is the reference, entry i + 1 replays specs[i].
   std::vector<ForwardEntry> entries(specs.size() + 1);

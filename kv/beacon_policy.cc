@@ -64,12 +64,20 @@
 #include <vector>
 
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/thread_pool.h"
 #include "kv/attention_scoring.h"
 #include "kv/fps.h"
 #include "kv/policies.h"
 
 namespace beacon {
 namespace {
+
+// Score's buffers, one set per thread.
+struct ScoreScratch {
+  std::vector<int> beacon_idx;
+  std::vector<float> queries, scratch;
+  std::vector<int32_t> query_pos;
+};
 
 class BeaconPolicy : public KvPolicy {
  public:
@@ -87,6 +95,9 @@ class BeaconPolicy : public KvPolicy {
   }
 
   std::string_view name() const override { return "beacon"; }
+  // Score reads only the layer's ring and FPS buffers and writes its own
+  // thread's scratch (ScoreScratch); OnCompacted is the no-op default.
+  bool concurrent_scoring() const override { return true; }
   bool wants_attention() const override { return global(); }
   void SetProtectedLead(int32_t slots) override { lead_ = slots; }
 
@@ -103,7 +114,21 @@ class BeaconPolicy : public KvPolicy {
     const int d = model_.head_dim;
     if (!global()) {
       if (!options_.beacon_prompt_queries && position < prompt_length()) return;
-      for (int h = 0; h < model_.n_heads; ++h) l.fps[h].Add(q + static_cast<size_t>(h) * d, position);
+      auto add = [&](int64_t begin, int64_t end, int) {
+        for (int64_t h = begin; h < end; ++h) l.fps[h].Add(q + static_cast<size_t>(h) * d, position);
+      };
+      // Under kAll every head of a layer admits every token, so all its
+      // buffers reach U on the same token: that token's shrinks (one
+      // O(U K d) FPS each) run on the pool; the other tokens' copies do not
+      // pay for a parallel region. Buffers are per head: no shared writes.
+      bool shrinks = false;
+      for (const ContinualFps& f : l.fps) shrinks |= f.size() == f.bound() - 1;
+      ThreadPool* pool = thread_pool();
+      if (shrinks && pool != nullptr && pool->n_threads() > 1) {
+        pool->ParallelFor(model_.n_heads, 1, add);
+      } else {
+        add(0, model_.n_heads, 0);
+      }
       return;
     }
     // Parked until this step's ObserveAttention; replaces an unclaimed one.
@@ -134,35 +159,42 @@ class BeaconPolicy : public KvPolicy {
     const int32_t n = keys.n_slots();
     std::fill(scores, scores + n, 0.0f);
     if (n == 0) return;
-    LayerState& l = layers_[layer];
+    const LayerState& l = layers_[layer];
     const int d = model_.head_dim;
     const int group = model_.group();
+    // Per thread: Score runs concurrently for different (layer, KV head)
+    // pairs (concurrent_scoring).
+    thread_local ScoreScratch tls;
+    std::vector<int>& beacon_idx = tls.beacon_idx;
+    std::vector<float>& queries = tls.queries;
+    std::vector<float>& scratch = tls.scratch;
+    std::vector<int32_t>& query_pos = tls.query_pos;
     // One scoring set for the whole group (the max aggregate is order-free,
     // so this is the max over heads of each head's set): the group's keys
     // are read once for all its queries. Head h's set: its recent queries at
     // their own positions, then its beacons at the current position.
-    queries_.clear();
-    query_pos_.clear();
+    queries.clear();
+    query_pos.clear();
     for (int g = 0; g < group; ++g) {
       const int h = kv_head * group + g;
-      l.fps[h].Beacons(&beacon_idx_);
-      const size_t at = queries_.size();
-      queries_.resize(at + (l.ring->size() + beacon_idx_.size()) * d);
-      float* out = queries_.data() + at;
+      l.fps[h].Beacons(&beacon_idx);
+      const size_t at = queries.size();
+      queries.resize(at + (l.ring->size() + beacon_idx.size()) * d);
+      float* out = queries.data() + at;
       for (int j = 0; j < l.ring->size(); ++j, out += d) {
         rotator_.Rotate(l.ring->query(j, h), l.ring->position(j), out);
-        query_pos_.push_back(l.ring->position(j));
+        query_pos.push_back(l.ring->position(j));
       }
-      for (int b : beacon_idx_) {
+      for (int b : beacon_idx) {
         rotator_.Rotate(l.fps[h].point(b), position, out);
         out += d;
-        query_pos_.push_back(position);  // a beacon stands at the current position: every key is older
+        query_pos.push_back(position);  // a beacon stands at the current position: every key is older
       }
     }
-    const int n_queries = static_cast<int>(query_pos_.size());
+    const int n_queries = static_cast<int>(query_pos.size());
     if (n_queries > 0) {
-      AttentionScores(queries_.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, scores, &scratch_,
-                      query_pos_.data());
+      AttentionScores(queries.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, scores, &scratch,
+                      query_pos.data());
     }
     MaxPool1D(scores, n, options_.pool_kernel);
   }
@@ -189,10 +221,6 @@ class BeaconPolicy : public KvPolicy {
   int32_t lead_ = 0;  // SetProtectedLead
   std::vector<LayerState> layers_;
   std::vector<float> rounded_;  // ObserveQuery's bf16-rounded row (beacon_bf16_state)
-  // Score scratch (engine thread only).
-  std::vector<int> beacon_idx_;
-  std::vector<float> queries_, scratch_;
-  std::vector<int32_t> query_pos_;
 };
 
 }  // namespace

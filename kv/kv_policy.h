@@ -29,6 +29,8 @@
 
 namespace beacon {
 
+class ThreadPool;  // kernels/cpu/thread_pool.h
+
 // The policies (DESIGN.md section 1). A name ("beacon", "full", ...) is
 // parsed once, where options are resolved (flags, requests, configs:
 // ParseKvPolicy, KvPolicyOptions::DefaultsForName); code compares the enum,
@@ -172,6 +174,16 @@ class KvPolicy {
   // Null until a device backend attaches its state.
   PolicyDeviceState* device_state() const { return device_state_.get(); }
   void set_device_state(std::unique_ptr<PolicyDeviceState> s) { device_state_ = std::move(s); }
+  // The engine's CPU pool, or null (SequenceCompressor::set_thread_pool):
+  // a policy may split its own work over it from ObserveQuery and Score,
+  // which the engine thread calls outside any parallel region. Never from
+  // ObserveAttention, which already runs on pool threads.
+  void set_thread_pool(ThreadPool* pool) { pool_ = pool; }
+  ThreadPool* thread_pool() const { return pool_; }
+  // True when Score may run concurrently for different (layer, KV head)
+  // pairs (and with no other call in flight): SequenceCompressor then
+  // scores every pair of an eviction in parallel before compacting.
+  virtual bool concurrent_scoring() const { return false; }
 
   // Every token run (prefill and decode), every layer: the pre-RoPE query
   // of every query head, [n_heads][head_dim], of the token at `position`.
@@ -208,6 +220,7 @@ class KvPolicy {
   KvPolicyOptions options_;
   int32_t prompt_length_ = 0;
   std::unique_ptr<PolicyDeviceState> device_state_;
+  ThreadPool* pool_ = nullptr;
 };
 
 // Builds options.policy. INVALID_ARGUMENT for invalid options.

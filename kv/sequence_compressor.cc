@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/thread_pool.h"
 #include "kv/compaction.h"
 #include "util/log.h"
 
@@ -68,6 +69,32 @@ void SequenceCompressor::EvictOnHost(SequenceKv* kv, int32_t n_keep, int32_t nex
   const int32_t n = kv->num_slots();
   scores_.resize(n);
   KvCache* cache = kv->cache();
+  if (pool_ != nullptr && pool_->n_threads() > 1 && policy_->concurrent_scoring()) {
+    // Score and select every (layer, KV head) in parallel, then compact
+    // layer by layer. Equivalent to the serial loop below: scoring layer l
+    // reads only layer l's keys and policy state, which compacting another
+    // layer does not touch (a concurrent_scoring policy promises that its
+    // OnCompacted(l) changes nothing Score(l', ...) reads for l' != l).
+    const int n_kv = model_.n_kv_heads;
+    const int64_t pairs = int64_t{model_.n_layers} * n_kv;
+    all_scores_.resize(static_cast<size_t>(pairs) * n);
+    all_keep_.resize(model_.n_layers);
+    for (auto& layer : all_keep_) layer.resize(n_kv);
+    pool_->ParallelFor(pairs, 1, [&](int64_t begin, int64_t end, int) {
+      for (int64_t p = begin; p < end; ++p) {
+        const int l = static_cast<int>(p / n_kv), h = static_cast<int>(p % n_kv);
+        KeysView keys(cache, kv, l);
+        float* scores = all_scores_.data() + static_cast<size_t>(p) * n;
+        policy_->Score(l, h, keys, next_position, scores);
+        SelectKeep(scores, keys, h, protection_, n_keep, &all_keep_[l][h]);
+      }
+    });
+    for (int l = 0; l < model_.n_layers; ++l) {
+      CompactLayer(cache, *kv, l, all_keep_[l]);
+      policy_->OnCompacted(l, all_keep_[l]);
+    }
+    return;
+  }
   for (int l = 0; l < model_.n_layers; ++l) {
     KeysView keys(cache, kv, l);
     for (int h = 0; h < model_.n_kv_heads; ++h) {

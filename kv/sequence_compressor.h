@@ -35,6 +35,15 @@ class SequenceCompressor {
 
   KvPolicy* policy() { return policy_.get(); }
   const KvPolicyOptions& options() const { return options_; }
+  // The engine's CPU pool (null: single-threaded), for the policy's own
+  // work (KvPolicy::set_thread_pool) and, when the policy allows
+  // concurrent scoring, for scoring every (layer, KV head) of a host
+  // eviction in parallel. The caller must be the pool's one caller (the
+  // engine thread) and call outside any parallel region.
+  void set_thread_pool(ThreadPool* pool) {
+    pool_ = pool;
+    policy_->set_thread_pool(pool);
+  }
   // Slots kept after an eviction.
   int32_t bound() const { return schedule_.bound(); }
   // The arithmetic of when this sequence evicts (shared with recompute and
@@ -71,6 +80,10 @@ class SequenceCompressor {
   absl::Status failure_;
   std::vector<float> scores_;
   std::vector<std::vector<int32_t>> keep_;
+  ThreadPool* pool_ = nullptr;
+  // The parallel path's per-(layer, KV head) scores and kept slots.
+  std::vector<float> all_scores_;
+  std::vector<std::vector<std::vector<int32_t>>> all_keep_;  // [layer][kv head]
 };
 
 }  // namespace beacon

@@ -44,6 +44,7 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   absl::StatusOr<std::unique_ptr<Generation>> gen =
       Generation::Create(tokenizer_, cache_, config_, std::move(request.prompt), std::move(request.options));
   if (!gen.ok()) return gen.status();
+  (*gen)->set_thread_pool(backend_->host_pool());
   Seq s;
   s.gen = std::move(*gen);
   s.sink = std::move(sink);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/thread_pool.h"
 #include "kv/kv_policy.h"
 #include "kv/policies.h"
 #include "kv/selection.h"
@@ -274,6 +275,47 @@ INSTANTIATE_TEST_SUITE_P(All, BeaconPolicyTest,
                                           testing::Values(BeaconFilter::kAll, BeaconFilter::kGlobal), testing::Bool(),
                                           testing::Bool(), testing::Bool()),
                          ParamName);
+
+// With a 2-thread pool the compressor scores every (layer, KV head) in
+// parallel and the policy runs its FPS shrinks in parallel: the kept
+// slots and their keys equal the serial run's exactly (and ThreadSanitizer
+// watches the concurrent Score calls in the TSan build).
+TEST(BeaconPolicy, ParallelEvictionAndShrinksEqualTheSerialRun) {
+  for (bool small : {false, true}) {
+    KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+    o.window = 8;
+    o.sinks = 4;
+    o.budget = kBudget;
+    if (small) o.recent_queries = 5, o.beacons = 4, o.fps_bound = 10;  // shrinks every 6 tokens
+    const Trace tr = MakeTrace(5 + small, o.window);
+    ThreadPool pool(2);
+    ASSERT_EQ(pool.n_threads(), 2);
+    std::vector<std::vector<int32_t>> kept[2];
+    std::vector<float> keys0[2];
+    for (int run = 0; run < 2; ++run) {
+      absl::StatusOr<std::unique_ptr<SequenceCompressor>> comp =
+          SequenceCompressor::Create(o, Model(false), kPromptLen);
+      ASSERT_TRUE(comp.ok()) << comp.status();
+      if (run == 1) (*comp)->set_thread_pool(&pool);
+      EXPECT_TRUE((*comp)->policy()->concurrent_scoring());
+      Feed((*comp)->policy(), tr);
+      TestCache tc(KvCacheShape{kLayers, kKvHeads, kDim, 16}, tr.keys, tr.positions);
+      ASSERT_EQ((*comp)->Evict(&tc.seq, kTokens), kSlots - kKeep);
+      for (int l = 0; l < kLayers; ++l) {
+        KeysView keys(&tc.cache, &tc.seq, l);
+        for (int kv = 0; kv < kKvHeads; ++kv) {
+          kept[run].emplace_back();
+          for (int i = 0; i < keys.n_slots(); ++i) {
+            kept[run].back().push_back(keys.position(kv, i));
+            keys0[run].push_back(keys.key(kv, i)[0]);
+          }
+        }
+      }
+    }
+    EXPECT_EQ(kept[0], kept[1]) << (small ? "small buffers" : "defaults");
+    EXPECT_EQ(keys0[0], keys0[1]) << (small ? "small buffers" : "defaults");
+  }
+}
 
 TEST(BeaconPolicy, ScoresZeroBeforeAnyQuery) {
   KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
