@@ -182,8 +182,10 @@ int Model(const cli::Args& args) {
                              {"seconds", report->seconds},
                              {"beacon_prompt_queries", PromptQueriesSetting(o.beacon_prompt_queries)}};
   for (const eval::PromptSummary& p : report->prompts) settings["prompts"].push_back(eval::PromptSummaryToJson(p));
+  eval::ModelReportOptions ro;
+  ro.subject = args.Str("subject");
   const eval::ModelReportTables tables = eval::BuildModelReport(
-      *report, eval::ModelReportOptions{},
+      *report, ro,
       absl::StrFormat("model %s, %d prompts, T=%d generated tokens each, interval %d, KV cache %s, %.0f s", model,
                       report->prompts.size(), o.tokens, o.interval,
                       o.checkpoint_key["kv_cache_dtype"].get<std::string>(), report->seconds));
@@ -416,6 +418,8 @@ int Main(int argc, char** argv) {
     args.Declare("kv-beacon-state", false, "",
                  "f32, bf16 or f32,bf16: beacon's ring and FPS buffers in f32 or bf16-rounded (both: two "
                  "configurations, the bf16 one's kept slots compared with the f32 one's); absent: the default");
+    args.Declare("subject", false, "beacon",
+                 "the configuration the paired comparison rates against every other of its budget");
     args.Declare("resume", true, "",
                  "reuse the prompts already saved in OUT/prompts/ under the same settings (never after an engine "
                  "change)");
