@@ -145,23 +145,34 @@ int PolicyMain(const cli::Args& args) {
   std::printf("model %s, prompt %lld, %lld decode steps, budget %lld, interval %lld, threads %d\n", ro.model.c_str(),
               static_cast<long long>(*prompt_len), static_cast<long long>(*steps), static_cast<long long>(*budget),
               static_cast<long long>(*interval), (*rt)->pool()->n_threads());
-  std::printf("%-10s %10s %10s %12s %12s %12s %10s\n", "policy", "step ms", "evictions", "observe/step", "evict/step",
+  std::printf("%-14s %10s %10s %12s %12s %12s %10s\n", "policy", "step ms", "evictions", "observe/step", "evict/step",
               "total", "peak KV");
+  const std::string pool_mode = args.Str("policy-pool");
+  if (pool_mode != "on" && pool_mode != "off" && pool_mode != "both") {
+    return Fail(absl::InvalidArgumentError("--policy-pool must be on, off or both"));
+  }
+  std::vector<bool> pool_runs;
+  if (pool_mode != "off") pool_runs.push_back(true);
+  if (pool_mode != "on") pool_runs.push_back(false);
   nlohmann::json out;
   for (const KvPolicyOptions& o : policies) {
-    absl::StatusOr<PolicyBenchResult> r =
-        BenchPolicy(rt->get(), o, static_cast<int32_t>(*prompt_len), static_cast<int32_t>(*steps));
-    if (!r.ok()) return Fail(r.status());
-    const double step_ms = (r->decode_s - r->observe_s) / r->steps * 1e3;
-    std::printf("%-10s %10.2f %10lld %11.2f%% %11.2f%% %11.2f%% %10d\n", std::string(o.policy_name()).c_str(), step_ms,
-                static_cast<long long>(r->evictions), 100 * r->observe_share(), 100 * r->evict_share(),
-                100 * (r->observe_share() + r->evict_share()), r->peak_slots);
-    out["policies"].push_back({{"policy", o.policy},
-                               {"step_ms", step_ms},
-                               {"evictions", r->evictions},
-                               {"observe_share", r->observe_share()},
-                               {"evict_share", r->evict_share()},
-                               {"peak_slots", r->peak_slots}});
+    for (bool use_pool : pool_runs) {
+      absl::StatusOr<PolicyBenchResult> r =
+          BenchPolicy(rt->get(), o, static_cast<int32_t>(*prompt_len), static_cast<int32_t>(*steps), use_pool);
+      if (!r.ok()) return Fail(r.status());
+      const double step_ms = (r->decode_s - r->observe_s) / r->steps * 1e3;
+      const std::string label = std::string(o.policy_name()) + (use_pool ? "" : "/serial");
+      std::printf("%-14s %10.2f %10lld %11.2f%% %11.2f%% %11.2f%% %10d\n", label.c_str(), step_ms,
+                  static_cast<long long>(r->evictions), 100 * r->observe_share(), 100 * r->evict_share(),
+                  100 * (r->observe_share() + r->evict_share()), r->peak_slots);
+      out["policies"].push_back({{"policy", o.policy},
+                                 {"policy_pool", use_pool},
+                                 {"step_ms", step_ms},
+                                 {"evictions", r->evictions},
+                                 {"observe_share", r->observe_share()},
+                                 {"evict_share", r->evict_share()},
+                                 {"peak_slots", r->peak_slots}});
+    }
   }
   if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
   return 0;
@@ -289,6 +300,8 @@ int Main(int argc, char** argv) {
   args.Declare("kv-budget", false, "512", "policy: KV budget");
   args.Declare("kv-interval", false, "128", "policy: eviction interval");
   args.Declare("decode-steps", false, "1024", "policy: decode steps per policy");
+  args.Declare("policy-pool", false, "on",
+               "policy: on (the compressor uses the CPU pool, as serving does), off, or both (a /serial row too)");
   args.Declare("growth-policies", false, "full,beacon", "growth: KV policies to measure");
   args.Declare("growth-tokens", false, "8192", "growth: decode until the sequence holds this many tokens");
   args.Declare("growth-window", false, "512", "growth: decode steps per tokens/s sample");

@@ -47,11 +47,12 @@ class TimedPolicy : public KvPolicy {
 }  // namespace
 
 absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions& options, int32_t prompt_len,
-                                              int32_t steps) {
+                                              int32_t steps, bool policy_pool) {
   const ModelConfig& cfg = rt->config();
   auto compressor = SequenceCompressor::Create(options, PolicyInfoFor(cfg), prompt_len);
   if (!compressor.ok()) return compressor.status();
-  (*compressor)->set_thread_pool(rt->backend()->host_pool());  // as serving does (GenerationEngine::Add)
+  if (policy_pool)
+    (*compressor)->set_thread_pool(rt->backend()->host_pool());  // as serving does (GenerationEngine::Add)
   const int64_t peak = SequenceCompressor::PeakSlots(options, prompt_len, steps + 1);
   absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(peak + 16);
   if (!made.ok()) return made.status();

@@ -25,9 +25,11 @@ struct PolicyBenchResult {
 };
 
 // Decodes `steps` greedy tokens after a `prompt_len`-token prompt for one
-// sequence under `options`.
+// sequence under `options`. `policy_pool`: the compressor gets the
+// runtime's CPU pool, as in serving; false runs the policy single-threaded
+// (the comparison beacon-bench policy --policy-pool both prints).
 absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions& options, int32_t prompt_len,
-                                              int32_t steps);
+                                              int32_t steps, bool policy_pool = true);
 
 }  // namespace beacon
 
