@@ -29,7 +29,9 @@ using Clock = std::chrono::steady_clock;
 // Counts tokens; nothing is streamed anywhere.
 class CountSink : public RequestSink {
  public:
-  void OnTokens(std::span<const int32_t> ids, std::string_view, TextPart) override { tokens += ids.size(); }
+  void OnTokens(std::span<const int32_t> ids, std::string_view, TextPart, std::span<const PositionLogprobs>) override {
+    tokens += ids.size();
+  }
   void OnFinish(const StreamFinal& f) override { final = f; }
   void OnRejected(const absl::Status& s) override { rejected = s; }
   int64_t tokens = 0;

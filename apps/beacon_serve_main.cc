@@ -20,6 +20,7 @@
 #include "apps/serve_config.h"
 #include "engine/runtime.h"
 #include "kv/kv_policy_limits.h"
+#include "server/generation_config.h"
 #include "server/grpc_front_end.h"
 #include "server/grpc_service.h"
 #include "server/http_routes.h"
@@ -113,6 +114,13 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   absl::StatusOr<ReasoningSyntax> reasoning = ResolveReasoningParser(c->reasoning_parser, *e.runtime->tokenizer());
   if (!reasoning.ok()) return reasoning.status();
   c->limits.reasoning = *reasoning;
+  absl::StatusOr<DefaultSampling> defaults =
+      ResolveGenerationConfig(c->generation_config, c->model, c->override_generation_config);
+  if (!defaults.ok()) return defaults.status();
+  c->limits.defaults = *defaults;
+  logging::Info("sampling defaults (%s): temperature=%g top_p=%g top_k=%d min_p=%g repetition_penalty=%g",
+                defaults->source, defaults->temperature, defaults->top_p, defaults->top_k, defaults->min_p,
+                defaults->repetition_penalty);
   absl::StatusOr<std::unique_ptr<KvCache>> cache = e.runtime->MakeKvCache(c->kv_pool_tokens, c->kv_block_size);
   if (!cache.ok()) return cache.status();
   e.cache = *std::move(cache);

@@ -152,6 +152,17 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("reasoning-parser", false, "auto",
              "how chat output is split into reasoning_content and content: auto (by the model's <think> tokens "
              "and template), none, deepseek_r1 or qwen3");
+  a->Declare("generation-config", false, "auto",
+             "sampling defaults for fields a request leaves out: auto (the model's generation_config.json or "
+             "GGUF general.sampling keys, else OpenAI's: temperature 1), none (OpenAI's), or a "
+             "generation_config.json (or its directory)");
+  a->Declare("override-generation-config", false, "",
+             "JSON replacing single defaults, e.g. '{\"temperature\": 0}' (temperature, top_p, top_k, min_p, "
+             "repetition_penalty)");
+  a->Declare("logprobs-mode", false, "raw",
+             "the distribution logprobs report: raw (the model's logits) or processed (after penalties, "
+             "logit_bias and temperature)");
+  a->Declare("max-logprobs", false, "20", "most alternatives (top_logprobs) a request may ask for per token, 0-20");
   a->Declare("http-threads", false, "2", "HTTP IO threads");
   a->Declare("http-max-connections", false, "512", "HTTP connections served at once; beyond them 503");
   a->Declare("http-max-connections-per-client", false, "64",
@@ -206,7 +217,7 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   }
   ServeConfig c;
   int64_t grpc_port, http_port, threads, block_size, min_budget, max_budget, max_running, max_waiting, step_tokens,
-      chunk, def_max, max_limit;
+      chunk, def_max, max_limit, max_logprobs;
   if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port},
                                         {"http-port", 0, &http_port},
                                         {"threads", 0, &threads},
@@ -220,6 +231,7 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
                                         {"prefill-chunk", 1, &chunk},
                                         {"default-max-tokens", 1, &def_max},
                                         {"max-tokens-limit", 0, &max_limit},
+                                        {"max-logprobs", 0, &max_logprobs},
                                         {"drain-timeout-s", 0, &c.drain_timeout_s},
                                         {"drain-delay-s", 0, &c.drain_delay_s}});
       !s.ok()) {
@@ -243,6 +255,16 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   if (absl::Status s = ParseKvLimits(args, min_budget, max_budget, &c.limits); !s.ok()) return s;
   c.limits.default_max_tokens = static_cast<int32_t>(def_max);
   c.limits.max_tokens_limit = static_cast<int32_t>(max_limit);
+  if (max_logprobs > kMaxTopLogprobs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-logprobs: ", max_logprobs, " is more than ", kMaxTopLogprobs));
+  }
+  c.limits.max_logprobs = static_cast<int32_t>(max_logprobs);
+  absl::StatusOr<LogprobsMode> lp_mode = ParseLogprobsMode(args.Str("logprobs-mode"));
+  if (!lp_mode.ok()) return absl::InvalidArgumentError(absl::StrCat("--", lp_mode.status().message()));
+  c.limits.logprobs_mode = *lp_mode;
+  c.generation_config = args.Str("generation-config");
+  c.override_generation_config = args.Str("override-generation-config");
   if (absl::Status s = ParseSecurity(args, &c); !s.ok()) return s;
 
   c.model = args.Str("model");

@@ -25,10 +25,12 @@ void DeclareServeFlags(cli::Args* args);
 
 struct ServeConfig {
   std::string host;
-  std::string model;                      // --model, as given
-  std::string served_model;               // the OpenAI model id
-  RuntimeOptions runtime;                 // model, tokenizer, threads, device
-  std::string reasoning_parser = "auto";  // resolved against the tokenizer at start-up
+  std::string model;                       // --model, as given
+  std::string served_model;                // the OpenAI model id
+  RuntimeOptions runtime;                  // model, tokenizer, threads, device
+  std::string reasoning_parser = "auto";   // resolved against the tokenizer at start-up
+  std::string generation_config = "auto";  // --generation-config, resolved at start-up
+  std::string override_generation_config;  // --override-generation-config (JSON)
   SchedulerConfig scheduler;
   ServeLimits limits;        // request validation, KV defaults and limits
   GrpcFrontEndOptions grpc;  // credentials included

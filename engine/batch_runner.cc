@@ -18,9 +18,13 @@ absl::StatusOr<bool> RunStep(Backend* backend, std::span<Generation* const> gens
   std::vector<float> logits;
   if (absl::Status s = backend->Forward(entries, &logits); !s.ok()) return s;
   const size_t vocab = static_cast<size_t>(backend->config().vocab_size);
+  size_t row = 0;  // an entry with all_logits (prompt logprobs) has a row per token
   for (size_t j = 0; j < entries.size(); ++j) {
-    std::span<const float> row(logits.data() + j * vocab, vocab);
-    TokenEvent ev = gens[owner[j]]->Advance(static_cast<int32_t>(entries[j].tokens.size()), row);
+    const size_t n = entries[j].tokens.size();
+    const size_t rows = entries[j].all_logits ? n : 1;
+    std::span<const float> entry_logits(logits.data() + row * vocab, rows * vocab);
+    row += rows;
+    TokenEvent ev = gens[owner[j]]->Advance(static_cast<int32_t>(n), entry_logits);
     if (ev.id >= 0 && on_token) on_token(owner[j], ev);
   }
   return true;

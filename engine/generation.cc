@@ -13,6 +13,22 @@ absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
   if (max_tokens < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("max_tokens must be >= 1, got %d", max_tokens));
   }
+  if (min_tokens < 0 || min_tokens > max_tokens) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("min_tokens: %d is outside [0, max_tokens = %d]", min_tokens, max_tokens));
+  }
+  for (const auto& [name, n] : {std::pair{"logprobs", logprobs}, std::pair{"prompt_logprobs", prompt_logprobs}}) {
+    if (n < -1 || n > kMaxTopLogprobs) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: %d alternatives is outside [0, %d] (-1: none)", name, n, kMaxTopLogprobs));
+    }
+  }
+  for (const auto& [id, bias] : sampling.logit_bias) {
+    if (id < 0 || id >= vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("logit_bias: token %d is outside the vocabulary [0, %d)", id, vocab_size));
+    }
+  }
   for (const std::string& s : stop) {
     if (s.empty()) return absl::InvalidArgumentError("stop: stop strings must not be empty");
   }
@@ -68,24 +84,37 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* 
     if (!c.ok()) return c.status();
     compressor = std::move(*c);
   }
-  return std::unique_ptr<Generation>(new Generation(tokenizer, cache, config.context_length, PolicyInfoFor(config),
-                                                    std::move(prompt), std::move(options), std::move(compressor)));
+  return std::unique_ptr<Generation>(new Generation(tokenizer, cache, config.context_length, config.vocab_size,
+                                                    PolicyInfoFor(config), std::move(prompt), std::move(options),
+                                                    std::move(compressor)));
 }
 
-Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, const PolicyModelInfo& model,
-                       std::vector<int32_t> prompt, GenerationOptions options,
+Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, int32_t vocab_size,
+                       const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
                        std::unique_ptr<SequenceCompressor> compressor)
     : tokenizer_(tokenizer),
       context_length_(context_length),
+      vocab_size_(vocab_size),
       model_(model),
       prompt_(std::move(prompt)),
       options_(std::move(options)),
       kv_(cache),
       compressor_(std::move(compressor)),
       sampler_(options_.sampling),
-      detok_(tokenizer),
+      detok_(tokenizer, !options_.skip_special_tokens),
       stop_checker_(options_.stop),
-      reasoning_(options_.reasoning) {}
+      reasoning_(options_.reasoning) {
+  sampler_.set_keep_processed(options_.logprobs >= 0 && options_.logprobs_mode == LogprobsMode::kProcessed);
+  if (options_.min_tokens > 0) {
+    // Every id that would end generation now: the tokenizer's end tokens
+    // (unless EOS is ignored) and the request's stop ids.
+    const int32_t n = std::min(vocab_size_, tokenizer_->vocab_size());
+    for (int32_t id = 0; !options_.ignore_eos && id < n; ++id) {
+      if (tokenizer_->IsEndOfGeneration(id)) banned_.push_back(id);
+    }
+    banned_.insert(banned_.end(), options_.stop_token_ids.begin(), options_.stop_token_ids.end());
+  }
+}
 
 int32_t Generation::Preempt() {
   kv_.Release();
@@ -129,6 +158,7 @@ TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
     if (r.stopped && reason != FinishReason::kError) {  // an error stays the reason
       reason = FinishReason::kStopSequence;
       finish_ = reason;
+      if (options_.include_stop_str_in_output) ev.text += stop_checker_.matched();
     } else if (!r.stopped) {
       ev.text += stop_checker_.Flush();
     }
@@ -138,8 +168,11 @@ TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
 }
 
 bool Generation::device_samplable() const {
-  const SamplingParams& p = options_.sampling;
-  return p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f;
+  // The device draws from the raw logits and returns only the id: whatever
+  // needs the logits on the host (penalties, logit_bias, bans, logprobs)
+  // samples here.
+  const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
+  return !sampler_.modifies_logits() && !banning && options_.logprobs < 0;
 }
 
 EntrySampling Generation::device_sampling() const {
@@ -155,9 +188,43 @@ EntrySampling Generation::device_sampling() const {
 }
 
 TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
+  const size_t vocab = static_cast<size_t>(vocab_size_);
+  // A caller that fed one row for a longer chunk (not NextEntry's) gets no
+  // prompt logprobs for it.
+  if (wants_prompt_rows() && logits.size() == static_cast<size_t>(n_fed) * vocab) {
+    RecordPromptRows(prompt_done_, n_fed, logits);
+  }
   if (!Consume(n_fed)) return TokenEvent{};
-  if (reasoning_.MustClose()) return Accept(reasoning_.close_id());
-  return Accept(sampler_.Sample(logits, prompt_, generated_));
+  const std::span<const float> row = logits.last(vocab);
+  const bool forced = reasoning_.MustClose();
+  const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
+  const int32_t id = forced ? reasoning_.close_id()
+                            : sampler_.Sample(row, prompt_, generated_, banning ? banned_ : std::span<const int32_t>());
+  std::optional<PositionLogprobs> lp;
+  if (options_.logprobs >= 0) lp = SampledLogprobs(row, id, !forced);
+  TokenEvent ev = Accept(id);
+  ev.logprobs = std::move(lp);
+  return ev;
+}
+
+void Generation::RecordPromptRows(int32_t start, int32_t n_fed, std::span<const float> logits) {
+  const size_t vocab = static_cast<size_t>(vocab_size_);
+  for (int32_t j = 0; j < n_fed; ++j) {
+    const size_t target = static_cast<size_t>(start + j + 1);  // the prompt token row j predicts
+    // Rows already recorded before a mid-prompt preemption are skipped.
+    if (target >= prompt_.size() || target != prompt_logprobs_.size() + 1) continue;
+    prompt_logprobs_.push_back(LogprobsAt(logits.subspan(static_cast<size_t>(j) * vocab, vocab), 1.0f, prompt_[target],
+                                          options_.prompt_logprobs));
+  }
+}
+
+PositionLogprobs Generation::SampledLogprobs(std::span<const float> row, int32_t id, bool sampled) const {
+  if (options_.logprobs_mode == LogprobsMode::kRaw) return LogprobsAt(row, 1.0f, id, options_.logprobs);
+  // Processed: the sampler's logits at its temperature (greedy: unscaled).
+  // A forced </think> was not drawn: the raw row stands in for them.
+  const float t = options_.sampling.temperature;
+  const float inv_t = t > 0.0f ? 1.0f / t : 1.0f;
+  return LogprobsAt(sampled ? sampler_.processed() : row, inv_t, id, options_.logprobs);
 }
 
 TokenEvent Generation::AdvanceSampled(int32_t n_fed, int32_t token) {
@@ -215,13 +282,19 @@ TokenEvent Generation::Accept(int32_t id) {
     if (part.closed) {
       StopChecker::Result r = stop_checker_.Push(detok_.Flush());
       ev.text = std::move(r.text);
-      if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
+      if (r.stopped) {
+        if (options_.include_stop_str_in_output) ev.text += stop_checker_.matched();
+        return Finish(std::move(ev), FinishReason::kStopSequence);
+      }
       ev.text += stop_checker_.Flush();
     }
   } else {
     StopChecker::Result r = stop_checker_.Push(detok_.Push(id));
     ev.text = std::move(r.text);
-    if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
+    if (r.stopped) {
+      if (options_.include_stop_str_in_output) ev.text += stop_checker_.matched();
+      return Finish(std::move(ev), FinishReason::kStopSequence);
+    }
   }
   if (static_cast<int32_t>(generated_.size()) >= options_.max_tokens || next_position() >= context_length_) {
     return Finish(std::move(ev), FinishReason::kLength);

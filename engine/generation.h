@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "absl/status/status.h"
 #include "engine/backend.h"
 #include "engine/finish_reason.h"
+#include "engine/logprobs.h"
 #include "engine/model/model_config.h"
 #include "engine/reasoning.h"
 #include "engine/sampler.h"
@@ -37,8 +39,23 @@ struct GenerationOptions {
   bool ignore_eos = false;              // keep going past EOS (benchmarks, long CoT)
   std::vector<std::string> stop;        // stop strings, never streamed
   std::vector<int32_t> stop_token_ids;  // end generation, not streamed
-  KvPolicyOptions kv;                   // KV compression; policy "full" = none
-  ReasoningOptions reasoning;           // the reasoning/answer split (parser none: all answer)
+  // vLLM's min_tokens: EOS (unless ignore_eos) and stop_token_ids are banned
+  // from the draw until this many tokens are generated; stop strings still
+  // end generation. 0 <= min_tokens <= max_tokens.
+  int32_t min_tokens = 0;
+  // false: special tokens other than the one that ends generation are part
+  // of the text (rendered as their text), as in vLLM.
+  bool skip_special_tokens = true;
+  // The stop string that ended generation is appended to the text.
+  bool include_stop_str_in_output = false;
+  // Log probabilities (engine/logprobs.h): -1 none; n in [0, 20]: each
+  // generated token's, with its n most likely alternatives. prompt_logprobs
+  // the same for every prompt token but the first (raw logits always).
+  int32_t logprobs = -1;
+  int32_t prompt_logprobs = -1;
+  LogprobsMode logprobs_mode = LogprobsMode::kRaw;
+  KvPolicyOptions kv;          // KV compression; policy "full" = none
+  ReasoningOptions reasoning;  // the reasoning/answer split (parser none: all answer)
 
   // INVALID_ARGUMENT naming the field.
   absl::Status Validate(int32_t vocab_size) const;
@@ -49,6 +66,8 @@ struct TokenEvent {
   std::string text;                   // complete UTF-8 that became safe to emit with this token
   TextPart part = TextPart::kAnswer;  // the part `text` belongs to (engine/reasoning.h)
   FinishReason finish = FinishReason::kNone;
+  // With GenerationOptions::logprobs >= 0: the sampled token's.
+  std::optional<PositionLogprobs> logprobs;
 };
 
 // What a KV policy needs to know of a model.
@@ -85,8 +104,10 @@ class Generation {
   // kernels' exactness (bit-identical on the CPU backend).
   int32_t Preempt();
 
-  // Consumes the logits of the last of `n_fed` tokens just run. Returns the
-  // sampled token's event, or nullopt-like event (id -1) mid-prompt. When
+  // Consumes the logits of the `n_fed` tokens just run: one row (the last
+  // token's), or a row per token when NextEntry asked for all (prompt
+  // logprobs). Returns the sampled token's event, or an empty event (id -1)
+  // mid-prompt. When
   // the reasoning limit is reached the token is </think> instead of a sample
   // (ReasoningTracker::MustClose), on both sampling paths.
   TokenEvent Advance(int32_t n_fed, std::span<const float> logits);
@@ -111,6 +132,7 @@ class Generation {
     e.tokens = PendingInput(max_chunk);
     e.start_pos = next_position();
     e.policy = policy();
+    e.all_logits = wants_prompt_rows();
     return e;
   }
   // Null under `full`.
@@ -122,6 +144,13 @@ class Generation {
     if (compressor_ != nullptr) compressor_->set_thread_pool(pool);
   }
   const std::vector<int32_t>& prompt() const { return prompt_; }
+  // With GenerationOptions::prompt_logprobs >= 0: the log probabilities of
+  // prompt tokens 1, 2, ... (entry i is token i + 1's; the first token has
+  // none), complete once the prompt has run (prompt_logprobs_complete()).
+  const std::vector<PositionLogprobs>& prompt_logprobs() const { return prompt_logprobs_; }
+  bool prompt_logprobs_complete() const {
+    return options_.prompt_logprobs >= 0 && prompt_logprobs_.size() + 1 >= prompt_.size();
+  }
   // The sampler's seed (drawn at creation when the options gave none).
   uint64_t sampling_seed() const { return options_.sampling.seed.value_or(0); }
   const std::vector<int32_t>& generated() const { return generated_; }
@@ -142,17 +171,27 @@ class Generation {
   }
 
  private:
-  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, const PolicyModelInfo& model,
-             std::vector<int32_t> prompt, GenerationOptions options, std::unique_ptr<SequenceCompressor> compressor);
+  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, int32_t vocab_size,
+             const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
+             std::unique_ptr<SequenceCompressor> compressor);
   TokenEvent Finish(TokenEvent ev, FinishReason reason);
   // The shared halves of Advance: consumes fed tokens (true when a token is
   // now due), then records a sampled token and checks the stop criteria.
   bool Consume(int32_t n_fed);
   TokenEvent Accept(int32_t id);
   bool replaying() const { return replay_done_ < static_cast<int32_t>(replay_.size()); }
+  // The next chunk is prompt whose logprobs are still owed.
+  bool wants_prompt_rows() const {
+    return options_.prompt_logprobs >= 0 && !replaying() && prefilling() && !prompt_logprobs_complete();
+  }
+  // Prompt logprobs from the rows of a prefill chunk starting at `start`.
+  void RecordPromptRows(int32_t start, int32_t n_fed, std::span<const float> logits);
+  // The sampled (or forced) token's logprobs from its logits row.
+  PositionLogprobs SampledLogprobs(std::span<const float> row, int32_t id, bool sampled) const;
 
   const Tokenizer* tokenizer_;
   int32_t context_length_;
+  int32_t vocab_size_;
   PolicyModelInfo model_;
   std::vector<int32_t> prompt_;
   GenerationOptions options_;
@@ -164,6 +203,8 @@ class Generation {
   StopChecker stop_checker_;
   ReasoningTracker reasoning_;
   std::vector<int32_t> generated_;
+  std::vector<int32_t> banned_;  // min_tokens: the ids that would end generation
+  std::vector<PositionLogprobs> prompt_logprobs_;
   int32_t prompt_done_ = 0;
   std::vector<int32_t> replay_;  // recompute after preemption: prompt + generated[:-1]
   int32_t replay_done_ = 0;

@@ -59,7 +59,18 @@ absl::Status SamplingParams::Validate() const {
   if (!InRange(frequency_penalty, -2.0f, 2.0f)) {
     return RangeError("frequency_penalty", frequency_penalty, "[-2, 2]");
   }
+  for (const auto& [id, bias] : logit_bias) {
+    if (!InRange(bias, -100.0f, 100.0f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("logit_bias: the bias of token ", id, " must be in [-100, 100], got ", bias));
+    }
+  }
   return absl::OkStatus();
+}
+
+bool Sampler::modifies_logits() const {
+  return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f ||
+         !params_.logit_bias.empty();
 }
 
 Sampler::Sampler(const SamplingParams& params)
@@ -69,13 +80,14 @@ Sampler::Sampler(const SamplingParams& params)
 // here; they degrade to the nearest sensible behaviour, e.g. temperature <= 0
 // is greedy). Returns -1 only for empty logits.
 //
-// Pipeline (vLLM / llama.cpp order): penalties on a copy of the logits; greedy
+// Pipeline (vLLM / llama.cpp order): penalties on a copy of the logits, then
+// logit_bias and the bans (the processed logits); greedy
 // if temperature == 0; otherwise top-k on logits, softmax at the temperature,
 // top-p over the sorted candidates, min-p relative to the best candidate, and
 // a draw proportional to the surviving (implicitly renormalised) weights.
 // NaN logits are treated as -inf so that they are never chosen.
 int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> prompt,
-                        std::span<const int32_t> generated) {
+                        std::span<const int32_t> generated, std::span<const int32_t> banned) {
   // Advanced exactly once per call, greedy included, so a seeded request's
   // stream of draws does not depend on which steps happened to be greedy.
   const double unit = ToUnitInterval(rng_());
@@ -119,6 +131,14 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
       x[t] = v;
     }
   }
+  // ---- logit_bias, then bans (last, so that no bias revives a banned token). ----
+  for (const auto& [t, bias] : params_.logit_bias) {
+    if (t >= 0 && static_cast<size_t>(t) < n) x[t] += bias;
+  }
+  for (int32_t t : banned) {
+    if (t >= 0 && static_cast<size_t>(t) < n) x[t] = -std::numeric_limits<float>::infinity();
+  }
+  if (keep_processed_) processed_.assign(x.begin(), x.end());
 
   // ---- Greedy: argmax, ties to the lowest id. ----
   if (!(params_.temperature > 0.0f)) {

@@ -1,5 +1,6 @@
 // Next-token sampling from logits: greedy, temperature, top-k, top-p, min-p,
-// repetition / presence / frequency penalties, with a per-request seed.
+// repetition / presence / frequency penalties, logit_bias and banned tokens
+// (min_tokens), with a per-request seed.
 //
 // Same params (with a seed), same logits, same history -> same token, always:
 // the RNG is owned by the Sampler and advanced once per Sample().
@@ -10,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -26,6 +28,11 @@ struct SamplingParams {
   float presence_penalty = 0.0f;    // OpenAI-style, over generated tokens
   float frequency_penalty = 0.0f;   // OpenAI-style, over generated tokens
   std::optional<uint64_t> seed;     // absent: seeded from std::random_device
+  // OpenAI's logit_bias: (token id, bias in [-100, 100]) added to that
+  // token's logit after the penalties; -100 all but bans it, +100 all but
+  // forces it. Ids are checked against the vocabulary by
+  // GenerationOptions::Validate; an id listed twice takes the sum.
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   // INVALID_ARGUMENT naming the field when out of range.
   absl::Status Validate() const;
@@ -38,7 +45,22 @@ class Sampler {
   // Picks the next token. `logits` has vocab_size entries and is not modified.
   // `prompt` and `generated` feed the penalties (repetition over both,
   // presence/frequency over generated only, as OpenAI defines them).
-  int32_t Sample(std::span<const float> logits, std::span<const int32_t> prompt, std::span<const int32_t> generated);
+  // `banned` tokens get logit -inf (min_tokens bans the end-of-generation
+  // ids): never drawn while some token has a finite logit.
+  int32_t Sample(std::span<const float> logits, std::span<const int32_t> prompt, std::span<const int32_t> generated,
+                 std::span<const int32_t> banned = {});
+
+  // With `keep` set, each Sample() keeps a copy of the logits it drew from
+  // (penalties, logit_bias and bans applied; neither temperature nor
+  // truncation), for processed logprobs (engine/logprobs.h).
+  void set_keep_processed(bool keep) { keep_processed_ = keep; }
+  // The last Sample()'s processed logits; empty unless kept.
+  std::span<const float> processed() const { return processed_; }
+
+  // Whether Sample() changes the logits before temperature and truncation
+  // (penalties or a logit_bias): a device that samples cannot (it has no
+  // history), so such a sequence samples on the host.
+  bool modifies_logits() const;
 
   const SamplingParams& params() const { return params_; }
 
@@ -52,6 +74,8 @@ class Sampler {
   // listed in touched_ are non-zero, and they are reset before Sample returns.
   std::vector<int32_t> seen_;
   std::vector<int32_t> touched_;
+  bool keep_processed_ = false;
+  std::vector<float> processed_;
 };
 
 }  // namespace beacon

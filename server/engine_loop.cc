@@ -21,8 +21,12 @@ class CountingSink : public RequestSink {
         inflight_(inflight),
         finished_(finished),
         rejected_(rejected) {}
-  void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) override {
-    inner_->OnTokens(ids, text, part);
+  void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
+                std::span<const PositionLogprobs> logprobs) override {
+    inner_->OnTokens(ids, text, part, logprobs);
+  }
+  void OnPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs) override {
+    inner_->OnPromptLogprobs(prompt, logprobs);
   }
   void OnFinish(const StreamFinal& f) override {
     ++*finished_;

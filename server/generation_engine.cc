@@ -94,16 +94,23 @@ GenerationEngine::StepBatch GenerationEngine::Gather(std::span<const SeqWork> wo
   StepBatch b;
   b.entries.reserve(work.size());
   b.owners.reserve(work.size());
+  b.first_row.reserve(work.size());
+  size_t rows = 0;
+  bool any_all_logits = false;
   for (const SeqWork& w : work) {
     Seq& s = seqs_.at(w.id);
     const ForwardEntry e = s.gen->NextEntry(w.n_tokens);
     b.entries.push_back(e);
     b.owners.push_back(&s);
+    b.first_row.push_back(rows);
+    rows += e.all_logits ? e.tokens.size() : 1;
+    any_all_logits |= e.all_logits;
     if (w.prefill) totals_.prompt_tokens += static_cast<int64_t>(e.tokens.size());
   }
   // A device that samples takes the draw where the logits are (no logits
-  // copy, no host sampler) unless some sequence needs penalties.
-  b.on_device = backend_->samples_on_device();
+  // copy, no host sampler) unless some sequence needs the logits on the
+  // host (penalties, logit_bias, logprobs; prompt logprobs need every row).
+  b.on_device = backend_->samples_on_device() && !any_all_logits;
   for (size_t i = 0; b.on_device && i < b.owners.size(); ++i) b.on_device = b.owners[i]->gen->device_samplable();
   return b;
 }
@@ -132,8 +139,10 @@ TokenEvent GenerationEngine::Advance(const StepBatch& b, size_t i) {
   const int64_t evicted_before = c != nullptr ? c->evicted_slots() : 0;
   const int32_t fed = static_cast<int32_t>(b.entries[i].tokens.size());
   const size_t vocab = static_cast<size_t>(config_.vocab_size);
-  TokenEvent ev = b.on_device ? g.AdvanceSampled(fed, sampled_[i])
-                              : g.Advance(fed, std::span<const float>(logits_.data() + i * vocab, vocab));
+  const size_t rows = b.entries[i].all_logits ? static_cast<size_t>(fed) : 1;
+  TokenEvent ev = b.on_device
+                      ? g.AdvanceSampled(fed, sampled_[i])
+                      : g.Advance(fed, std::span<const float>(logits_.data() + b.first_row[i] * vocab, rows * vocab));
   if (c != nullptr) {
     totals_.evictions += c->evictions() - evictions_before;
     totals_.evicted_tokens += c->evicted_slots() - evicted_before;
@@ -151,14 +160,20 @@ void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_poi
     observer_->OnInterToken(Seconds(now - s.last_token));
   }
   s.last_token = now;
+  if (!s.prompt_logprobs_sent && s.gen->prompt_logprobs_complete()) {
+    s.prompt_logprobs_sent = true;
+    s.sink->OnPromptLogprobs(s.gen->prompt(), s.gen->prompt_logprobs());
+  }
   // EOS and stop token ids end generation without being streamed (their
-  // text is empty); the final record counts them.
+  // text is empty, their logprobs not reported); the final record counts them.
   const bool hidden = ev.finish == FinishReason::kEos || ev.finish == FinishReason::kStop;
   if (hidden) {
-    if (!ev.text.empty()) s.sink->OnTokens({}, ev.text, ev.part);
+    if (!ev.text.empty()) s.sink->OnTokens({}, ev.text, ev.part, {});
   } else {
     const int32_t id = ev.id;
-    s.sink->OnTokens(std::span<const int32_t>(&id, 1), ev.text, ev.part);
+    std::span<const PositionLogprobs> lp;
+    if (ev.logprobs.has_value()) lp = std::span<const PositionLogprobs>(&*ev.logprobs, 1);
+    s.sink->OnTokens(std::span<const int32_t>(&id, 1), ev.text, ev.part, lp);
   }
 }
 

@@ -74,12 +74,14 @@ class GenerationEngine : public StepEngine {
     bool has_first_token = false;
     int32_t preemptions = 0;
     uint64_t seed = 0;
+    bool prompt_logprobs_sent = false;
   };
   // One step's forward pass: an entry per SeqWork, in order.
   struct StepBatch {
     std::vector<ForwardEntry> entries;
-    std::vector<Seq*> owners;  // entries[i] is owners[i]'s
-    bool on_device = false;    // the backend samples (ForwardSample), no logits
+    std::vector<Seq*> owners;       // entries[i] is owners[i]'s
+    std::vector<size_t> first_row;  // entries[i]'s first logits row
+    bool on_device = false;         // the backend samples (ForwardSample), no logits
   };
 
   // Run's phases: gather the batch, run it, then per entry advance the
@@ -88,7 +90,7 @@ class GenerationEngine : public StepEngine {
   // Fills logits_ or sampled_; on failure keeps the error for the final
   // records of the step's sequences (last_error_).
   absl::Status Forward(const StepBatch& b);
-  // Feeds entry i's logits (or drawn token) to its generation, counting its evictions.
+  // Feeds entry i's logits rows (or drawn token) to its generation, counting its evictions.
   TokenEvent Advance(const StepBatch& b, size_t i);
   // A sampled token: timings, observer and the sink (EOS and stop ids unstreamed).
   void Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now);

@@ -80,13 +80,19 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
     case v1::GenerateRequest::INPUT_NOT_SET: break;
   }
   const v1::SamplingParams& s = q.sampling();
-  r.sampling.temperature = s.temperature();
-  r.sampling.top_p = s.has_top_p() ? s.top_p() : 1.0f;
-  r.sampling.top_k = s.top_k();
-  r.sampling.min_p = s.min_p();
-  r.sampling.repetition_penalty = s.has_repetition_penalty() ? s.repetition_penalty() : 1.0f;
+  // Left out: the server's defaults (PrepareRequest). proto3 scalars have
+  // no presence, so top_k and min_p at 0 read as left out too; their
+  // default is off unless a generation config sets one.
+  if (s.has_temperature()) r.temperature = s.temperature();
+  if (s.has_top_p()) r.top_p = s.top_p();
+  if (s.top_k() != 0) r.top_k = s.top_k();
+  if (s.min_p() != 0.0f) r.min_p = s.min_p();
+  if (s.has_repetition_penalty()) r.repetition_penalty = s.repetition_penalty();
   r.sampling.presence_penalty = s.presence_penalty();
   r.sampling.frequency_penalty = s.frequency_penalty();
+  // A map has no order: sorted by id, so the same request biases alike.
+  std::map<int32_t, float> bias(s.logit_bias().begin(), s.logit_bias().end());
+  r.sampling.logit_bias.assign(bias.begin(), bias.end());
   if (s.has_seed()) r.sampling.seed = s.seed();
   const v1::StoppingCriteria& st = q.stopping();
   r.max_tokens = st.max_tokens();
@@ -95,6 +101,12 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
   r.ignore_eos = st.ignore_eos();
   r.time_limit_ms = st.time_limit_ms();
   if (st.max_reasoning_tokens() != 0) r.max_reasoning_tokens = st.max_reasoning_tokens();
+  r.min_tokens = st.min_tokens();
+  r.include_stop_str_in_output = st.include_stop_str_in_output();
+  const v1::OutputOptions& out = q.output();
+  if (out.has_logprobs()) r.logprobs = out.logprobs();  // -1: none, as absent; below: refused
+  if (out.has_prompt_logprobs()) r.prompt_logprobs = out.prompt_logprobs();
+  r.skip_special_tokens = !out.has_skip_special_tokens() || out.skip_special_tokens();
   if (q.kv().has_policy()) r.kv_policy = q.kv().policy();
   if (q.kv().has_budget()) r.kv_budget = q.kv().budget();
   return r;
@@ -109,6 +121,17 @@ ServeRequest FromProto(const v1::TokenizeRequest& q) {
     ReadChat(q.chat(), &r);
   }
   return r;
+}
+
+void ToProto(const PositionLogprobs& lp, v1::TokenLogprob* out) {
+  out->set_token_id(lp.id);
+  out->set_logprob(lp.logprob);
+  out->set_rank(lp.rank);
+  for (const TokenLogprob& t : lp.top) {
+    v1::TopLogprob* top = out->add_top();
+    top->set_token_id(t.id);
+    top->set_logprob(t.logprob);
+  }
 }
 
 v1::FinishReason ToProto(FinishReason reason) {

@@ -20,6 +20,8 @@ ServeRequest FromProto(const v1::TokenizeRequest& request);
 // The one mapping to the wire's FinishReason (kNone, never in a final
 // record, is UNSPECIFIED).
 v1::FinishReason ToProto(FinishReason reason);
+// One position's log probabilities.
+void ToProto(const PositionLogprobs& logprobs, v1::TokenLogprob* out);
 // The last message of a stream: finish reason, usage, timings, KV stats.
 void FillFinal(const StreamFinal& final, v1::GenerateResponse* out);
 

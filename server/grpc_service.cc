@@ -42,9 +42,14 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   class Sink : public RequestSink {
    public:
     explicit Sink(GenerateStream* stream) : stream_(stream) {}
-    void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) override {
+    void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
+                  std::span<const PositionLogprobs> logprobs) override {
       RecursiveLock lock(&mu_);
-      if (stream_ != nullptr) stream_->PushTokens(ids, text, part);
+      if (stream_ != nullptr) stream_->PushTokens(ids, text, part, logprobs);
+    }
+    void OnPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs) override {
+      RecursiveLock lock(&mu_);
+      if (stream_ != nullptr) stream_->PushPromptLogprobs(prompt, logprobs);
     }
     void OnFinish(const StreamFinal& f) override {
       RecursiveLock lock(&mu_);
@@ -125,11 +130,13 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   // Engine thread, via Sink (whose lock keeps `this` alive).
   // Tokens that arrive while a write is in flight are merged into one
   // message, each part's text into its own field.
-  void PushTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) ABSL_LOCKS_EXCLUDED(mu_) {
+  void PushTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
+                  std::span<const PositionLogprobs> logprobs) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
       MutexLock lock(&mu_);
       for (int32_t id : ids) pending_.add_token_ids(id);
+      for (const PositionLogprobs& lp : logprobs) ToProto(lp, pending_.add_logprobs());
       std::string* field = part == TextPart::kReasoning ? pending_.mutable_reasoning_text() : pending_.mutable_text();
       field->append(text.data(), text.size());
       has_pending_ = true;
@@ -137,11 +144,24 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     }
     Act(a);
   }
+  // Before any token: it rides in the first message.
+  void PushPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    for (int32_t id : prompt) pending_.add_prompt_token_ids(id);
+    for (const PositionLogprobs& lp : logprobs) ToProto(lp, pending_.add_prompt_logprobs());
+    has_pending_ = true;  // written with the first token's message, which follows at once
+  }
   void PushFinal(const StreamFinal& f) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
       MutexLock lock(&mu_);
       FillFinal(f, &pending_);
+      // A failure inside the engine ends the stream with a non-OK status as
+      // well as the final message, for clients that check only the status.
+      if (f.reason == FinishReason::kError) {
+        final_status_ = grpc::Status(grpc::StatusCode::INTERNAL, "generation failed: " + f.error);
+      }
       has_pending_ = true;
       final_ready_ = true;
       a = Next();
@@ -182,6 +202,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     if (final_ready_) {
       finish_called_ = true;
       a.kind = Action::kWriteLast;
+      a.status = final_status_;
     } else {
       writing_ = true;
       a.kind = Action::kWrite;
@@ -194,7 +215,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     switch (a.kind) {
       case Action::kNone: break;
       case Action::kWrite: StartWrite(&in_flight_); break;
-      case Action::kWriteLast: StartWriteAndFinish(&in_flight_, grpc::WriteOptions(), grpc::Status::OK); break;
+      case Action::kWriteLast: StartWriteAndFinish(&in_flight_, grpc::WriteOptions(), a.status); break;
       case Action::kFinish: Finish(a.status); break;
     }
   }
@@ -225,6 +246,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> reject_ ABSL_GUARDED_BY(mu_);
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);  // OK unless the engine failed the request
 };
 
 }  // namespace
@@ -282,6 +304,26 @@ grpc::ServerUnaryReactor* BeaconGrpcService::Tokenize(grpc::CallbackServerContex
     response->add_ids(id);
     response->add_pieces(SanitizeUtf8(tokenizer_->TokenBytes(id, /*render_special=*/true)));
   }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* BeaconGrpcService::Detokenize(grpc::CallbackServerContext* context,
+                                                        const v1::DetokenizeRequest* request,
+                                                        v1::DetokenizeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status auth = Authorize(context); !auth.ok()) {
+    reactor->Finish(auth);
+    return reactor;
+  }
+  const std::vector<int32_t> ids(request->ids().begin(), request->ids().end());
+  const bool skip = !request->has_skip_special_tokens() || request->skip_special_tokens();
+  absl::StatusOr<std::string> text = DetokenizeIds(ids, *tokenizer_, skip, "ids");
+  if (!text.ok()) {
+    reactor->Finish(ToGrpc(text.status()));
+    return reactor;
+  }
+  response->set_text(*std::move(text));
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

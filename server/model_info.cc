@@ -50,6 +50,15 @@ v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, cons
   m.set_kv_interval(limits.kv_default.interval);
   m.set_admission(std::string(AdmissionModeName(sched.admission)));
   m.set_reasoning_parser(std::string(ReasoningParserName(limits.reasoning.parser)));
+  v1::DefaultSampling* d = m.mutable_default_sampling();
+  d->set_temperature(limits.defaults.temperature);
+  d->set_top_p(limits.defaults.top_p);
+  d->set_top_k(limits.defaults.top_k);
+  d->set_min_p(limits.defaults.min_p);
+  d->set_repetition_penalty(limits.defaults.repetition_penalty);
+  d->set_source(limits.defaults.source);
+  m.set_logprobs_mode(std::string(LogprobsModeName(limits.logprobs_mode)));
+  m.set_max_logprobs(limits.max_logprobs);
   return m;
 }
 

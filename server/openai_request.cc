@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/json_limits.h"
+#include "server/openai_fields.h"
 
 namespace beacon {
 namespace {
@@ -82,6 +83,14 @@ absl::Status GetServerChecked(const json& j, const char* field, ServeRequest* r,
   if (!v->has_value()) return absl::OkStatus();
   *out = (*v)->value;
   if (!(*v)->text.empty()) r->oversized_ints[field] = (*v)->text;
+  return absl::OkStatus();
+}
+
+absl::Status GetOptionalNumber(const json& j, const char* field, double lo, double hi, std::optional<float>* out) {
+  float v = 0.0f;
+  if (auto it = j.find(field); it == j.end() || it->is_null()) return absl::OkStatus();
+  if (absl::Status s = GetNumber(j, field, lo, hi, &v); !s.ok()) return s;
+  *out = v;
   return absl::OkStatus();
 }
 
@@ -205,32 +214,54 @@ absl::Status ParseStop(const json& j, ServeRequest* r) {
   return absl::OkStatus();
 }
 
-// Fields whose OpenAI features this server does not implement: refused, not
-// silently ignored, so a client never believes it got them.
-absl::Status RefuseUnsupported(const json& j) {
-  if (auto it = j.find("logprobs"); it != j.end() && !it->is_null() && !(it->is_boolean() && !it->get<bool>()) &&
-                                    !(it->is_number_integer() && it->get<int64_t>() == 0)) {
-    return Bad("logprobs", "log probabilities are not supported by this server");
-  }
-  if (auto it = j.find("top_logprobs"); it != j.end() && !it->is_null() && it->get<json>() != 0) {
-    return Bad("top_logprobs", "log probabilities are not supported by this server");
-  }
-  if (auto it = j.find("echo"); it != j.end() && it->is_boolean() && it->get<bool>()) {
-    return Bad("echo", "is not supported by this server");
-  }
-  if (auto it = j.find("suffix"); it != j.end() && !it->is_null()) {
-    return Bad("suffix", "is not supported by this server");
-  }
-  if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && it->get<json>() != 1) {
-    return Bad("best_of", "only 1 is supported");
-  }
-  if (auto it = j.find("tools"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-    return Bad("tools", "tool calling is not supported by this server");
-  }
-  if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
-    if (!it->is_object() || it->value("type", "") != "text") {
-      return Bad("response_format", "only {\"type\": \"text\"} is supported");
+// logit_bias: {"<token id>": bias, ...}; ids and ranges are PrepareRequest's.
+absl::Status ParseLogitBias(const json& j, ServeRequest* r) {
+  auto it = j.find("logit_bias");
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_object()) return Bad("logit_bias", "must be an object of token id (as a string) to bias");
+  for (const auto& [key, value] : it->items()) {
+    const std::string f = absl::StrCat("logit_bias[\"", key.substr(0, 32), "\"]");
+    int64_t id = -1;
+    if (key.empty() || key.size() > 10 ||
+        !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return Bad(f, "the key must be a token id (a decimal integer)");
     }
+    id = std::stoll(key);
+    if (!value.is_number()) return Bad(f, "the bias must be a number");
+    const double b = value.get<double>();
+    if (!(b >= -100 && b <= 100)) return Bad(f, absl::StrCat(b, " is outside [-100, 100]"));
+    if (id > std::numeric_limits<int32_t>::max()) return Bad(f, "is not a token id (ids are 32-bit)");
+    r->sampling.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+  std::sort(r->sampling.logit_bias.begin(), r->sampling.logit_bias.end());
+  return absl::OkStatus();
+}
+
+// logprobs / top_logprobs in the endpoint's shape, into serve.logprobs:
+// chat: logprobs true/false and top_logprobs n; completions: logprobs n.
+absl::Status ParseLogprobs(const json& j, OpenAiEndpoint endpoint, OpenAiRequest* out) {
+  ServeRequest& r = out->serve;
+  if (endpoint == OpenAiEndpoint::kChatCompletions) {
+    bool on = false;
+    if (absl::Status s = GetBool(j, "logprobs", &on); !s.ok()) return s;
+    std::optional<int64_t> top;
+    if (absl::Status s = GetInt(j, "top_logprobs", 0, std::numeric_limits<int32_t>::max(), &top); !s.ok()) return s;
+    if (top.has_value() && !on) return Bad("top_logprobs", "needs logprobs: true");
+    if (on) r.logprobs = top.value_or(0);
+  } else {
+    std::optional<int64_t> n;
+    if (absl::Status s = GetInt(j, "logprobs", 0, std::numeric_limits<int32_t>::max(), &n); !s.ok()) return s;
+    if (n.has_value()) r.logprobs = *n;
+    if (absl::Status s = GetBool(j, "echo", &out->echo); !s.ok()) return s;
+    // Echo with logprobs scores the prompt: its tokens' logprobs come first.
+    if (out->echo && n.has_value()) r.prompt_logprobs = *n;
+  }
+  // vLLM's prompt_logprobs (either endpoint); PrepareRequest bounds both.
+  std::optional<int64_t> prompt;
+  if (absl::Status s = GetInt(j, "prompt_logprobs", 0, std::numeric_limits<int32_t>::max(), &prompt); !s.ok()) return s;
+  if (prompt.has_value()) {
+    out->prompt_logprobs_field = true;
+    r.prompt_logprobs = std::max<int64_t>(r.prompt_logprobs, *prompt);
   }
   return absl::OkStatus();
 }
@@ -255,7 +286,17 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
   } else {
     out.model = served_model;
   }
-  if (absl::Status s = RefuseUnsupported(j); !s.ok()) return s;
+  if (absl::Status s = CheckOpenAiFields(j, endpoint); !s.ok()) return s;
+  if (auto it = j.find("best_of"); it != j.end() && !it->is_null() && *it != 1) {
+    return Bad("best_of", "only 1 is supported (ask for n samples instead)");
+  }
+  if (absl::Status s = ParseLogprobs(j, endpoint, &out); !s.ok()) return s;
+  if (absl::Status s = ParseLogitBias(j, &r); !s.ok()) return s;
+  if (absl::Status s = GetBool(j, "return_tokens_as_token_ids", &out.tokens_as_ids); !s.ok()) return s;
+  if (auto it = j.find("user"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) return Bad("user", "must be a string");
+    out.user = it->get<std::string>();  // logged with the request; bounded by the body limit
+  }
   absl::StatusOr<std::optional<SentInt>> n = ReadInt(j, "n");
   if (!n.ok()) return n.status();
   if (n->has_value() && (*n)->value != 1) {
@@ -285,16 +326,16 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
     if (!(*max_tokens)->text.empty()) r.oversized_ints["max_tokens"] = (*max_tokens)->text;
   }
 
-  if (absl::Status s = GetNumber(j, "temperature", 0, 2, &r.sampling.temperature); !s.ok()) return s;
-  if (absl::Status s = GetNumber(j, "top_p", 0, 1, &r.sampling.top_p); !s.ok()) return s;
-  if (absl::Status s = GetNumber(j, "min_p", 0, 1, &r.sampling.min_p); !s.ok()) return s;
+  if (absl::Status s = GetOptionalNumber(j, "temperature", 0, 2, &r.temperature); !s.ok()) return s;
+  if (absl::Status s = GetOptionalNumber(j, "top_p", 0, 1, &r.top_p); !s.ok()) return s;
+  if (absl::Status s = GetOptionalNumber(j, "min_p", 0, 1, &r.min_p); !s.ok()) return s;
   if (absl::Status s = GetNumber(j, "presence_penalty", -2, 2, &r.sampling.presence_penalty); !s.ok()) return s;
   if (absl::Status s = GetNumber(j, "frequency_penalty", -2, 2, &r.sampling.frequency_penalty); !s.ok()) return s;
-  if (absl::Status s = GetNumber(j, "repetition_penalty", 0, 10, &r.sampling.repetition_penalty); !s.ok()) return s;
+  if (absl::Status s = GetOptionalNumber(j, "repetition_penalty", 0, 10, &r.repetition_penalty); !s.ok()) return s;
   std::optional<int64_t> top_k, budget, time_limit;
   // -1 is "off", as in vLLM; any larger k is valid (past the vocabulary, off).
   if (absl::Status s = GetInt(j, "top_k", -1, std::numeric_limits<int32_t>::max(), &top_k); !s.ok()) return s;
-  if (top_k.has_value()) r.sampling.top_k = *top_k < 0 ? 0 : static_cast<int32_t>(*top_k);  // -1: off (vLLM)
+  if (top_k.has_value()) r.top_k = *top_k < 0 ? 0 : static_cast<int32_t>(*top_k);  // -1: off (vLLM)
   if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
     absl::StatusOr<std::optional<SentInt>> v = ReadInt(j, "seed");  // names a non-integer
     if (!v.ok()) return v.status();
@@ -312,6 +353,12 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
     r.stop_token_ids = std::move(*ids);
   }
   if (absl::Status s = GetBool(j, "ignore_eos", &r.ignore_eos); !s.ok()) return s;
+  if (absl::Status s = GetBool(j, "skip_special_tokens", &r.skip_special_tokens); !s.ok()) return s;
+  if (absl::Status s = GetBool(j, "include_stop_str_in_output", &r.include_stop_str_in_output); !s.ok()) return s;
+  std::optional<int64_t> min_tokens;
+  if (absl::Status s = GetServerChecked(j, "min_tokens", &r, &min_tokens); !s.ok()) return s;
+  r.min_tokens = min_tokens.value_or(0);
+  if (absl::Status s = GetBool(j, "add_generation_prompt", &r.add_generation_prompt); !s.ok()) return s;
   if (absl::Status s = GetInt(j, "time_limit_ms", 0, std::numeric_limits<uint32_t>::max(), &time_limit); !s.ok()) {
     return s;
   }
@@ -337,11 +384,18 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) return Bad("stream_options", "must be an object");
     if (!out.stream) return Bad("stream_options", "is only allowed with stream: true");
+    for (const auto& [key, value] : it->items()) {
+      if (key != "include_usage" && key != "continuous_usage_stats") {
+        return Bad("stream_options." + key, "unrecognized (include_usage and continuous_usage_stats are)");
+      }
+    }
     if (absl::Status s = GetBool(*it, "include_usage", &out.include_usage); !s.ok()) {
       return Bad("stream_options.include_usage", "must be true or false");
     }
+    if (absl::Status s = GetBool(*it, "continuous_usage_stats", &out.continuous_usage); !s.ok()) {
+      return Bad("stream_options.continuous_usage_stats", "must be true or false");
+    }
   }
-  // `user` (an end-user id) and other unknown fields are ignored, as OpenAI does.
   return out;
 }
 

@@ -9,16 +9,22 @@
 // reports them with the value as sent; this layer checks only types and the
 // ranges of the fields it fills.
 //
-// Supported: model, prompt (a string, or a list of one string or of token
-// ids) / messages (content as a string or a list of text parts),
-// max_tokens / max_completion_tokens, temperature, top_p, seed, stop (string
-// or list), n (1 only), presence_penalty, frequency_penalty, stream,
-// stream_options.include_usage; extensions top_k, min_p,
-// repetition_penalty, ignore_eos, stop_token_ids, kv_policy, kv_budget,
+// Which fields each endpoint takes is server/openai_fields.h's list (an
+// unknown field, or one of the other endpoint, is refused). Honoured:
+// model, prompt (a string, or a list of one string or of token ids) /
+// messages (content as a string or a list of text parts), max_tokens /
+// max_completion_tokens, temperature, top_p, seed, stop (string or list),
+// n (1 only), presence_penalty, frequency_penalty, logit_bias, logprobs
+// (completions: the count; chat: with top_logprobs), echo (completions),
+// user (logged), stream, stream_options.include_usage and vLLM's
+// continuous_usage_stats; vLLM's extensions top_k, min_p,
+// repetition_penalty, min_tokens, ignore_eos, stop_token_ids,
+// skip_special_tokens, include_stop_str_in_output, prompt_logprobs,
+// return_tokens_as_token_ids, add_generation_prompt,
+// chat_template_kwargs; this server's kv_policy, kv_budget,
 // time_limit_ms, request_id (the response's id instead of a generated one,
-// as in the gRPC API); for reasoning models chat_template_kwargs (vLLM's),
-// max_reasoning_tokens and messages[].reasoning_content. Refused with a clear error: n > 1, best_of > 1,
-// logprobs, echo, suffix, tools / tool_choice, a non-text response_format.
+// as in the gRPC API), max_reasoning_tokens and messages[].reasoning_content.
+// Sampling fields left out take the server's defaults (ServeLimits::defaults).
 #ifndef BEACON_SERVER_OPENAI_REQUEST_H_
 #define BEACON_SERVER_OPENAI_REQUEST_H_
 
@@ -27,17 +33,21 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "server/json_limits.h"
+#include "server/openai_fields.h"
 #include "server/serve_request.h"
 
 namespace beacon {
-
-enum class OpenAiEndpoint { kCompletions, kChatCompletions };
 
 struct OpenAiRequest {
   ServeRequest serve;
   std::string model;  // as the client named it (the served name when absent)
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;          // stream_options.include_usage
+  bool continuous_usage = false;       // stream_options.continuous_usage_stats (vLLM's): usage in every chunk
+  bool echo = false;                   // completions: the prompt's text (and logprobs) before the completion
+  bool prompt_logprobs_field = false;  // vLLM's prompt_logprobs was sent: report it in that field
+  bool tokens_as_ids = false;          // vLLM's return_tokens_as_token_ids (logprobs name ids)
+  std::string user;                    // the end user's id, logged
 };
 
 // Parses a request body. `served_model` is the id this server answers to.

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "engine/finish_reason.h"
+#include "engine/logprobs.h"
 #include "engine/reasoning.h"
 #include "kv/kv_policy.h"
 
@@ -52,8 +53,14 @@ class RequestSink {
   // New tokens and the text they completed (may be empty while a UTF-8
   // character or a possible stop string is held back), and which part that
   // text belongs to: the model's reasoning or its answer. One call never
-  // mixes parts.
-  virtual void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part) = 0;
+  // mixes parts. `logprobs`: with the request's logprobs, one per id
+  // (engine/logprobs.h), else empty.
+  virtual void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
+                        std::span<const PositionLogprobs> logprobs) = 0;
+  // With the request's prompt_logprobs: once, before the first OnTokens, the
+  // prompt's token ids and the log probabilities of every one but the first
+  // (logprobs[i] is prompt[i + 1]'s).
+  virtual void OnPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs) {}
   // Exactly once, last, for every request the engine accepted.
   virtual void OnFinish(const StreamFinal& final) = 0;
   // Instead of the above when the request is refused before it runs

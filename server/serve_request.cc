@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/tokenizer/unicode.h"
 #include "kv/sequence_compressor.h"
 
 namespace beacon {
@@ -173,6 +174,16 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
     return Invalid("stop_token_ids",
                    absl::StrCat("has ", r.stop_token_ids.size(), " ids; at most ", limits.max_stop_token_ids));
   }
+  if (static_cast<int64_t>(r.sampling.logit_bias.size()) > limits.max_logit_bias) {
+    return Invalid("logit_bias",
+                   absl::StrCat("has ", r.sampling.logit_bias.size(), " entries; at most ", limits.max_logit_bias));
+  }
+  for (const auto& [field, n] : {std::pair{"logprobs", r.logprobs}, std::pair{"prompt_logprobs", r.prompt_logprobs}}) {
+    if (n < -1 || n > limits.max_logprobs) {
+      return Invalid(field, absl::StrCat(Shown(r, field, n), " is outside [0, ", limits.max_logprobs,
+                                         "] (the most alternatives this server reports)"));
+    }
+  }
 
   std::string rendered;  // a chat's prompt text, which the reasoning split reads too
   absl::StatusOr<std::vector<int32_t>> prompt = TokenizeChecked(r, tokenizer, limits, &rendered);
@@ -193,6 +204,10 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   // Generation ends with `length` when the context fills; the footprint
   // never counts past it.
   const int32_t max_tokens = std::min(static_cast<int32_t>(requested), limits.context_length - n_prompt);
+  if (r.min_tokens < 0 || r.min_tokens > requested) {
+    return Invalid("min_tokens",
+                   absl::StrCat(Shown(r, "min_tokens", r.min_tokens), " is outside [0, max_tokens = ", requested, "]"));
+  }
 
   for (size_t i = 0; i < r.stop.size(); ++i) {
     const std::string field = absl::StrCat("stop[", i, "]");
@@ -219,10 +234,23 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   if (!kv.ok()) return kv.status();
 
   p.options.sampling = r.sampling;
+  p.options.sampling.temperature = r.temperature.value_or(limits.defaults.temperature);
+  p.options.sampling.top_p = r.top_p.value_or(limits.defaults.top_p);
+  p.options.sampling.top_k = r.top_k.value_or(limits.defaults.top_k);
+  p.options.sampling.min_p = r.min_p.value_or(limits.defaults.min_p);
+  p.options.sampling.repetition_penalty = r.repetition_penalty.value_or(limits.defaults.repetition_penalty);
   p.options.max_tokens = max_tokens;
+  // The context may cut generation short of min_tokens: it ends at the
+  // context's end (length) either way.
+  p.options.min_tokens = static_cast<int32_t>(std::min<int64_t>(r.min_tokens, max_tokens));
   p.options.ignore_eos = r.ignore_eos;
   p.options.stop = r.stop;
   p.options.stop_token_ids = r.stop_token_ids;
+  p.options.include_stop_str_in_output = r.include_stop_str_in_output;
+  p.options.skip_special_tokens = r.skip_special_tokens;
+  p.options.logprobs = static_cast<int32_t>(r.logprobs);
+  p.options.prompt_logprobs = static_cast<int32_t>(r.prompt_logprobs);
+  p.options.logprobs_mode = limits.logprobs_mode;
   p.options.kv = *kv;
   absl::StatusOr<ReasoningOptions> reasoning = ResolveReasoning(r, tokenizer, limits, rendered);
   if (!reasoning.ok()) return reasoning.status();
@@ -238,6 +266,17 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
     p.deadline = std::min(p.deadline, r.arrival + std::chrono::milliseconds(r.time_limit_ms));
   }
   return p;
+}
+
+absl::StatusOr<std::string> DetokenizeIds(std::span<const int32_t> ids, const Tokenizer& tokenizer,
+                                          bool skip_special_tokens, std::string_view field) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= tokenizer.vocab_size()) {
+      return Invalid(absl::StrCat(std::string(field), "[", i, "]"),
+                     absl::StrCat(ids[i], " is outside the vocabulary [0, ", tokenizer.vocab_size(), ")"));
+    }
+  }
+  return SanitizeUtf8(tokenizer.Decode(std::vector<int32_t>(ids.begin(), ids.end()), !skip_special_tokens));
 }
 
 }  // namespace beacon

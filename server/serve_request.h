@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,16 @@ struct ServeRequest {
   jinja::Json chat_template_kwargs;
   std::vector<int32_t> token_ids;  // kTokens
 
+  // Penalties, seed and logit_bias. Its temperature, top_p, top_k, min_p
+  // and repetition_penalty are not read: those five are the optionals below.
   SamplingParams sampling;
+  // Absent: the server's default (ServeLimits::defaults: the model's
+  // generation config, else OpenAI's documented values).
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<int32_t> top_k;  // 0: off
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
   // 0: the server's default. 64-bit so that a value past the server's limit
   // reaches PrepareRequest's range check as sent (HTTP's JSON has no 32-bit
   // bound); the same for kv_budget.
@@ -47,6 +57,14 @@ struct ServeRequest {
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
   bool ignore_eos = false;
+  int64_t min_tokens = 0;  // GenerationOptions::min_tokens; at most max_tokens
+  bool include_stop_str_in_output = false;
+  bool skip_special_tokens = true;
+  // Log probabilities: -1 none, else the alternatives per position
+  // (GenerationOptions::logprobs / prompt_logprobs; at most
+  // ServeLimits::max_logprobs).
+  int64_t logprobs = -1;
+  int64_t prompt_logprobs = -1;
   uint32_t time_limit_ms = 0;  // 0: none
   // kChat on a reasoning model: close the think block after this many
   // tokens (ReasoningOptions::max_reasoning_tokens); absent or 0: no limit.
@@ -64,6 +82,17 @@ struct ServeRequest {
   SchedClock::time_point deadline = SchedClock::time_point::max();
 };
 
+// The sampling a request gets for the fields it leaves out.
+struct DefaultSampling {
+  float temperature = 1.0f;  // OpenAI's documented default
+  float top_p = 1.0f;
+  int32_t top_k = 0;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  // "openai", or the generation config that set them (server/generation_config.h).
+  std::string source = "openai";
+};
+
 // What an operator allows (beacon-serve flags).
 struct ServeLimits {
   int32_t context_length = 0;  // the model's
@@ -76,8 +105,12 @@ struct ServeLimits {
   // ids are bounded by the context length.
   int32_t max_request_id_bytes = 256;  // printable UTF-8 only: it is echoed and logged
   int32_t max_stop_token_ids = 64;
-  int32_t max_messages = 4096;  // chat messages, checked before the template renders
-  KvPolicyOptions kv_default;   // --kv-policy and its settings
+  int32_t max_messages = 4096;                      // chat messages, checked before the template renders
+  int32_t max_logit_bias = 1024;                    // logit_bias entries
+  int32_t max_logprobs = kMaxTopLogprobs;           // alternatives per position (--max-logprobs)
+  LogprobsMode logprobs_mode = LogprobsMode::kRaw;  // --logprobs-mode
+  DefaultSampling defaults;                         // --generation-config
+  KvPolicyOptions kv_default;                       // --kv-policy and its settings
   KvPolicyLimits kv_limits;
   // --reasoning-parser, resolved for the model: chat requests have their
   // reasoning split from the answer (engine/reasoning.h).
@@ -113,6 +146,12 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, cons
 // Of `limits` only max_messages is read (the Tokenize RPC has no other).
 absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, const Tokenizer& tokenizer,
                                                    const ServeLimits& limits = ServeLimits());
+
+// The text of token ids (Detokenize, /detokenize): special tokens' text
+// left out when `skip_special_tokens`, a cut UTF-8 character as U+FFFD.
+// INVALID_ARGUMENT naming `field`[i] for an id outside the vocabulary.
+absl::StatusOr<std::string> DetokenizeIds(std::span<const int32_t> ids, const Tokenizer& tokenizer,
+                                          bool skip_special_tokens, std::string_view field);
 
 }  // namespace beacon
 

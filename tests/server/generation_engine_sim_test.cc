@@ -19,7 +19,7 @@ namespace {
 
 class NullSink : public RequestSink {
  public:
-  void OnTokens(std::span<const int32_t>, std::string_view, TextPart) override {}
+  void OnTokens(std::span<const int32_t>, std::string_view, TextPart, std::span<const PositionLogprobs>) override {}
   void OnFinish(const StreamFinal&) override {}
   void OnRejected(const absl::Status&) override {}
 };

@@ -79,7 +79,7 @@ TEST(OpenAiRequestTest, OwnRangesShowTheSentValue) {
   ExpectInvalid(Completion(R"(, "seed": 18446744073709551616)"), "seed: 18446744073709551616 is outside");
   absl::StatusOr<OpenAiRequest> r = Completion(R"(, "top_k": 100000000, "seed": 18446744073709551615)");
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->serve.sampling.top_k, 100000000);
+  EXPECT_EQ(r->serve.top_k, 100000000);
   EXPECT_EQ(r->serve.sampling.seed, 18446744073709551615ull);
 }
 
@@ -178,7 +178,7 @@ TEST(OpenAiRequestTest, ChatTemplateKwargsAreAnObjectOnTheChatEndpointOnly) {
   ExpectInvalid(ChatBody(R"(, "chat_template_kwargs": "enable_thinking")"), "chat_template_kwargs: must be an object");
   ExpectInvalid(ChatBody(R"(, "chat_template_kwargs": false)"), "chat_template_kwargs: must be an object");
   ExpectInvalid(Completion(R"(, "chat_template_kwargs": {"enable_thinking": false})"),
-                "chat_template_kwargs: is for chat completions only");
+                "chat_template_kwargs: is a /v1/chat/completions field, not one of /v1/completions");
   // null on the completions endpoint is no value at all.
   r = Completion(R"(, "chat_template_kwargs": null)");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -220,10 +220,8 @@ TEST(OpenAiRequestTest, MaxReasoningTokensPassesThroughAsSent) {
   ExpectInvalid(ChatBody(R"(, "max_reasoning_tokens": 1.5)"), "max_reasoning_tokens: must be an integer");
   ExpectInvalid(ChatBody(R"(, "max_reasoning_tokens": "10")"), "max_reasoning_tokens: must be an integer");
   ExpectInvalid(ChatBody(R"(, "max_reasoning_tokens": true)"), "max_reasoning_tokens: must be an integer");
-  // On completions it is parsed too; PrepareRequest refuses it for text.
-  r = Completion(R"(, "max_reasoning_tokens": 3)");
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->serve.max_reasoning_tokens, int64_t{3});
+  // A chat field: the completions endpoint refuses it by name.
+  ExpectInvalid(Completion(R"(, "max_reasoning_tokens": 3)"), "max_reasoning_tokens: is a /v1/chat/completions field");
 }
 
 TEST(OpenAiRequestTest, ReasoningContentIsAStringOrNull) {
@@ -284,8 +282,10 @@ TEST(OpenAiRequestTest, ReasoningFieldsReachPrepareRequest) {
             "max_reasoning_tokens: -1 is outside [0, 2147483647] (0 = no limit)");
   EXPECT_EQ(std::string(prepare(R"(, "chat_template_kwargs": {"bos_token": "x"})").status().message()),
             "chat_template_kwargs: 'bos_token' is set by the server from the request; it cannot be passed here");
-  absl::StatusOr<OpenAiRequest> text = Completion(R"(, "max_reasoning_tokens": 3)");
+  // Text input with the limit (gRPC can send one): PrepareRequest refuses it.
+  absl::StatusOr<OpenAiRequest> text = Completion("");
   ASSERT_TRUE(text.ok()) << text.status();
+  text->serve.max_reasoning_tokens = 3;
   EXPECT_EQ(std::string(PrepareRequest(text->serve, *(*rt)->tokenizer(), limits).status().message()),
             "max_reasoning_tokens: applies to chat input only");
 }

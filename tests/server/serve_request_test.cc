@@ -139,10 +139,10 @@ TEST_F(PrepareRequestTest, BadInputsNameTheField) {
   r.stop_token_ids = {-1};
   ExpectInvalid(r, "stop_token_ids");
   r = Text("hi");
-  r.sampling.temperature = -0.5f;
+  r.temperature = -0.5f;
   ExpectInvalid(r, "temperature");
   r = Text("hi");
-  r.sampling.top_p = 1.5f;
+  r.top_p = 1.5f;
   ExpectInvalid(r, "top_p");
   r = Text("hi");
   r.kv_policy = "lru";

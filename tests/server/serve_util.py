@@ -113,6 +113,9 @@ class Server:
 
 
 def chat_request(text, max_tokens=24, **kw):
+    """A one-message chat request; greedy (temperature 0) unless `sampling` is given, since
+    a request without a temperature samples at the server's default (1.0)."""
+    kw.setdefault("sampling", pb.SamplingParams(temperature=0))
     stopping = pb.StoppingCriteria(max_tokens=max_tokens, ignore_eos=kw.pop("ignore_eos", False),
                                    stop=kw.pop("stop", []), time_limit_ms=kw.pop("time_limit_ms", 0))
     kv = kw.pop("kv", None)

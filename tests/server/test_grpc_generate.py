@@ -90,7 +90,8 @@ def test_stop_strings_and_token_input(srv):
                                                                                          content=PROMPTS[3])])))
     assert len(tok.ids) == len(tok.pieces) > 5
     by_ids, _, _ = collect(srv.stub.Generate(pb.GenerateRequest(
-        tokens=pb.TokenIds(ids=tok.ids), stopping=pb.StoppingCriteria(max_tokens=48, ignore_eos=True))))
+        tokens=pb.TokenIds(ids=tok.ids), stopping=pb.StoppingCriteria(max_tokens=48, ignore_eos=True),
+        sampling=pb.SamplingParams(temperature=0))))
     assert by_ids == ids
     # Seeded sampling is reproducible.
     samp = pb.SamplingParams(temperature=0.9, top_p=0.95, seed=1234)

@@ -34,15 +34,15 @@ def test_models_and_chat(srv):
     # The same request over gRPC gives the same text (one engine, one validation path).
     _, text, _ = collect(srv.stub.Generate(pb.GenerateRequest(
         chat=pb.ChatInput(messages=[pb.ChatMessage(role="user", content=MSG[0]["content"])]),
-        stopping=pb.StoppingCriteria(max_tokens=24))))
+        stopping=pb.StoppingCriteria(max_tokens=24), sampling=pb.SamplingParams(temperature=0))))
     assert text == ch.message.content, (text, ch.message.content)
 
 
 def test_streaming(srv):
     c = client(srv)
-    whole = c.chat.completions.create(model="default", messages=MSG, max_tokens=20,
+    whole = c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=20,
                                       extra_body={"ignore_eos": True}).choices[0].message.content
-    chunks = list(c.chat.completions.create(model="default", messages=MSG, max_tokens=20, stream=True,
+    chunks = list(c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=20, stream=True,
                                             stream_options={"include_usage": True},
                                             extra_body={"ignore_eos": True}))
     assert chunks[0].choices[0].delta.role == "assistant"
@@ -52,22 +52,22 @@ def test_streaming(srv):
     assert len(finals) == 1 and finals[0].choices[0].finish_reason == "length"
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 20
     # Completions, streamed and not.
-    plain = c.completions.create(model="default", prompt="The sky is", max_tokens=8, extra_body={"ignore_eos": True})
+    plain = c.completions.create(model="default", temperature=0, prompt="The sky is", max_tokens=8, extra_body={"ignore_eos": True})
     assert plain.object == "text_completion" and plain.usage.completion_tokens == 8
     streamed = "".join(ch.choices[0].text for ch in c.completions.create(
-        model="default", prompt="The sky is", max_tokens=8, stream=True, extra_body={"ignore_eos": True}))
+        model="default", temperature=0, prompt="The sky is", max_tokens=8, stream=True, extra_body={"ignore_eos": True}))
     assert streamed == plain.choices[0].text
     # Token-id prompts.
-    ids = c.completions.create(model="default", prompt=[504, 7273, 314], max_tokens=4)
+    ids = c.completions.create(model="default", temperature=0, prompt=[504, 7273, 314], max_tokens=4)
     assert ids.usage.prompt_tokens == 3
 
 
 def test_stop_seed_extensions(srv):
     c = client(srv)
-    base = c.completions.create(model="default", prompt="Count: one, two, three,", max_tokens=24,
+    base = c.completions.create(model="default", temperature=0, prompt="Count: one, two, three,", max_tokens=24,
                                 extra_body={"ignore_eos": True}).choices[0].text
     stop = base[6:10]
-    r = c.completions.create(model="default", prompt="Count: one, two, three,", max_tokens=24, stop=[stop],
+    r = c.completions.create(model="default", temperature=0, prompt="Count: one, two, three,", max_tokens=24, stop=[stop],
                              extra_body={"ignore_eos": True})
     assert r.choices[0].finish_reason == "stop" and stop not in r.choices[0].text
     assert base.startswith(r.choices[0].text)
@@ -75,7 +75,7 @@ def test_stop_seed_extensions(srv):
     a = c.chat.completions.create(**kw).choices[0].message.content
     b = c.chat.completions.create(**kw).choices[0].message.content
     assert a == b
-    r = c.chat.completions.create(model="default", messages=MSG, max_tokens=64, max_completion_tokens=40,
+    r = c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=64, max_completion_tokens=40,
                                   extra_body={"ignore_eos": True, "kv_policy": "beacon", "kv_budget": 32,
                                               "top_k": 5, "min_p": 0.05})
     assert r.usage.completion_tokens == 40  # max_completion_tokens wins
@@ -87,7 +87,12 @@ def test_errors(srv):
         (dict(messages=MSG, temperature=5), "temperature"),
         (dict(messages=MSG, max_tokens=0), "max_tokens"),
         (dict(messages=MSG, n=2), "n"),
-        (dict(messages=MSG, logprobs=True), "logprobs"),
+        (dict(messages=MSG, logprobs=True, top_logprobs=21), "logprobs"),
+        (dict(messages=MSG, tools=[{"type": "function", "function": {"name": "f"}}]), "tools"),
+        (dict(messages=MSG, extra_body={"temprature": 0.5}), "temprature"),
+        (dict(messages=MSG, extra_body={"echo": True}), "echo"),
+        (dict(messages=MSG, logit_bias={"49152": 1}), "logit_bias"),
+        (dict(messages=MSG, extra_body={"min_tokens": 30}, max_tokens=10), "min_tokens"),
         (dict(messages=[{"role": "robot", "content": "hi"}]), "messages[0].role"),
         (dict(messages=[]), "messages"),
         (dict(messages=MSG, stop=[""]), "stop[0]"),
@@ -102,8 +107,10 @@ def test_errors(srv):
         except openai.BadRequestError as e:
             assert e.status_code == 400 and field in e.message, (field, e.message)
             assert e.body["type"] == "invalid_request_error"
+            # OpenAI's `param`: the field the message names.
+            assert e.body["param"] is not None and e.body["param"].startswith(field.split("[")[0]), e.body
     try:
-        c.completions.create(model="default", prompt=[1, 2, 10 ** 6])
+        c.completions.create(model="default", temperature=0, prompt=[1, 2, 10 ** 6])
         raise AssertionError("accepted an out-of-vocabulary token id")
     except openai.BadRequestError as e:
         assert "tokens[2]" in e.message
@@ -158,21 +165,21 @@ def test_queue_full_and_auth():
     with Server("--max-running", "1", "--max-waiting", "1", "--api-key", "k3y") as srv:
         c = client(srv, "k3y")
         try:
-            client(srv, "wrong").chat.completions.create(model="default", messages=MSG, max_tokens=2)
+            client(srv, "wrong").chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=2)
             raise AssertionError("accepted a wrong key")
         except openai.AuthenticationError as e:
             assert e.status_code == 401
-        stream = c.chat.completions.create(model="default", messages=MSG, max_tokens=500, stream=True,
+        stream = c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=500, stream=True,
                                            extra_body={"ignore_eos": True})
         next(iter(stream))
-        waiting = threading.Thread(target=lambda: c.chat.completions.create(model="default", messages=MSG,
+        waiting = threading.Thread(target=lambda: c.chat.completions.create(model="default", temperature=0, messages=MSG,
                                                                             max_tokens=2))
         waiting.start()
         auth = {"Authorization": "Bearer k3y"}
         while srv.http("/v1/engine/stats", headers=auth)[1]["waiting"] < 1:
             time.sleep(0.01)
         try:
-            c.chat.completions.create(model="default", messages=MSG, max_tokens=2)
+            c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=2)
             raise AssertionError("accepted with a full queue")
         except openai.RateLimitError as e:
             assert e.status_code == 429 and "queue is full" in e.message
@@ -187,7 +194,7 @@ def test_draining_503():
         done = {}
 
         def long_one():
-            done["r"] = c.chat.completions.create(model="default", messages=MSG, max_tokens=80,
+            done["r"] = c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=80,
                                                   extra_body={"ignore_eos": True})
 
         t = threading.Thread(target=long_one)
@@ -198,7 +205,7 @@ def test_draining_503():
         while srv.http("/ready")[0] != 503:
             time.sleep(0.01)
         try:
-            c.chat.completions.create(model="default", messages=MSG, max_tokens=2)
+            c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=2)
             raise AssertionError("accepted while draining")
         except openai.APIStatusError as e:
             assert e.status_code == 503 and "draining" in e.message

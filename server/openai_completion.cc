@@ -1,0 +1,431 @@
+#include "server/openai_completion.h"
+
+#include <ctime>
+#include <deque>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/tokenizer/unicode.h"
+#include "nlohmann/json.hpp"
+#include "server/openai_logprobs.h"
+#include "util/log.h"
+#include "util/mutex.h"
+
+namespace beacon {
+namespace {
+
+using nlohmann::json;
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string ErrorType(int status) {
+  switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 415: return "invalid_request_error";
+    case 429: return "rate_limit_error";
+    case 503: return "service_unavailable";
+    default: return "server_error";
+  }
+}
+
+// The field an error message names: its text before ": ", when that is a
+// field path (letters, digits, _, ., [ ], quotes).
+std::string ParamOf(const std::string& message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos || colon == 0) return "";
+  const std::string head = message.substr(0, colon);
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(head[0])) && head[0] != '_') return "";
+  for (char c : head) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '[' && c != ']' &&
+        c != '"') {
+      return "";
+    }
+  }
+  return head;
+}
+
+// OpenAI's finish reasons: time limits read as `length` (a limit was hit),
+// cancellation as `abort` (vLLM's word for it).
+const char* OpenAiFinish(FinishReason f) {
+  switch (f) {
+    case FinishReason::kNone:  // never in a final record
+    case FinishReason::kStop:
+    case FinishReason::kEos:
+    case FinishReason::kStopSequence: return "stop";
+    case FinishReason::kLength:
+    case FinishReason::kTimeLimit: return "length";
+    case FinishReason::kCancelled: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "stop";
+}
+
+// `reasoning`: the server splits reasoning, so usage says how much was
+// (OpenAI's completion_tokens_details.reasoning_tokens).
+json Usage(int32_t prompt_tokens, int32_t completion_tokens, bool reasoning, int32_t reasoning_tokens) {
+  json u = {{"prompt_tokens", prompt_tokens},
+            {"completion_tokens", completion_tokens},
+            {"total_tokens", prompt_tokens + completion_tokens}};
+  if (reasoning) u["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
+  return u;
+}
+
+// Hands the engine thread's events to the HTTP handler thread, which waits.
+class HttpSink : public RequestSink {
+ public:
+  struct Event {
+    enum Kind { kTokens, kPrompt, kFinal, kRejected, kWake } kind = kWake;
+    std::string text;
+    TextPart part = TextPart::kAnswer;
+    std::vector<int32_t> ids;  // kTokens: the tokens; kPrompt: the prompt
+    std::vector<PositionLogprobs> logprobs;
+    StreamFinal final;
+    absl::Status status;
+  };
+
+  void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
+                std::span<const PositionLogprobs> logprobs) override {
+    Event e;
+    e.kind = Event::kTokens;
+    e.text = std::string(text);
+    e.part = part;
+    e.ids.assign(ids.begin(), ids.end());
+    e.logprobs.assign(logprobs.begin(), logprobs.end());
+    Push(std::move(e));
+  }
+  void OnPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs) override {
+    Event e;
+    e.kind = Event::kPrompt;
+    e.ids.assign(prompt.begin(), prompt.end());
+    e.logprobs.assign(logprobs.begin(), logprobs.end());
+    Push(std::move(e));
+  }
+  void OnFinish(const StreamFinal& f) override {
+    Event e;
+    e.kind = Event::kFinal;
+    e.final = f;
+    Push(std::move(e));
+  }
+  void OnRejected(const absl::Status& s) override {
+    Event e;
+    e.kind = Event::kRejected;
+    e.status = s;
+    Push(std::move(e));
+  }
+  void Wake() { Push(Event{}); }
+
+  // Blocks until an event arrives.
+  Event Next() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    while (events_.empty()) cv_.Wait(&mu_);
+    Event e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+
+ private:
+  void Push(Event e) ABSL_LOCKS_EXCLUDED(mu_) {
+    {
+      MutexLock lock(&mu_);
+      events_.push_back(std::move(e));
+    }
+    cv_.Signal();
+  }
+  Mutex mu_;
+  CondVar cv_;  // signalled (outside mu_) for each event pushed
+  std::deque<Event> events_ ABSL_GUARDED_BY(mu_);
+};
+
+// OpenAI's `user` (an end-user id) as logged: valid UTF-8, at most 128
+// bytes, control characters as '?' (it is the client's text).
+std::string LoggableUser(const std::string& user) {
+  std::string u = SanitizeUtf8(std::string_view(user).substr(0, 128));
+  for (char& c : u) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return u;
+}
+
+}  // namespace
+
+HttpResponse OpenAiError(int http_status, const std::string& message, const std::string& param) {
+  const json body = {{"error",
+                      {{"message", message},
+                       {"type", ErrorType(http_status)},
+                       {"param", param.empty() ? json(nullptr) : json(param)},
+                       {"code", http_status}}}};
+  return HttpResponse{http_status, "application/json", {}, Dump(body)};
+}
+
+HttpResponse OpenAiError(const absl::Status& s) {
+  return OpenAiError(HttpStatusFor(s.code()), std::string(s.message()), ParamOf(std::string(s.message())));
+}
+
+// A JSON body must say so (the header has the contract). Browsers send cross-origin POSTs of form and
+// text types without asking the server first (no CORS preflight), so
+// accepting any type would let a web page drive a server on localhost;
+// application/json always needs the preflight, which this server never
+// grants. Parameters (charset) are allowed; the media type is compared
+// case-insensitively (RFC 9110).
+absl::Status CheckJsonContentType(const HttpRequest& req) {
+  const std::string sent(req.header("Content-Type"));
+  std::string media = sent.substr(0, sent.find(';'));
+  const size_t first = media.find_first_not_of(" \t");
+  media = first == std::string::npos ? "" : media.substr(first, media.find_last_not_of(" \t") + 1 - first);
+  if (absl::AsciiStrToLower(media) == "application/json") return absl::OkStatus();
+  if (sent.empty()) return absl::InvalidArgumentError("Content-Type must be application/json (none was sent)");
+  // Shown as printable ASCII, cut short: header values may be kilobytes
+  // long and hold any byte, and the error body must stay valid UTF-8.
+  constexpr size_t kShown = 100;
+  std::string shown = sent.substr(0, kShown);
+  for (char& c : shown) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("Content-Type must be application/json (got '", shown, sent.size() > kShown ? "...'" : "'", ")"));
+}
+
+struct CompletionHandler::Context {
+  std::string id;
+  std::string model;
+  int64_t created = 0;
+  bool chat = false;
+  bool reasoning = false;      // chat on a reasoning model: reasoning_content is split out
+  bool logprobs = false;       // the request asked for logprobs
+  bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids
+  bool echo = false;           // completions: the prompt's text first
+  std::string echo_text;
+  bool prompt_logprobs_field = false;  // vLLM's prompt_logprobs field
+  bool include_usage = false;
+  bool continuous_usage = false;
+  int32_t prompt_tokens = 0;
+};
+
+// The output of one request as it builds up: text by part, logprobs, the
+// prompt's logprobs; turned into a whole body or into stream chunks.
+class CompletionHandler::Output {
+ public:
+  Output(const Context& c, const Tokenizer* tokenizer)
+      : c_(c), tokenizer_(tokenizer), completion_lp_(tokenizer, c.tokens_as_ids) {}
+
+  void Prompt(const HttpSink::Event& e) {
+    prompt_ids_ = e.ids;
+    prompt_lp_ = e.logprobs;
+    if (c_.echo && c_.logprobs) completion_lp_.AddPrompt(prompt_ids_, prompt_lp_);
+  }
+
+  json Envelope(bool chunk) const {
+    return {{"id", c_.id},
+            {"object", c_.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+            {"created", c_.created},
+            {"model", c_.model}};
+  }
+
+  // The logprobs of `positions` in the endpoint's shape (null without).
+  json Logprobs(std::span<const PositionLogprobs> positions) {
+    if (!c_.logprobs) return nullptr;
+    if (c_.chat) return {{"content", ChatLogprobs(positions, *tokenizer_, c_.tokens_as_ids)}};
+    completion_lp_.Add(positions);
+    return completion_lp_.Take();
+  }
+
+  json PromptLogprobs() const { return PromptLogprobsJson(prompt_ids_, prompt_lp_, *tokenizer_); }
+
+  // A stream chunk's choice for `text` of `part` (finish null while running).
+  json ChunkChoice(const std::string& text, TextPart part, std::span<const PositionLogprobs> lp, const char* finish) {
+    json choice = {{"index", 0}, {"finish_reason", finish != nullptr ? json(finish) : json(nullptr)}};
+    if (c_.chat) {
+      const char* field = part == TextPart::kReasoning ? "reasoning_content" : "content";
+      choice["delta"] = text.empty() && finish != nullptr ? json::object() : json{{field, text}};
+    } else {
+      choice["text"] = text;
+    }
+    choice["logprobs"] = lp.empty() && finish != nullptr ? json(nullptr) : Logprobs(lp);
+    return choice;
+  }
+
+  // The whole body's choice.
+  json WholeChoice(const std::string& text, const std::string& reasoning, std::span<const PositionLogprobs> lp,
+                   const char* finish) {
+    json choice = {{"index", 0}, {"finish_reason", finish}};
+    if (c_.chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", text}};
+      // vLLM's field: null when the model wrote no reasoning.
+      if (c_.reasoning) choice["message"]["reasoning_content"] = reasoning.empty() ? json(nullptr) : json(reasoning);
+    } else {
+      choice["text"] = (c_.echo ? c_.echo_text : "") + text;
+      if (c_.prompt_logprobs_field) choice["prompt_logprobs"] = PromptLogprobs();
+    }
+    choice["logprobs"] = Logprobs(lp);
+    return choice;
+  }
+
+ private:
+  const Context& c_;
+  const Tokenizer* tokenizer_;
+  CompletionLogprobs completion_lp_;
+  std::vector<int32_t> prompt_ids_;
+  std::vector<PositionLogprobs> prompt_lp_;
+};
+
+void CompletionHandler::Refuse(const absl::Status& s, std::string_view request_id, HttpResponder& resp) const {
+  if (options_->on_rejected) options_->on_rejected(s);
+  logging::Request(logging::Level::kInfo, request_id, "refused: %s", s.ToString());
+  resp.Reply(OpenAiError(s));
+}
+
+void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) const {
+  const bool chat = endpoint_ == OpenAiEndpoint::kChatCompletions;
+  if (absl::Status s = CheckJsonContentType(req); !s.ok()) {
+    if (options_->on_rejected) options_->on_rejected(absl::InvalidArgumentError(s.message()));
+    logging::Info("%s refused: %s", req.path, s.ToString());
+    return (void)resp.Reply(OpenAiError(415, std::string(s.message())));
+  }
+  absl::StatusOr<OpenAiRequest> parsed =
+      ParseOpenAiRequest(endpoint_, req.body, options_->served_model, options_->json_limits);
+  if (!parsed.ok()) return Refuse(parsed.status(), "", resp);
+  if (parsed->serve.request_id.empty()) {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    parsed->serve.request_id = absl::StrFormat("%s-%016x", chat ? "chatcmpl" : "cmpl", rng());
+  }
+  parsed->serve.arrival = SchedClock::now();
+  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(parsed->serve, *tokenizer_, options_->limits);
+  if (!prepared.ok()) return Refuse(prepared.status(), parsed->serve.request_id, resp);
+  if (!parsed->user.empty()) {
+    logging::Request(logging::Level::kInfo, parsed->serve.request_id, "user %s", LoggableUser(parsed->user));
+  }
+
+  Context ctx;
+  ctx.id = parsed->serve.request_id;
+  ctx.model = parsed->model;
+  ctx.created = static_cast<int64_t>(std::time(nullptr));
+  ctx.chat = chat;
+  ctx.reasoning = chat && options_->limits.reasoning.enabled();
+  ctx.logprobs = parsed->serve.logprobs >= 0;
+  ctx.tokens_as_ids = parsed->tokens_as_ids;
+  ctx.echo = parsed->echo;
+  if (ctx.echo) {
+    ctx.echo_text = parsed->serve.input == ServeRequest::Input::kText
+                        ? parsed->serve.text
+                        : SanitizeUtf8(tokenizer_->Decode(prepared->prompt));
+  }
+  ctx.prompt_logprobs_field = parsed->prompt_logprobs_field;
+  ctx.include_usage = parsed->include_usage;
+  ctx.continuous_usage = parsed->continuous_usage;
+  ctx.prompt_tokens = static_cast<int32_t>(prepared->prompt.size());
+
+  auto sink = std::make_shared<HttpSink>();
+  absl::StatusOr<RequestId> id = loop_->Submit(std::move(*prepared), sink);
+  if (!id.ok()) return Refuse(id.status(), parsed->serve.request_id, resp);
+  EngineLoop* loop = loop_;
+  const RequestId rid = *id;
+  resp.OnDisconnect([loop, rid, sink] {
+    loop->Cancel(rid);
+    sink->Wake();
+  });
+
+  // The first event decides between an error status and a 200.
+  HttpSink::Event e = sink->Next();
+  while (e.kind == HttpSink::Event::kWake && !resp.Disconnected()) e = sink->Next();
+  if (e.kind == HttpSink::Event::kRejected) return (void)resp.Reply(OpenAiError(e.status));
+  if (resp.Disconnected()) return;
+  Output out(ctx, tokenizer_);
+
+  if (!parsed->stream) {
+    std::string text, reasoning;
+    std::vector<PositionLogprobs> lp;
+    for (;; e = sink->Next()) {
+      if (e.kind == HttpSink::Event::kPrompt) out.Prompt(e);
+      if (e.kind == HttpSink::Event::kTokens) {
+        (e.part == TextPart::kReasoning ? reasoning : text) += e.text;
+        lp.insert(lp.end(), e.logprobs.begin(), e.logprobs.end());
+      }
+      if (e.kind == HttpSink::Event::kFinal) break;
+    }
+    if (e.final.reason == FinishReason::kError) {
+      return (void)resp.Reply(OpenAiError(500, "generation failed: " + e.final.error));
+    }
+    json body = out.Envelope(false);
+    body["choices"] = json::array({out.WholeChoice(text, reasoning, lp, OpenAiFinish(e.final.reason))});
+    if (chat && ctx.prompt_logprobs_field) body["prompt_logprobs"] = out.PromptLogprobs();
+    body["usage"] = Usage(e.final.prompt_tokens, e.final.completion_tokens, ctx.reasoning, e.final.reasoning_tokens);
+    return (void)resp.Reply(HttpResponse{200, "application/json", {}, Dump(body)});
+  }
+
+  // Server-sent events: one `data: <chunk>` per message, then `data: [DONE]`.
+  if (!resp.BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
+    return;
+  }
+  int32_t completion_tokens = 0;
+  auto send = [&](json chunk) {
+    if (ctx.continuous_usage) chunk["usage"] = Usage(ctx.prompt_tokens, completion_tokens, false, 0);
+    return resp.Write("data: " + Dump(chunk) + "\n\n");
+  };
+  bool head_sent = false;
+  // The first chunk: the assistant's role (chat), the echoed prompt
+  // (completions) and vLLM's prompt_logprobs.
+  auto head = [&]() {
+    head_sent = true;
+    if (!chat && !ctx.echo && !ctx.prompt_logprobs_field) return true;
+    json chunk = out.Envelope(true);
+    json choice;
+    if (chat) {
+      choice = {{"index", 0},
+                {"delta", {{"role", "assistant"}, {"content", ""}}},
+                {"logprobs", nullptr},
+                {"finish_reason", nullptr}};
+    } else {
+      choice = {{"index", 0}, {"text", ctx.echo ? ctx.echo_text : ""}, {"finish_reason", nullptr}};
+      choice["logprobs"] = ctx.echo ? out.Logprobs({}) : json(nullptr);
+      if (ctx.prompt_logprobs_field) choice["prompt_logprobs"] = out.PromptLogprobs();
+    }
+    if (chat && ctx.prompt_logprobs_field) chunk["prompt_logprobs"] = out.PromptLogprobs();
+    chunk["choices"] = json::array({choice});
+    return send(chunk);
+  };
+  // Prompt logprobs arrive before the first token: the head waits for them.
+  const bool wait_for_prompt = ctx.prompt_logprobs_field || (ctx.echo && ctx.logprobs);
+  if (!wait_for_prompt && !head()) return;
+  for (;; e = sink->Next()) {
+    if (resp.Disconnected()) return;  // the disconnect callback cancelled the request
+    if (e.kind == HttpSink::Event::kPrompt) {
+      out.Prompt(e);
+      if (!head()) return;
+    }
+    if (e.kind == HttpSink::Event::kTokens) {
+      if (!head_sent && !head()) return;
+      completion_tokens += static_cast<int32_t>(e.ids.size());
+      if (!e.text.empty() || !e.logprobs.empty()) {
+        json chunk = out.Envelope(true);
+        chunk["choices"] = json::array({out.ChunkChoice(e.text, e.part, e.logprobs, nullptr)});
+        if (!send(chunk)) return;
+      }
+    }
+    if (e.kind == HttpSink::Event::kFinal) break;
+  }
+  if (!head_sent && !head()) return;
+  if (e.final.reason == FinishReason::kError) {
+    send(json::parse(OpenAiError(500, "generation failed: " + e.final.error).body));
+  } else {
+    completion_tokens = e.final.completion_tokens;
+    json last = out.Envelope(true);
+    last["choices"] = json::array({out.ChunkChoice("", TextPart::kAnswer, {}, OpenAiFinish(e.final.reason))});
+    if (!send(last)) return;
+    if (ctx.include_usage) {
+      json usage = out.Envelope(true);
+      usage["choices"] = json::array();
+      usage["usage"] = Usage(e.final.prompt_tokens, e.final.completion_tokens, ctx.reasoning, e.final.reasoning_tokens);
+      if (!resp.Write("data: " + Dump(usage) + "\n\n")) return;
+    }
+  }
+  if (resp.Write("data: [DONE]\n\n")) resp.End();
+}
+
+}  // namespace beacon
