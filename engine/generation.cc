@@ -11,7 +11,7 @@ absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
   if (absl::Status s = sampling.Validate(); !s.ok()) return s;
   if (absl::Status s = kv.Validate(); !s.ok()) return s;
   if (max_tokens < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat("max_tokens must be >= 1, got %d", max_tokens));
+    return absl::InvalidArgumentError(absl::StrFormat("max_tokens: must be >= 1, got %d", max_tokens));
   }
   if (min_tokens < 0 || min_tokens > max_tokens) {
     return absl::InvalidArgumentError(
@@ -40,7 +40,7 @@ absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
   }
   if (reasoning.max_reasoning_tokens < 0) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("max_reasoning_tokens must be >= 0 (0: no limit), got %d", reasoning.max_reasoning_tokens));
+        absl::StrFormat("max_reasoning_tokens: must be >= 0 (0: no limit), got %d", reasoning.max_reasoning_tokens));
   }
   if (reasoning.syntax.enabled()) {
     for (int32_t id : {reasoning.syntax.open_id, reasoning.syntax.close_id}) {

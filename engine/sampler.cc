@@ -15,7 +15,7 @@ namespace {
 bool InRange(float v, float lo, float hi) { return v >= lo && v <= hi; }
 
 absl::Status RangeError(const char* field, float value, const char* range) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " must be in ", range, ", got ", value));
+  return absl::InvalidArgumentError(absl::StrCat(field, ": must be in ", range, ", got ", value));
 }
 
 // Size of the first nucleus prefix sorted for top-p; the sorted prefix grows
@@ -42,7 +42,7 @@ absl::Status SamplingParams::Validate() const {
     return RangeError("temperature", temperature, "[0, 100]");
   }
   if (top_k < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("top_k must be >= 0 (0 = off), got ", top_k));
+    return absl::InvalidArgumentError(absl::StrCat("top_k: must be >= 0 (0 = off), got ", top_k));
   }
   if (!(top_p > 0.0f && top_p <= 1.0f)) {
     return RangeError("top_p", top_p, "(0, 1]");

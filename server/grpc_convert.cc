@@ -4,6 +4,9 @@
 #include <map>
 #include <optional>
 
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+
 namespace beacon {
 namespace {
 
@@ -173,8 +176,28 @@ void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
+  const std::string message(s.message());
   // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  const auto code = static_cast<grpc::StatusCode>(s.code());
+  google::rpc::Status rich;
+  rich.set_code(static_cast<int32_t>(s.code()));
+  rich.set_message(message);
+  if (s.code() == absl::StatusCode::kInvalidArgument) {
+    if (const std::string field = FieldOf(message); !field.empty()) {
+      google::rpc::BadRequest bad;
+      google::rpc::BadRequest::FieldViolation* v = bad.add_field_violations();
+      v->set_field(field);
+      v->set_description(message.substr(field.size() + 2));
+      rich.add_details()->PackFrom(bad);
+    }
+  } else if (s.code() == absl::StatusCode::kResourceExhausted || s.code() == absl::StatusCode::kUnavailable) {
+    // Queue full or draining: worth retrying soon (elsewhere, when draining).
+    google::rpc::RetryInfo retry;
+    retry.mutable_retry_delay()->set_seconds(kRetryDelaySeconds);
+    rich.add_details()->PackFrom(retry);
+  }
+  if (rich.details_size() == 0) return grpc::Status(code, message);
+  return grpc::Status(code, message, rich.SerializeAsString());
 }
 
 SchedClock::time_point SteadyDeadline(std::chrono::system_clock::time_point deadline) {

@@ -25,6 +25,13 @@ void ToProto(const PositionLogprobs& logprobs, v1::TokenLogprob* out);
 // The last message of a stream: finish reason, usage, timings, KV stats.
 void FillFinal(const StreamFinal& final, v1::GenerateResponse* out);
 
+// absl::Status to grpc::Status, with google.rpc rich details in the
+// grpc-status-details-bin trailer (what grpcio-status and grpc-java's
+// StatusProto read): INVALID_ARGUMENT whose message names a field
+// ("messages[0].role: ...", FieldOf) carries a BadRequest field violation
+// for it; RESOURCE_EXHAUSTED (queue full) and UNAVAILABLE (draining) carry
+// RetryInfo with a delay of kRetryDelaySeconds.
+inline constexpr int kRetryDelaySeconds = 1;
 grpc::Status ToGrpc(const absl::Status& status);
 
 // The gRPC deadline as a steady-clock time point (max() when none).

@@ -35,22 +35,6 @@ std::string ErrorType(int status) {
   }
 }
 
-// The field an error message names: its text before ": ", when that is a
-// field path (letters, digits, _, ., [ ], quotes).
-std::string ParamOf(const std::string& message) {
-  const size_t colon = message.find(": ");
-  if (colon == std::string::npos || colon == 0) return "";
-  const std::string head = message.substr(0, colon);
-  if (!absl::ascii_isalpha(static_cast<unsigned char>(head[0])) && head[0] != '_') return "";
-  for (char c : head) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '[' && c != ']' &&
-        c != '"') {
-      return "";
-    }
-  }
-  return head;
-}
-
 // OpenAI's finish reasons: time limits read as `length` (a limit was hit),
 // cancellation as `abort` (vLLM's word for it).
 const char* OpenAiFinish(FinishReason f) {
@@ -165,7 +149,7 @@ HttpResponse OpenAiError(int http_status, const std::string& message, const std:
 }
 
 HttpResponse OpenAiError(const absl::Status& s) {
-  return OpenAiError(HttpStatusFor(s.code()), std::string(s.message()), ParamOf(std::string(s.message())));
+  return OpenAiError(HttpStatusFor(s.code()), std::string(s.message()), FieldOf(std::string(s.message())));
 }
 
 // A JSON body must say so (the header has the contract). Browsers send cross-origin POSTs of form and

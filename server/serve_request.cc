@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/tokenizer/unicode.h"
@@ -266,6 +267,20 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
     p.deadline = std::min(p.deadline, r.arrival + std::chrono::milliseconds(r.time_limit_ms));
   }
   return p;
+}
+
+std::string FieldOf(const std::string& message) {
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos || colon == 0) return "";
+  const std::string head = message.substr(0, colon);
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(head[0])) && head[0] != '_') return "";
+  for (char c : head) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '[' && c != ']' &&
+        c != '"') {
+      return "";
+    }
+  }
+  return head;
 }
 
 absl::StatusOr<std::string> DetokenizeIds(std::span<const int32_t> ids, const Tokenizer& tokenizer,

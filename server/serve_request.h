@@ -147,6 +147,12 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, cons
 absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, const Tokenizer& tokenizer,
                                                    const ServeLimits& limits = ServeLimits());
 
+// The request field an error message of this server names: its text
+// before ": " when that is a field path (letters, digits, _ . [ ] and
+// quotes, starting with a letter or _), else "". Both APIs report it
+// (OpenAI's `param`, gRPC's BadRequest field violation).
+std::string FieldOf(const std::string& message);
+
 // The text of token ids (Detokenize, /detokenize): special tokens' text
 // left out when `skip_special_tokens`, a cut UTF-8 character as U+FFFD.
 // INVALID_ARGUMENT naming `field`[i] for an id outside the vocabulary.

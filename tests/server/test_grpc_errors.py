@@ -8,6 +8,8 @@ import time
 
 from serve_util import Server, chat_request, collect, expect_rpc_error, pb
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 IA = grpc.StatusCode.INVALID_ARGUMENT
 
@@ -37,6 +39,29 @@ def test_invalid_inputs(srv):
     for req, needle in cases:
         expect_rpc_error(lambda: g(req), IA, needle)
     expect_rpc_error(lambda: srv.stub.Tokenize(pb.TokenizeRequest()), IA, "input")
+    # google.rpc rich details: the field violation names the field.
+    for req, field in [(cases[3][0], "messages[0].role"), (cases[4][0], "tokens[2]"), (cases[11][0], "temperature")]:
+        e = expect_rpc_error(lambda: g(req), IA, field)
+        violations = [v for v in bad_requests(e) for v in v.field_violations]
+        assert [v.field for v in violations] == [field], violations
+        assert violations[0].description and field not in violations[0].description[:len(field)], violations
+
+
+def rich_details(e, kind):
+    """The google.rpc details of type `kind` an RpcError carries."""
+    status = rpc_status.from_call(e)
+    assert status is not None, f"no google.rpc.Status in the trailers of {e.details()!r}"
+    out = []
+    for d in status.details:
+        if d.Is(kind.DESCRIPTOR):
+            m = kind()
+            d.Unpack(m)
+            out.append(m)
+    return out
+
+
+def bad_requests(e):
+    return rich_details(e, error_details_pb2.BadRequest)
 
 
 def test_invalid_utf8(srv):
@@ -113,8 +138,10 @@ def test_queue_full():
         while srv.stats()["waiting"] < 1 and time.time() < end:
             time.sleep(0.01)
         assert srv.stats()["waiting"] == 1
-        expect_rpc_error(lambda: srv.stub.Generate(chat_request("hello", 8)), grpc.StatusCode.RESOURCE_EXHAUSTED,
-                         "queue is full")
+        e = expect_rpc_error(lambda: srv.stub.Generate(chat_request("hello", 8)),
+                             grpc.StatusCode.RESOURCE_EXHAUSTED, "queue is full")
+        retry = rich_details(e, error_details_pb2.RetryInfo)
+        assert len(retry) == 1 and retry[0].retry_delay.seconds == 1, retry
         first.cancel()
         t.join(60)
         assert len(results["second"][0]) == 8  # the waiting one ran once the first was cancelled
