@@ -3,15 +3,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/json_fields.h"
 
 namespace beacon {
 namespace {
 
 using nlohmann::json;
-
-absl::Status Bad(const std::string& field, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
-}
 
 constexpr OpenAiField kFields[] = {
     {"model", OpenAiField::kBoth},
@@ -79,12 +76,12 @@ absl::Status CheckKnown(const json& j, OpenAiEndpoint endpoint) {
       if (key == r.name) rule = &r;
     }
     if (rule == nullptr) {
-      return Bad(key, "unrecognized request argument (not a field of this API: check its spelling)");
+      return FieldError(key, "unrecognized request argument (not a field of this API: check its spelling)");
     }
     // null is no value, as everywhere in these parsers.
     if (rule->where == (chat ? OpenAiField::kCompletions : OpenAiField::kChat) && !value.is_null()) {
-      return Bad(key, chat ? "is a /v1/completions field, not one of /v1/chat/completions"
-                           : "is a /v1/chat/completions field, not one of /v1/completions");
+      return FieldError(key, chat ? "is a /v1/completions field, not one of /v1/chat/completions"
+                                  : "is a /v1/chat/completions field, not one of /v1/completions");
     }
   }
   return absl::OkStatus();
@@ -99,31 +96,33 @@ bool Off(const json& j, const char* field, const json& off) {
 // Fields of OpenAI's schemas whose features this server does not
 // implement: accepted only at the value that asks for nothing.
 absl::Status RefuseUnsupported(const json& j) {
-  if (!Off(j, "suffix", "")) return Bad("suffix", "insertion (suffix) is not supported by this server");
+  if (!Off(j, "suffix", "")) return FieldError("suffix", "insertion (suffix) is not supported by this server");
   if (auto it = j.find("tools"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-    return Bad("tools", "tool calling is not supported by this server");
+    return FieldError("tools", "tool calling is not supported by this server");
   }
-  if (!Off(j, "tool_choice", "none")) return Bad("tool_choice", "tool calling is not supported: only \"none\"");
-  if (!Off(j, "parallel_tool_calls", false)) return Bad("parallel_tool_calls", "tool calling is not supported");
-  if (!Off(j, "functions", json::array())) return Bad("functions", "function calling is not supported");
-  if (!Off(j, "function_call", "none")) return Bad("function_call", "function calling is not supported: only \"none\"");
+  if (!Off(j, "tool_choice", "none")) return FieldError("tool_choice", "tool calling is not supported: only \"none\"");
+  if (!Off(j, "parallel_tool_calls", false)) return FieldError("parallel_tool_calls", "tool calling is not supported");
+  if (!Off(j, "functions", json::array())) return FieldError("functions", "function calling is not supported");
+  if (!Off(j, "function_call", "none"))
+    return FieldError("function_call", "function calling is not supported: only \"none\"");
   if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
     if (!it->is_object() || it->value("type", "") != "text" || it->size() != 1) {
-      return Bad("response_format", "only {\"type\": \"text\"} is supported (no JSON mode or schemas)");
+      return FieldError("response_format", "only {\"type\": \"text\"} is supported (no JSON mode or schemas)");
     }
   }
-  if (!Off(j, "modalities", json::array({"text"}))) return Bad("modalities", "only [\"text\"] is supported");
-  if (!Off(j, "audio", nullptr)) return Bad("audio", "audio output is not supported");
-  if (!Off(j, "prediction", nullptr)) return Bad("prediction", "predicted outputs are not supported");
-  if (!Off(j, "store", false)) return Bad("store", "this server stores no completions: only false");
-  if (!Off(j, "metadata", nullptr)) return Bad("metadata", "is stored with store, which this server does not do");
+  if (!Off(j, "modalities", json::array({"text"}))) return FieldError("modalities", "only [\"text\"] is supported");
+  if (!Off(j, "audio", nullptr)) return FieldError("audio", "audio output is not supported");
+  if (!Off(j, "prediction", nullptr)) return FieldError("prediction", "predicted outputs are not supported");
+  if (!Off(j, "store", false)) return FieldError("store", "this server stores no completions: only false");
+  if (!Off(j, "metadata", nullptr))
+    return FieldError("metadata", "is stored with store, which this server does not do");
   if (auto it = j.find("service_tier"); it != j.end() && !it->is_null() && *it != "auto" && *it != "default") {
-    return Bad("service_tier", "this server has one tier: only \"auto\" or \"default\"");
+    return FieldError("service_tier", "this server has one tier: only \"auto\" or \"default\"");
   }
   if (!Off(j, "reasoning_effort", nullptr)) {
-    return Bad("reasoning_effort", "is not supported: limit thinking with max_reasoning_tokens");
+    return FieldError("reasoning_effort", "is not supported: limit thinking with max_reasoning_tokens");
   }
-  if (!Off(j, "web_search_options", nullptr)) return Bad("web_search_options", "web search is not supported");
+  if (!Off(j, "web_search_options", nullptr)) return FieldError("web_search_options", "web search is not supported");
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #include "engine/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
 #include "server/http_routes.h"
+#include "server/json_fields.h"
 #include "server/json_limits.h"
 #include "server/openai_completion.h"
 #include "server/openai_request.h"
@@ -16,24 +17,12 @@ namespace {
 
 using nlohmann::json;
 
-absl::Status Bad(const std::string& field, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
-}
-
 absl::Status CheckFields(const json& j, std::initializer_list<const char*> known) {
   for (const auto& [key, value] : j.items()) {
     bool found = false;
     for (const char* k : known) found |= key == k;
-    if (!found) return Bad(key, "unrecognized request argument (not a field of this endpoint)");
+    if (!found) return FieldError(key, "unrecognized request argument (not a field of this endpoint)");
   }
-  return absl::OkStatus();
-}
-
-absl::Status GetBool(const json& j, const char* field, bool* out) {
-  auto it = j.find(field);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_boolean()) return Bad(field, "must be true or false");
-  *out = it->get<bool>();
   return absl::OkStatus();
 }
 
@@ -43,7 +32,7 @@ absl::StatusOr<json> ParseBody(const HttpRequest& req, const OpenAiOptions& opti
   if (!j.ok()) return j.status();
   if (!j->is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
   if (auto it = j->find("model"); it != j->end() && !it->is_null()) {
-    if (!it->is_string()) return Bad("model", "must be a string");
+    if (!it->is_string()) return FieldError("model", "must be a string");
     if (it->get<std::string>() != options.served_model) {
       return absl::NotFoundError(absl::StrCat("model: '", it->get<std::string>(),
                                               "' is not served here (this server serves '", options.served_model,
@@ -62,10 +51,10 @@ absl::StatusOr<json> Tokenize(const HttpRequest& req, const Tokenizer& tokenizer
     return s;
   }
   const bool has_prompt = j->contains("prompt"), has_messages = j->contains("messages");
-  if (has_prompt == has_messages) return Bad("prompt", "give exactly one of prompt and messages");
+  if (has_prompt == has_messages) return FieldError("prompt", "give exactly one of prompt and messages");
   bool add_special = true, strs = false;
-  if (absl::Status s = GetBool(*j, "add_special_tokens", &add_special); !s.ok()) return s;
-  if (absl::Status s = GetBool(*j, "return_token_strs", &strs); !s.ok()) return s;
+  if (absl::Status s = GetJsonBool(*j, "add_special_tokens", &add_special); !s.ok()) return s;
+  if (absl::Status s = GetJsonBool(*j, "return_token_strs", &strs); !s.ok()) return s;
   // The completion parsers read the input fields, with their checks; the
   // rest of a completion's fields are absent here.
   json input = json::object();
@@ -73,10 +62,11 @@ absl::StatusOr<json> Tokenize(const HttpRequest& req, const Tokenizer& tokenizer
     if (j->contains(f)) input[f] = (*j)[f];
   }
   if (has_prompt && (j->contains("add_generation_prompt") || j->contains("chat_template_kwargs"))) {
-    return Bad(j->contains("add_generation_prompt") ? "add_generation_prompt" : "chat_template_kwargs",
-               "applies to messages only");
+    return FieldError(j->contains("add_generation_prompt") ? "add_generation_prompt" : "chat_template_kwargs",
+                      "applies to messages only");
   }
-  if (has_messages && j->contains("add_special_tokens")) return Bad("add_special_tokens", "applies to prompt only");
+  if (has_messages && j->contains("add_special_tokens"))
+    return FieldError("add_special_tokens", "applies to prompt only");
   absl::StatusOr<OpenAiRequest> parsed =
       ParseOpenAiRequest(has_prompt ? OpenAiEndpoint::kCompletions : OpenAiEndpoint::kChatCompletions, input.dump(),
                          options.served_model, options.json_limits);
@@ -103,18 +93,18 @@ absl::StatusOr<json> Detokenize(const HttpRequest& req, const Tokenizer& tokeniz
   if (!j.ok()) return j.status();
   if (absl::Status s = CheckFields(*j, {"model", "tokens", "skip_special_tokens"}); !s.ok()) return s;
   auto it = j->find("tokens");
-  if (it == j->end() || !it->is_array()) return Bad("tokens", "is required: a list of token ids");
+  if (it == j->end() || !it->is_array()) return FieldError("tokens", "is required: a list of token ids");
   std::vector<int32_t> ids;
   ids.reserve(it->size());
   for (size_t i = 0; i < it->size(); ++i) {
     const json& v = (*it)[i];
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-      return Bad(absl::StrCat("tokens[", i, "]"), absl::StrCat(v.dump(), " is not a token id"));
+      return FieldError(absl::StrCat("tokens[", i, "]"), absl::StrCat(v.dump(), " is not a token id"));
     }
     ids.push_back(v.get<int32_t>());
   }
   bool skip = true;
-  if (absl::Status s = GetBool(*j, "skip_special_tokens", &skip); !s.ok()) return s;
+  if (absl::Status s = GetJsonBool(*j, "skip_special_tokens", &skip); !s.ok()) return s;
   absl::StatusOr<std::string> text = DetokenizeIds(ids, tokenizer, skip, "tokens");
   if (!text.ok()) return text.status();
   return json{{"prompt", *text}};

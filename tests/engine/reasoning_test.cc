@@ -236,7 +236,7 @@ TEST_F(ReasoningTest, WithoutAParserEverythingIsAnswerAndALimitIsRefused) {
   absl::Status s = o.Validate(rt_->config().vocab_size);
   EXPECT_THAT(s.message(), HasSubstr("max_reasoning_tokens: this model has no reasoning parser"));
   o = WithReasoning(prompt, -1);
-  EXPECT_THAT(o.Validate(rt_->config().vocab_size).message(), HasSubstr("max_reasoning_tokens must be >= 0"));
+  EXPECT_THAT(o.Validate(rt_->config().vocab_size).message(), HasSubstr("max_reasoning_tokens: must be >= 0"));
 }
 
 }  // namespace
