@@ -1,20 +1,18 @@
 #include "server/openai_completion.h"
 
 #include <ctime>
-#include <deque>
 #include <optional>
 #include <random>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
+#include "server/completion_sink.h"
 #include "server/openai_logprobs.h"
 #include "util/log.h"
-#include "util/mutex.h"
 
 namespace beacon {
 namespace {
@@ -60,72 +58,6 @@ json Usage(int32_t prompt_tokens, int32_t completion_tokens, bool reasoning, int
   if (reasoning) u["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
   return u;
 }
-
-// Hands the engine thread's events to the HTTP handler thread, which waits.
-class HttpSink : public RequestSink {
- public:
-  struct Event {
-    enum Kind { kTokens, kPrompt, kFinal, kRejected, kWake } kind = kWake;
-    std::string text;
-    TextPart part = TextPart::kAnswer;
-    std::vector<int32_t> ids;  // kTokens: the tokens; kPrompt: the prompt
-    std::vector<PositionLogprobs> logprobs;
-    StreamFinal final;
-    absl::Status status;
-  };
-
-  void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
-                std::span<const PositionLogprobs> logprobs) override {
-    Event e;
-    e.kind = Event::kTokens;
-    e.text = std::string(text);
-    e.part = part;
-    e.ids.assign(ids.begin(), ids.end());
-    e.logprobs.assign(logprobs.begin(), logprobs.end());
-    Push(std::move(e));
-  }
-  void OnPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs) override {
-    Event e;
-    e.kind = Event::kPrompt;
-    e.ids.assign(prompt.begin(), prompt.end());
-    e.logprobs.assign(logprobs.begin(), logprobs.end());
-    Push(std::move(e));
-  }
-  void OnFinish(const StreamFinal& f) override {
-    Event e;
-    e.kind = Event::kFinal;
-    e.final = f;
-    Push(std::move(e));
-  }
-  void OnRejected(const absl::Status& s) override {
-    Event e;
-    e.kind = Event::kRejected;
-    e.status = s;
-    Push(std::move(e));
-  }
-  void Wake() { Push(Event{}); }
-
-  // Blocks until an event arrives.
-  Event Next() ABSL_LOCKS_EXCLUDED(mu_) {
-    MutexLock lock(&mu_);
-    while (events_.empty()) cv_.Wait(&mu_);
-    Event e = std::move(events_.front());
-    events_.pop_front();
-    return e;
-  }
-
- private:
-  void Push(Event e) ABSL_LOCKS_EXCLUDED(mu_) {
-    {
-      MutexLock lock(&mu_);
-      events_.push_back(std::move(e));
-    }
-    cv_.Signal();
-  }
-  Mutex mu_;
-  CondVar cv_;  // signalled (outside mu_) for each event pushed
-  std::deque<Event> events_ ABSL_GUARDED_BY(mu_);
-};
 
 // OpenAI's `user` (an end-user id) as logged: valid UTF-8, at most 128
 // bytes, control characters as '?' (it is the client's text).
@@ -199,7 +131,7 @@ class CompletionHandler::Output {
   Output(const Context& c, const Tokenizer* tokenizer)
       : c_(c), tokenizer_(tokenizer), completion_lp_(tokenizer, c.tokens_as_ids) {}
 
-  void Prompt(const HttpSink::Event& e) {
+  void Prompt(const CompletionSink::Event& e) {
     prompt_ids_ = e.ids;
     prompt_lp_ = e.logprobs;
     if (c_.echo && c_.logprobs) completion_lp_.AddPrompt(prompt_ids_, prompt_lp_);
@@ -305,7 +237,7 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   ctx.continuous_usage = parsed->continuous_usage;
   ctx.prompt_tokens = static_cast<int32_t>(prepared->prompt.size());
 
-  auto sink = std::make_shared<HttpSink>();
+  auto sink = std::make_shared<CompletionSink>();
   absl::StatusOr<RequestId> id = loop_->Submit(std::move(*prepared), sink);
   if (!id.ok()) return Refuse(id.status(), parsed->serve.request_id, resp);
   EngineLoop* loop = loop_;
@@ -316,9 +248,9 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   });
 
   // The first event decides between an error status and a 200.
-  HttpSink::Event e = sink->Next();
-  while (e.kind == HttpSink::Event::kWake && !resp.Disconnected()) e = sink->Next();
-  if (e.kind == HttpSink::Event::kRejected) return (void)resp.Reply(OpenAiError(e.status));
+  CompletionSink::Event e = sink->Next();
+  while (e.kind == CompletionSink::Event::kWake && !resp.Disconnected()) e = sink->Next();
+  if (e.kind == CompletionSink::Event::kRejected) return (void)resp.Reply(OpenAiError(e.status));
   if (resp.Disconnected()) return;
   Output out(ctx, tokenizer_);
 
@@ -326,12 +258,12 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
     std::string text, reasoning;
     std::vector<PositionLogprobs> lp;
     for (;; e = sink->Next()) {
-      if (e.kind == HttpSink::Event::kPrompt) out.Prompt(e);
-      if (e.kind == HttpSink::Event::kTokens) {
+      if (e.kind == CompletionSink::Event::kPrompt) out.Prompt(e);
+      if (e.kind == CompletionSink::Event::kTokens) {
         (e.part == TextPart::kReasoning ? reasoning : text) += e.text;
         lp.insert(lp.end(), e.logprobs.begin(), e.logprobs.end());
       }
-      if (e.kind == HttpSink::Event::kFinal) break;
+      if (e.kind == CompletionSink::Event::kFinal) break;
     }
     if (e.final.reason == FinishReason::kError) {
       return (void)resp.Reply(OpenAiError(500, "generation failed: " + e.final.error));
@@ -379,11 +311,11 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   if (!wait_for_prompt && !head()) return;
   for (;; e = sink->Next()) {
     if (resp.Disconnected()) return;  // the disconnect callback cancelled the request
-    if (e.kind == HttpSink::Event::kPrompt) {
+    if (e.kind == CompletionSink::Event::kPrompt) {
       out.Prompt(e);
       if (!head()) return;
     }
-    if (e.kind == HttpSink::Event::kTokens) {
+    if (e.kind == CompletionSink::Event::kTokens) {
       if (!head_sent && !head()) return;
       completion_tokens += static_cast<int32_t>(e.ids.size());
       if (!e.text.empty() || !e.logprobs.empty()) {
@@ -392,7 +324,7 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
         if (!send(chunk)) return;
       }
     }
-    if (e.kind == HttpSink::Event::kFinal) break;
+    if (e.kind == CompletionSink::Event::kFinal) break;
   }
   if (!head_sent && !head()) return;
   if (e.final.reason == FinishReason::kError) {

@@ -171,10 +171,8 @@ TEST_F(GenerationOutputTest, SkipSpecialTokensFalseShowsASpecialTokensText) {
 }
 
 // A device that samples (CUDA's ForwardSample) returns only ids: whatever
-// needs the logits on the host keeps the sequence there. The device's
-// logits rows themselves (all_logits included) are compared with the CPU's
-// in tests/cuda/cuda_backend_test.cc, and logprobs are LogprobsAt of those
-// host rows, so the CUDA engine reports what the CPU one does.
+// needs the logits on the host keeps the sequence there (the CUDA side:
+// tests/cuda/cuda_logprobs_test.cc).
 TEST_F(GenerationOutputTest, WhatNeedsLogitsOnTheHostIsNotDeviceSampled) {
   auto samplable = [&](const GenerationOptions& o) {
     auto g = Generation::Create(rt_->tokenizer(), cache_.get(), rt_->config(), prompt_, o);
