@@ -116,6 +116,12 @@ Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t conte
   }
 }
 
+int32_t Generation::ShareablePromptSlots(const GenerationOptions& options, int32_t prompt_len, int32_t block_size) {
+  if (options.prompt_logprobs >= 0) return 0;
+  if (options.kv.compresses() && !options.kv.keep_prompt) return 0;
+  return (prompt_len - 1) / block_size * block_size;
+}
+
 int32_t Generation::Preempt() {
   kv_.Release();
   if (compressor_ != nullptr) {

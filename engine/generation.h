@@ -120,7 +120,25 @@ class Generation {
   EntrySampling device_sampling() const;
   TokenEvent AdvanceSampled(int32_t n_fed, int32_t token);
 
+  // Sample groups (n > 1): how many prompt slots a sequence under `options`
+  // can take by reference from a sibling that ran the same prompt: the
+  // whole blocks before the block of the last prompt token (that token is
+  // run again, so each sibling samples its own first token from its own
+  // logits). 0 when nothing can be shared: a prompt within one block,
+  // prompt logprobs asked (they need every prompt row), or a compressing
+  // policy without keep_prompt (compaction could then move slots inside
+  // shared blocks; with keep_prompt every prompt slot is kept in place).
+  static int32_t ShareablePromptSlots(const GenerationOptions& options, int32_t prompt_len, int32_t block_size);
+  // Starts this sequence on `n_slots` slots of `donor` by reference, as if
+  // the first n_slots prompt tokens had run. REQUIRES nothing has run yet
+  // and 0 < n_slots <= ShareablePromptSlots(...), a multiple of the block size.
+  void AdoptPromptPrefix(const SequenceKv& donor, int32_t n_slots) {
+    kv_.ShareFrom(donor, n_slots);
+    prompt_done_ = n_slots;
+  }
+
   SequenceKv* kv() { return &kv_; }
+  const SequenceKv* kv() const { return &kv_; }
   // The KV policy to hand the backend (null under `full`).
   KvPolicy* policy() { return compressor_ != nullptr ? compressor_->policy() : nullptr; }
   // This sequence's entry of the next forward pass: its KV, PendingInput(max_chunk),
@@ -144,6 +162,7 @@ class Generation {
     if (compressor_ != nullptr) compressor_->set_thread_pool(pool);
   }
   const std::vector<int32_t>& prompt() const { return prompt_; }
+  const GenerationOptions& options() const { return options_; }
   // With GenerationOptions::prompt_logprobs >= 0: the log probabilities of
   // prompt tokens 1, 2, ... (entry i is token i + 1's; the first token has
   // none), complete once the prompt has run (prompt_logprobs_complete()).

@@ -81,6 +81,17 @@ void SequenceKv::Truncate(int32_t n) {
   block_ids_.resize(keep_blocks);
 }
 
+void SequenceKv::ShareFrom(const SequenceKv& src, int32_t n_slots) {
+  const int32_t bs = cache_->shape().block_size;
+  assert(num_blocks() == 0 && src.cache_ == cache_ && n_slots % bs == 0 && n_slots <= src.num_slots());
+  for (int32_t b = 0; b < n_slots / bs; ++b) {
+    blocks_.push_back(src.blocks_[b].Share());
+    block_ids_.push_back(src.block_ids_[b]);
+  }
+  num_slots_ = n_slots;
+  peak_slots_ = std::max(peak_slots_, n_slots);
+}
+
 void SequenceKv::Release() {
   blocks_.clear();
   block_ids_.clear();

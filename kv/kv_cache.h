@@ -158,6 +158,12 @@ class SequenceKv {
   void Truncate(int32_t n);
   // Returns every block (finish / abort / preemption).
   void Release();
+  // Starts this (empty) sequence on the first `n_slots` slots of `src`, by
+  // reference: their blocks are shared (refcount + 1), not copied, so they
+  // must never be written again by either sequence; both append past them
+  // into blocks of their own. REQUIRES num_blocks() == 0, n_slots a
+  // multiple of the block size, n_slots <= src.num_slots(), the same cache.
+  void ShareFrom(const SequenceKv& src, int32_t n_slots);
 
   int32_t num_slots() const { return num_slots_; }
   int32_t capacity() const { return static_cast<int32_t>(blocks_.size()) * cache_->shape().block_size; }

@@ -90,9 +90,11 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
   r.prefill_done = 0;
   r.generated = 0;
   r.reserved_blocks = 0;
+  r.shared_blocks = 0;
   r.preemptions = 0;
   r.admit_seq = 0;
   r.scheduled_once = false;
+  if (r.group != 0) ++groups_[r.group].members;
   requests_.emplace(r.id, r);
   waiting_.push_back(r.id);
   return absl::OkStatus();
@@ -112,7 +114,20 @@ void Scheduler::Finish(RequestId id, RequestState state) {
   }
   r.state = state;
   engine_->Remove(r);  // frees its KV now; sees what was reserved for it
-  reserved_blocks_ -= r.reserved_blocks;
+  int32_t release = r.reserved_blocks;
+  if (r.group != 0) {
+    Group& g = groups_[r.group];
+    // The first member's prompt blocks outlive it while others hold them.
+    if (r.group == r.id && g.members > 1 && g.shared_blocks > 0) {
+      g.held_blocks = std::min(g.shared_blocks, r.reserved_blocks);
+      release -= g.held_blocks;
+    }
+    if (--g.members == 0) {
+      release += g.held_blocks;
+      groups_.erase(r.group);
+    }
+  }
+  reserved_blocks_ -= release;
   requests_.erase(it);
 }
 
@@ -139,11 +154,26 @@ void Scheduler::Expire(SchedClock::time_point now, StepReport* report) {
 }
 
 bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
+  // A later member of a sample group waits for the first to run the prompt,
+  // then needs blocks only for what it does not share.
+  int32_t shared_slots = 0;
+  if (r->group != 0 && r->group != r->id && r->prefill_done == 0 && r->generated == 0) {
+    shared_slots = engine_->SharedPrefixSlots(r->id);
+    if (shared_slots < 0) return false;
+  }
+  const int32_t shared = shared_slots / engine_->BlockSize();
+  auto adopt = [&] {
+    if (shared_slots == 0) return;
+    r->prefill_done = engine_->AdoptSharedPrefix(r->id);
+    r->shared_blocks = shared;
+    groups_[r->group].shared_blocks = shared;
+  };
   if (config_.admission == AdmissionMode::kReserve) {
-    const int32_t need = BlocksFor(r->peak_slots);
+    const int32_t need = BlocksFor(r->peak_slots) - shared;
     if (reserved_blocks_ + need > engine_->TotalBlocks()) return false;
     r->reserved_blocks = need;
     reserved_blocks_ += need;
+    adopt();
     return true;
   }
   // Optimistic: the whole (re)prefill must fit now, beside what this step's
@@ -152,12 +182,13 @@ bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * engine_->TotalBlocks()));
   // A compressing sequence evicts while it recomputes: it never holds more
   // than its peak plus one chunk.
-  const int32_t need =
-      BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk));
+  const int32_t need = std::max(
+      0, BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk)) - shared);
   const int32_t free_after = engine_->FreeBlocks() - *step_blocks - need;
   // With nothing running the watermark protects no one: admit if it fits.
   if (free_after < (running_.empty() ? 0 : watermark)) return false;
   *step_blocks += need;
+  adopt();
   return true;
 }
 
@@ -170,6 +201,7 @@ void Scheduler::PreemptNewest(StepReport* report) {
   SchedRequest& r = requests_.at(id);
   r.prefill_target = engine_->Preempt(id);
   r.prefill_done = 0;
+  r.shared_blocks = 0;  // its KV is gone, shared blocks included
   r.state = RequestState::kPreempted;
   ++r.preemptions;
   waiting_.push_front(id);

@@ -23,6 +23,14 @@
 //     sequence is preempted (its KV freed, recomputed later), as vLLM does.
 // FCFS: the head of the queue blocks those behind it, so no request starves.
 //
+// Sample groups (n samples of one prompt, SchedRequest::group): the first
+// member runs the prompt; each other member waits at the head of the queue
+// until that is done, then takes the prompt's whole blocks by reference and
+// runs only the rest. Admission counts the shared blocks once: a member
+// reserves its footprint less them, and when the first member finishes
+// while others still hold them, its reservation of them stays until the
+// group's last member is gone.
+//
 // Thread ownership: the engine thread.
 #ifndef BEACON_SCHEDULER_SCHEDULER_H_
 #define BEACON_SCHEDULER_SCHEDULER_H_
@@ -98,7 +106,7 @@ class Scheduler {
   bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
-  // Blocks set aside by reserve-mode admission.
+  // Blocks set aside by reserve-mode admission (shared ones once).
   int32_t reserved_blocks() const { return reserved_blocks_; }
   const SchedulerConfig& config() const { return config_; }
   // The scheduler's record of a live request; null when unknown or over.
@@ -144,6 +152,15 @@ class Scheduler {
   std::vector<RequestId> running_;  // admission order
   int32_t reserved_blocks_ = 0;
   int32_t preempted_waiting_ = 0;  // entries of waiting_ in state kPreempted
+  // Per sample group (keyed by its first member's id): members not yet
+  // finished, blocks a member took by reference, and the first member's
+  // reservation of those kept after it finished.
+  struct Group {
+    int32_t members = 0;
+    int32_t shared_blocks = 0;
+    int32_t held_blocks = 0;
+  };
+  absl::flat_hash_map<RequestId, Group> groups_;
   uint64_t next_admit_seq_ = 0;
 };
 

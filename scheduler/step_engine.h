@@ -68,6 +68,16 @@ class StepEngine {
   // calls this exactly once per request it accepted, from Step(), Abort()
   // or its destructor's drain (AbortAll).
   virtual void Remove(const SchedRequest& request) = 0;
+
+  // Sample groups (SchedRequest::group). The prompt slots request `id` could
+  // take by reference from its group's first member now: -1 while that
+  // member is still running the prompt (the request waits), 0 when nothing
+  // can be shared (it runs alone: no group, the first member gone, or its
+  // options forbid sharing), else a multiple of the block size.
+  virtual int32_t SharedPrefixSlots(RequestId id) const { return 0; }
+  // Takes them (REQUIRES SharedPrefixSlots(id) > 0 just now): the request's
+  // prompt then starts past them. Returns the slots taken.
+  virtual int32_t AdoptSharedPrefix(RequestId id) { return 0; }
 };
 
 }  // namespace beacon

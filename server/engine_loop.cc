@@ -85,6 +85,25 @@ absl::StatusOr<RequestId> EngineLoop::Submit(PreparedRequest request, std::share
   return id;
 }
 
+absl::StatusOr<RequestId> EngineLoop::SubmitGroup(std::vector<PreparedRequest> samples,
+                                                  std::vector<std::shared_ptr<RequestSink>> sinks) {
+  if (draining_.load()) return absl::UnavailableError("the server is draining: send the request to another replica");
+  const size_t n = samples.size();
+  const RequestId first = next_id_.fetch_add(n);
+  {
+    MutexLock lock(&mu_);
+    if (stop_) return absl::UnavailableError("the server is shutting down");
+    inflight_.fetch_add(static_cast<int32_t>(n));
+    // One lock: the samples reach the scheduler's queue one after another.
+    for (size_t i = 0; i < n; ++i) {
+      samples[i].group = n > 1 ? first : 0;
+      inbox_.push_back(SubmitCmd{first + i, std::move(samples[i]), std::move(sinks[i])});
+    }
+  }
+  cv_.Signal();
+  return first;
+}
+
 void EngineLoop::Cancel(RequestId id) { Post(CancelCmd{id}); }
 void EngineLoop::CancelAll() { Post(CancelAllCmd{}); }
 void EngineLoop::BeginDrain() { draining_.store(true); }
@@ -125,6 +144,7 @@ void EngineLoop::Handle(SubmitCmd& c) {
   r.peak_slots = c.request.peak_slots;
   r.arrival = c.request.arrival;
   r.deadline = c.request.deadline;
+  r.group = c.request.group;
   logging::Request(logging::Level::kDebug, c.request.request_id,
                    "received: prompt_tokens=%d max_tokens=%d kv_policy=%s kv_budget=%d peak_slots=%d", r.prompt_tokens,
                    r.max_new_tokens, std::string(c.request.options.kv.policy_name()), c.request.options.kv.budget,

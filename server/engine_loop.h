@@ -57,6 +57,13 @@ class EngineLoop {
   // or stopped. Otherwise the sink hears OnRejected (queue full, footprint
   // larger than the pool) or tokens and exactly one OnFinish.
   absl::StatusOr<RequestId> Submit(PreparedRequest request, std::shared_ptr<RequestSink> sink) ABSL_LOCKS_EXCLUDED(mu_);
+  // Queues the n samples of one request (ExpandSamples) together, with
+  // consecutive ids from the one returned: sample 0 runs the prompt, the
+  // others share its prompt blocks (scheduler.h, "Sample groups"). Each
+  // sample's sink hears as Submit's does. REQUIRES samples.size() ==
+  // sinks.size() >= 1.
+  absl::StatusOr<RequestId> SubmitGroup(std::vector<PreparedRequest> samples,
+                                        std::vector<std::shared_ptr<RequestSink>> sinks) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends a request (client gone): its final record says `cancelled`, its
   // blocks are free before the next step. Unknown or finished ids: no-op.
   void Cancel(RequestId id) ABSL_LOCKS_EXCLUDED(mu_);

@@ -51,11 +51,36 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   s.request_id = std::move(request.request_id);
   s.arrival = request.arrival;
   s.seed = s.gen->sampling_seed();
+  s.group = request.group;
+  s.index = request.sample_index;
   seqs_.emplace(id, std::move(s));
   return absl::OkStatus();
 }
 
 void GenerationEngine::Forget(RequestId id) { seqs_.erase(id); }
+
+int32_t GenerationEngine::SharedPrefixSlots(RequestId id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || it->second.group == 0 || it->second.group == id) return 0;
+  const Generation& g = *it->second.gen;
+  const int32_t slots =
+      Generation::ShareablePromptSlots(g.options(), static_cast<int32_t>(g.prompt().size()), BlockSize());
+  auto donor = seqs_.find(it->second.group);
+  if (slots == 0 || donor == seqs_.end()) return 0;
+  const Generation& d = *donor->second.gen;
+  if (d.prefilling()) return -1;  // still running the prompt (or recomputing it)
+  // Finished (its KV is released) or holding less than the prompt: nothing to take.
+  return d.kv()->num_slots() >= slots ? slots : 0;
+}
+
+int32_t GenerationEngine::AdoptSharedPrefix(RequestId id) {
+  const int32_t slots = SharedPrefixSlots(id);
+  if (slots <= 0) return 0;
+  Seq& s = seqs_.at(id);
+  const Generation& donor = *seqs_.at(s.group).gen;
+  s.gen->AdoptPromptPrefix(*donor.kv(), slots);
+  return slots;
+}
 
 int32_t GenerationEngine::num_compressing() const {
   int32_t n = 0;

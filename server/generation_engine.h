@@ -51,6 +51,11 @@ class GenerationEngine : public StepEngine {
   int32_t BlocksToAppend(RequestId id, int32_t n) const override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
+  // Sample groups: a later sample takes sample 0's whole prompt blocks once
+  // sample 0 has run the prompt (Generation::ShareablePromptSlots says how
+  // many; -1 while it is still running it).
+  int32_t SharedPrefixSlots(RequestId id) const override;
+  int32_t AdoptSharedPrefix(RequestId id) override;
 
   // Optional; must outlive the engine. Set before the first Add().
   void set_observer(EngineObserver* observer) { observer_ = observer; }
@@ -75,6 +80,8 @@ class GenerationEngine : public StepEngine {
     int32_t preemptions = 0;
     uint64_t seed = 0;
     bool prompt_logprobs_sent = false;
+    RequestId group = 0;  // sample 0's id in a sample group, else 0
+    int32_t index = 0;    // sample index in the group
   };
   // One step's forward pass: an entry per SeqWork, in order.
   struct StepBatch {

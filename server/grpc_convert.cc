@@ -91,6 +91,7 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
   if (s.top_k() != 0) r.top_k = s.top_k();
   if (s.min_p() != 0.0f) r.min_p = s.min_p();
   if (s.has_repetition_penalty()) r.repetition_penalty = s.repetition_penalty();
+  if (s.n() != 0) r.n = s.n();
   r.sampling.presence_penalty = s.presence_penalty();
   r.sampling.frequency_penalty = s.frequency_penalty();
   // A map has no order: sorted by id, so the same request biases alike.

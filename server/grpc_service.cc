@@ -30,30 +30,35 @@ std::string NewRequestId() {
 }
 
 // The state one Generate stream shares between the gRPC side (the reactor)
-// and the engine side (the RequestSink it implements). Every gRPC operation
-// (StartWrite, Finish) is decided under `mu_` but issued outside it, so a
-// reaction that gRPC runs inline can never deadlock on it.
+// and the engine side (a RequestSink per sample it implements). Every gRPC
+// operation (StartWrite, Finish) is decided under `mu_` but issued outside
+// it, so a reaction that gRPC runs inline can never deadlock on it.
+//
+// With n samples, each sample's tokens merge into its own pending message
+// (index set), messages of different samples are written in turn, and the
+// stream ends with the last sample's final message.
 class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
  public:
-  // The engine-facing half; outlives the reactor if the engine still holds it.
-  // Its mutex is recursive: a write issued under it may complete inline and
-  // run OnDone (which detaches) on the same thread. Every path issues its
-  // gRPC operation last and touches nothing of the stream afterwards.
+  // The engine-facing half of one sample; outlives the reactor if the engine
+  // still holds it. Its mutex is recursive: a write issued under it may
+  // complete inline and run OnDone (which detaches) on the same thread.
+  // Every path issues its gRPC operation last and touches nothing of the
+  // stream afterwards.
   class Sink : public RequestSink {
    public:
-    explicit Sink(GenerateStream* stream) : stream_(stream) {}
+    Sink(GenerateStream* stream, int32_t index) : stream_(stream), index_(index) {}
     void OnTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
                   std::span<const PositionLogprobs> logprobs) override {
       RecursiveLock lock(&mu_);
-      if (stream_ != nullptr) stream_->PushTokens(ids, text, part, logprobs);
+      if (stream_ != nullptr) stream_->PushTokens(index_, ids, text, part, logprobs);
     }
     void OnPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs) override {
       RecursiveLock lock(&mu_);
-      if (stream_ != nullptr) stream_->PushPromptLogprobs(prompt, logprobs);
+      if (stream_ != nullptr) stream_->PushPromptLogprobs(index_, prompt, logprobs);
     }
     void OnFinish(const StreamFinal& f) override {
       RecursiveLock lock(&mu_);
-      if (stream_ != nullptr) stream_->PushFinal(f);
+      if (stream_ != nullptr) stream_->PushFinal(index_, f);
     }
     void OnRejected(const absl::Status& s) override {
       RecursiveLock lock(&mu_);
@@ -67,15 +72,24 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
    private:
     RecursiveMutex mu_;                            // re-entered at run time: util/mutex.h
     GenerateStream* stream_ ABSL_GUARDED_BY(mu_);  // null once the reactor is done
+    const int32_t index_;
   };
 
-  GenerateStream(EngineLoop* loop, std::string request_id)
-      : loop_(loop), request_id_(std::move(request_id)), sink_(std::make_shared<Sink>(this)) {}
+  GenerateStream(EngineLoop* loop, std::string request_id, int32_t samples)
+      : loop_(loop),
+        request_id_(std::move(request_id)),
+        n_(samples),
+        pending_(samples),
+        has_pending_(samples),
+        final_pending_(samples) {
+    for (int32_t i = 0; i < samples; ++i) sinks_.push_back(std::make_shared<Sink>(this, i));
+  }
 
   // `on_rejected` hears a synchronous refusal (draining).
   void Start(PreparedRequest request, const std::function<void(const absl::Status&)>& on_rejected)
       ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::StatusOr<RequestId> id = loop_->Submit(std::move(request), sink_);
+    std::vector<std::shared_ptr<RequestSink>> sinks(sinks_.begin(), sinks_.end());
+    absl::StatusOr<RequestId> id = loop_->SubmitGroup(ExpandSamples(request), std::move(sinks));
     if (!id.ok()) {
       if (on_rejected) on_rejected(id.status());
       logging::Request(logging::Level::kInfo, request_id_, "refused: %s", id.status().ToString());
@@ -86,7 +100,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
       if (!id.ok()) {
         reject_ = ToGrpc(id.status());
       } else {
-        id_ = *id;
+        first_id_ = *id;
       }
       a = Next();
     }
@@ -117,7 +131,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   }
 
   void OnDone() override ABSL_LOCKS_EXCLUDED(mu_) {
-    sink_->Detach();
+    for (const std::shared_ptr<Sink>& s : sinks_) s->Detach();
     delete this;
   }
 
@@ -127,43 +141,44 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     grpc::Status status;
   };
 
-  // Engine thread, via Sink (whose lock keeps `this` alive).
-  // Tokens that arrive while a write is in flight are merged into one
-  // message, each part's text into its own field.
-  void PushTokens(std::span<const int32_t> ids, std::string_view text, TextPart part,
+  // Engine thread, via a Sink (whose lock keeps `this` alive).
+  // Tokens that arrive while a write is in flight are merged into the
+  // sample's next message, each part's text into its own field.
+  void PushTokens(int32_t i, std::span<const int32_t> ids, std::string_view text, TextPart part,
                   std::span<const PositionLogprobs> logprobs) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
       MutexLock lock(&mu_);
-      for (int32_t id : ids) pending_.add_token_ids(id);
-      for (const PositionLogprobs& lp : logprobs) ToProto(lp, pending_.add_logprobs());
-      std::string* field = part == TextPart::kReasoning ? pending_.mutable_reasoning_text() : pending_.mutable_text();
+      GenerateResponse& m = pending_[i];
+      for (int32_t id : ids) m.add_token_ids(id);
+      for (const PositionLogprobs& lp : logprobs) ToProto(lp, m.add_logprobs());
+      std::string* field = part == TextPart::kReasoning ? m.mutable_reasoning_text() : m.mutable_text();
       field->append(text.data(), text.size());
-      has_pending_ = true;
+      has_pending_[i] = true;
       a = Next();
     }
     Act(a);
   }
-  // Before any token: it rides in the first message.
-  void PushPromptLogprobs(std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs)
+  // Before any token: it rides in the sample's first message.
+  void PushPromptLogprobs(int32_t i, std::span<const int32_t> prompt, std::span<const PositionLogprobs> logprobs)
       ABSL_LOCKS_EXCLUDED(mu_) {
     MutexLock lock(&mu_);
-    for (int32_t id : prompt) pending_.add_prompt_token_ids(id);
-    for (const PositionLogprobs& lp : logprobs) ToProto(lp, pending_.add_prompt_logprobs());
-    has_pending_ = true;  // written with the first token's message, which follows at once
+    for (int32_t id : prompt) pending_[i].add_prompt_token_ids(id);
+    for (const PositionLogprobs& lp : logprobs) ToProto(lp, pending_[i].add_prompt_logprobs());
+    has_pending_[i] = true;  // written with the first token's message, which follows at once
   }
-  void PushFinal(const StreamFinal& f) ABSL_LOCKS_EXCLUDED(mu_) {
+  void PushFinal(int32_t i, const StreamFinal& f) ABSL_LOCKS_EXCLUDED(mu_) {
     Action a;
     {
       MutexLock lock(&mu_);
-      FillFinal(f, &pending_);
+      FillFinal(f, &pending_[i]);
       // A failure inside the engine ends the stream with a non-OK status as
       // well as the final message, for clients that check only the status.
-      if (f.reason == FinishReason::kError) {
+      if (f.reason == FinishReason::kError && final_status_.ok()) {
         final_status_ = grpc::Status(grpc::StatusCode::INTERNAL, "generation failed: " + f.error);
       }
-      has_pending_ = true;
-      final_ready_ = true;
+      has_pending_[i] = true;
+      final_pending_[i] = true;
       a = Next();
     }
     Act(a);
@@ -175,6 +190,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
       reject_ = ToGrpc(s);
       a = Next();
     }
+    if (n_ > 1) CancelInEngine();  // the samples that were queued
     Act(a);
   }
 
@@ -194,12 +210,24 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
       a.status = *reject_;
       return a;
     }
-    if (!has_pending_) return a;
-    in_flight_ = std::move(pending_);
-    pending_.Clear();
-    has_pending_ = false;
+    // The samples in turn, from the one after the last written.
+    int32_t i = -1;
+    for (int32_t k = 1; k <= n_ && i < 0; ++k) {
+      const int32_t c = (last_written_ + k) % n_;
+      if (has_pending_[c]) i = c;
+    }
+    if (i < 0) return a;
+    in_flight_ = std::move(pending_[i]);
+    pending_[i].Clear();
+    has_pending_[i] = false;
+    last_written_ = i;
     in_flight_.set_request_id(request_id_);
-    if (final_ready_) {
+    if (n_ > 1) in_flight_.set_index(i);
+    if (final_pending_[i]) {
+      final_pending_[i] = false;
+      ++finals_written_;
+    }
+    if (finals_written_ == n_) {
       finish_called_ = true;
       a.kind = Action::kWriteLast;
       a.status = final_status_;
@@ -224,29 +252,35 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     std::optional<RequestId> id;
     {
       MutexLock lock(&mu_);
-      id = id_;
+      id = first_id_;
     }
-    if (id.has_value()) loop_->Cancel(*id);
+    if (!id.has_value()) return;
+    for (int32_t i = 0; i < n_; ++i) loop_->Cancel(*id + i);
   }
 
   EngineLoop* loop_;
   const std::string request_id_;
-  std::shared_ptr<Sink> sink_;
+  const int32_t n_;  // samples
+  std::vector<std::shared_ptr<Sink>> sinks_;
 
   Mutex mu_;
-  std::optional<RequestId> id_ ABSL_GUARDED_BY(mu_);
-  GenerateResponse pending_ ABSL_GUARDED_BY(mu_);  // tokens not yet written (merged while a write is in flight)
+  std::optional<RequestId> first_id_ ABSL_GUARDED_BY(mu_);
+  // Per sample: tokens not yet written (merged while a write is in flight),
+  // whether there are any, and whether its final record is among them.
+  std::vector<GenerateResponse> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> has_pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> final_pending_ ABSL_GUARDED_BY(mu_);
+  int32_t last_written_ ABSL_GUARDED_BY(mu_) = -1;
+  int32_t finals_written_ ABSL_GUARDED_BY(mu_) = 0;
   // The message being written. Not GUARDED_BY(mu_): gRPC reads it, without
   // mu_, while the write runs; Next() rewrites it under mu_ only once no
   // write is in flight (writing_ false, Finish not yet decided).
   GenerateResponse in_flight_;
-  bool has_pending_ ABSL_GUARDED_BY(mu_) = false;
-  bool final_ready_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> reject_ ABSL_GUARDED_BY(mu_);
-  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);  // OK unless the engine failed the request
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);  // OK unless the engine failed a sample
 };
 
 }  // namespace
@@ -282,7 +316,7 @@ grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::Ca
     logging::Request(logging::Level::kInfo, r.request_id, "refused: %s", prepared.status().ToString());
     return new ErrorStream(ToGrpc(prepared.status()));
   }
-  auto* stream = new GenerateStream(loop_, r.request_id);
+  auto* stream = new GenerateStream(loop_, r.request_id, prepared->samples);
   stream->Start(std::move(*prepared), options_.on_rejected);
   return stream;
 }

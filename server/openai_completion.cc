@@ -128,10 +128,10 @@ struct CompletionHandler::Context {
 // prompt's logprobs; turned into a whole body or into stream chunks.
 class CompletionHandler::Output {
  public:
-  Output(const Context& c, const Tokenizer* tokenizer)
-      : c_(c), tokenizer_(tokenizer), completion_lp_(tokenizer, c.tokens_as_ids) {}
+  Output(const Context& c, const Tokenizer* tokenizer, int32_t index)
+      : c_(c), tokenizer_(tokenizer), index_(index), completion_lp_(tokenizer, c.tokens_as_ids) {}
 
-  void Prompt(const CompletionSink::Event& e) {
+  void Prompt(const CompletionEvent& e) {
     prompt_ids_ = e.ids;
     prompt_lp_ = e.logprobs;
     if (c_.echo && c_.logprobs) completion_lp_.AddPrompt(prompt_ids_, prompt_lp_);
@@ -156,7 +156,7 @@ class CompletionHandler::Output {
 
   // A stream chunk's choice for `text` of `part` (finish null while running).
   json ChunkChoice(const std::string& text, TextPart part, std::span<const PositionLogprobs> lp, const char* finish) {
-    json choice = {{"index", 0}, {"finish_reason", finish != nullptr ? json(finish) : json(nullptr)}};
+    json choice = {{"index", index_}, {"finish_reason", finish != nullptr ? json(finish) : json(nullptr)}};
     if (c_.chat) {
       const char* field = part == TextPart::kReasoning ? "reasoning_content" : "content";
       choice["delta"] = text.empty() && finish != nullptr ? json::object() : json{{field, text}};
@@ -167,10 +167,9 @@ class CompletionHandler::Output {
     return choice;
   }
 
-  // The whole body's choice.
-  json WholeChoice(const std::string& text, const std::string& reasoning, std::span<const PositionLogprobs> lp,
-                   const char* finish) {
-    json choice = {{"index", 0}, {"finish_reason", finish}};
+  // The whole response's choice, from what was accumulated.
+  json WholeChoice(const char* finish) {
+    json choice = {{"index", index_}, {"finish_reason", finish}};
     if (c_.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
       // vLLM's field: null when the model wrote no reasoning.
@@ -183,9 +182,34 @@ class CompletionHandler::Output {
     return choice;
   }
 
+  // The first stream chunk of this choice: the assistant's role (chat), the
+  // echoed prompt (completions), vLLM's prompt_logprobs; null when none is due.
+  json HeadChoice() {
+    head_sent_ = true;
+    if (c_.chat) {
+      return {{"index", index_},
+              {"delta", {{"role", "assistant"}, {"content", ""}}},
+              {"logprobs", nullptr},
+              {"finish_reason", nullptr}};
+    }
+    if (!c_.echo && !c_.prompt_logprobs_field) return nullptr;
+    json choice = {{"index", index_}, {"text", c_.echo ? c_.echo_text : ""}, {"finish_reason", nullptr}};
+    choice["logprobs"] = c_.echo ? Logprobs({}) : json(nullptr);
+    if (c_.prompt_logprobs_field) choice["prompt_logprobs"] = PromptLogprobs();
+    return choice;
+  }
+  bool head_sent() const { return head_sent_; }
+
+  // The whole response's accumulation.
+  std::string text, reasoning;
+  std::vector<PositionLogprobs> lp;
+  std::optional<StreamFinal> final;
+
  private:
   const Context& c_;
   const Tokenizer* tokenizer_;
+  int32_t index_;
+  bool head_sent_ = false;
   CompletionLogprobs completion_lp_;
   std::vector<int32_t> prompt_ids_;
   std::vector<PositionLogprobs> prompt_lp_;
@@ -237,109 +261,147 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   ctx.continuous_usage = parsed->continuous_usage;
   ctx.prompt_tokens = static_cast<int32_t>(prepared->prompt.size());
 
-  auto sink = std::make_shared<CompletionSink>();
-  absl::StatusOr<RequestId> id = loop_->Submit(std::move(*prepared), sink);
-  if (!id.ok()) return Refuse(id.status(), parsed->serve.request_id, resp);
+  const int32_t n = prepared->samples;
+  auto queue = std::make_shared<CompletionQueue>();
+  std::vector<std::shared_ptr<RequestSink>> sinks;
+  for (int32_t i = 0; i < n; ++i) sinks.push_back(std::make_shared<CompletionSink>(queue, i));
+  absl::StatusOr<RequestId> first_id = loop_->SubmitGroup(ExpandSamples(*prepared), std::move(sinks));
+  if (!first_id.ok()) return Refuse(first_id.status(), parsed->serve.request_id, resp);
   EngineLoop* loop = loop_;
-  const RequestId rid = *id;
-  resp.OnDisconnect([loop, rid, sink] {
-    loop->Cancel(rid);
-    sink->Wake();
+  const RequestId first = *first_id;
+  auto cancel_all = [loop, first, n] {
+    for (int32_t i = 0; i < n; ++i) loop->Cancel(first + i);
+  };
+  resp.OnDisconnect([cancel_all, queue] {
+    cancel_all();
+    queue->Wake();
   });
 
-  // The first event decides between an error status and a 200.
-  CompletionSink::Event e = sink->Next();
-  while (e.kind == CompletionSink::Event::kWake && !resp.Disconnected()) e = sink->Next();
-  if (e.kind == CompletionSink::Event::kRejected) return (void)resp.Reply(OpenAiError(e.status));
-  if (resp.Disconnected()) return;
-  Output out(ctx, tokenizer_);
-
-  if (!parsed->stream) {
-    std::string text, reasoning;
-    std::vector<PositionLogprobs> lp;
-    for (;; e = sink->Next()) {
-      if (e.kind == CompletionSink::Event::kPrompt) out.Prompt(e);
-      if (e.kind == CompletionSink::Event::kTokens) {
-        (e.part == TextPart::kReasoning ? reasoning : text) += e.text;
-        lp.insert(lp.end(), e.logprobs.begin(), e.logprobs.end());
-      }
-      if (e.kind == CompletionSink::Event::kFinal) break;
-    }
-    if (e.final.reason == FinishReason::kError) {
-      return (void)resp.Reply(OpenAiError(500, "generation failed: " + e.final.error));
-    }
-    json body = out.Envelope(false);
-    body["choices"] = json::array({out.WholeChoice(text, reasoning, lp, OpenAiFinish(e.final.reason))});
-    if (chat && ctx.prompt_logprobs_field) body["prompt_logprobs"] = out.PromptLogprobs();
-    body["usage"] = Usage(e.final.prompt_tokens, e.final.completion_tokens, ctx.reasoning, e.final.reasoning_tokens);
-    return (void)resp.Reply(HttpResponse{200, "application/json", {}, Dump(body)});
+  // The first event decides between an error status and a 200: a sample
+  // the scheduler refuses is refused when it is queued, before any step.
+  CompletionEvent e = queue->Next();
+  while (e.kind == CompletionEvent::kWake && !resp.Disconnected()) e = queue->Next();
+  if (e.kind == CompletionEvent::kRejected) {
+    cancel_all();  // the samples that were queued
+    return (void)resp.Reply(OpenAiError(e.status));
   }
+  if (resp.Disconnected()) return;
+  std::vector<Output> outs;
+  for (int32_t i = 0; i < n; ++i) outs.emplace_back(ctx, tokenizer_, i);
+  if (parsed->stream) return Stream(ctx, std::move(e), queue.get(), &outs, resp);
 
-  // Server-sent events: one `data: <chunk>` per message, then `data: [DONE]`.
+  int32_t finals = 0;
+  for (;; e = queue->Next()) {
+    // A group is queued whole before any step runs (SubmitGroup), so a
+    // refusal comes first; this one would be a contract break: end cleanly.
+    if (e.kind == CompletionEvent::kRejected) {
+      cancel_all();
+      return (void)resp.Reply(OpenAiError(e.status));
+    }
+    if (e.kind == CompletionEvent::kWake) {
+      if (resp.Disconnected()) return;
+      continue;
+    }
+    Output& out = outs[e.index];
+    if (e.kind == CompletionEvent::kPrompt) out.Prompt(e);
+    if (e.kind == CompletionEvent::kTokens) {
+      (e.part == TextPart::kReasoning ? out.reasoning : out.text) += e.text;
+      out.lp.insert(out.lp.end(), e.logprobs.begin(), e.logprobs.end());
+    }
+    if (e.kind == CompletionEvent::kFinal) {
+      out.final = e.final;
+      if (++finals == n) break;
+    }
+  }
+  json body = outs[0].Envelope(false);
+  body["choices"] = json::array();
+  int32_t completion = 0, reasoning = 0;
+  for (Output& out : outs) {
+    if (out.final->reason == FinishReason::kError) {
+      return (void)resp.Reply(OpenAiError(500, "generation failed: " + out.final->error));
+    }
+    body["choices"].push_back(out.WholeChoice(OpenAiFinish(out.final->reason)));
+    completion += out.final->completion_tokens;
+    reasoning += out.final->reasoning_tokens;
+  }
+  if (chat && ctx.prompt_logprobs_field) body["prompt_logprobs"] = outs[0].PromptLogprobs();
+  // The prompt once, the completions of every sample (OpenAI's usage for n).
+  body["usage"] = Usage(outs[0].final->prompt_tokens, completion, ctx.reasoning, reasoning);
+  resp.Reply(HttpResponse{200, "application/json", {}, Dump(body)});
+}
+
+// Server-sent events: one `data: <chunk>` per message (a choice each, by
+// index), then `data: [DONE]` once every sample has finished.
+void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, CompletionQueue* queue, std::vector<Output>* outs,
+                               HttpResponder& resp) const {
   if (!resp.BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
     return;
   }
+  const int32_t n = static_cast<int32_t>(outs->size());
   int32_t completion_tokens = 0;
   auto send = [&](json chunk) {
     if (ctx.continuous_usage) chunk["usage"] = Usage(ctx.prompt_tokens, completion_tokens, false, 0);
     return resp.Write("data: " + Dump(chunk) + "\n\n");
   };
-  bool head_sent = false;
-  // The first chunk: the assistant's role (chat), the echoed prompt
-  // (completions) and vLLM's prompt_logprobs.
-  auto head = [&]() {
-    head_sent = true;
-    if (!chat && !ctx.echo && !ctx.prompt_logprobs_field) return true;
+  auto head = [&](Output& out) {
+    json choice = out.HeadChoice();
+    if (choice.is_null()) return true;
     json chunk = out.Envelope(true);
-    json choice;
-    if (chat) {
-      choice = {{"index", 0},
-                {"delta", {{"role", "assistant"}, {"content", ""}}},
-                {"logprobs", nullptr},
-                {"finish_reason", nullptr}};
-    } else {
-      choice = {{"index", 0}, {"text", ctx.echo ? ctx.echo_text : ""}, {"finish_reason", nullptr}};
-      choice["logprobs"] = ctx.echo ? out.Logprobs({}) : json(nullptr);
-      if (ctx.prompt_logprobs_field) choice["prompt_logprobs"] = out.PromptLogprobs();
-    }
-    if (chat && ctx.prompt_logprobs_field) chunk["prompt_logprobs"] = out.PromptLogprobs();
+    if (ctx.chat && ctx.prompt_logprobs_field) chunk["prompt_logprobs"] = out.PromptLogprobs();
     chunk["choices"] = json::array({choice});
     return send(chunk);
   };
-  // Prompt logprobs arrive before the first token: the head waits for them.
+  // Prompt logprobs arrive before a sample's first token: its head waits for them.
   const bool wait_for_prompt = ctx.prompt_logprobs_field || (ctx.echo && ctx.logprobs);
-  if (!wait_for_prompt && !head()) return;
-  for (;; e = sink->Next()) {
+  for (Output& out : *outs) {
+    if (!wait_for_prompt && !head(out)) return;
+  }
+  int32_t finals = 0, reasoning = 0, completion = 0;
+  std::string error;
+  for (;; e = queue->Next()) {
     if (resp.Disconnected()) return;  // the disconnect callback cancelled the request
-    if (e.kind == CompletionSink::Event::kPrompt) {
-      out.Prompt(e);
-      if (!head()) return;
+    if (e.kind == CompletionEvent::kWake) continue;
+    if (e.kind == CompletionEvent::kRejected) {  // not expected after the first event: counted as a failure
+      if (error.empty()) error = std::string(e.status.message());
+      if (++finals == n) break;
+      continue;
     }
-    if (e.kind == CompletionSink::Event::kTokens) {
-      if (!head_sent && !head()) return;
+    Output& out = (*outs)[e.index];
+    if (e.kind == CompletionEvent::kPrompt) {
+      out.Prompt(e);
+      if (!head(out)) return;
+      continue;
+    }
+    if (!out.head_sent() && !head(out)) return;
+    if (e.kind == CompletionEvent::kTokens) {
       completion_tokens += static_cast<int32_t>(e.ids.size());
       if (!e.text.empty() || !e.logprobs.empty()) {
         json chunk = out.Envelope(true);
         chunk["choices"] = json::array({out.ChunkChoice(e.text, e.part, e.logprobs, nullptr)});
         if (!send(chunk)) return;
       }
+      continue;
     }
-    if (e.kind == CompletionSink::Event::kFinal) break;
+    // kFinal: this choice's finish chunk.
+    if (e.final.reason == FinishReason::kError) {
+      if (error.empty()) error = e.final.error;
+    } else {
+      json last = out.Envelope(true);
+      last["choices"] = json::array({out.ChunkChoice("", TextPart::kAnswer, {}, OpenAiFinish(e.final.reason))});
+      if (!send(last)) return;
+    }
+    completion += e.final.completion_tokens;
+    reasoning += e.final.reasoning_tokens;
+    completion_tokens = completion;
+    if (++finals == n) break;
   }
-  if (!head_sent && !head()) return;
-  if (e.final.reason == FinishReason::kError) {
-    send(json::parse(OpenAiError(500, "generation failed: " + e.final.error).body));
-  } else {
-    completion_tokens = e.final.completion_tokens;
-    json last = out.Envelope(true);
-    last["choices"] = json::array({out.ChunkChoice("", TextPart::kAnswer, {}, OpenAiFinish(e.final.reason))});
-    if (!send(last)) return;
-    if (ctx.include_usage) {
-      json usage = out.Envelope(true);
-      usage["choices"] = json::array();
-      usage["usage"] = Usage(e.final.prompt_tokens, e.final.completion_tokens, ctx.reasoning, e.final.reasoning_tokens);
-      if (!resp.Write("data: " + Dump(usage) + "\n\n")) return;
-    }
+  if (!error.empty()) {
+    send(json::parse(OpenAiError(500, "generation failed: " + error).body));
+  } else if (ctx.include_usage) {
+    json usage = (*outs)[0].Envelope(true);
+    usage["choices"] = json::array();
+    usage["usage"] = Usage(e.final.prompt_tokens, completion, ctx.reasoning, reasoning);
+    if (!resp.Write("data: " + Dump(usage) + "\n\n")) return;
   }
   if (resp.Write("data: [DONE]\n\n")) resp.End();
 }

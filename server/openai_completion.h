@@ -11,8 +11,10 @@
 #define BEACON_SERVER_OPENAI_COMPLETION_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "server/completion_sink.h"
 #include "server/engine_loop.h"
 #include "server/http_server.h"
 #include "server/openai_request.h"
@@ -43,6 +45,8 @@ class CompletionHandler {
  private:
   struct Context;
   class Output;
+  void Stream(const Context& ctx, CompletionEvent first, CompletionQueue* queue, std::vector<Output>* outs,
+              HttpResponder& resp) const;
   // `request_id`: empty when the body did not parse as far as one.
   void Refuse(const absl::Status& s, std::string_view request_id, HttpResponder& resp) const;
 

@@ -287,11 +287,9 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
     if (!it->is_string()) return FieldError("user", "must be a string");
     out.user = it->get<std::string>();  // logged with the request; bounded by the body limit
   }
-  absl::StatusOr<std::optional<SentInt>> n = ReadInt(j, "n");
-  if (!n.ok()) return n.status();
-  if (n->has_value() && (*n)->value != 1) {
-    return FieldError("n", absl::StrCat("only n = 1 is supported, got ", (*n)->Shown(), " (send several requests)"));
-  }
+  std::optional<int64_t> n;  // PrepareRequest bounds it (ServeLimits::max_n)
+  if (absl::Status s = GetServerChecked(j, "n", &r, &n); !s.ok()) return s;
+  r.n = n.value_or(1);
   if (auto it = j.find("request_id"); it != j.end() && !it->is_null()) {
     if (!it->is_string()) return FieldError("request_id", "must be a string");
     r.request_id = it->get<std::string>();  // PrepareRequest checks its length and characters

@@ -14,7 +14,7 @@
 // model, prompt (a string, or a list of one string or of token ids) /
 // messages (content as a string or a list of text parts), max_tokens /
 // max_completion_tokens, temperature, top_p, seed, stop (string or list),
-// n (1 only), presence_penalty, frequency_penalty, logit_bias, logprobs
+// n (samples: PrepareRequest bounds it), presence_penalty, frequency_penalty, logit_bias, logprobs
 // (completions: the count; chat: with top_logprobs), echo (completions),
 // user (logged), stream, stream_options.include_usage and vLLM's
 // continuous_usage_stats; vLLM's extensions top_k, min_p,

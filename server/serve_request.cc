@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -179,6 +180,9 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
     return Invalid("logit_bias",
                    absl::StrCat("has ", r.sampling.logit_bias.size(), " entries; at most ", limits.max_logit_bias));
   }
+  if (r.n < 1 || r.n > limits.max_n) {
+    return Invalid("n", absl::StrCat(Shown(r, "n", r.n), " is outside [1, ", limits.max_n, "]"));
+  }
   for (const auto& [field, n] : {std::pair{"logprobs", r.logprobs}, std::pair{"prompt_logprobs", r.prompt_logprobs}}) {
     if (n < -1 || n > limits.max_logprobs) {
       return Invalid(field, absl::StrCat(Shown(r, field, n), " is outside [0, ", limits.max_logprobs,
@@ -259,6 +263,12 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   // Sampling ranges and stop token ids (names the field).
   if (absl::Status s = p.options.Validate(tokenizer.vocab_size()); !s.ok()) return s;
 
+  p.samples = static_cast<int32_t>(r.n);
+  // Samples draw with seed + i: the seed is fixed here so that all share it.
+  if (p.samples > 1 && !p.options.sampling.seed.has_value()) {
+    std::random_device rd;
+    p.options.sampling.seed = (uint64_t{rd()} << 32) | rd();
+  }
   p.peak_slots = static_cast<int32_t>(
       std::min<int64_t>(SequenceCompressor::PeakSlots(p.options.kv, n_prompt, max_tokens), limits.context_length));
   p.arrival = r.arrival;
@@ -267,6 +277,15 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
     p.deadline = std::min(p.deadline, r.arrival + std::chrono::milliseconds(r.time_limit_ms));
   }
   return p;
+}
+
+std::vector<PreparedRequest> ExpandSamples(const PreparedRequest& request) {
+  std::vector<PreparedRequest> out(static_cast<size_t>(std::max(1, request.samples)), request);
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].sample_index = static_cast<int32_t>(i);
+    if (i > 0) out[i].options.sampling.seed = *request.options.sampling.seed + i;  // wraps like uint64
+  }
+  return out;
 }
 
 std::string FieldOf(const std::string& message) {

@@ -65,6 +65,9 @@ struct ServeRequest {
   // ServeLimits::max_logprobs).
   int64_t logprobs = -1;
   int64_t prompt_logprobs = -1;
+  // Samples of the prompt (OpenAI's n): sample i draws with seed + i, so
+  // each is what the request alone with that seed gives. 1 <= n <= max_n.
+  int64_t n = 1;
   uint32_t time_limit_ms = 0;  // 0: none
   // kChat on a reasoning model: close the think block after this many
   // tokens (ReasoningOptions::max_reasoning_tokens); absent or 0: no limit.
@@ -108,6 +111,7 @@ struct ServeLimits {
   int32_t max_messages = 4096;                      // chat messages, checked before the template renders
   int32_t max_logit_bias = 1024;                    // logit_bias entries
   int32_t max_logprobs = kMaxTopLogprobs;           // alternatives per position (--max-logprobs)
+  int32_t max_n = 64;                               // samples per request (n)
   LogprobsMode logprobs_mode = LogprobsMode::kRaw;  // --logprobs-mode
   DefaultSampling defaults;                         // --generation-config
   KvPolicyOptions kv_default;                       // --kv-policy and its settings
@@ -125,6 +129,12 @@ struct PreparedRequest {
   int32_t peak_slots = 0;     // admission footprint (EvictionSchedule::PeakSlots)
   SchedClock::time_point arrival;
   SchedClock::time_point deadline;
+  // Sample i of n (ServeRequest::n): its seed is the request's + i. The
+  // engine loop submits the n together (EngineLoop::SubmitGroup); sample 0
+  // runs the prompt and the others share its prompt blocks.
+  int32_t sample_index = 0;
+  int32_t samples = 1;
+  RequestId group = 0;  // set by EngineLoop::SubmitGroup: sample 0's id
 };
 
 // INVALID_ARGUMENT naming the field (and the value or count, and the limit)
@@ -141,6 +151,10 @@ struct PreparedRequest {
 // checked before any work proportional to them.
 absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, const Tokenizer& tokenizer,
                                                const ServeLimits& limits);
+
+// The `samples` requests of a prepared one: copies with sample_index i and
+// seed + i (the seed drawn by PrepareRequest when the request gave none).
+std::vector<PreparedRequest> ExpandSamples(const PreparedRequest& request);
 
 // The token ids of a text or chat input, as PrepareRequest would make them.
 // Of `limits` only max_messages is read (the Tokenize RPC has no other).

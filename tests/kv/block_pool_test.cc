@@ -89,3 +89,35 @@ TEST(KvCache, LayoutAddressesAreDisjoint) {
 
 }  // namespace
 }  // namespace beacon
+
+namespace beacon {
+namespace {
+
+TEST(SequenceKv, ShareFromHoldsTheBlocksOnceUntilTheLastHolderGoes) {
+  KvCacheShape shape{2, 2, 4, 4};  // block size 4
+  KvCache cache(shape, 16);
+  SequenceKv donor(&cache), a(&cache), b(&cache);
+  ASSERT_TRUE(donor.Reserve(10).ok());
+  donor.CommitSlots(10);
+  EXPECT_EQ(cache.pool().num_used(), 3);
+  a.ShareFrom(donor, 8);
+  b.ShareFrom(donor, 8);
+  EXPECT_EQ(cache.pool().num_used(), 3);  // two full blocks shared, not copied
+  EXPECT_EQ(a.num_slots(), 8);
+  EXPECT_EQ(a.block_ids()[0], donor.block_ids()[0]);
+  EXPECT_EQ(cache.pool().refcount(donor.block_ids()[1]), 3);
+  // Each appends into a block of its own past the shared ones.
+  ASSERT_TRUE(a.Reserve(9).ok());
+  a.CommitSlots(9);
+  EXPECT_EQ(cache.pool().num_used(), 4);
+  EXPECT_NE(a.block_ids()[2], donor.block_ids()[2]);
+  donor.Release();
+  EXPECT_EQ(cache.pool().num_used(), 3);  // the shared two stay while a and b hold them
+  a.Release();
+  EXPECT_EQ(cache.pool().num_used(), 2);
+  b.Release();
+  EXPECT_EQ(cache.pool().num_used(), 0);
+}
+
+}  // namespace
+}  // namespace beacon

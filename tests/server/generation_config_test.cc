@@ -33,7 +33,7 @@ class GenerationConfigTest : public ::testing::Test {
 };
 
 TEST_F(GenerationConfigTest, WithoutAConfigTheDefaultsAreOpenAis) {
-  for (const std::string& mode : {"auto", "none"}) {
+  for (const char* mode : {"auto", "none"}) {
     absl::StatusOr<DefaultSampling> d = ResolveGenerationConfig(mode, dir_.string(), "");
     ASSERT_TRUE(d.ok()) << d.status();
     EXPECT_EQ(d->temperature, 1.0f);

@@ -39,7 +39,7 @@ const std::map<std::string, Case>& Cases() {
       {"max_completion_tokens", {kChat, R"("max_completion_tokens": 9)", [](R r) { return r.serve.max_tokens == 9; }}},
       {"temperature", {kC, R"("temperature": 0.25)", [](R r) { return r.serve.temperature == 0.25f; }}},
       {"top_p", {kC, R"("top_p": 0.5)", [](R r) { return r.serve.top_p == 0.5f; }}},
-      {"n", {kC, R"("n": 2)", nullptr}},  // n > 1 is not implemented yet
+      {"n", {kC, R"("n": 3)", [](R r) { return r.serve.n == 3; }}},
       {"stream", {kC, R"("stream": true)", [](R r) { return r.stream; }}},
       {"stream_options",
        {kC, R"("stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true})",
@@ -136,10 +136,9 @@ TEST(OpenAiFieldsTest, EachFieldIsHonouredOrRefusedByName) {
 }
 
 TEST(OpenAiFieldsTest, RefusedFeaturesAreAcceptedAtTheirDoNothingValues) {
-  for (const std::string& fields :
-       {R"("tools": [], "tool_choice": "none", "parallel_tool_calls": false, "functions": [])",
-        R"("response_format": {"type": "text"}, "modalities": ["text"], "store": false)",
-        R"("audio": null, "metadata": null, "service_tier": "auto", "reasoning_effort": null)"}) {
+  for (const char* fields : {R"("tools": [], "tool_choice": "none", "parallel_tool_calls": false, "functions": [])",
+                             R"("response_format": {"type": "text"}, "modalities": ["text"], "store": false)",
+                             R"("audio": null, "metadata": null, "service_tier": "auto", "reasoning_effort": null)"}) {
     const absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(kChat, Body(kChat, fields), "m");
     EXPECT_TRUE(r.ok()) << fields << ": " << r.status();
   }

@@ -4,6 +4,7 @@
 // is a token-id prompt, not a batch.
 #include "server/openai_request.h"
 
+#include <limits>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -70,8 +71,12 @@ TEST(OpenAiRequestTest, ServerLimitedIntegersPassThroughAsSent) {
 }
 
 TEST(OpenAiRequestTest, OwnRangesShowTheSentValue) {
-  ExpectInvalid(Completion(R"(, "n": 18446744073709551615)"), "n: only n = 1 is supported, got 18446744073709551615");
-  ExpectInvalid(Completion(R"(, "n": 2)"), "n: only n = 1 is supported, got 2");
+  // n's range is the server's (PrepareRequest): passed on as sent.
+  absl::StatusOr<OpenAiRequest> big_n = Completion(R"(, "n": 18446744073709551615)");
+  ASSERT_TRUE(big_n.ok()) << big_n.status();
+  EXPECT_EQ(big_n->serve.n, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(big_n->serve.oversized_ints.at("n"), "18446744073709551615");
+  ExpectInvalid(Completion(R"(, "n": 1.5)"), "n: must be an integer");
   ExpectInvalid(Completion(R"(, "top_k": 4294967296)"), "top_k: 4294967296 is outside [-1, 2147483647]");
   ExpectInvalid(Completion(R"(, "top_k": -2)"), "top_k: -2 is outside [-1, 2147483647]");
   ExpectInvalid(Completion(R"(, "time_limit_ms": 18446744073709551615)"),

@@ -86,7 +86,8 @@ def test_errors(srv):
     bad = [
         (dict(messages=MSG, temperature=5), "temperature"),
         (dict(messages=MSG, max_tokens=0), "max_tokens"),
-        (dict(messages=MSG, n=2), "n"),
+        (dict(messages=MSG, n=65), "n"),
+        (dict(messages=MSG, n=2, extra_body={"best_of": 3}), "best_of"),
         (dict(messages=MSG, logprobs=True, top_logprobs=21), "logprobs"),
         (dict(messages=MSG, tools=[{"type": "function", "function": {"name": "f"}}]), "tools"),
         (dict(messages=MSG, extra_body={"temprature": 0.5}), "temprature"),

@@ -1,0 +1,81 @@
+// Sample groups on the CUDA backend: a sequence that starts on another's
+// prompt blocks by reference (Generation::AdoptPromptPrefix, the n > 1 path
+// of server/generation_engine.h) attends over those shared device blocks and
+// generates what it generates alone, token for token; the donor is unharmed
+// and the pool holds the shared blocks once. Skips without a GPU; runs under
+// the CUDA emulator. Model: tests/data/tiny-r1-qwen2.json dummy weights with
+// R1-Distill's real vocabulary.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/batch_runner.h"
+#include "engine/generation.h"
+#include "engine/runtime.h"
+#include "gtest/gtest.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace beacon {
+namespace {
+
+const std::string kSrc = BEACON_SOURCE_DIR;
+
+std::unique_ptr<Runtime> Make() {
+  RuntimeOptions o;
+  o.model = "dummy:" + kSrc + "/tests/data/tiny-r1-qwen2.json";
+  o.tokenizer = kSrc + "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf";
+  o.device = "cuda";
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
+  EXPECT_TRUE(rt.ok()) << rt.status();
+  return rt.ok() ? std::move(*rt) : nullptr;
+}
+
+std::vector<int32_t> Tokens(Backend* backend, std::span<Generation* const> gens, size_t which) {
+  std::vector<int32_t> out;
+  EXPECT_TRUE(RunToCompletion(backend, gens, {}, [&](size_t i, const TokenEvent& ev) {
+                if (i == which) out.push_back(ev.id);
+              }).ok());
+  return out;
+}
+
+TEST(CudaSharedPrefixTest, ASampleOnSharedPromptBlocksGeneratesWhatItDoesAlone) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  std::unique_ptr<Runtime> rt = Make();
+  ASSERT_NE(rt, nullptr);
+  std::unique_ptr<KvCache> cache = *rt->MakeKvCache(512);
+  const int32_t bs = cache->shape().block_size;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 3 * bs + 5; ++i) prompt.push_back(1000 + (i * 53) % 20000);
+  GenerationOptions o;
+  o.max_tokens = 6;
+  o.ignore_eos = true;
+  o.sampling.temperature = 1.0f;
+  const auto make = [&](uint64_t seed) {
+    GenerationOptions s = o;
+    s.sampling.seed = seed;
+    return std::move(*Generation::Create(rt->tokenizer(), cache.get(), rt->config(), prompt, s));
+  };
+  // Alone: the second sample's tokens with its seed.
+  std::unique_ptr<Generation> alone = make(8);
+  Generation* one[] = {alone.get()};
+  const std::vector<int32_t> want = Tokens(rt->backend(), one, 0);
+  ASSERT_EQ(want.size(), 6u);
+  ASSERT_EQ(cache->pool().num_used(), 0);
+
+  // Sample 0 runs the prompt; sample 1 takes its whole blocks and runs the rest.
+  std::unique_ptr<Generation> donor = make(7), member = make(8);
+  Generation* first[] = {donor.get()};
+  ASSERT_TRUE(RunStep(rt->backend(), first, {}, nullptr).ok());  // the whole prompt in one step
+  ASSERT_FALSE(donor->prefilling());
+  const int32_t shared = Generation::ShareablePromptSlots(o, static_cast<int32_t>(prompt.size()), bs);
+  ASSERT_EQ(shared, 3 * bs);
+  const int32_t before = cache->pool().num_used();
+  member->AdoptPromptPrefix(*donor->kv(), shared);
+  EXPECT_EQ(cache->pool().num_used(), before);  // nothing copied
+  Generation* both[] = {donor.get(), member.get()};
+  EXPECT_EQ(Tokens(rt->backend(), both, 1), want);
+  EXPECT_EQ(cache->pool().num_used(), 0);
+}
+
+}  // namespace
+}  // namespace beacon
