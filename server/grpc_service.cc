@@ -95,15 +95,20 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
       logging::Request(logging::Level::kInfo, request_id_, "refused: %s", id.status().ToString());
     }
     Action a;
+    bool refused_already = false;
     {
       MutexLock lock(&mu_);
       if (!id.ok()) {
         reject_ = ToGrpc(id.status());
       } else {
         first_id_ = *id;
+        // A sample refused before the id was known here (the engine thread
+        // is quick): the others were queued and must go too.
+        refused_already = reject_.has_value();
       }
       a = Next();
     }
+    if (refused_already && n_ > 1) CancelInEngine();
     Act(a);  // last: OnDone may run inline and delete this
   }
 

@@ -338,6 +338,9 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
     return;
   }
   const int32_t n = static_cast<int32_t>(outs->size());
+  // Continuous usage: tokens streamed so far, per sample; a finished one
+  // counts its final record's (which includes an unstreamed EOS).
+  std::vector<int32_t> tokens_of(outs->size(), 0);
   int32_t completion_tokens = 0;
   auto send = [&](json chunk) {
     if (ctx.continuous_usage) chunk["usage"] = Usage(ctx.prompt_tokens, completion_tokens, false, 0);
@@ -374,6 +377,7 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
     }
     if (!out.head_sent() && !head(out)) return;
     if (e.kind == CompletionEvent::kTokens) {
+      tokens_of[e.index] += static_cast<int32_t>(e.ids.size());
       completion_tokens += static_cast<int32_t>(e.ids.size());
       if (!e.text.empty() || !e.logprobs.empty()) {
         json chunk = out.Envelope(true);
@@ -383,6 +387,10 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
       continue;
     }
     // kFinal: this choice's finish chunk.
+    completion += e.final.completion_tokens;
+    reasoning += e.final.reasoning_tokens;
+    completion_tokens += e.final.completion_tokens - tokens_of[e.index];
+    tokens_of[e.index] = e.final.completion_tokens;
     if (e.final.reason == FinishReason::kError) {
       if (error.empty()) error = e.final.error;
     } else {
@@ -390,9 +398,6 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
       last["choices"] = json::array({out.ChunkChoice("", TextPart::kAnswer, {}, OpenAiFinish(e.final.reason))});
       if (!send(last)) return;
     }
-    completion += e.final.completion_tokens;
-    reasoning += e.final.reasoning_tokens;
-    completion_tokens = completion;
     if (++finals == n) break;
   }
   if (!error.empty()) {

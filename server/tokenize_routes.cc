@@ -114,10 +114,12 @@ absl::StatusOr<json> Detokenize(const HttpRequest& req, const Tokenizer& tokeniz
 
 void AddTokenizeRoutes(Router* router, const Tokenizer* tokenizer, std::shared_ptr<const OpenAiOptions> options) {
   using Fn = absl::StatusOr<json> (*)(const HttpRequest&, const Tokenizer&, const OpenAiOptions&);
-  for (auto [path, fn] :
+  for (const std::pair<const char*, Fn>& route :
        {std::pair<const char*, Fn>{"/tokenize", &Tokenize}, std::pair<const char*, Fn>{"/detokenize", &Detokenize}}) {
+    const Fn fn = route.second;  // a variable the lambda can capture (clang: not a structured binding)
     router->Handle(
-        "POST", path, RequireApiKey(options->api_key, [tokenizer, options, fn](const HttpRequest& q, HttpResponder& r) {
+        "POST", route.first,
+        RequireApiKey(options->api_key, [tokenizer, options, fn](const HttpRequest& q, HttpResponder& r) {
           if (absl::Status s = CheckJsonContentType(q); !s.ok()) {
             return (void)r.Reply(OpenAiError(415, std::string(s.message())));
           }

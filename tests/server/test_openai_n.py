@@ -50,6 +50,10 @@ def test_chat_and_completions(srv):
     assert streamed == texts, (streamed, texts)
     assert finishes == {i: "length" for i in range(4)}, finishes
     assert usage.completion_tokens == 64 and usage.prompt_tokens == r.usage.prompt_tokens
+    # vLLM's continuous usage: every chunk counts all choices' tokens so far.
+    counts = [ch.usage.completion_tokens for ch in c.chat.completions.create(
+        n=4, stream=True, stream_options={"include_usage": True, "continuous_usage_stats": True}, **kw) if ch.usage]
+    assert counts == sorted(counts) and counts[-1] == 64, counts
     # Completions, with logprobs per choice.
     ck = dict(model="default", prompt="My favourite city is", max_tokens=8, temperature=0.8, seed=3, logprobs=1,
               extra_body={"ignore_eos": True})
