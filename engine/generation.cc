@@ -75,8 +75,7 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* 
   // A request without a seed gets a random one, fixed here so that it can be
   // reported and the same output reproduced.
   if (!options.sampling.seed.has_value()) {
-    std::random_device rd;
-    options.sampling.seed = (uint64_t{rd()} << 32) | rd();
+    options.sampling.seed = RandomSeed();
   }
   std::unique_ptr<SequenceCompressor> compressor;
   if (options.kv.compresses()) {
@@ -164,11 +163,12 @@ TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
     if (r.stopped && reason != FinishReason::kError) {  // an error stays the reason
       reason = FinishReason::kStopSequence;
       finish_ = reason;
-      if (options_.include_stop_str_in_output) ev.text += stop_checker_.matched();
     } else if (!r.stopped) {
       ev.text += stop_checker_.Flush();
     }
   }
+  // A stop string ends the text; the request may want it kept.
+  if (reason == FinishReason::kStopSequence && options_.include_stop_str_in_output) ev.text += stop_checker_.matched();
   ev.finish = reason;
   return ev;
 }
@@ -288,19 +288,13 @@ TokenEvent Generation::Accept(int32_t id) {
     if (part.closed) {
       StopChecker::Result r = stop_checker_.Push(detok_.Flush());
       ev.text = std::move(r.text);
-      if (r.stopped) {
-        if (options_.include_stop_str_in_output) ev.text += stop_checker_.matched();
-        return Finish(std::move(ev), FinishReason::kStopSequence);
-      }
+      if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
       ev.text += stop_checker_.Flush();
     }
   } else {
     StopChecker::Result r = stop_checker_.Push(detok_.Push(id));
     ev.text = std::move(r.text);
-    if (r.stopped) {
-      if (options_.include_stop_str_in_output) ev.text += stop_checker_.matched();
-      return Finish(std::move(ev), FinishReason::kStopSequence);
-    }
+    if (r.stopped) return Finish(std::move(ev), FinishReason::kStopSequence);
   }
   if (static_cast<int32_t>(generated_.size()) >= options_.max_tokens || next_position() >= context_length_) {
     return Finish(std::move(ev), FinishReason::kLength);

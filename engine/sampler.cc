@@ -30,12 +30,12 @@ constexpr size_t kFirstTopPChunk = 64;
 // libraries (the distribution's algorithm is implementation-defined).
 double ToUnitInterval(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
 
+}  // namespace
+
 uint64_t RandomSeed() {
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ static_cast<uint64_t>(rd());
 }
-
-}  // namespace
 
 absl::Status SamplingParams::Validate() const {
   if (!InRange(temperature, 0.0f, 100.0f)) {

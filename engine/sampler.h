@@ -38,6 +38,9 @@ struct SamplingParams {
   absl::Status Validate() const;
 };
 
+// A seed from std::random_device (64 bits), for requests that give none.
+uint64_t RandomSeed();
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <random>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -266,8 +265,7 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   p.samples = static_cast<int32_t>(r.n);
   // Samples draw with seed + i: the seed is fixed here so that all share it.
   if (p.samples > 1 && !p.options.sampling.seed.has_value()) {
-    std::random_device rd;
-    p.options.sampling.seed = (uint64_t{rd()} << 32) | rd();
+    p.options.sampling.seed = RandomSeed();
   }
   p.peak_slots = static_cast<int32_t>(
       std::min<int64_t>(SequenceCompressor::PeakSlots(p.options.kv, n_prompt, max_tokens), limits.context_length));
