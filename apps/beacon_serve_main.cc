@@ -139,8 +139,10 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   minfo.default_budget = c->limits.kv_default.compresses() ? c->limits.kv_default.budget : 0;
   minfo.admission = std::string(AdmissionModeName(c->scheduler.admission));
   e.metrics = std::make_unique<ServerMetrics>(minfo);
+  std::optional<uint64_t> salt;
+  if (c->prefix_cache) salt = GenerationEngine::PrefixCacheSaltFor(c->model, config, *e.cache);
   e.loop = std::make_unique<EngineLoop>(e.runtime->backend(), e.cache.get(), e.runtime->tokenizer(), config,
-                                        c->scheduler, e.metrics.get());
+                                        c->scheduler, e.metrics.get(), salt);
   return e;
 }
 
@@ -262,11 +264,11 @@ int Main(int argc, char** argv) {
   }
   logging::Info(
       "ready grpc=%s:%d http=%s:%d model=%s reasoning_parser=%s kv_policy=%s kv_pool_tokens=%d "
-      "kv_cache_dtype=%s kv_bytes_per_token=%d admission=%s open_files_limit=%d (%.1f s)",
+      "kv_cache_dtype=%s kv_bytes_per_token=%d admission=%s prefix_cache=%s open_files_limit=%d (%.1f s)",
       c.host, grpc_server->port(), c.host, (*http)->port(), c.model,
       std::string(ReasoningParserName(c.limits.reasoning.parser)), std::string(c.limits.kv_default.policy_name()),
       e.pool_slots, std::string(KvCacheDTypeName(e.cache->dtype())), static_cast<int>(e.cache->BytesPerToken()),
-      std::string(AdmissionModeName(c.scheduler.admission)), nofile->soft,
+      std::string(AdmissionModeName(c.scheduler.admission)), c.prefix_cache ? "on" : "off", nofile->soft,
       std::chrono::duration<double>(Clock::now() - t0).count());
 
   int sig = 0;

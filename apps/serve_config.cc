@@ -173,6 +173,8 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("http-idle-timeout-s", false, "60", "seconds an HTTP connection may wait idle between requests");
   a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
   a->Declare("kv-block-size", false, "16", "KV slots per block");
+  a->Declare("prefix-cache", false, "on",
+             "on: reuse the KV of prompt prefixes other requests computed (automatic prefix caching); off");
   a->Declare("kv-allowed-policies", false, "", "comma-separated policies a request may choose (default: all)");
   a->Declare("kv-min-budget", false, "32", "smallest kv budget a request may ask for");
   a->Declare("kv-max-budget", false, "65536", "largest kv budget a request may ask for");
@@ -247,6 +249,11 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   c.scheduler.max_waiting = static_cast<int32_t>(max_waiting);
   c.scheduler.max_step_tokens = static_cast<int32_t>(step_tokens);
   c.scheduler.prefill_chunk = static_cast<int32_t>(chunk);
+  const std::string prefix_cache = args.Str("prefix-cache");
+  if (prefix_cache != "on" && prefix_cache != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--prefix-cache: '", prefix_cache, "' is not on or off"));
+  }
+  c.prefix_cache = prefix_cache == "on";
   absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
   if (!mode.ok()) return mode.status();
   c.scheduler.admission = *mode;

@@ -39,6 +39,7 @@ struct ServeConfig {
   std::string metrics_api_key;  // empty: /metrics is open
   int64_t kv_pool_tokens = 0;
   int32_t kv_block_size = 16;
+  bool prefix_cache = true;  // --prefix-cache
   int64_t drain_timeout_s = 0;
   int64_t drain_delay_s = 0;
 };

@@ -1,9 +1,11 @@
 #include "engine/generation.h"
 
 #include <algorithm>
+#include <cassert>
 #include <random>
 
 #include "absl/strings/str_format.h"
+#include "kv/prefix_cache.h"
 
 namespace beacon {
 
@@ -116,9 +118,27 @@ Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t conte
 }
 
 int32_t Generation::ShareablePromptSlots(const GenerationOptions& options, int32_t prompt_len, int32_t block_size) {
-  if (options.prompt_logprobs >= 0) return 0;
-  if (options.kv.compresses() && !options.kv.keep_prompt) return 0;
+  if (options.prompt_logprobs >= 0 || !PrefixShareable(options.kv)) return 0;
   return (prompt_len - 1) / block_size * block_size;
+}
+
+int32_t Generation::PrefixBlocksWanted() const {
+  if (kv_.num_blocks() > 0 || (replaying() ? replay_done_ : prompt_done_) > 0) return 0;
+  return ShareablePromptSlots(options_, static_cast<int32_t>(prompt_.size()), kv_.cache()->shape().block_size) /
+         kv_.cache()->shape().block_size;
+}
+
+void Generation::AdoptCachedPrefix(std::vector<BlockHandle> blocks) {
+  assert(static_cast<int32_t>(blocks.size()) <= PrefixBlocksWanted());
+  kv_.AdoptBlocks(std::move(blocks));
+  (replaying() ? replay_done_ : prompt_done_) = kv_.num_slots();
+}
+
+int32_t Generation::CacheablePromptBlocks() const {
+  if (options_.kv.compresses() && !options_.kv.keep_prompt) return 0;
+  const int32_t prompt = static_cast<int32_t>(prompt_.size());
+  const int32_t done = replaying() ? std::min(replay_done_, prompt) : prompt_done_;
+  return std::min(done, kv_.num_slots()) / kv_.cache()->shape().block_size;
 }
 
 int32_t Generation::Preempt() {

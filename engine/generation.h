@@ -120,22 +120,36 @@ class Generation {
   EntrySampling device_sampling() const;
   TokenEvent AdvanceSampled(int32_t n_fed, int32_t token);
 
-  // Sample groups (n > 1): how many prompt slots a sequence under `options`
-  // can take by reference from a sibling that ran the same prompt: the
-  // whole blocks before the block of the last prompt token (that token is
-  // run again, so each sibling samples its own first token from its own
+  // How many prompt slots a sequence under `options` can take by reference
+  // (a sample group's sibling that ran the same prompt, or the prefix cache):
+  // the whole blocks before the block of the last prompt token (that token
+  // is always run, so each sequence samples its first token from its own
   // logits). 0 when nothing can be shared: a prompt within one block,
-  // prompt logprobs asked (they need every prompt row), or a compressing
-  // policy without keep_prompt (compaction could then move slots inside
-  // shared blocks; with keep_prompt every prompt slot is kept in place).
+  // prompt logprobs asked (they need every prompt row), or a policy whose
+  // state would differ without the skipped prompt (PrefixShareable).
   static int32_t ShareablePromptSlots(const GenerationOptions& options, int32_t prompt_len, int32_t block_size);
-  // Starts this sequence on `n_slots` slots of `donor` by reference, as if
-  // the first n_slots prompt tokens had run. REQUIRES nothing has run yet
-  // and 0 < n_slots <= ShareablePromptSlots(...), a multiple of the block size.
+  // Sample groups: starts this sequence on `n_slots` slots of `donor` by
+  // reference, as if the first n_slots prompt tokens had run. REQUIRES
+  // nothing has run yet and 0 < n_slots <= ShareablePromptSlots(...), a
+  // multiple of the block size.
   void AdoptPromptPrefix(const SequenceKv& donor, int32_t n_slots) {
     kv_.ShareFrom(donor, n_slots);
     prompt_done_ = n_slots;
   }
+
+  // The prefix cache (kv/prefix_cache.h). The tokens the sequence runs from
+  // slot 0 when it holds no KV (its prompt, or after preemption the
+  // recompute), and how many of their leading blocks it may take from the
+  // cache now: 0 unless it holds no KV and has run nothing.
+  std::span<const int32_t> PrefixTokens() const { return replaying() ? replay_ : prompt_; }
+  int32_t PrefixBlocksWanted() const;
+  // Starts the sequence on cached blocks, as if their tokens had run.
+  // REQUIRES blocks.size() <= PrefixBlocksWanted().
+  void AdoptCachedPrefix(std::vector<BlockHandle> blocks);
+  // Leading blocks that now hold prompt tokens [0, n * bs) in place and
+  // will never be written again: what the engine may insert into the cache.
+  // 0 for a compressing policy without keep_prompt (compaction moves slots).
+  int32_t CacheablePromptBlocks() const;
 
   SequenceKv* kv() { return &kv_; }
   const SequenceKv* kv() const { return &kv_; }

@@ -79,6 +79,7 @@ void SequenceKv::Truncate(int32_t n) {
   const int32_t keep_blocks = (num_slots_ + bs - 1) / bs;
   blocks_.resize(keep_blocks);  // handles past the end return their blocks
   block_ids_.resize(keep_blocks);
+  shared_blocks_ = std::min(shared_blocks_, keep_blocks);
 }
 
 void SequenceKv::ShareFrom(const SequenceKv& src, int32_t n_slots) {
@@ -90,12 +91,25 @@ void SequenceKv::ShareFrom(const SequenceKv& src, int32_t n_slots) {
   }
   num_slots_ = n_slots;
   peak_slots_ = std::max(peak_slots_, n_slots);
+  shared_blocks_ = num_blocks();
+}
+
+void SequenceKv::AdoptBlocks(std::vector<BlockHandle> blocks) {
+  assert(num_blocks() == 0);
+  for (BlockHandle& h : blocks) {
+    block_ids_.push_back(h.id());
+    blocks_.push_back(std::move(h));
+  }
+  num_slots_ = num_blocks() * cache_->shape().block_size;
+  peak_slots_ = std::max(peak_slots_, num_slots_);
+  shared_blocks_ = num_blocks();
 }
 
 void SequenceKv::Release() {
   blocks_.clear();
   block_ids_.clear();
   num_slots_ = 0;
+  shared_blocks_ = 0;
 }
 
 }  // namespace beacon

@@ -164,11 +164,19 @@ class SequenceKv {
   // into blocks of their own. REQUIRES num_blocks() == 0, n_slots a
   // multiple of the block size, n_slots <= src.num_slots(), the same cache.
   void ShareFrom(const SequenceKv& src, int32_t n_slots);
+  // Starts this (empty) sequence on `blocks` taken from the prefix cache
+  // (kv/prefix_cache.h), full of tokens: the same contract as ShareFrom.
+  // REQUIRES num_blocks() == 0, blocks of this cache's pool.
+  void AdoptBlocks(std::vector<BlockHandle> blocks);
 
   int32_t num_slots() const { return num_slots_; }
   int32_t capacity() const { return static_cast<int32_t>(blocks_.size()) * cache_->shape().block_size; }
   int32_t peak_slots() const { return peak_slots_; }
   int32_t num_blocks() const { return static_cast<int32_t>(blocks_.size()); }
+  // Leading blocks taken by reference (ShareFrom, AdoptBlocks); the rest
+  // this sequence allocated itself.
+  int32_t shared_blocks() const { return shared_blocks_; }
+  int32_t own_blocks() const { return num_blocks() - shared_blocks_; }
   const std::vector<int32_t>& block_ids() const { return block_ids_; }
   KvCache* cache() const { return cache_; }
 
@@ -178,6 +186,7 @@ class SequenceKv {
   std::vector<int32_t> block_ids_;  // blocks_[i].id(), contiguous for kernels
   int32_t num_slots_ = 0;
   int32_t peak_slots_ = 0;
+  int32_t shared_blocks_ = 0;
 };
 
 }  // namespace beacon

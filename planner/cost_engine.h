@@ -68,6 +68,11 @@ class CostEngine : public StepEngine {
   int32_t BlocksToAppend(RequestId id, int32_t n) const override { return sim_.BlocksToAppend(id, n); }
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
+  int32_t OwnBlocks(RequestId id) const override { return sim_.OwnBlocks(id); }
+  PrefixProbe ProbePrefix(RequestId id) const override { return sim_.ProbePrefix(id); }
+  int32_t AdoptPrefix(RequestId id) override { return sim_.AdoptPrefix(id); }
+  // The workload's shared prefixes are cached (SimEngine::EnablePrefixCache).
+  void EnablePrefixCache() { sim_.EnablePrefixCache(); }
 
   // The virtual clock: advanced by every Run; AdvanceTo moves it forward
   // over idle time (never back).

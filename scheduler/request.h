@@ -42,7 +42,7 @@ struct SchedRequest {
   // Sample groups (n > 1 samples of one prompt): the id of the group's first
   // member, which runs the prompt; the others wait for it to finish the
   // prompt, then take its prompt blocks by reference (StepEngine::
-  // AdoptSharedPrefix). 0: not in a group.
+  // ProbePrefix and AdoptPrefix). 0: not in a group.
   RequestId group = 0;
 
   // Scheduler bookkeeping.
@@ -50,8 +50,8 @@ struct SchedRequest {
   int32_t prefill_target = 0;  // tokens to run before decoding (prompt, or prompt + output on recompute)
   int32_t prefill_done = 0;
   int32_t generated = 0;        // tokens sampled so far
-  int32_t reserved_blocks = 0;  // reserve mode: blocks set aside while admitted
-  int32_t shared_blocks = 0;    // blocks it holds by reference from its group's first member
+  int32_t reserved_blocks = 0;  // reserve mode: blocks at peak beyond the shared ones
+  int32_t shared_blocks = 0;    // leading blocks it took by reference at admission
   int32_t preemptions = 0;
   uint64_t admit_seq = 0;                    // admission order (preemption victims: newest first)
   SchedClock::time_point first_scheduled{};  // first admission (queue time ends)

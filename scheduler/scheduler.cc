@@ -94,7 +94,6 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
   r.preemptions = 0;
   r.admit_seq = 0;
   r.scheduled_once = false;
-  if (r.group != 0) ++groups_[r.group].members;
   requests_.emplace(r.id, r);
   waiting_.push_back(r.id);
   return absl::OkStatus();
@@ -114,20 +113,6 @@ void Scheduler::Finish(RequestId id, RequestState state) {
   }
   r.state = state;
   engine_->Remove(r);  // frees its KV now; sees what was reserved for it
-  int32_t release = r.reserved_blocks;
-  if (r.group != 0) {
-    Group& g = groups_[r.group];
-    // The first member's prompt blocks outlive it while others hold them.
-    if (r.group == r.id && g.members > 1 && g.shared_blocks > 0) {
-      g.held_blocks = std::min(g.shared_blocks, r.reserved_blocks);
-      release -= g.held_blocks;
-    }
-    if (--g.members == 0) {
-      release += g.held_blocks;
-      groups_.erase(r.group);
-    }
-  }
-  reserved_blocks_ -= release;
   requests_.erase(it);
 }
 
@@ -153,26 +138,38 @@ void Scheduler::Expire(SchedClock::time_point now, StepReport* report) {
   report->finished += static_cast<int32_t>(expired.size());
 }
 
-bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
-  // A later member of a sample group waits for the first to run the prompt,
-  // then needs blocks only for what it does not share.
-  int32_t shared_slots = 0;
-  if (r->group != 0 && r->group != r->id && r->prefill_done == 0 && r->generated == 0) {
-    shared_slots = engine_->SharedPrefixSlots(r->id);
-    if (shared_slots < 0) return false;
+int32_t Scheduler::CommittedBlocks() const {
+  int32_t committed = 0;
+  for (RequestId id : running_) {
+    committed += std::max(0, requests_.at(id).reserved_blocks - engine_->OwnBlocks(id));
   }
-  const int32_t shared = shared_slots / engine_->BlockSize();
+  return committed;
+}
+
+int32_t Scheduler::reserved_blocks() const {
+  if (config_.admission != AdmissionMode::kReserve) return 0;
+  return engine_->TotalBlocks() - engine_->FreeBlocks() + CommittedBlocks();
+}
+
+bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
+  // A request holding no KV may start on blocks it takes by reference (a
+  // sample group's prompt, the prefix cache); it then needs blocks only for
+  // the rest, plus the idle cached blocks it takes out of the free count.
+  StepEngine::PrefixProbe probe;
+  const bool fresh = r->prefill_done == 0;
+  if (fresh) {
+    probe = engine_->ProbePrefix(r->id);
+    if (probe.wait) return false;
+  }
   auto adopt = [&] {
-    if (shared_slots == 0) return;
-    r->prefill_done = engine_->AdoptSharedPrefix(r->id);
-    r->shared_blocks = shared;
-    groups_[r->group].shared_blocks = shared;
+    if (!fresh) return;
+    r->prefill_done = engine_->AdoptPrefix(r->id);
+    r->shared_blocks = probe.blocks;
   };
   if (config_.admission == AdmissionMode::kReserve) {
-    const int32_t need = BlocksFor(r->peak_slots) - shared;
-    if (reserved_blocks_ + need > engine_->TotalBlocks()) return false;
+    const int32_t need = BlocksFor(r->peak_slots) - probe.blocks;
+    if (CommittedBlocks() + need + probe.idle > engine_->FreeBlocks()) return false;
     r->reserved_blocks = need;
-    reserved_blocks_ += need;
     adopt();
     return true;
   }
@@ -182,8 +179,10 @@ bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * engine_->TotalBlocks()));
   // A compressing sequence evicts while it recomputes: it never holds more
   // than its peak plus one chunk.
-  const int32_t need = std::max(
-      0, BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk)) - shared);
+  const int32_t need =
+      std::max(0, BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk)) -
+                      probe.blocks) +
+      probe.idle;
   const int32_t free_after = engine_->FreeBlocks() - *step_blocks - need;
   // With nothing running the watermark protects no one: admit if it fits.
   if (free_after < (running_.empty() ? 0 : watermark)) return false;

@@ -23,13 +23,19 @@
 //     sequence is preempted (its KV freed, recomputed later), as vLLM does.
 // FCFS: the head of the queue blocks those behind it, so no request starves.
 //
-// Sample groups (n samples of one prompt, SchedRequest::group): the first
-// member runs the prompt; each other member waits at the head of the queue
-// until that is done, then takes the prompt's whole blocks by reference and
-// runs only the rest. Admission counts the shared blocks once: a member
-// reserves its footprint less them, and when the first member finishes
-// while others still hold them, its reservation of them stays until the
-// group's last member is gone.
+// Shared prefixes (a sample group's prompt, the prefix cache): a request
+// holding no KV asks the engine what whole leading blocks it can take by
+// reference (StepEngine::ProbePrefix); a sample group's later member waits
+// at the head of the queue until the first has run the prompt. Admission
+// counts a shared block once, by looking at the pool as it is:
+//   committed = sum over running r of max(0, reserved_r - own_r)
+// is what the running sequences may still allocate (reserved_r: blocks at
+// peak beyond those r took by reference; own_r: blocks it allocated so far),
+// and a request is admitted when committed + its own reservation + the idle
+// cached blocks it would take fit in FreeBlocks() (free + idle cached).
+// Blocks held by several sequences are simply in use, counted by none of
+// them, so a block stays counted for as long as anyone holds it. Without
+// sharing this is exactly "sum of footprints <= pool".
 //
 // Thread ownership: the engine thread.
 #ifndef BEACON_SCHEDULER_SCHEDULER_H_
@@ -106,8 +112,10 @@ class Scheduler {
   bool HasWork() const { return !waiting_.empty() || !running_.empty(); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
-  // Blocks set aside by reserve-mode admission (shared ones once).
-  int32_t reserved_blocks() const { return reserved_blocks_; }
+  // Reserve mode: blocks in use plus those the running sequences may still
+  // allocate (shared ones once; the sum of footprints without sharing); 0
+  // in optimistic mode.
+  int32_t reserved_blocks() const;
   const SchedulerConfig& config() const { return config_; }
   // The scheduler's record of a live request; null when unknown or over.
   const SchedRequest* Find(RequestId id) const;
@@ -142,6 +150,8 @@ class Scheduler {
   // token budget allow, each with its first chunk.
   void AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepReport* report);
   bool TryAdmit(SchedRequest* r, int32_t* step_blocks);
+  // What the running sequences may still allocate under their reservations.
+  int32_t CommittedBlocks() const;
   void PreemptNewest(StepReport* report);
   void Finish(RequestId id, RequestState state);
 
@@ -150,17 +160,7 @@ class Scheduler {
   absl::flat_hash_map<RequestId, SchedRequest> requests_;
   std::deque<RequestId> waiting_;   // FCFS; preempted requests go to the front
   std::vector<RequestId> running_;  // admission order
-  int32_t reserved_blocks_ = 0;
-  int32_t preempted_waiting_ = 0;  // entries of waiting_ in state kPreempted
-  // Per sample group (keyed by its first member's id): members not yet
-  // finished, blocks a member took by reference, and the first member's
-  // reservation of those kept after it finished.
-  struct Group {
-    int32_t members = 0;
-    int32_t shared_blocks = 0;
-    int32_t held_blocks = 0;
-  };
-  absl::flat_hash_map<RequestId, Group> groups_;
+  int32_t preempted_waiting_ = 0;   // entries of waiting_ in state kPreempted
   uint64_t next_admit_seq_ = 0;
 };
 

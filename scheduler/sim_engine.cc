@@ -6,6 +6,16 @@
 #include "absl/strings/str_cat.h"
 
 namespace beacon {
+namespace {
+
+// A synthetic token id: the same (key, index) always gives the same id.
+int32_t SimToken(uint64_t key, int32_t i) {
+  uint64_t x = key * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(i);
+  x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ull;
+  return static_cast<int32_t>((x ^ (x >> 29)) & 0x3fffffff);
+}
+
+}  // namespace
 
 SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec) {
   SchedRequest r;
@@ -33,7 +43,60 @@ absl::Status SimEngine::AddSequence(RequestId id, const SimSequenceSpec& spec) {
   s.kv = std::make_unique<SequenceKv>(&cache_);
   s.schedule = EvictionSchedule(spec.kv, spec.prompt_tokens);
   s.prefill_target = spec.prompt_tokens;
+  if (prefix_cache_ != nullptr) {
+    s.prompt.resize(spec.prompt_tokens);
+    const int32_t shared = spec.prefix_id != 0 ? std::min(spec.prefix_tokens, spec.prompt_tokens) : 0;
+    for (int32_t i = 0; i < spec.prompt_tokens; ++i) {
+      // Own tokens are keyed by the id with the top bit set: never a prefix id.
+      s.prompt[i] = i < shared ? SimToken(spec.prefix_id, i) : SimToken(id | (uint64_t{1} << 63), i);
+    }
+  }
   return absl::OkStatus();
+}
+
+void SimEngine::EnablePrefixCache() {
+  prefix_cache_ = std::make_unique<PrefixCache>(&cache_.pool(), cache_.shape().block_size, /*salt=*/1);
+}
+
+int32_t SimEngine::PrefixBlocksWanted(const Seq& s) const {
+  if (prefix_cache_ == nullptr || s.kv->num_blocks() > 0 || s.prefill_done > 0 || !PrefixShareable(s.spec.kv)) {
+    return 0;
+  }
+  return (s.spec.prompt_tokens - 1) / BlockSize();
+}
+
+StepEngine::PrefixProbe SimEngine::ProbePrefix(RequestId id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return {};
+  const int32_t want = PrefixBlocksWanted(it->second);
+  if (want == 0) return {};
+  const PrefixMatch m = prefix_cache_->Find(it->second.prompt, want);
+  return {false, m.blocks(), m.idle};
+}
+
+int32_t SimEngine::AdoptPrefix(RequestId id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || prefix_cache_ == nullptr) return 0;
+  Seq& s = it->second;
+  const int32_t want = PrefixBlocksWanted(s);
+  prefix_queries_ += s.prefill_target;
+  if (want == 0) return 0;
+  const PrefixMatch m = prefix_cache_->Find(s.prompt, want);
+  if (m.blocks() == 0) return 0;
+  s.kv->AdoptBlocks(prefix_cache_->Take(m));
+  s.prefill_done = s.kv->num_slots();
+  prefix_hits_ += s.prefill_done;
+  s.max_slots = std::max(s.max_slots, s.prefill_done);
+  if (!s.holds_kv) {
+    s.holds_kv = true;
+    ++running_;
+  }
+  return s.prefill_done;
+}
+
+int32_t SimEngine::OwnBlocks(RequestId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? 0 : it->second.kv->own_blocks();
 }
 
 absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
@@ -106,6 +169,12 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   }
   if (w.prefill) {
     s.prefill_done += w.n_tokens;
+    // Full prompt blocks become reusable as soon as they are written
+    // (Generation::CacheablePromptBlocks: not when compaction may move them).
+    if (prefix_cache_ != nullptr && (!s.spec.kv.compresses() || s.spec.kv.keep_prompt)) {
+      const int32_t n = std::min(std::min(s.prefill_done, s.spec.prompt_tokens), kv.num_slots()) / BlockSize();
+      prefix_cache_->Insert(s.prompt, kv.block_ids(), n);
+    }
     // As engine/generation.cc: a compressing sequence evicts to its bound
     // after every recompute chunk past the prompt, so it holds at most
     // max(prompt, bound) + one chunk (optimistic admission counts on it).

@@ -16,6 +16,12 @@
 //     below `max_new_tokens`, and ends by length (kFinishedLength) at
 //     `max_new_tokens`.
 //     There is no context length;
+//   - with EnablePrefixCache, a real PrefixCache (kv/prefix_cache.h) over
+//     the same pool, fed synthetic token ids (SimSequenceSpec::prefix_id):
+//     full prompt blocks are inserted as prefill completes them, and a
+//     sequence holding no KV takes the cached leading blocks of its prompt
+//     (ProbePrefix/AdoptPrefix, the real engine's rule: never the block of
+//     the last prompt token, only when PrefixShareable);
 //   - Preempt releases the KV and asks for prompt + generated - 1 tokens to be
 //     recomputed; the recompute prefill samples nothing (the next step decodes
 //     the last sampled token), as the real engine does. A compressing
@@ -43,6 +49,7 @@
 #include "kv/eviction_schedule.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
+#include "kv/prefix_cache.h"
 #include "scheduler/request.h"
 #include "scheduler/step_engine.h"
 
@@ -53,6 +60,12 @@ struct SimSequenceSpec {
   int32_t output_tokens = 1;   // tokens until the simulated EOS (>= 1); >= max_new_tokens: ends by length
   int32_t max_new_tokens = 1;  // >= 1
   KvPolicyOptions kv;          // policy name, budget, interval, keep_prompt
+  // A shared prefix: the first `prefix_tokens` prompt tokens are the same
+  // for every sequence of the same nonzero `prefix_id` (a system prompt);
+  // the rest, and every token of prefix_id 0, are the sequence's own.
+  // Only the prefix cache (EnablePrefixCache) makes this matter.
+  uint64_t prefix_id = 0;
+  int32_t prefix_tokens = 0;  // <= prompt_tokens
 };
 
 // The scheduler's view of a simulated sequence: sizes and peak footprint
@@ -87,6 +100,17 @@ class SimEngine : public StepEngine {
   int32_t BlocksToAppend(RequestId id, int32_t n) const override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
+  int32_t OwnBlocks(RequestId id) const override;
+  PrefixProbe ProbePrefix(RequestId id) const override;
+  int32_t AdoptPrefix(RequestId id) override;
+
+  // Turns the prefix cache on (before the first AddSequence).
+  void EnablePrefixCache();
+  // Prompt tokens looked up, and of those found cached (vLLM's
+  // prefix_cache_queries / _hits); the cache's blocks (null: off).
+  int64_t prefix_queries() const { return prefix_queries_; }
+  int64_t prefix_hits() const { return prefix_hits_; }
+  const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
 
   // Called at the end of every successful Run, before the scheduler applies
   // the outcomes: tests check invariants mid-step here.
@@ -126,18 +150,23 @@ class SimEngine : public StepEngine {
     int32_t generated = 0;
     int32_t max_slots = 0;
     int32_t preemptions = 0;
+    std::vector<int32_t> prompt;  // synthetic ids (prefix cache only)
   };
   absl::Status RunOne(const SeqWork& w, Seq& s, SeqOutcome* out);
   void Drop(Seq& s);  // releases the KV
+  // Blocks the sequence may take from the cache now (0: none).
+  int32_t PrefixBlocksWanted(const Seq& s) const;
 
   KvCache cache_;
-  absl::flat_hash_map<RequestId, Seq> seqs_;  // declared after cache_: destroyed first
+  std::unique_ptr<PrefixCache> prefix_cache_;  // before seqs_: outlives their handles
+  absl::flat_hash_map<RequestId, Seq> seqs_;   // declared after cache_: destroyed first
   absl::flat_hash_map<RequestId, Record> records_;
   std::function<void(const SimEngine&)> run_hook_;
   std::vector<RequestId> inject_error_;
   std::vector<SeqWork> last_work_;
   std::vector<RequestId> first_run_order_, remove_order_;
   int32_t running_ = 0, peak_running_ = 0;
+  int64_t prefix_queries_ = 0, prefix_hits_ = 0;
   int64_t steps_ = 0, tokens_ = 0, exhausted_ = 0, protocol_errors_ = 0, unknown_removes_ = 0;
 };
 

@@ -69,15 +69,29 @@ class StepEngine {
   // or its destructor's drain (AbortAll).
   virtual void Remove(const SchedRequest& request) = 0;
 
-  // Sample groups (SchedRequest::group). The prompt slots request `id` could
-  // take by reference from its group's first member now: -1 while that
-  // member is still running the prompt (the request waits), 0 when nothing
-  // can be shared (it runs alone: no group, the first member gone, or its
-  // options forbid sharing), else a multiple of the block size.
-  virtual int32_t SharedPrefixSlots(RequestId id) const { return 0; }
-  // Takes them (REQUIRES SharedPrefixSlots(id) > 0 just now): the request's
-  // prompt then starts past them. Returns the slots taken.
-  virtual int32_t AdoptSharedPrefix(RequestId id) { return 0; }
+  // Blocks the sequence holds that it allocated itself: its block table
+  // less the leading blocks it took by reference (AdoptPrefix). What its
+  // reservation has been drawn on so far.
+  virtual int32_t OwnBlocks(RequestId id) const = 0;
+
+  // Prefix sharing, asked when a request holding no KV is about to be
+  // admitted (first time, or again after preemption): the whole leading
+  // blocks of what it must run that it could take by reference now, from
+  // its sample group's first member (SchedRequest::group) or the prefix
+  // cache (kv/prefix_cache.h). `wait`: a group member whose first member is
+  // still running the prompt (the request waits at the head of the queue).
+  // `idle`: of `blocks`, the idle cached ones, counted in FreeBlocks() until
+  // taken. Probing takes nothing.
+  struct PrefixProbe {
+    bool wait = false;
+    int32_t blocks = 0;
+    int32_t idle = 0;
+  };
+  virtual PrefixProbe ProbePrefix(RequestId id) const { return {}; }
+  // Takes what ProbePrefix just found (nothing may be allocated in between)
+  // and returns the slots taken: the request's prefill starts past them.
+  // Called on every such admission, so the engine can count lookups.
+  virtual int32_t AdoptPrefix(RequestId id) { return 0; }
 };
 
 }  // namespace beacon

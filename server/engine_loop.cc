@@ -63,9 +63,11 @@ class CountingSink : public RequestSink {
 }  // namespace
 
 EngineLoop::EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config,
-                       const SchedulerConfig& scheduler_config, EngineObserver* observer)
+                       const SchedulerConfig& scheduler_config, EngineObserver* observer,
+                       std::optional<uint64_t> prefix_cache_salt)
     : engine_(backend, cache, tokenizer, config), scheduler_(scheduler_config, &engine_), observer_(observer) {
   engine_.set_observer(observer);
+  if (prefix_cache_salt.has_value()) engine_.EnablePrefixCache(*prefix_cache_salt);
   PublishStats(nullptr);
   thread_ = std::thread([this] { Run(); });
 }
@@ -169,6 +171,11 @@ void EngineLoop::PublishStats(const StepReport* report) {
   s.kv_blocks_total = engine_.TotalBlocks();
   s.kv_blocks_free = engine_.FreeBlocks();
   s.kv_blocks_reserved = scheduler_.reserved_blocks();
+  if (const PrefixCache* pc = engine_.prefix_cache(); pc != nullptr) {
+    s.prefix_cache = true;
+    s.prefix_cache_blocks = pc->num_blocks();
+    s.prefix_cache_idle_blocks = engine_.IdleBlocks();
+  }
   s.compressing = engine_.num_compressing();
   engine_.KvTokens(&s.kv_cached_tokens, &s.kv_logical_tokens);
   s.totals = engine_.totals();

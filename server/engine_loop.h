@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <variant>
 
@@ -32,7 +33,12 @@ struct LoopStats {
   int32_t waiting = 0;
   int32_t inflight = 0;  // submitted and not yet finished or rejected
   int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_free = 0;
+  int32_t kv_blocks_free = 0;  // allocatable: free and idle cached blocks
+  // Prefix cache: blocks indexed, and of those the idle ones (held by no
+  // sequence, counted in kv_blocks_free); both 0 when it is off.
+  int32_t prefix_cache_blocks = 0;
+  int32_t prefix_cache_idle_blocks = 0;
+  bool prefix_cache = false;
   int32_t kv_blocks_reserved = 0;
   int32_t compressing = 0;        // running sequences under a compressing policy
   int64_t kv_cached_tokens = 0;   // KV slots held by live sequences
@@ -48,8 +54,11 @@ class EngineLoop {
  public:
   // Pointers must outlive the loop. Starts the thread.
   // `observer` (optional) hears about tokens, finishes, rejections and steps.
+  // `prefix_cache_salt`: turns automatic prefix caching on with that salt
+  // (GenerationEngine::EnablePrefixCache, PrefixCacheSaltFor).
   EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config,
-             const SchedulerConfig& scheduler_config, EngineObserver* observer = nullptr);
+             const SchedulerConfig& scheduler_config, EngineObserver* observer = nullptr,
+             std::optional<uint64_t> prefix_cache_salt = std::nullopt);
   // Stop()s.
   ~EngineLoop();
 

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <string_view>
 
+#include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 
 namespace beacon {
@@ -59,27 +62,81 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
 
 void GenerationEngine::Forget(RequestId id) { seqs_.erase(id); }
 
-int32_t GenerationEngine::SharedPrefixSlots(RequestId id) const {
-  auto it = seqs_.find(id);
-  if (it == seqs_.end() || it->second.group == 0 || it->second.group == id) return 0;
-  const Generation& g = *it->second.gen;
-  const int32_t slots =
-      Generation::ShareablePromptSlots(g.options(), static_cast<int32_t>(g.prompt().size()), BlockSize());
-  auto donor = seqs_.find(it->second.group);
-  if (slots == 0 || donor == seqs_.end()) return 0;
-  const Generation& d = *donor->second.gen;
-  if (d.prefilling()) return -1;  // still running the prompt (or recomputing it)
-  // Finished (its KV is released) or holding less than the prompt: nothing to take.
-  return d.kv()->num_slots() >= slots ? slots : 0;
+uint64_t GenerationEngine::PrefixCacheSaltFor(std::string_view model, const ModelConfig& config, const KvCache& cache) {
+  std::vector<uint64_t> parts = {std::hash<std::string_view>()(model), static_cast<uint64_t>(cache.dtype()),
+                                 static_cast<uint64_t>(config.rope_style),
+                                 static_cast<uint64_t>(cache.shape().block_size)};
+  const RopeTable rope = config.RopeFrequencies();
+  for (float f : rope.inv_freq) parts.push_back(absl::bit_cast<uint32_t>(f));
+  parts.push_back(absl::bit_cast<uint32_t>(rope.attention_factor));
+  return PrefixCacheSalt(parts);
 }
 
-int32_t GenerationEngine::AdoptSharedPrefix(RequestId id) {
-  const int32_t slots = SharedPrefixSlots(id);
-  if (slots <= 0) return 0;
+void GenerationEngine::EnablePrefixCache(uint64_t salt) {
+  prefix_cache_ = std::make_unique<PrefixCache>(&cache_->pool(), BlockSize(), salt);
+}
+
+int32_t GenerationEngine::OwnBlocks(RequestId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? 0 : it->second.gen->kv()->own_blocks();
+}
+
+GenerationEngine::PrefixSource GenerationEngine::FindPrefix(RequestId id) const {
+  PrefixSource src;
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return src;
+  const Seq& s = it->second;
+  const Generation& g = *s.gen;
+  const int32_t want = g.PrefixBlocksWanted();
+  if (want == 0) return src;
+  // A sample group's later member, before it ever ran: sample 0's prompt.
+  if (s.group != 0 && s.group != id && g.generated().empty()) {
+    auto donor = seqs_.find(s.group);
+    if (donor != seqs_.end()) {
+      const Generation& d = *donor->second.gen;
+      if (d.prefilling()) {  // still running the prompt (or recomputing it)
+        src.probe.wait = true;
+        return src;
+      }
+      // Holding the prompt (not finished, not preempted): take its blocks.
+      if (d.kv()->num_slots() >= want * BlockSize()) {
+        src.probe.blocks = want;
+        src.donor = d.kv();
+        return src;
+      }
+    }
+  }
+  if (prefix_cache_ == nullptr) return src;
+  src.match = prefix_cache_->Find(g.PrefixTokens(), want);
+  src.probe.blocks = src.match.blocks();
+  src.probe.idle = src.match.idle;
+  return src;
+}
+
+StepEngine::PrefixProbe GenerationEngine::ProbePrefix(RequestId id) const { return FindPrefix(id).probe; }
+
+int32_t GenerationEngine::AdoptPrefix(RequestId id) {
+  const PrefixSource src = FindPrefix(id);
   Seq& s = seqs_.at(id);
-  const Generation& donor = *seqs_.at(s.group).gen;
-  s.gen->AdoptPromptPrefix(*donor.kv(), slots);
+  Generation& g = *s.gen;
+  if (src.donor != nullptr) {
+    g.AdoptPromptPrefix(*src.donor, src.probe.blocks * BlockSize());
+  } else if (src.probe.blocks > 0) {
+    g.AdoptCachedPrefix(prefix_cache_->Take(src.match));
+  }
+  const int32_t slots = g.kv()->num_slots();
+  if (prefix_cache_ != nullptr) {
+    totals_.prefix_queries += static_cast<int64_t>(g.PrefixTokens().size());
+    totals_.prefix_hits += slots;
+  }
+  if (s.cached_tokens < 0) s.cached_tokens = slots;
   return slots;
+}
+
+void GenerationEngine::CachePromptBlocks(const Seq& s) {
+  const Generation& g = *s.gen;
+  const int32_t n = g.CacheablePromptBlocks();
+  if (n > 0) prefix_cache_->Insert(g.prompt(), g.kv()->block_ids(), n);
 }
 
 int32_t GenerationEngine::num_compressing() const {
@@ -214,6 +271,7 @@ absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<Se
     if (o.sampled) Stream(*b.owners[i], ev, now);
     o.state = StepState(ev.finish);
     outcomes->push_back(o);
+    if (prefix_cache_ != nullptr && work[i].prefill) CachePromptBlocks(*b.owners[i]);
   }
   return absl::OkStatus();
 }
@@ -239,6 +297,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   f.prompt_tokens = static_cast<int32_t>(g.prompt().size());
   f.completion_tokens = static_cast<int32_t>(g.generated().size());
   f.reasoning_tokens = g.reasoning_tokens();
+  f.cached_tokens = std::max(0, s.cached_tokens);
   const SchedClock::time_point now = SchedClock::now();
   f.total_seconds = Seconds(now - s.arrival);
   f.queue_seconds = request.scheduled_once ? Seconds(request.first_scheduled - s.arrival) : f.total_seconds;

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "engine/backend.h"
 #include "engine/generation.h"
+#include "kv/prefix_cache.h"
 #include "scheduler/step_engine.h"
 #include "server/engine_observer.h"
 #include "server/request_sink.h"
@@ -30,6 +31,10 @@ struct EngineTotals {
   int64_t evicted_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
+  // Prefix cache (vLLM's prefix_cache_queries / _hits): prompt tokens looked
+  // up at admission (recomputes included), and of those found cached.
+  int64_t prefix_queries = 0;
+  int64_t prefix_hits = 0;
 };
 
 class GenerationEngine : public StepEngine {
@@ -47,15 +52,29 @@ class GenerationEngine : public StepEngine {
   absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
   int32_t TotalBlocks() const override { return cache_->pool().num_blocks(); }
   int32_t FreeBlocks() const override { return cache_->pool().num_free(); }
+  // Of FreeBlocks, the idle cached ones (prefix cache).
+  int32_t IdleBlocks() const { return cache_->pool().num_idle(); }
   int32_t BlockSize() const override { return cache_->shape().block_size; }
   int32_t BlocksToAppend(RequestId id, int32_t n) const override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
-  // Sample groups: a later sample takes sample 0's whole prompt blocks once
-  // sample 0 has run the prompt (Generation::ShareablePromptSlots says how
-  // many; -1 while it is still running it).
-  int32_t SharedPrefixSlots(RequestId id) const override;
-  int32_t AdoptSharedPrefix(RequestId id) override;
+  int32_t OwnBlocks(RequestId id) const override;
+  // A sample group's later member takes sample 0's whole prompt blocks once
+  // sample 0 has run the prompt (waits until then); any other request that
+  // holds no KV takes its prompt's leading blocks from the prefix cache, if
+  // on (Generation::PrefixBlocksWanted says how many it may).
+  PrefixProbe ProbePrefix(RequestId id) const override;
+  int32_t AdoptPrefix(RequestId id) override;
+
+  // Turns on automatic prefix caching (kv/prefix_cache.h) over the cache's
+  // pool; `salt` names what else changes a block's K/V (PrefixCacheSalt).
+  // Before the first Add().
+  void EnablePrefixCache(uint64_t salt);
+  // Null when off.
+  const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
+  // The salt for a cache of this model: what besides the tokens changes a
+  // block's K/V (the model file, the KV element type, the RoPE table).
+  static uint64_t PrefixCacheSaltFor(std::string_view model, const ModelConfig& config, const KvCache& cache);
 
   // Optional; must outlive the engine. Set before the first Add().
   void set_observer(EngineObserver* observer) { observer_ = observer; }
@@ -80,8 +99,9 @@ class GenerationEngine : public StepEngine {
     int32_t preemptions = 0;
     uint64_t seed = 0;
     bool prompt_logprobs_sent = false;
-    RequestId group = 0;  // sample 0's id in a sample group, else 0
-    int32_t index = 0;    // sample index in the group
+    RequestId group = 0;         // sample 0's id in a sample group, else 0
+    int32_t index = 0;           // sample index in the group
+    int32_t cached_tokens = -1;  // prompt tokens taken by reference at first admission
   };
   // One step's forward pass: an entry per SeqWork, in order.
   struct StepBatch {
@@ -101,11 +121,22 @@ class GenerationEngine : public StepEngine {
   TokenEvent Advance(const StepBatch& b, size_t i);
   // A sampled token: timings, observer and the sink (EOS and stop ids unstreamed).
   void Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now);
+  // Where a request holding no KV can take its leading blocks from: a
+  // sample group's first member (donor) or the prefix cache (match).
+  struct PrefixSource {
+    PrefixProbe probe;
+    const SequenceKv* donor = nullptr;
+    PrefixMatch match;
+  };
+  PrefixSource FindPrefix(RequestId id) const;
+  // Indexes the full prompt blocks a step's prefill completed.
+  void CachePromptBlocks(const Seq& s);
 
   Backend* backend_;
   KvCache* cache_;
   const Tokenizer* tokenizer_;
   const ModelConfig& config_;
+  std::unique_ptr<PrefixCache> prefix_cache_;  // null: off
   absl::flat_hash_map<RequestId, Seq> seqs_;
   std::vector<float> logits_;
   std::vector<EntrySampling> sampling_;  // device sampling: per entry

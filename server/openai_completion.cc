@@ -50,11 +50,15 @@ const char* OpenAiFinish(FinishReason f) {
 }
 
 // `reasoning`: the server splits reasoning, so usage says how much was
-// (OpenAI's completion_tokens_details.reasoning_tokens).
-json Usage(int32_t prompt_tokens, int32_t completion_tokens, bool reasoning, int32_t reasoning_tokens) {
+// (OpenAI's completion_tokens_details.reasoning_tokens). `cached_tokens`
+// (>= 0, with the final record): prompt tokens whose KV was reused (the
+// prefix cache), OpenAI's prompt_tokens_details.cached_tokens.
+json Usage(int32_t prompt_tokens, int32_t completion_tokens, bool reasoning, int32_t reasoning_tokens,
+           int32_t cached_tokens = -1) {
   json u = {{"prompt_tokens", prompt_tokens},
             {"completion_tokens", completion_tokens},
             {"total_tokens", prompt_tokens + completion_tokens}};
+  if (cached_tokens >= 0) u["prompt_tokens_details"] = {{"cached_tokens", cached_tokens}};
   if (reasoning) u["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
   return u;
 }
@@ -326,7 +330,8 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   }
   if (chat && ctx.prompt_logprobs_field) body["prompt_logprobs"] = outs[0].PromptLogprobs();
   // The prompt once, the completions of every sample (OpenAI's usage for n).
-  body["usage"] = Usage(outs[0].final->prompt_tokens, completion, ctx.reasoning, reasoning);
+  body["usage"] =
+      Usage(outs[0].final->prompt_tokens, completion, ctx.reasoning, reasoning, outs[0].final->cached_tokens);
   resp.Reply(HttpResponse{200, "application/json", {}, Dump(body)});
 }
 
@@ -359,7 +364,7 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
   for (Output& out : *outs) {
     if (!wait_for_prompt && !head(out)) return;
   }
-  int32_t finals = 0, reasoning = 0, completion = 0;
+  int32_t finals = 0, reasoning = 0, completion = 0, cached = 0;
   std::string error;
   for (;; e = queue->Next()) {
     if (resp.Disconnected()) return;  // the disconnect callback cancelled the request
@@ -389,6 +394,7 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
     // kFinal: this choice's finish chunk.
     completion += e.final.completion_tokens;
     reasoning += e.final.reasoning_tokens;
+    if (e.index == 0) cached = e.final.cached_tokens;  // the prompt's, as run by sample 0
     completion_tokens += e.final.completion_tokens - tokens_of[e.index];
     tokens_of[e.index] = e.final.completion_tokens;
     if (e.final.reason == FinishReason::kError) {
@@ -405,7 +411,7 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
   } else if (ctx.include_usage) {
     json usage = (*outs)[0].Envelope(true);
     usage["choices"] = json::array();
-    usage["usage"] = Usage(e.final.prompt_tokens, completion, ctx.reasoning, reasoning);
+    usage["usage"] = Usage(e.final.prompt_tokens, completion, ctx.reasoning, reasoning, cached);
     if (!resp.Write("data: " + Dump(usage) + "\n\n")) return;
   }
   if (resp.Write("data: [DONE]\n\n")) resp.End();

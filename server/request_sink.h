@@ -41,6 +41,10 @@ struct StreamFinal {
   // Of completion_tokens, those that were reasoning (markers included);
   // the rest are the answer's (engine/reasoning.h).
   int32_t reasoning_tokens = 0;
+  // Of prompt_tokens, those taken by reference at admission instead of run
+  // (the prefix cache, or a sample group's shared prompt): OpenAI's
+  // usage.prompt_tokens_details.cached_tokens.
+  int32_t cached_tokens = 0;
   double queue_seconds = 0;  // arrival to first scheduled step
   double ttft_seconds = 0;   // arrival to first token (0 if none)
   double total_seconds = 0;

@@ -345,6 +345,7 @@ class BrokenOutcomes : public StepEngine {
   int32_t BlocksToAppend(RequestId id, int32_t n) const override { return e_->BlocksToAppend(id, n); }
   int32_t Preempt(RequestId id) override { return e_->Preempt(id); }
   void Remove(const SchedRequest& request) override { e_->Remove(request); }
+  int32_t OwnBlocks(RequestId id) const override { return e_->OwnBlocks(id); }
 
   Break armed = Break::kNone;
 

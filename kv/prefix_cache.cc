@@ -1,0 +1,109 @@
+#include "kv/prefix_cache.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace beacon {
+namespace {
+
+// SplitMix64's finaliser: a cheap, well-mixed 64-bit step.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+bool PrefixShareable(const KvPolicyOptions& options) {
+  if (!options.compresses()) return true;
+  if (!options.keep_prompt || options.budget < options.recent_queries) return false;
+  return !(options.policy == KvPolicyKind::kBeacon && options.beacon_filter == BeaconFilter::kAll &&
+           options.beacon_prompt_queries);
+}
+
+uint64_t PrefixCacheSalt(std::span<const uint64_t> parts) {
+  uint64_t h = 0x626561636f6e6b76ull;  // "beaconkv"
+  for (uint64_t p : parts) h = Mix(h ^ p);
+  return h;
+}
+
+PrefixCache::PrefixCache(BlockPool* pool, int32_t block_size, uint64_t salt)
+    : pool_(pool), block_size_(block_size), salt_(salt), hash_of_(pool->num_blocks(), 0) {
+  pool_->set_reclaim_listener(this);
+}
+
+PrefixCache::~PrefixCache() {
+  Clear();
+  pool_->set_reclaim_listener(nullptr);
+}
+
+uint64_t PrefixCache::ChainHash(uint64_t parent, std::span<const int32_t> block_tokens) const {
+  uint64_t h = Mix(parent);
+  for (int32_t t : block_tokens) h = Mix(h ^ static_cast<uint32_t>(t));
+  return h;
+}
+
+const PrefixCache::Entry* PrefixCache::Lookup(uint64_t hash, uint64_t parent,
+                                              std::span<const int32_t> block_tokens) const {
+  auto it = entries_.find(hash);
+  if (it == entries_.end()) return nullptr;
+  const Entry& e = it->second;
+  if (e.parent != parent || !std::equal(block_tokens.begin(), block_tokens.end(), e.tokens.begin(), e.tokens.end())) {
+    return nullptr;  // a hash collision: not this content
+  }
+  return &e;
+}
+
+PrefixMatch PrefixCache::Find(std::span<const int32_t> tokens, int32_t max_blocks) const {
+  PrefixMatch m;
+  const int32_t n = std::min<int32_t>(max_blocks, static_cast<int32_t>(tokens.size()) / block_size_);
+  uint64_t parent = salt_;
+  for (int32_t b = 0; b < n; ++b) {
+    const std::span<const int32_t> bt = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
+    const uint64_t h = ChainHash(parent, bt);
+    const Entry* e = Lookup(h, parent, bt);
+    if (e == nullptr) break;
+    m.block_ids.push_back(e->block);
+    m.idle += pool_->refcount(e->block) == 0;
+    parent = h;
+  }
+  return m;
+}
+
+std::vector<BlockHandle> PrefixCache::Take(const PrefixMatch& match) {
+  std::vector<BlockHandle> out;
+  out.reserve(match.block_ids.size());
+  for (int32_t id : match.block_ids) out.push_back(pool_->Acquire(id));
+  return out;
+}
+
+void PrefixCache::Insert(std::span<const int32_t> tokens, std::span<const int32_t> block_ids, int32_t n_blocks) {
+  assert(tokens.size() >= static_cast<size_t>(n_blocks) * block_size_ && block_ids.size() >= static_cast<size_t>(n_blocks));
+  uint64_t parent = salt_;
+  for (int32_t b = 0; b < n_blocks; ++b) {
+    const std::span<const int32_t> bt = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
+    const uint64_t h = ChainHash(parent, bt);
+    const int32_t id = block_ids[b];
+    auto it = entries_.find(h);
+    if (it == entries_.end() && !pool_->cached(id)) {
+      entries_.emplace(h, Entry{id, parent, std::vector<int32_t>(bt.begin(), bt.end())});
+      hash_of_[id] = h;
+      pool_->MarkCached(id);
+    }
+    // Else: this content is cached already (maybe in another block: that
+    // copy serves, this one stays private), or a colliding hash holds the
+    // slot (the block stays private: correctness over reuse).
+    parent = h;
+  }
+}
+
+void PrefixCache::Clear() {
+  for (const auto& [hash, e] : entries_) pool_->Uncache(e.block);
+  entries_.clear();
+}
+
+void PrefixCache::OnReclaim(int32_t id) { entries_.erase(hash_of_[id]); }
+
+}  // namespace beacon

@@ -1,0 +1,112 @@
+// Automatic prefix caching over a BlockPool: full prompt blocks indexed by a
+// hash chain, so a request whose prompt starts with blocks another request
+// already computed takes references to them and prefills only the rest
+// (vLLM's automatic prefix caching, at block granularity).
+//
+// Identity of a block: hash(parent block's hash, its block_size token ids),
+// the first block's parent being the cache's `salt`, which the owner derives
+// from everything else that changes the KV (model, KV dtype, RoPE settings):
+// two blocks match only with the same tokens at the same positions after
+// the same prefix. Entries also keep their tokens and parent hash, and a
+// lookup compares them, so a 64-bit hash collision is a miss, never a
+// wrong block.
+//
+// What may be inserted is the caller's contract: block i of a sequence must
+// hold exactly tokens [i * bs, (i + 1) * bs) at those positions, and must
+// never be written again (kv_cache.h: shared blocks are read-only). The
+// engine inserts only prompt blocks of sequences that keep their prompt in
+// place (engine/generation.h, Generation::CacheablePromptBlocks).
+//
+// Lifetime of an entry: a cached block stays reusable after its last
+// sequence lets go (BlockPool idle state) until Allocate needs it back, least
+// recently used first; OnReclaim then drops the entry. The cache must be
+// destroyed before the pool; it forgets its blocks then (they become free).
+//
+// Thread ownership: the engine thread.
+#ifndef BEACON_KV_PREFIX_CACHE_H_
+#define BEACON_KV_PREFIX_CACHE_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "kv/block_pool.h"
+#include "kv/kv_policy.h"
+
+namespace beacon {
+
+// What a lookup found: the leading blocks in the cache, and how many of
+// those are idle (taking them removes them from the pool's free count).
+struct PrefixMatch {
+  std::vector<int32_t> block_ids;
+  int32_t idle = 0;
+  int32_t blocks() const { return static_cast<int32_t>(block_ids.size()); }
+};
+
+class PrefixCache : public BlockReclaimListener {
+ public:
+  // `pool` must outlive the cache.
+  PrefixCache(BlockPool* pool, int32_t block_size, uint64_t salt);
+  ~PrefixCache() override;
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  // The longest run of `tokens`' leading full blocks that is cached, at most
+  // `max_blocks` of them. Takes nothing.
+  PrefixMatch Find(std::span<const int32_t> tokens, int32_t max_blocks) const;
+  // Handles on a Find result's blocks (REQUIRES nothing was allocated since
+  // the Find: an idle block could have been reclaimed).
+  std::vector<BlockHandle> Take(const PrefixMatch& match);
+  // Indexes `block_ids[i]` as holding tokens [i * bs, (i + 1) * bs) for
+  // i < n_blocks (REQUIRES tokens.size() >= n_blocks * bs and every block
+  // held). Blocks already indexed are skipped; a block whose content another
+  // block already holds stays uncached (the first copy serves).
+  void Insert(std::span<const int32_t> tokens, std::span<const int32_t> block_ids, int32_t n_blocks);
+
+  // Forgets every entry (blocks idle now become free).
+  void Clear();
+
+  int32_t num_blocks() const { return static_cast<int32_t>(entries_.size()); }
+  int32_t block_size() const { return block_size_; }
+  uint64_t salt() const { return salt_; }
+
+  // BlockReclaimListener: the pool reuses an idle block.
+  void OnReclaim(int32_t id) override;
+
+ private:
+  struct Entry {
+    int32_t block = -1;
+    uint64_t parent = 0;
+    std::vector<int32_t> tokens;  // block_size ids
+  };
+  uint64_t ChainHash(uint64_t parent, std::span<const int32_t> block_tokens) const;
+  // The entry for (parent, block_tokens) if cached with exactly that content.
+  const Entry* Lookup(uint64_t hash, uint64_t parent, std::span<const int32_t> block_tokens) const;
+
+  BlockPool* pool_;
+  int32_t block_size_;
+  uint64_t salt_;
+  absl::flat_hash_map<uint64_t, Entry> entries_;  // by chain hash
+  std::vector<uint64_t> hash_of_;                 // by block id, for cached blocks
+};
+
+// Whether a sequence under `options` may take cached (or a sibling's) prompt
+// blocks instead of running those tokens, with output equal to running them:
+// the policy's state must not depend on the skipped prompt queries. Under
+// `full` nothing does. A compressing policy needs keep_prompt (else
+// compaction moves prompt slots, which then are not the cached ones) and
+// budget >= recent_queries: the first eviction comes after more than
+// `budget` decode queries, so the recent ring (SnapKV's window, R-KV's and
+// BeaconKV's ring) holds none of the prompt's by then; H2O observes decode
+// attention only; BeaconKV's FPS buffers must not take prompt queries
+// (beacon_prompt_queries under the kAll filter; kGlobal never takes them).
+bool PrefixShareable(const KvPolicyOptions& options);
+
+// A salt from the settings that change a block's K/V for the same tokens:
+// combine the model's identity, the KV dtype and the RoPE table's inputs.
+uint64_t PrefixCacheSalt(std::span<const uint64_t> parts);
+
+}  // namespace beacon
+
+#endif  // BEACON_KV_PREFIX_CACHE_H_
