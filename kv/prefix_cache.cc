@@ -80,7 +80,8 @@ std::vector<BlockHandle> PrefixCache::Take(const PrefixMatch& match) {
 }
 
 void PrefixCache::Insert(std::span<const int32_t> tokens, std::span<const int32_t> block_ids, int32_t n_blocks) {
-  assert(tokens.size() >= static_cast<size_t>(n_blocks) * block_size_ && block_ids.size() >= static_cast<size_t>(n_blocks));
+  assert(tokens.size() >= static_cast<size_t>(n_blocks) * block_size_ &&
+         block_ids.size() >= static_cast<size_t>(n_blocks));
   uint64_t parent = salt_;
   for (int32_t b = 0; b < n_blocks; ++b) {
     const std::span<const int32_t> bt = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
