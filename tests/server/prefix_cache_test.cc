@@ -1,0 +1,172 @@
+// Automatic prefix caching on the real GenerationEngine and Scheduler over
+// the default model: a request whose prompt starts with blocks an earlier
+// request computed takes them by reference, runs only the rest, and writes
+// exactly the greedy tokens it writes with the cache off, under `full` and
+// under every compressing policy while it evicts (keep_prompt: the prompt's
+// blocks are never written again). The forward pass is batch-invariant on
+// the CPU backend, so equality is exact.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "scheduler/scheduler.h"
+#include "server/generation_engine.h"
+#include "server/serve_request.h"
+#include "tests/engine/default_model.h"
+
+namespace beacon {
+namespace {
+
+class Collect : public RequestSink {
+ public:
+  void OnTokens(std::span<const int32_t> ids, std::string_view, TextPart, std::span<const PositionLogprobs>) override {
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+  }
+  void OnFinish(const StreamFinal& f) override { final = f; }
+  void OnRejected(const absl::Status& s) override { rejected = s; }
+  std::vector<int32_t> tokens;
+  StreamFinal final;
+  absl::Status rejected;
+};
+
+constexpr int32_t kPrefix = 100;  // a "system prompt": 6 whole blocks of 16 and 4 tokens
+
+class PrefixCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rt_ = testing::DefaultModel();
+    if (rt_ == nullptr) GTEST_SKIP() << "models/default.gguf missing";
+    limits_.context_length = rt_->config().context_length;
+    limits_.kv_default = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
+  }
+
+  // The shared prefix, then `question`'s 12 tokens.
+  PreparedRequest Request(int question, const KvPolicyOptions& kv) const {
+    ServeRequest r;
+    r.input = ServeRequest::Input::kTokens;
+    for (int i = 0; i < kPrefix; ++i) r.token_ids.push_back(200 + (i * 53) % 4000);
+    for (int i = 0; i < 12; ++i) r.token_ids.push_back(5000 + question * 17 + i);
+    r.max_tokens = 96;
+    r.ignore_eos = true;
+    r.temperature = 0.0f;
+    absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+    EXPECT_TRUE(p.ok()) << p.status();
+    p->options.kv = kv;  // peak_slots stays full's: a safe over-reservation
+    return *std::move(p);
+  }
+
+  // Runs request (question 0) alone, then questions 1 and 0 again together;
+  // returns the three sinks.
+  std::vector<std::shared_ptr<Collect>> Serve(const KvPolicyOptions& kv, bool cache_on,
+                                              AdmissionMode mode = AdmissionMode::kReserve) {
+    std::unique_ptr<KvCache> cache = *rt_->MakeKvCache(2048);
+    GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
+    if (cache_on) engine.EnablePrefixCache(GenerationEngine::PrefixCacheSaltFor("default", rt_->config(), *cache));
+    SchedulerConfig sc;
+    sc.admission = mode;
+    sc.prefill_chunk = 32;  // chunks of other sizes than the requests that reuse them
+    Scheduler sched(sc, &engine);
+    std::vector<std::shared_ptr<Collect>> sinks;
+    auto submit = [&](RequestId id, int question) {
+      PreparedRequest p = Request(question, kv);
+      SchedRequest q;
+      q.id = id;
+      q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
+      q.max_new_tokens = p.options.max_tokens;
+      q.peak_slots = p.peak_slots;
+      auto sink = std::make_shared<Collect>();
+      sinks.push_back(sink);
+      EXPECT_TRUE(engine.Add(id, std::move(p), sink).ok());
+      EXPECT_TRUE(sched.Add(q).ok());
+    };
+    submit(1, 0);
+    while (sched.HasWork()) sched.Step(SchedClock::now());
+    submit(2, 1);
+    submit(3, 0);
+    while (sched.HasWork()) sched.Step(SchedClock::now());
+    EXPECT_EQ(cache->pool().num_used(), 0) << "a request kept KV blocks";
+    EXPECT_EQ(cache->pool().num_free(), cache->pool().num_blocks());
+    if (cache_on) {
+      // Request 1 looked up 112 tokens and found none; 2 and 3 found 96 each.
+      EXPECT_EQ(engine.totals().prefix_queries, 3 * (kPrefix + 12));
+      EXPECT_EQ(engine.totals().prefix_hits, 2 * 96);
+      // Every full prompt block is cached and idle now: request 3's 7th
+      // block (tokens 96..111, its question included) too.
+      EXPECT_EQ(cache->pool().num_idle(), engine.prefix_cache()->num_blocks());
+    } else {
+      EXPECT_EQ(engine.totals().prefix_queries, 0);
+    }
+    return sinks;
+  }
+
+  Runtime* rt_ = nullptr;
+  ServeLimits limits_;
+};
+
+TEST_F(PrefixCacheTest, GreedyOutputIsTheSameWithTheCacheOnForEveryPolicy) {
+  for (KvPolicyKind kind : KvPolicyKinds()) {
+    SCOPED_TRACE(std::string(KvPolicyName(kind)));
+    KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(kind);
+    kv.keep_prompt = true;
+    kv.budget = 48;  // the 96 tokens out evict several times
+    kv.interval = 16;
+    kv.window = 16;
+    kv.sinks = 4;
+    ASSERT_TRUE(PrefixShareable(kv));
+    const std::vector<std::shared_ptr<Collect>> off = Serve(kv, false);
+    const std::vector<std::shared_ptr<Collect>> on = Serve(kv, true);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(on[i]->tokens.size(), 96u) << "request " << i + 1;
+      EXPECT_EQ(on[i]->tokens, off[i]->tokens) << "request " << i + 1;
+      EXPECT_EQ(off[i]->final.cached_tokens, 0);
+    }
+    EXPECT_EQ(on[0]->final.cached_tokens, 0);
+    EXPECT_EQ(on[1]->final.cached_tokens, 96);
+    EXPECT_EQ(on[2]->final.cached_tokens, 96);
+    if (kv.compresses()) EXPECT_GT(on[1]->final.kv.evictions, 0);
+    // The same question twice, the same answer (and the cache made no difference).
+    EXPECT_EQ(on[2]->tokens, on[0]->tokens);
+    EXPECT_NE(on[1]->tokens, on[0]->tokens);
+  }
+}
+
+TEST_F(PrefixCacheTest, OptimisticAdmissionReusesToo) {
+  const KvPolicyOptions full = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
+  const std::vector<std::shared_ptr<Collect>> off = Serve(full, false, AdmissionMode::kOptimistic);
+  const std::vector<std::shared_ptr<Collect>> on = Serve(full, true, AdmissionMode::kOptimistic);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(on[i]->tokens, off[i]->tokens) << "request " << i + 1;
+  EXPECT_EQ(on[1]->final.cached_tokens, 96);
+}
+
+// A compressing policy that may evict prompt slots never shares: its prompt
+// blocks are not inserted, nor does it take others'.
+TEST_F(PrefixCacheTest, APolicyThatMovesPromptSlotsNeitherSharesNorCaches) {
+  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  kv.keep_prompt = false;
+  kv.budget = 64;
+  kv.interval = 16;
+  ASSERT_FALSE(PrefixShareable(kv));
+  std::unique_ptr<KvCache> cache = *rt_->MakeKvCache(2048);
+  GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
+  engine.EnablePrefixCache(1);
+  Scheduler sched(SchedulerConfig{}, &engine);
+  for (RequestId id : {1, 2}) {
+    PreparedRequest p = Request(0, kv);
+    SchedRequest q;
+    q.id = id;
+    q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
+    q.max_new_tokens = p.options.max_tokens;
+    q.peak_slots = p.peak_slots;
+    auto sink = std::make_shared<Collect>();
+    ASSERT_TRUE(engine.Add(id, std::move(p), sink).ok());
+    ASSERT_TRUE(sched.Add(q).ok());
+    while (sched.HasWork()) sched.Step(SchedClock::now());
+    EXPECT_EQ(sink->final.cached_tokens, 0);
+  }
+  EXPECT_EQ(engine.prefix_cache()->num_blocks(), 0);
+  EXPECT_EQ(engine.totals().prefix_hits, 0);
+}
+
+}  // namespace
+}  // namespace beacon
