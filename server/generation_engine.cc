@@ -125,6 +125,7 @@ int32_t GenerationEngine::AdoptPrefix(RequestId id) {
     g.AdoptCachedPrefix(prefix_cache_->Take(src.match));
   }
   const int32_t slots = g.kv()->num_slots();
+  totals_.prompt_tokens += slots;  // prefilled by reuse: counted as prompt tokens, as vLLM does
   if (prefix_cache_ != nullptr) {
     totals_.prefix_queries += static_cast<int64_t>(g.PrefixTokens().size());
     totals_.prefix_hits += slots;

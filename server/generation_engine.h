@@ -25,7 +25,9 @@ namespace beacon {
 
 // Totals since start, for metrics and tests.
 struct EngineTotals {
-  int64_t prompt_tokens = 0;      // prompt tokens run (recomputes included)
+  // Prompt tokens prefilled, computed or taken by reference (the prefix
+  // cache, a sample group's prompt); recomputes included.
+  int64_t prompt_tokens = 0;
   int64_t generation_tokens = 0;  // tokens sampled
   int64_t evictions = 0;
   int64_t evicted_tokens = 0;

@@ -77,18 +77,24 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
       gauge("beacon_kv_logical_tokens", "KV slots live requests would hold without eviction (their token positions)");
   gauge("beacon_kv_bytes_per_token", "Bytes of K and V for one token slot, all layers")
       ->Set(static_cast<double>(info.kv_bytes_per_token));
+  prefix_blocks_ = gauge("beacon_prefix_cache_blocks", "KV blocks indexed by the prefix cache (held or idle)");
+  prefix_idle_blocks_ = gauge("beacon_prefix_cache_idle_blocks",
+                              "Prefix-cache blocks no request holds: reusable, counted free, reclaimed LRU");
   step_batch_ = gauge("beacon_engine_step_batch_size", "Sequences in the last engine step");
   step_tokens_ = gauge("beacon_engine_step_tokens", "Tokens (prefill + decode) in the last engine step");
 
   auto counter = [&](const char* name, const char* help) {
     return &BuildCounter().Name(name).Help(help).Register(r).Add({});
   };
-  prompt_tokens_ = counter("beacon_prompt_tokens_total", "Prompt tokens run (recomputation after preemption included)");
+  prompt_tokens_ = counter("beacon_prompt_tokens_total", "Prompt tokens prefilled, computed or reused from the prefix cache (recomputation included)");
   generation_tokens_ = counter("beacon_generation_tokens_total", "Tokens generated (sampled)");
   preemptions_ = counter("beacon_preemptions_total", "Sequences preempted (KV freed, recomputed later)");
   evictions_ = counter("beacon_kv_evictions_total", "KV eviction rounds (a sequence compressing its cache)");
   evicted_tokens_ = counter("beacon_kv_evicted_tokens_total", "KV slots evicted, per KV head, summed over rounds");
   steps_ = counter("beacon_engine_steps_total", "Engine steps run");
+  prefix_queries_ =
+      counter("beacon_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache at admission");
+  prefix_hits_ = counter("beacon_prefix_cache_hits_total", "Of those, tokens whose KV the prefix cache had");
   finished_ =
       &BuildCounter().Name("beacon_request_success_total").Help("Requests finished, by finish reason").Register(r);
   for (FinishReason f : {FinishReason::kStop, FinishReason::kLength, FinishReason::kEos, FinishReason::kStopSequence,
@@ -167,6 +173,8 @@ void ServerMetrics::Refresh(const LoopStats& s) {
   compressing_->Set(s.compressing);
   cached_tokens_->Set(static_cast<double>(s.kv_cached_tokens));
   logical_tokens_->Set(static_cast<double>(s.kv_logical_tokens));
+  prefix_blocks_->Set(s.prefix_cache_blocks);
+  prefix_idle_blocks_->Set(s.prefix_cache_idle_blocks);
   step_batch_->Set(s.last_step_batch);
   step_tokens_->Set(s.last_step_tokens);
   MutexLock lock(&mu_);
@@ -177,6 +185,8 @@ void ServerMetrics::Refresh(const LoopStats& s) {
   Advance(evictions_, t.evictions, &last_.evictions);
   Advance(evicted_tokens_, t.evicted_tokens, &last_.evicted_tokens);
   Advance(steps_, t.steps, &last_.steps);
+  Advance(prefix_queries_, t.prefix_queries, &last_.prefix_queries);
+  Advance(prefix_hits_, t.prefix_hits, &last_.prefix_hits);
 }
 
 std::string ServerMetrics::Render(const LoopStats& stats) {

@@ -79,6 +79,8 @@ class ServerMetrics : public EngineObserver {
   prometheus::Gauge* compressing_;
   prometheus::Gauge* cached_tokens_;
   prometheus::Gauge* logical_tokens_;
+  prometheus::Gauge* prefix_blocks_;
+  prometheus::Gauge* prefix_idle_blocks_;
   prometheus::Gauge* step_batch_;
   prometheus::Gauge* step_tokens_;
   // Counters (advanced from engine totals).
@@ -88,6 +90,8 @@ class ServerMetrics : public EngineObserver {
   prometheus::Counter* evictions_;
   prometheus::Counter* evicted_tokens_;
   prometheus::Counter* steps_;
+  prometheus::Counter* prefix_queries_;
+  prometheus::Counter* prefix_hits_;
   prometheus::Family<prometheus::Counter>* finished_;
   prometheus::Family<prometheus::Counter>* rejected_;
   // Histograms.
