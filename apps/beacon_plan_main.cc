@@ -52,6 +52,9 @@ void Declare(cli::Args* a) {
              "prompt tokens: fixed:N, uniform:A:B, normal:MEAN:STD, lognormal:MEAN:STD");
   a->Declare("output-len", false, "fixed:4096", "output tokens generated per request (same forms)");
   a->Declare("max-tokens", false, "0", "requests' max_tokens (0: each request's output length)");
+  a->Declare("shared-prefix", false, "0", "tokens of a prefix (system prompt) that --share-ratio of requests share");
+  a->Declare("share-ratio", false, "1", "fraction of requests (0..1) whose prompt starts with the shared prefix");
+  a->Declare("prefix-cache", false, "on", "beacon-serve --prefix-cache: on or off");
   a->Declare("seed", false, "1", "seed of the lengths and arrivals");
   a->Declare("max-running", false, "64", "beacon-serve --max-running");
   a->Declare("max-waiting", false, "1024", "beacon-serve --max-waiting (Poisson arrivals past it are rejected)");
@@ -230,6 +233,14 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
     w.max_tokens = static_cast<int32_t>(v);
     BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "seed", 0, INT64_MAX));
     w.seed = static_cast<uint64_t>(v);
+    BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "shared-prefix", 0, INT32_MAX / 2));
+    w.shared_prefix = static_cast<int32_t>(v);
+    BEACON_ASSIGN_OR_RETURN(w.share_ratio, NumFlag(a, "share-ratio", 0, 1));
+    const std::string pc = a.Str("prefix-cache");
+    if (pc != "on" && pc != "off") {
+      return absl::InvalidArgumentError(absl::StrCat("--prefix-cache: '", pc, "' is not on or off"));
+    }
+    r.prefix_cache = pc == "on";
     if (w.prompt.kind() == LengthDist::Kind::kFixed && w.prompt.Mean() >= r.model.context_length) {
       return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", w.prompt.ToString(),
                                                      " does not fit the model's context (", r.model.context_length,
@@ -299,7 +310,7 @@ int Main(int argc, char** argv) {
     if (!pool.ok())
       return Fail(absl::Status(pool.status().code(), absl::StrCat(c.label, ": ", pool.status().message())));
     c.pool = *pool;
-    RunInputs in{report.model, report.gpu, *pool, report.sched, c.kv, report.workload};
+    RunInputs in{report.model, report.gpu, *pool, report.sched, c.kv, report.workload, report.prefix_cache};
     ProgressFn progress = nullptr;
     if (!quiet && tty) {
       progress = [&](const Progress& p) {

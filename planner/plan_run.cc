@@ -156,6 +156,8 @@ void Summarize(const RunInputs& in, const CostEngine& engine, int32_t n, RunResu
   res.peak_kv_bytes = res.engine.peak_used_blocks * in.pool.bytes_per_block;
   res.peak_total_bytes = in.model.weight_bytes() + res.peak_kv_bytes;
   res.peak_running = engine.sim().peak_running();
+  res.prefix_queries = engine.sim().prefix_queries();
+  res.prefix_hits = engine.sim().prefix_hits();
   res.peak_policy_state_bytes = res.peak_running * PolicyStateBytesPerSequence(in.kv, in.model);
   res.reserved_policy_state_bytes = in.sched.max_running * PolicyStateBytesPerSequence(in.kv, in.model);
   res.mean_decode_batch = res.engine.busy_s > 0 ? res.engine.decode_seq_seconds / res.engine.busy_s : 0;
@@ -172,6 +174,7 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
   const int32_t n = static_cast<int32_t>(reqs.size());
   const CostModel cost(in.model, in.gpu, PolicyCostFor(in.kv));
   CostEngine engine(in.pool.blocks, in.pool.block_size, cost);
+  if (in.prefix_cache) engine.EnablePrefixCache();
   // The run enforces max_waiting itself, over its own FIFO and the
   // scheduler's queue together; the scheduler's bound must only admit the
   // feed window.
@@ -192,6 +195,8 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
     spec.output_tokens = reqs[i].output_tokens;
     spec.max_new_tokens = reqs[i].max_new_tokens;
     spec.kv = in.kv;
+    spec.prefix_id = reqs[i].prefix_tokens > 0 ? 1 : 0;
+    spec.prefix_tokens = reqs[i].prefix_tokens;
     return spec;
   };
   // Closed-loop clients bound the queue themselves; Poisson arrivals meet

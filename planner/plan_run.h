@@ -70,6 +70,7 @@ struct RunInputs {
   SchedulerConfig sched;
   KvPolicyOptions kv;
   WorkloadSpec workload;
+  bool prefix_cache = true;  // beacon-serve --prefix-cache (matters with a shared prefix)
 };
 
 struct Percentiles {
@@ -109,6 +110,8 @@ struct RunResult {
   double output_tokens_per_s = 0;
   double requests_per_s = 0;
   Percentiles ttft_s, tpot_s, e2e_s;
+  // Prefix cache: prompt tokens looked up at admission, and found cached.
+  int64_t prefix_queries = 0, prefix_hits = 0;
   std::vector<RequestSample> requests;  // every request that was accepted, in id order
   EngineStats engine;
   double wall_s = 0;  // real seconds the simulation took

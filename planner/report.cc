@@ -153,7 +153,10 @@ json ToJson(const PlanReport& r) {
                    {"prompt", r.workload.prompt.ToString()},
                    {"output", r.workload.output.ToString()},
                    {"max_tokens", r.workload.max_tokens},
-                   {"seed", r.workload.seed}};
+                   {"seed", r.workload.seed},
+                   {"shared_prefix", r.workload.shared_prefix},
+                   {"share_ratio", r.workload.share_ratio},
+                   {"prefix_cache", r.prefix_cache}};
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   j["slo"] = {{"ttft_ms", opt(r.slo.bounds.ttft_ms)},
               {"tpot_ms", opt(r.slo.bounds.tpot_ms)},
@@ -186,6 +189,8 @@ json ToJson(const PlanReport& r) {
               {"output_tokens_per_s", x.output_tokens_per_s},
               {"requests_per_s", x.requests_per_s},
               {"ttft_s", PercentilesJson(x.ttft_s)},
+              {"prefix_cache_queries", x.prefix_queries},
+              {"prefix_cache_hits", x.prefix_hits},
               {"tpot_s", PercentilesJson(x.tpot_s)},
               {"e2e_s", PercentilesJson(x.e2e_s)},
               {"engine",

@@ -49,6 +49,7 @@ struct PlanReport {
   ResolvedPool pool;
   SchedulerConfig sched;
   WorkloadSpec workload;
+  bool prefix_cache = true;  // beacon-serve --prefix-cache
   SloSpec slo;
   double target_rate = 0;         // requests/s over all replicas (0: not asked)
   std::vector<double> rate_grid;  // rates for the replicas-against-rate series

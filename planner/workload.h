@@ -48,6 +48,12 @@ struct WorkloadSpec {
   // early (EOS) and reserve-mode admission still sets aside max_tokens.
   int32_t max_tokens = 0;
   uint64_t seed = 1;
+  // A shared prefix (a system prompt, few-shot examples): a `share_ratio`
+  // fraction of the requests start with the same `shared_prefix` tokens,
+  // before their drawn prompt (which stays theirs). With the prefix cache on
+  // (RunInputs::prefix_cache) the scheduler's run reuses its blocks.
+  int32_t shared_prefix = 0;
+  double share_ratio = 0;
 
   // INVALID_ARGUMENT naming the field.
   absl::Status Validate() const;
@@ -55,7 +61,8 @@ struct WorkloadSpec {
 };
 
 struct PlannedRequest {
-  int32_t prompt_tokens = 1;
+  int32_t prompt_tokens = 1;   // the shared prefix included
+  int32_t prefix_tokens = 0;   // of those, the workload's shared prefix (0: none)
   int32_t output_tokens = 1;   // until the simulated EOS
   int32_t max_new_tokens = 1;  // clamped to the context, as beacon-serve does
   double arrival_s = 0;        // Poisson: absolute; closed loop: unused (on demand)

@@ -86,7 +86,9 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info) : registry_(std::make_shar
   auto counter = [&](const char* name, const char* help) {
     return &BuildCounter().Name(name).Help(help).Register(r).Add({});
   };
-  prompt_tokens_ = counter("beacon_prompt_tokens_total", "Prompt tokens prefilled, computed or reused from the prefix cache (recomputation included)");
+  prompt_tokens_ =
+      counter("beacon_prompt_tokens_total",
+              "Prompt tokens prefilled, computed or reused from the prefix cache (recomputation included)");
   generation_tokens_ = counter("beacon_generation_tokens_total", "Tokens generated (sampled)");
   preemptions_ = counter("beacon_preemptions_total", "Sequences preempted (KV freed, recomputed later)");
   evictions_ = counter("beacon_kv_evictions_total", "KV eviction rounds (a sequence compressing its cache)");
