@@ -39,11 +39,6 @@ struct SchedRequest {
   int32_t peak_slots = 0;
   SchedClock::time_point arrival{};
   SchedClock::time_point deadline = SchedClock::time_point::max();
-  // Sample groups (n > 1 samples of one prompt): the id of the group's first
-  // member, which runs the prompt; the others wait for it to finish the
-  // prompt, then take its prompt blocks by reference (StepEngine::
-  // ProbePrefix and AdoptPrefix). 0: not in a group.
-  RequestId group = 0;
 
   // Scheduler bookkeeping.
   RequestState state = RequestState::kWaiting;

@@ -146,7 +146,6 @@ void EngineLoop::Handle(SubmitCmd& c) {
   r.peak_slots = c.request.peak_slots;
   r.arrival = c.request.arrival;
   r.deadline = c.request.deadline;
-  r.group = c.request.group;
   logging::Request(logging::Level::kDebug, c.request.request_id,
                    "received: prompt_tokens=%d max_tokens=%d kv_policy=%s kv_budget=%d peak_slots=%d", r.prompt_tokens,
                    r.max_new_tokens, std::string(c.request.options.kv.policy_name()), c.request.options.kv.budget,

@@ -48,7 +48,7 @@ def count(http, text):
 
 def text_of(http, n, seed):
     """Words until the text is exactly n tokens (drop or add a word as needed)."""
-    words, i = [], seed
+    words, i = [WORDS[seed % len(WORDS)]], seed + 1
     while count(http, " ".join(words)) < n:
         words.append(WORDS[i % len(WORDS)] + ("" if i % 7 else f" {i}"))
         i += 3

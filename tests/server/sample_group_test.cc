@@ -1,8 +1,8 @@
 // Sample groups (n > 1) on the real GenerationEngine and Scheduler over the
 // default model: the later samples wait for sample 0 to run the prompt, take
 // its whole prompt blocks by reference (the pool holds them once), reserve
-// only what they do not share, keep the shared blocks reserved after sample 0
-// finishes while they still hold them, and produce exactly what each sample
+// only what they do not share, the shared blocks staying counted after sample
+// 0 finishes while others still hold them, and produce exactly what each sample
 // alone with its seed produces. When sharing is not allowed (prompt
 // logprobs, a policy that may evict prompt slots) each sample runs the whole
 // prompt itself.
@@ -89,7 +89,6 @@ class SampleGroupTest : public ::testing::Test {
       q.prompt_tokens = static_cast<int32_t>(samples[i].prompt.size());
       q.max_new_tokens = samples[i].options.max_tokens;
       q.peak_slots = samples[i].peak_slots;
-      q.group = samples[i].group;
       EXPECT_TRUE(engine.Add(q.id, samples[i], sink).ok());
       EXPECT_TRUE(sched.Add(q).ok());
     }
