@@ -32,7 +32,8 @@ CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("keda.sh/v1alpha1"
              ("inference.networking.k8s.io/v1", "InferencePool"),
              ("gateway.networking.k8s.io/v1", "HTTPRoute")}
 SIGNALS = {"beacon_num_requests_waiting", "beacon_kv_cache_usage_perc"}
-METRICS_SRC = open(os.path.join(SRC, "server", "metrics.cc")).read()
+# The metric families' names live in server/metric_names.h (one table for both namings).
+METRICS_SRC = open(os.path.join(SRC, "server", "metric_names.h")).read()
 SERVE_MAIN = open(os.path.join(SRC, "apps", "beacon_serve_main.cc")).read()
 BIN = os.environ.get("BEACON_BIN", "")
 MODEL = os.environ.get("BEACON_MODEL", "")
@@ -191,7 +192,7 @@ def _check_inference_gateway(objs, namespace):
                        "--total-running-requests-metric": "beacon_num_requests_running",
                        "--kv-cache-usage-percentage-metric": "beacon_kv_cache_usage_perc"}, metrics
     for m in metrics.values():
-        assert f'"{m}"' in METRICS_SRC, f"{m} is not a metric of server/metrics.cc"
+        assert f'"{m}"' in METRICS_SRC, f"{m} is not a metric of server/metric_names.h"
     # The EPP's plugins configuration: a ConfigMap it mounts, with the scorers.
     vol = next(v for v in epp["spec"]["template"]["spec"]["volumes"] if "configMap" in v)
     cfg_file = arg_value(args, "--config-file")

@@ -47,7 +47,8 @@ DASHBOARD = os.path.join(SRC, "deploy", "grafana", "beacon-dashboard.json")
 
 GAUGES = ["beacon_server_info", "beacon_num_requests_running", "beacon_num_requests_waiting",
           "beacon_kv_pool_blocks", "beacon_kv_blocks_used", "beacon_kv_blocks_free", "beacon_kv_blocks_reserved",
-          "beacon_kv_cache_usage_perc", "beacon_num_requests_compressing", "beacon_kv_cached_tokens",
+          "beacon_kv_cache_usage_perc", "beacon_kv_cache_used_perc", "beacon_num_requests_compressing",
+          "beacon_kv_cached_tokens",
           "beacon_kv_logical_tokens", "beacon_kv_bytes_per_token", "beacon_engine_step_batch_size",
           "beacon_engine_step_tokens"]
 COUNTERS = ["beacon_prompt_tokens_total", "beacon_generation_tokens_total", "beacon_preemptions_total",
@@ -56,7 +57,9 @@ COUNTERS = ["beacon_prompt_tokens_total", "beacon_generation_tokens_total", "bea
 HISTOGRAMS = ["beacon_time_to_first_token_seconds", "beacon_inter_token_latency_seconds",
               "beacon_time_per_output_token_seconds", "beacon_e2e_request_latency_seconds",
               "beacon_request_queue_time_seconds", "beacon_engine_step_seconds", "beacon_request_peak_kv_tokens",
-              "beacon_request_kv_compression_ratio"]
+              "beacon_request_kv_compression_ratio", "beacon_request_prefill_time_seconds",
+              "beacon_request_decode_time_seconds", "beacon_request_inference_time_seconds",
+              "beacon_request_prompt_tokens", "beacon_request_generation_tokens"]
 FINISH_REASONS = ["stop", "length", "eos", "stop_sequence", "time_limit", "cancelled", "error"]
 REJECT_REASONS = ["queue_full", "invalid", "draining", "unauthenticated", "other"]
 FINISH_NAME = {pb.FINISH_REASON_STOP: "stop", pb.FINISH_REASON_LENGTH: "length", pb.FINISH_REASON_EOS: "eos",
@@ -246,6 +249,9 @@ def check_families(prom, inst):
     assert sorted(rejected) == sorted(REJECT_REASONS), rejected
     kinds = prom.by(f"beacon_engine_step_seconds_count{{{inst}}}", "kind")
     assert sorted(kinds) == ["decode", "mixed", "prefill"], kinds
+    # Every series carries the served model name (the default: the model file's name), as vLLM's do.
+    unlabelled = prom.query(f'{{__name__=~"beacon_.+", model_name!="default", {inst}}}')
+    assert not unlabelled, [s["metric"] for s in unlabelled][:5]
     # The TTFT SLO of rules.yml counts bucket le="2.5": it must exist.
     assert prom.query(f'beacon_time_to_first_token_seconds_bucket{{le="2.5", {inst}}}'), "no le=2.5 TTFT bucket"
 
@@ -304,6 +310,20 @@ def check_phase1(prom, inst, results):
     assert over >= 2, ratios
     assert v('beacon_request_kv_compression_ratio_bucket{le="1.1"}') == n - over
     assert v("beacon_engine_step_seconds_count") == v("beacon_engine_steps_total") > 0
+    # Per request: token counts exactly; the phases from the final message's timings (prefill: first
+    # scheduled step to first token; decode: first token to finish; inference: scheduled to finish).
+    assert hist["beacon_request_prompt_tokens"] == (n, sum(f.usage.prompt_tokens for f in finals))
+    assert hist["beacon_request_generation_tokens"] == (n, gen)
+    t = [f.timings for f in with_tokens]
+    assert hist["beacon_request_prefill_time_seconds"][0] == len(with_tokens)
+    assert close(hist["beacon_request_prefill_time_seconds"][1],
+                 sum(x.time_to_first_token_seconds - x.queue_seconds for x in t), abs_=1e-4)
+    assert hist["beacon_request_decode_time_seconds"][0] == len(with_tokens)
+    assert close(hist["beacon_request_decode_time_seconds"][1],
+                 sum(x.total_seconds - x.time_to_first_token_seconds for x in t), abs_=1e-4)
+    assert hist["beacon_request_inference_time_seconds"][0] == len(with_tokens)
+    assert close(hist["beacon_request_inference_time_seconds"][1], sum(x.total_seconds - x.queue_seconds for x in t),
+                 abs_=1e-4)
     return gen
 
 
@@ -332,6 +352,14 @@ def check_during_load(prom, inst, start, end):
                 f"beacon_kv_pool_blocks{{{inst}}})") == 0
     assert peak(f"beacon_kv_cached_tokens{{{inst}}} - beacon_kv_logical_tokens{{{inst}}}") <= 0
     assert peak(f"beacon_kv_cache_usage_perc{{{inst}}}") <= 1
+    # The usage gauge pickers read counts reservations: max(used, reserved) / pool, which under reserve
+    # admission (reserved >= used, checked above) is reserved / pool at every scrape; used_perc is used / pool.
+    assert peak(f"abs(beacon_kv_cache_usage_perc{{{inst}}} - beacon_kv_blocks_reserved{{{inst}}} / "
+                f"beacon_kv_pool_blocks{{{inst}}})") < 1e-12
+    assert peak(f"abs(beacon_kv_cache_used_perc{{{inst}}} - beacon_kv_blocks_used{{{inst}}} / "
+                f"beacon_kv_pool_blocks{{{inst}}})") < 1e-12
+    # Reservations run ahead of use (each request holds its peak footprint from admission on).
+    assert peak(f"beacon_kv_cache_usage_perc{{{inst}}} - beacon_kv_cache_used_perc{{{inst}}}") > 0
 
 
 def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
@@ -355,7 +383,8 @@ def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
     # Idle again.
     assert v("beacon_kv_pool_blocks") == stats["kv_blocks_total"] > 0
     assert v("beacon_kv_blocks_free") == stats["kv_blocks_total"]
-    for g in ("beacon_kv_cache_usage_perc", "beacon_kv_blocks_used", "beacon_kv_blocks_reserved",
+    for g in ("beacon_kv_cache_usage_perc", "beacon_kv_cache_used_perc", "beacon_kv_blocks_used",
+              "beacon_kv_blocks_reserved",
               "beacon_num_requests_running", "beacon_num_requests_waiting", "beacon_num_requests_compressing",
               "beacon_kv_cached_tokens", "beacon_kv_logical_tokens"):
         assert v(g) == 0, (g, v(g))
@@ -369,7 +398,8 @@ def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
     labels = r[0]["metric"]
     want = {"model": info.model, "architecture": info.architecture, "kv_block_size": str(info.kv_block_size),
             "kv_pool_tokens": str(info.kv_pool_tokens), "kv_policy": info.default_kv_policy,
-            "kv_budget": str(info.default_kv_budget), "admission": info.admission, "kv_cache_dtype": "bf16"}
+            "kv_budget": str(info.default_kv_budget), "admission": info.admission, "kv_cache_dtype": "bf16",
+            "metrics_prefix": "beacon"}
     assert {k: labels.get(k) for k in want} == want, (labels, want)
     assert v("beacon_kv_pool_blocks") * info.kv_block_size == info.kv_pool_tokens
 
