@@ -456,7 +456,7 @@ def dashboard_exprs():
     assert dash.get("schemaVersion", 0) >= 36, dash.get("schemaVersion")
     names = {v["name"]: v for v in dash["templating"]["list"]}
     assert names["DS_PROMETHEUS"]["type"] == "datasource" and names["DS_PROMETHEUS"]["query"] == "prometheus"
-    assert "instance" in names
+    assert "instance" in names and "model_name" in names
     exprs = []
 
     def walk(o, where):
@@ -488,14 +488,22 @@ def substitute(expr, values):
 def check_dashboard(prom, instance, start, end):
     exprs, names = dashboard_exprs()
     assert len(exprs) >= 20, len(exprs)
-    # The instance variable's query finds the server.
-    assert "label_values(beacon_server_info, instance)" in json.dumps(names["instance"]["query"])
-    assert instance in prom.api("label/instance/values", **{"match[]": "beacon_server_info"})
-    # $instance as Grafana writes it into a regex matcher: All (".*"), and this one instance, regex-escaped
-    # inside a PromQL string (backslashes doubled).
+    # The model variable's query finds the served model name; the instance variable's, within the chosen
+    # models, the server.
+    assert "label_values(beacon_server_info, model_name)" in json.dumps(names["model_name"]["query"])
+    assert "default" in prom.api("label/model_name/values", **{"match[]": "beacon_server_info"})
+    assert 'label_values(beacon_server_info{model_name=~\\"$model_name\\"}, instance)' in \
+        json.dumps(names["instance"]["query"]), names["instance"]["query"]
+    assert instance in prom.api("label/instance/values", **{"match[]": 'beacon_server_info{model_name=~"default"}'})
+    # Every query selects the chosen models and instances.
+    unfiltered = [(t, e) for t, e in exprs if e.count('model_name=~"$model_name"') < e.count('instance=~"$instance"')
+                  or 'instance=~"$instance"' not in e]
+    assert not unfiltered, unfiltered
+    # $instance and $model_name as Grafana writes them into regex matchers: All (".*"), and this one instance
+    # and model, regex-escaped inside a PromQL string (backslashes doubled).
     empty = []
-    for inst_value in (".*", re.escape(instance).replace("\\", "\\\\")):
-        values = dict(GRAFANA_VARS, instance=inst_value)
+    for inst_value, model_value in ((".*", ".*"), (re.escape(instance).replace("\\", "\\\\"), "default")):
+        values = dict(GRAFANA_VARS, instance=inst_value, model_name=model_value)
         for title, expr in exprs:
             q = substitute(expr, values)
             prom.query(q)  # parses and evaluates as an instant query
