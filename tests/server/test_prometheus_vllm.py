@@ -31,7 +31,8 @@ import time
 import urllib.request
 
 from serve_util import SRC, Server, chat_request, collect, pb
-from test_prometheus import PROMTOOL, Prometheus, cancel_one, run_load
+from prom_util import PROMTOOL, Prometheus
+from test_prometheus import cancel_one, run_load
 
 MODEL_NAME = "smol-135m"
 OBSERVABILITY_DOC = os.path.join(SRC, "docs", "observability.md")
