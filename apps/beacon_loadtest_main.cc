@@ -1,4 +1,5 @@
-// beacon-loadtest: load testing beacon-serve over gRPC, for SLA tuning.
+// beacon-loadtest: load testing beacon-serve over gRPC, or any OpenAI-compatible
+// server over HTTP (--backend openai|openai-chat), for SLA tuning.
 //
 //   beacon-loadtest --concurrency 8 --requests 200 --prompt-len fixed:128 --output-len fixed:512 --ignore-eos
 //   beacon-loadtest --rate 4 --duration-s 60 --kv-mix full:1,beacon@256:1 --json run.json --csv run.csv
@@ -18,6 +19,7 @@
 #include "loadtest/runner.h"
 #include "loadtest/stats.h"
 #include "loadtest/sweep.h"
+#include "loadtest/vllm_result.h"
 #include "loadtest/workload.h"
 #include "util/run_main.h"
 
@@ -74,10 +76,11 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (config.plot_only) return Plot(config);
-  absl::StatusOr<std::unique_ptr<StreamClient>> client = StreamClient::Connect(config.client);
+  absl::StatusOr<std::unique_ptr<StreamClient>> client = ConnectClient(config.client);
   if (!client.ok()) return Fail(client.status());
   const v1::ModelInfo& info = (*client)->model_info();
   if (absl::Status s = ApplyModelInfo(info, &config); !s.ok()) return Fail(s);
+  if (absl::Status s = ApplyReferenceLengths(client->get(), &config); !s.ok()) return Fail(s);
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   config.load.stop = &g_stop;
@@ -102,8 +105,9 @@ int Main(int argc, char** argv) {
   std::printf("%s", RunTable(summary, absl::StrCat("beacon-loadtest: ", DescribeRun(config),
                                                    out.interrupted ? " (interrupted)" : ""))
                         .c_str());
-  if (absl::Status s = WriteOutputs(config, RunJson(config, info, summary, out.results), RequestsCsv(out.results));
-      !s.ok()) {
+  const nlohmann::json json = config.json_format == "vllm" ? VllmResultJson(config, info, summary, out.results)
+                                                           : RunJson(config, info, summary, out.results);
+  if (absl::Status s = WriteOutputs(config, json, RequestsCsv(out.results)); !s.ok()) {
     return Fail(s);
   }
   if (out.interrupted) return 130;  // like a shell: killed by SIGINT, after reporting what ran

@@ -130,6 +130,8 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   e.pool_slots = int64_t{e.cache->pool().num_blocks()} * c->kv_block_size;
   MetricsInfo minfo;
   minfo.model = c->model;
+  minfo.served_model_name = c->served_model;
+  minfo.naming = c->metrics_naming;
   minfo.architecture = std::string(ModelFamilyName(config.family));
   minfo.block_size = c->kv_block_size;
   minfo.pool_tokens = e.pool_slots;

@@ -106,6 +106,9 @@ absl::Status ParseSecurity(const cli::Args& args, ServeConfig* c) {
     c->api_key = std::string(absl::StripAsciiWhitespace(*key));
   }
   c->metrics_api_key = args.Str("metrics-api-key");
+  absl::StatusOr<MetricsNaming> naming = ParseMetricsNaming(args.Str("metrics-prefix"));
+  if (!naming.ok()) return naming.status();
+  c->metrics_naming = *naming;
   c->grpc.credentials = grpc::InsecureServerCredentials();
   if (args.Has("tls-cert") != args.Has("tls-key")) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
@@ -198,6 +201,9 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("api-key-file", false, "", "read the API key from this file");
   a->Declare("metrics-api-key", false, "",
              "require 'authorization: Bearer KEY' on /metrics (default: /metrics is open, as for scrapers)");
+  a->Declare("metrics-prefix", false, "beacon",
+             "metric names: beacon (beacon_*), or vllm (vLLM's names and finished_reason values for the families "
+             "vLLM has, so its dashboards and autoscaling rules work unchanged; docs/observability.md)");
   a->Declare("grpc-max-connection-idle-s", false, "120",
              "close gRPC connections with no call in flight for this long (0 = never)");
   a->Declare("grpc-max-connection-age-s", false, "0", "send GOAWAY to gRPC connections this old (0 = never)");

@@ -16,6 +16,7 @@
 #include "scheduler/scheduler.h"
 #include "server/grpc_front_end.h"
 #include "server/http_server.h"
+#include "server/metric_names.h"
 #include "server/serve_request.h"
 #include "util/cli_args.h"
 
@@ -35,8 +36,9 @@ struct ServeConfig {
   ServeLimits limits;        // request validation, KV defaults and limits
   GrpcFrontEndOptions grpc;  // credentials included
   HttpServerOptions http;
-  std::string api_key;          // empty: no authentication
-  std::string metrics_api_key;  // empty: /metrics is open
+  std::string api_key;                                    // empty: no authentication
+  std::string metrics_api_key;                            // empty: /metrics is open
+  MetricsNaming metrics_naming = MetricsNaming::kBeacon;  // --metrics-prefix (server/metric_names.h)
   int64_t kv_pool_tokens = 0;
   int32_t kv_block_size = 16;
   bool prefix_cache = true;  // --prefix-cache

@@ -1,84 +1,86 @@
-// The load generator's gRPC side: streamed Generate calls on the callback API
-// (one ClientReadReactor per request), so thousands of concurrent streams
-// need only gRPC's own few threads, spread over a small pool of channels that
-// each keep their own TCP connection.
+// The load generator's view of a server: a StreamClient starts streamed
+// generations and reports each one's RequestResult when its stream ends.
+// Three backends implement it (ConnectClient picks one):
+// - grpc: beacon.v1 Generate streams to beacon-serve (grpc_client.h);
+// - openai / openai-chat: server-sent-event streams of /v1/completions or
+//   /v1/chat/completions on any OpenAI-compatible server (openai_client.h).
 //
 // Token arrival times are taken with steady_clock as each message is
-// received, on the gRPC thread that delivers it.
+// received, on the client thread that delivers it.
 #ifndef BEACON_LOADTEST_CLIENT_H_
 #define BEACON_LOADTEST_CLIENT_H_
 
-#include <grpcpp/grpcpp.h>
-
-#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_set>
-#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "loadtest/stats.h"
 #include "loadtest/workload.h"
-#include "proto/beacon/v1/beacon.grpc.pb.h"
+#include "proto/beacon/v1/beacon.pb.h"
 
 namespace beacon::loadtest {
 
 using Clock = std::chrono::steady_clock;
 
-struct ClientOptions {
-  std::string server = "127.0.0.1:50051";
-  int32_t connections = 4;        // channels, each with its own subchannel pool (TCP connection)
-  std::string api_key;            // sent as "authorization: Bearer KEY" when set
-  std::string tls_ca_pem;         // PEM roots: connect over TLS when set
-  double timeout_s = 600;         // per-request gRPC deadline
-  double connect_timeout_s = 10;  // for the initial GetModelInfo on every channel
+enum class Backend {
+  kGrpc,        // beacon.v1 over gRPC (beacon-serve only)
+  kOpenAi,      // POST /v1/completions, stream: true
+  kOpenAiChat,  // POST /v1/chat/completions, stream: true
 };
+// "grpc", "openai", "openai-chat".
+absl::string_view BackendName(Backend b);
+// The inverse of BackendName; an unknown name is INVALID_ARGUMENT naming --backend.
+absl::StatusOr<Backend> ParseBackend(absl::string_view name);
 
-// The request as beacon.v1 sends it.
-v1::GenerateRequest ToProto(const RequestSpec& spec);
-
-class GenerateCall;
+struct ClientOptions {
+  Backend backend = Backend::kGrpc;
+  // grpc: HOST:PORT; openai*: a URL, http://HOST[:PORT][/PREFIX] (the API
+  // paths, /v1/..., are appended to PREFIX).
+  std::string server = "127.0.0.1:50051";
+  int32_t connections = 4;        // grpc: channels (TCP connections); openai*: I/O threads
+  std::string api_key;            // sent as "authorization: Bearer KEY" when set
+  std::string tls_ca_pem;         // grpc: PEM roots, connect over TLS when set
+  double timeout_s = 600;         // per-request deadline
+  double connect_timeout_s = 10;  // for the initial model query
+  std::string model;              // openai*: the "model" field; empty = the first of GET /v1/models
+  bool continuous_usage = false;  // openai*: ask for usage in every chunk (vLLM's continuous_usage_stats)
+};
 
 class StreamClient {
  public:
-  // Creates the channels and calls GetModelInfo on each (which also opens the
-  // connections before any timed request). An unreachable server or a refused
-  // call is an error naming the address and the gRPC status.
-  static absl::StatusOr<std::unique_ptr<StreamClient>> Connect(const ClientOptions& options);
   // REQUIRES: no call in flight (the runner waits for every call to end).
-  ~StreamClient();
+  virtual ~StreamClient() = default;
 
-  const v1::ModelInfo& model_info() const { return info_; }
+  // The server's model as far as the backend tells it: the gRPC backend has
+  // the whole GetModelInfo; the OpenAI ones the model name and, where the
+  // server gives it (vLLM's max_model_len), the context length.
+  virtual const v1::ModelInfo& model_info() const = 0;
 
-  // Called exactly once per Start(), on a gRPC thread, after the stream ended.
+  // Called exactly once per Start(), on a client thread, after the stream ended.
   using DoneFn = std::function<void(RequestResult)>;
-  // Starts one streamed Generate; never blocks on the network. Latencies are
-  // measured from `intended_start`; start_s is its offset from `run_start`.
-  // `on_tokens(n)` (optional) is called on each message carrying n tokens.
-  void Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start, Clock::time_point run_start,
-             DoneFn done, std::function<void(int)> on_tokens = nullptr);
+  // Starts one streamed generation; never blocks on the network. Latencies
+  // are measured from `intended_start`; start_s is its offset from
+  // `run_start`. `on_tokens(n)` (optional) is called on each message carrying
+  // n tokens.
+  virtual void Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start,
+                     Clock::time_point run_start, DoneFn done, std::function<void(int)> on_tokens = nullptr) = 0;
 
   // Cancels every call in flight; each still reports through its DoneFn.
-  void CancelAll();
-  int64_t inflight() const { return inflight_.load(); }
+  virtual void CancelAll() = 0;
 
- private:
-  friend class GenerateCall;
-  StreamClient() = default;
-  void Register(GenerateCall* call);
-  void Unregister(GenerateCall* call);
-
-  ClientOptions options_;
-  std::vector<std::unique_ptr<v1::BeaconService::Stub>> stubs_;
-  std::atomic<uint64_t> next_stub_{0};
-  std::atomic<int64_t> inflight_{0};
-  v1::ModelInfo info_;
-  std::mutex mu_;
-  std::unordered_set<GenerateCall*> calls_;  // GUARDED_BY(mu_)
+  // The number of tokens the server's tokenizer makes of `text` (raw, no
+  // chat template): for dataset reference lengths. Blocking.
+  virtual absl::StatusOr<int32_t> CountTokens(const std::string& text) = 0;
 };
+
+// Connects the backend options.backend names: the model query opens the
+// connections before any timed request. An unreachable server or a refused
+// query is an error naming the address.
+absl::StatusOr<std::unique_ptr<StreamClient>> ConnectClient(const ClientOptions& options);
 
 }  // namespace beacon::loadtest
 

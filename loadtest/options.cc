@@ -3,11 +3,14 @@
 #include <cmath>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "loadtest/arrival.h"
+#include "loadtest/dataset.h"
+#include "loadtest/http_client.h"
 #include "util/cli_args.h"
 #include "util/status_macros.h"
 
@@ -15,7 +18,10 @@ namespace beacon::loadtest {
 namespace {
 
 void Declare(cli::Args* a) {
+  a->Declare("backend", false, "grpc", "");
   a->Declare("server", false, "127.0.0.1:50051", "");
+  a->Declare("model", false, "", "");
+  a->Declare("continuous-usage", true, "", "");
   a->Declare("api-key", false, "", "");
   a->Declare("tls-ca", false, "", "");
   a->Declare("connections", false, "4", "");
@@ -32,6 +38,9 @@ void Declare(cli::Args* a) {
   a->Declare("output-len", false, "fixed:128", "");
   a->Declare("ignore-eos", true, "", "");
   a->Declare("prompts", false, "", "");
+  a->Declare("dataset", false, "", "");
+  a->Declare("dataset-sample", false, "0", "");
+  a->Declare("reference-output-len", true, "", "");
   a->Declare("kv-mix", false, "", "");
   a->Declare("kv-policy", false, "", "");
   a->Declare("kv-budget", false, "", "");
@@ -41,6 +50,7 @@ void Declare(cli::Args* a) {
   a->Declare("slo-attainment", false, "0.9", "");
   a->Declare("stop-after-fails", false, "1", "");
   a->Declare("json", false, "", "");
+  a->Declare("json-format", false, "beacon", "");
   a->Declare("csv", false, "", "");
   a->Declare("plot", false, "", "");
   a->Declare("label", false, "", "");
@@ -150,8 +160,24 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
   }
 
   // Server.
-  c.client.server = a.Str("server");
+  BEACON_ASSIGN_OR_RETURN(c.client.backend, ParseBackend(a.Str("backend")));
+  const bool http = c.client.backend != Backend::kGrpc;
+  c.client.server = http && !a.Has("server") ? "http://127.0.0.1:8080" : a.Str("server");
   if (c.client.server.empty()) return absl::InvalidArgumentError("--server is empty");
+  if (http) {
+    if (absl::StatusOr<HttpUrl> u = ParseHttpUrl(c.client.server); !u.ok()) return u.status();
+    if (a.Has("tls-ca")) return absl::InvalidArgumentError("--tls-ca is for --backend grpc (HTTP backends: http://)");
+  } else {
+    for (const char* f : {"model", "continuous-usage"}) {
+      if (a.Has(f)) return absl::InvalidArgumentError(absl::StrCat("--", f, " is for --backend openai / openai-chat"));
+    }
+    if (absl::StartsWith(c.client.server, "http://") || absl::StartsWith(c.client.server, "https://")) {
+      return absl::InvalidArgumentError(
+          "--server: a URL is for --backend openai / openai-chat; --backend grpc takes HOST:PORT");
+    }
+  }
+  c.client.model = a.Str("model");
+  c.client.continuous_usage = a.Flag("continuous-usage");
   c.client.api_key = a.Str("api-key");
   if (a.Has("tls-ca")) {
     std::ifstream in(a.Str("tls-ca"));
@@ -216,11 +242,58 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
   BEACON_ASSIGN_OR_RETURN(w.prompt_len, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
   BEACON_ASSIGN_OR_RETURN(w.output_len, LengthDist::Parse(a.Str("output-len"), "--output-len"));
   w.ignore_eos = a.Flag("ignore-eos");
-  if (a.Has("prompts")) {
+  if (a.Has("prompts") && a.Has("dataset")) {
+    return absl::InvalidArgumentError("give --dataset or --prompts (the same as --dataset jsonl:FILE), not both");
+  }
+  if (a.Has("prompts") || a.Has("dataset")) {
     if (a.Has("prompt-len")) {
-      return absl::InvalidArgumentError("--prompt-len sets synthetic prompts: not with --prompts");
+      return absl::InvalidArgumentError(
+          absl::StrCat("--prompt-len sets synthetic prompts: not with --", a.Has("prompts") ? "prompts" : "dataset"));
     }
+  }
+  if (a.Has("prompts")) {
     BEACON_ASSIGN_OR_RETURN(w.prompts, LoadPromptsJsonl(a.Str("prompts")));
+    c.dataset = "jsonl";
+  } else if (a.Has("dataset")) {
+    DatasetSpec spec;
+    BEACON_ASSIGN_OR_RETURN(spec, ParseDatasetSpec(a.Str("dataset")));
+    BEACON_ASSIGN_OR_RETURN(w.prompts, LoadDataset(spec));
+    c.dataset = a.Str("dataset").substr(0, a.Str("dataset").find(':'));
+    // An explicit --output-len overrides the lengths the file gives (as
+    // vLLM's --sharegpt-output-len / --custom-output-len do). --prompts keeps
+    // its older rule: a line's max_tokens wins.
+    if (a.Has("output-len")) {
+      for (PromptEntry& e : w.prompts) e.max_tokens = 0;
+    }
+  }
+  if (a.Has("dataset-sample")) {
+    if (w.prompts.empty()) return absl::InvalidArgumentError("--dataset-sample needs --dataset (or --prompts)");
+    int64_t n = 0;
+    BEACON_ASSIGN_OR_RETURN(n, Integer(a, "dataset-sample", 1, INT32_MAX));
+    BEACON_ASSIGN_OR_RETURN(w.prompts, SampleDataset(std::move(w.prompts), n, c.load.seed));
+  }
+  if (a.Flag("reference-output-len")) {
+    if (c.dataset != "sharegpt") {
+      return absl::InvalidArgumentError(
+          "--reference-output-len takes ShareGPT reference answers: --dataset sharegpt:FILE");
+    }
+    if (a.Has("output-len")) {
+      return absl::InvalidArgumentError("give --reference-output-len or --output-len, not both");
+    }
+    c.reference_output_len = true;
+  }
+  if (c.client.backend == Backend::kOpenAiChat && w.prompts.empty()) {
+    return absl::InvalidArgumentError(
+        "--backend openai-chat sends text: synthetic token-id prompts need --backend openai or grpc, or give "
+        "--dataset");
+  }
+  if (c.client.backend == Backend::kOpenAi) {
+    for (const PromptEntry& e : w.prompts) {
+      if (!e.chat.empty()) {
+        return absl::InvalidArgumentError(
+            "the prompts file has chat \"messages\": use --backend openai-chat (or grpc) for them");
+      }
+    }
   }
   double temp = 0;
   BEACON_ASSIGN_OR_RETURN(temp, Number(a, "temperature", 0, true));
@@ -257,6 +330,13 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
     }
   }
   c.json_path = a.Str("json");
+  c.json_format = a.Str("json-format");
+  if (c.json_format != "beacon" && c.json_format != "vllm") {
+    return absl::InvalidArgumentError(absl::StrCat("--json-format must be beacon or vllm, got '", c.json_format, "'"));
+  }
+  if (c.json_format == "vllm" && c.sweep) {
+    return absl::InvalidArgumentError("--json-format vllm describes one run: not with sweep");
+  }
   c.csv_path = a.Str("csv");
   c.plot_path = a.Str("plot");
   c.label = a.Str("label");
@@ -264,7 +344,9 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
 }
 
 absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
-  for (const KvChoice& k : c->workload.kv_mix) {
+  // The OpenAI backends learn no KV policies: the server judges each request.
+  const bool knows_kv = c->client.backend == Backend::kGrpc;
+  for (const KvChoice& k : knows_kv ? c->workload.kv_mix : std::vector<KvChoice>{}) {
     if (k.policy != "default") {
       bool allowed = false;
       for (const v1::KvPolicyInfo& p : info.kv_policies()) allowed |= p.name() == k.policy && p.allowed();
@@ -280,7 +362,8 @@ absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
     }
   }
   const LengthDist& p = c->workload.prompt_len;
-  if (c->workload.prompts.empty() && p.kind() == LengthDist::Kind::kFixed && p.Mean() >= info.context_length()) {
+  if (c->workload.prompts.empty() && p.kind() == LengthDist::Kind::kFixed && info.context_length() > 0 &&
+      p.Mean() >= info.context_length()) {
     return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", p.ToString(), " does not fit the model's context (",
                                                    info.context_length(), " tokens)"));
   }
@@ -291,61 +374,18 @@ absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
   return absl::OkStatus();
 }
 
-std::string UsageText() {
-  return R"(usage: beacon-loadtest [run] (--rate R | --concurrency N) [options]
-       beacon-loadtest sweep (--rate LEVELS | --concurrency LEVELS) --slo SLO [options]
-       beacon-loadtest plot --from SWEEP.json[,SWEEP2.json...] --plot OUT.png [--names A,B]
-
-Streams Generate requests to beacon-serve over gRPC and reports TTFT, TPOT,
-inter-token latency, end-to-end latency (mean, median, p90, p99), request and
-token throughput, goodput under an SLO, and errors by gRPC code. `sweep` runs
-each load level in turn and finds the highest one that meets the SLO.
-
-Server:
-  --server HOST:PORT        beacon-serve's gRPC address (default 127.0.0.1:50051)
-  --api-key KEY             sent as 'authorization: Bearer KEY'
-  --tls-ca FILE             PEM CA certificate: connect over TLS
-  --connections N           gRPC channels / TCP connections (default 4)
-  --timeout-s S             per-request deadline (default 600)
-  --connect-timeout-s S     for the initial GetModelInfo (default 10)
-Load:
-  --rate R                  open loop: R requests/s ('inf': all at once); sweep: LEVELS
-  --burstiness K            gamma-distributed gaps, CV 1/sqrt(K); 1 = Poisson (default)
-  --concurrency N           closed loop: N requests in flight; sweep: LEVELS
-  --requests N              measured requests (default 100; per level in a sweep)
-  --duration-s S            or: issue measured requests for S seconds
-  --waves K                 closed-loop sweep: K x concurrency requests per level
-  --warmup N                requests run first and excluded from the figures (default 0)
-  --seed N                  seeds arrivals and the workload: runs repeat (default 0)
-Workload:
-  --prompt-len DIST         synthetic prompt of exactly this many token ids (default fixed:128)
-  --output-len DIST         max_tokens per request (default fixed:128)
-                            DIST: fixed:N | uniform:A:B | normal:MEAN:STD | lognormal:MEAN:STD
-  --ignore-eos              generate exactly max_tokens (reasoning-style long outputs)
-  --prompts FILE.jsonl      {"prompt": "..."} (raw text) or {"messages": [...]} (chat)
-                            lines, optional "max_tokens"; used in order, cycling
-  --kv-mix MIX              per-request KV policies: POLICY[@BUDGET][:WEIGHT],...
-                            e.g. full:1,beacon@256:1 (policy 'default': the server's)
-  --kv-policy P, --kv-budget B   one policy (and budget) for every request
-  --temperature T           sampling temperature (default 0: greedy)
-SLO and sweep:
-  --slo ttft_ms=..,tpot_ms=..,e2e_ms=..   bounds of a good request (any subset)
-  --slo-attainment F        sweep: a level passes when F of its requests are good (default 0.9)
-  --stop-after-fails N      sweep: stop after N failing levels in a row (default 1)
-                            LEVELS: 1,2,4,8 | START:STOP:+STEP | START:STOP:xFACTOR
-Output:
-  --json FILE, --csv FILE   results (run: per-request CSV; sweep: per-level CSV)
-  --plot FILE.png           sweep: latency percentiles and goodput against load
-  --from A.json,B.json      plot: re-plot a sweep's JSON, or compare several sweeps
-                            (TTFT p90, TPOT p90, goodput; one series per file)
-  --names A,B               plot: series names (default: each sweep's --label, else its KV policy)
-  --label TEXT              recorded in the JSON
-  --quiet                   no progress line
-Every option can also be set from the environment as BEACON_LOADTEST_<NAME>
-(e.g. BEACON_LOADTEST_SERVER); the command line wins.
-Exit status: 0 done, 2 bad arguments, 1 server unreachable or every request
-failed, 130 interrupted (Ctrl-C cancels what is in flight; results are still written).
-)";
+absl::Status ApplyReferenceLengths(StreamClient* client, Config* c) {
+  if (!c->reference_output_len) return absl::OkStatus();
+  for (size_t i = 0; i < c->workload.prompts.size(); ++i) {
+    PromptEntry& e = c->workload.prompts[i];
+    absl::StatusOr<int32_t> n = client->CountTokens(e.reference);
+    if (!n.ok()) {
+      return absl::Status(n.status().code(), absl::StrCat("--reference-output-len: tokenizing entry ", i,
+                                                          "'s reference answer: ", n.status().message()));
+    }
+    e.max_tokens = std::max(*n, 1);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace beacon::loadtest

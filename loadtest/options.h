@@ -34,8 +34,11 @@ struct Config {
   double slo_attainment = 0.9;   // a level passes when this share of its requests meets the SLO
   int32_t stop_after_fails = 1;  // stop after this many failing levels in a row
   std::string json_path, csv_path, plot_path;
-  std::string label;         // free text recorded in the JSON
-  std::string command_line;  // for the JSON
+  std::string json_format = "beacon";  // or "vllm": benchmark_serving's result shape (vllm_result.h)
+  std::string dataset;                 // "sharegpt", "custom", "jsonl"; "" for synthetic prompts
+  bool reference_output_len = false;   // sharegpt: max_tokens from the reference answers (ApplyReferenceLengths)
+  std::string label;                   // free text recorded in the JSON
+  std::string command_line;            // for the JSON
 };
 
 // Parses argv (argv[1] may be the command: `run`, the default, `sweep`, or
@@ -47,11 +50,16 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv);
 // context; fits the synthetic token-id range to the vocabulary.
 absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* config);
 
+// With --reference-output-len: every entry's max_tokens becomes its reference
+// answer's token count, by the server's tokenizer. Blocking; errors name the entry.
+absl::Status ApplyReferenceLengths(StreamClient* client, Config* config);
+
 // A sweep's level list: "1,2,4,8", or a range START:STOP:+STEP (additive) or
 // START:STOP:xFACTOR (geometric), e.g. "1:64:x2". Levels are > 0, ascending
 // and distinct; integers when `integer`. Errors name `flag`.
 absl::StatusOr<std::vector<double>> ParseLevels(absl::string_view spec, bool integer, absl::string_view flag);
 
+// The --help text (usage_text.cc).
 std::string UsageText();
 
 }  // namespace beacon::loadtest

@@ -51,7 +51,8 @@ std::string DescribeRun(const Config& c) {
   if (c.workload.prompts.empty()) {
     absl::StrAppend(&s, ", prompt ", c.workload.prompt_len.ToString());
   } else {
-    absl::StrAppend(&s, ", ", c.workload.prompts.size(), " prompts from file");
+    absl::StrAppend(&s, ", ", c.workload.prompts.size(), " prompts from ", c.dataset.empty() ? "file" : c.dataset,
+                    c.reference_output_len ? " (reference output lengths)" : "");
   }
   absl::StrAppend(&s, ", output ", c.workload.output_len.ToString(), c.workload.ignore_eos ? ", ignore_eos" : "",
                   ", kv ", MixLabel(c.workload.kv_mix));
@@ -130,6 +131,8 @@ nlohmann::json ConfigJson(const Config& c, const v1::ModelInfo& info) {
           {"label", c.label},
           {"description", DescribeRun(c)},
           {"server", c.client.server},
+          {"backend", std::string(BackendName(c.client.backend))},
+          {"dataset", c.dataset},
           {"model", info.model()},
           {"server_default_kv_policy", info.default_kv_policy()},
           {"kv_pool_tokens", info.kv_pool_tokens()},

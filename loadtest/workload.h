@@ -48,6 +48,7 @@ struct PromptEntry {
   std::string text;
   std::vector<std::pair<std::string, std::string>> chat;  // (role, content)
   int32_t max_tokens = 0;
+  std::string reference;  // a dataset's reference answer (ShareGPT), for --reference-output-len
 };
 
 // Reads a JSONL prompts file. Blank lines are skipped; a bad line is an

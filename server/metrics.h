@@ -5,7 +5,11 @@
 // units, `_seconds`, `_total`); their meaning follows vLLM's metrics and the
 // Kubernetes Gateway API Inference Extension's model-server protocol (queue
 // length: beacon_num_requests_waiting; KV utilisation:
-// beacon_kv_cache_usage_perc, a 0..1 fraction as vLLM's gpu_cache_usage_perc).
+// beacon_kv_cache_usage_perc, a 0..1 fraction as vLLM's kv_cache_usage_perc,
+// counting admission's reservations: max(used, reserved) / pool). Under
+// MetricsNaming::kVllm the families vLLM also has answer to vLLM's names
+// (metric_names.h, the one table of names). Every series carries
+// `model_name`, the served model name, as vLLM's do.
 //
 // Counters of tokens, evictions and preemptions are advanced from the
 // engine's own totals at each scrape, so they agree exactly with the
@@ -21,20 +25,40 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "kv/kv_policy.h"
 #include "server/engine_loop.h"
 #include "server/engine_observer.h"
+#include "server/metric_names.h"
 #include "util/mutex.h"
 
 namespace beacon {
 
+// One measure exposed under each of its names (metric_names.h): an update
+// goes to every one of them.
+struct GaugeSet {
+  std::vector<prometheus::Gauge*> each;
+  void Set(double v) const;
+};
+struct CounterSet {
+  std::vector<prometheus::Counter*> each;
+  void Increment(double v = 1) const;
+};
+struct HistogramSet {
+  std::vector<prometheus::Histogram*> each;
+  void Observe(double v) const;
+};
+
 // What the info metric (beacon_server_info) reports.
 struct MetricsInfo {
   std::string model;
+  std::string served_model_name;  // the model_name label of every series (the OpenAI API's model id)
+  MetricsNaming naming = MetricsNaming::kBeacon;
   std::string architecture;
   int32_t block_size = 16;
   int64_t pool_tokens = 0;
@@ -67,45 +91,33 @@ class ServerMetrics : public EngineObserver {
  private:
   void Refresh(const LoopStats& stats) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Families under every exposed name of `names`, each series labelled with
+  // model_name plus `labels` (metrics.cc).
+  GaugeSet Gauge(const FamilyNames& names, const std::string& help, const prometheus::Labels& labels = {});
+  CounterSet Counter(const FamilyNames& names, const std::string& help, const prometheus::Labels& labels = {});
+  HistogramSet Histogram(const FamilyNames& names, const std::string& help,
+                         const prometheus::Histogram::BucketBoundaries& buckets, const prometheus::Labels& labels = {});
+
+  const MetricsNaming naming_;
+  const std::string model_name_;
   std::shared_ptr<prometheus::Registry> registry_;
   // Gauges.
-  prometheus::Gauge* running_;
-  prometheus::Gauge* waiting_;
-  prometheus::Gauge* blocks_total_;
-  prometheus::Gauge* blocks_used_;
-  prometheus::Gauge* blocks_free_;
-  prometheus::Gauge* blocks_reserved_;
-  prometheus::Gauge* usage_perc_;
-  prometheus::Gauge* compressing_;
-  prometheus::Gauge* cached_tokens_;
-  prometheus::Gauge* logical_tokens_;
-  prometheus::Gauge* prefix_blocks_;
-  prometheus::Gauge* prefix_idle_blocks_;
-  prometheus::Gauge* step_batch_;
-  prometheus::Gauge* step_tokens_;
+  GaugeSet running_, waiting_, blocks_total_, blocks_used_, blocks_free_, blocks_reserved_;
+  GaugeSet usage_perc_;  // max(used, reserved) / pool
+  GaugeSet used_perc_;   // used / pool
+  GaugeSet compressing_, cached_tokens_, logical_tokens_, step_batch_, step_tokens_;
+  GaugeSet prefix_blocks_, prefix_idle_blocks_;
   // Counters (advanced from engine totals).
-  prometheus::Counter* prompt_tokens_;
-  prometheus::Counter* generation_tokens_;
-  prometheus::Counter* preemptions_;
-  prometheus::Counter* evictions_;
-  prometheus::Counter* evicted_tokens_;
-  prometheus::Counter* steps_;
-  prometheus::Counter* prefix_queries_;
-  prometheus::Counter* prefix_hits_;
-  prometheus::Family<prometheus::Counter>* finished_;
-  prometheus::Family<prometheus::Counter>* rejected_;
+  CounterSet prompt_tokens_, generation_tokens_, preemptions_, evictions_, evicted_tokens_, steps_;
+  CounterSet prefix_queries_, prefix_hits_;
+  std::map<std::string, CounterSet> finished_;  // by finished_reason label (naming_'s values)
+  std::map<std::string, CounterSet> rejected_;  // by reason
   // Histograms.
-  prometheus::Histogram* ttft_;
-  prometheus::Histogram* itl_;
-  prometheus::Histogram* tpot_;
-  prometheus::Histogram* e2e_;
-  prometheus::Histogram* queue_;
+  HistogramSet ttft_, itl_, tpot_, e2e_, queue_, prefill_, decode_, inference_;
+  HistogramSet request_prompt_tokens_, request_generation_tokens_;
   // beacon_engine_step_seconds by kind, resolved once: OnStep runs every step.
-  prometheus::Histogram* step_decode_;
-  prometheus::Histogram* step_prefill_;
-  prometheus::Histogram* step_mixed_;
-  prometheus::Histogram* peak_kv_tokens_;
-  prometheus::Histogram* compression_ratio_;
+  HistogramSet step_decode_, step_prefill_, step_mixed_;
+  HistogramSet peak_kv_tokens_, compression_ratio_;
 
   Mutex mu_;
   EngineTotals last_ ABSL_GUARDED_BY(mu_);  // the engine totals the counters were last advanced to

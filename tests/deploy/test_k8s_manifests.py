@@ -5,7 +5,12 @@ and the newest supported version; the custom resources (ServiceMonitor,
 ScaledObject, InferencePool, HTTPRoute), whose schemas kubernetes-validate
 does not have, are checked structurally: their required fields, and that
 every reference among the objects resolves (selectors match the pods, named
-ports exist, metric names are beacon-serve's). And the manifests agree with
+ports exist, metric names are beacon-serve's). The endpoint picker in both
+forms: components/inference-gateway (EPP v1.4+, an EndpointPickerConfig with
+a metrics data source on /metrics wired to an extractor whose per-engine
+metric names, `beacon` and `vllm`, are beacon-serve's in each naming) and
+components/inference-gateway-flags (EPP up to v1.2, the metric names as
+flags). And the manifests agree with
 the server: the grace period covers preStop + drain + shutdown, every
 BEACON_* setting is a beacon-serve flag, ports and probes match, and each
 overlay's configuration starts the real beacon-serve."""
@@ -19,6 +24,7 @@ import time
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gateway_checks import check_inference_gateway  # noqa: E402
 from k8s_util import (COMPONENTS, K8S, OVERLAYS, SRC, arg_value, container, find, matches, one,  # noqa: E402
                       port_number, quantity_cores, render, render_with_components)
 
@@ -32,7 +38,6 @@ CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("keda.sh/v1alpha1"
              ("inference.networking.k8s.io/v1", "InferencePool"),
              ("gateway.networking.k8s.io/v1", "HTTPRoute")}
 SIGNALS = {"beacon_num_requests_waiting", "beacon_kv_cache_usage_perc"}
-METRICS_SRC = open(os.path.join(SRC, "server", "metrics.cc")).read()
 SERVE_MAIN = open(os.path.join(SRC, "apps", "beacon_serve_main.cc")).read()
 BIN = os.environ.get("BEACON_BIN", "")
 MODEL = os.environ.get("BEACON_MODEL", "")
@@ -167,65 +172,8 @@ def _check_hpa(objs):
     assert served == names, (served, names)
 
 
-def _check_inference_gateway(objs, namespace):
-    pool = one(objs, "InferencePool")
-    spec = pool["spec"]
-    d = serve(objs)
-    assert matches(spec["selector"]["matchLabels"], d["spec"]["template"]["metadata"]["labels"])
-    assert [p["number"] for p in spec["targetPorts"]] == [port_number(container(d, "beacon-serve"), "http")]
-    ref = spec["endpointPickerRef"]
-    assert ref.get("kind", "Service") == "Service" and ref.get("failureMode", "FailClose") in ("FailOpen",
-                                                                                                "FailClose")
-    svc = one(objs, "Service", ref["name"])
-    sp = next(p for p in svc["spec"]["ports"] if p["port"] == ref["port"]["number"])
-    epp = one(objs, "Deployment", "beacon-serve-epp")
-    assert matches(svc["spec"]["selector"], epp["spec"]["template"]["metadata"]["labels"])
-    ec = container(epp, "epp")
-    assert port_number(ec, sp["targetPort"]) == int(arg_value(ec["args"], "--grpc-port"))
-    args = ec["args"]
-    assert arg_value(args, "--pool-name") == pool["metadata"]["name"]
-    assert arg_value(args, "--pool-namespace") == namespace
-    metrics = {f: arg_value(args, f) for f in ("--total-queued-requests-metric", "--total-running-requests-metric",
-                                               "--kv-cache-usage-percentage-metric")}
-    assert metrics == {"--total-queued-requests-metric": "beacon_num_requests_waiting",
-                       "--total-running-requests-metric": "beacon_num_requests_running",
-                       "--kv-cache-usage-percentage-metric": "beacon_kv_cache_usage_perc"}, metrics
-    for m in metrics.values():
-        assert f'"{m}"' in METRICS_SRC, f"{m} is not a metric of server/metrics.cc"
-    # The EPP's plugins configuration: a ConfigMap it mounts, with the scorers.
-    vol = next(v for v in epp["spec"]["template"]["spec"]["volumes"] if "configMap" in v)
-    cfg_file = arg_value(args, "--config-file")
-    mount = next(m for m in ec["volumeMounts"] if m["name"] == vol["name"])
-    cm = one(objs, "ConfigMap", vol["configMap"]["name"])
-    cfg = yaml.safe_load(cm["data"][os.path.relpath(cfg_file, mount["mountPath"])])
-    assert cfg["kind"] == "EndpointPickerConfig"
-    types = {p["type"] for p in cfg["plugins"]}
-    assert {"queue-scorer", "kv-cache-utilization-scorer"} <= types, types
-    for prof in cfg["schedulingProfiles"]:
-        assert {r["pluginRef"] for r in prof["plugins"]} <= types
-    # RBAC: the EPP's service account may read its pool and the pods.
-    sa = epp["spec"]["template"]["spec"]["serviceAccountName"]
-    one(objs, "ServiceAccount", sa)
-    for b in find(objs, "RoleBinding") + find(objs, "ClusterRoleBinding"):
-        for s in b["subjects"]:
-            if s["name"] == sa:
-                assert s.get("namespace", namespace) == namespace, b
-    rules = [r for b in find(objs, "RoleBinding") if any(s["name"] == sa for s in b["subjects"])
-             for r in one(objs, "Role", b["roleRef"]["name"])["rules"]]
-    assert any("inference.networking.k8s.io" in r["apiGroups"] and "inferencepools" in r["resources"] for r in rules)
-    assert any("" in r["apiGroups"] and "pods" in r["resources"] for r in rules)
-    # The route sends the OpenAI API to the pool.
-    route = one(objs, "HTTPRoute")
-    refs = [b for r in route["spec"]["rules"] for b in r["backendRefs"]]
-    assert refs and all(b["kind"] == "InferencePool" and b["name"] == pool["metadata"]["name"] and
-                        b["group"] == "inference.networking.k8s.io" for b in refs), refs
-    assert route["spec"]["parentRefs"], route
-    # The EPP outlives the longest drain of the pool's pods.
-    grace = d["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
-    assert epp["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= grace
-
-
 def test_crd_objects_structurally():
+    gateway_forms = set()
     for name, objs in rendered().items():
         namespace = "beacon" if name != "base" else None
         _check_service_monitor(objs, one(objs, "ServiceMonitor"))
@@ -235,10 +183,13 @@ def test_crd_objects_structurally():
             _check_hpa(objs)
         assert not (find(objs, "ScaledObject") and find(objs, "HorizontalPodAutoscaler")), name
         if find(objs, "InferencePool"):
-            _check_inference_gateway(objs, namespace or "beacon")
+            gateway_forms.add(check_inference_gateway(objs, namespace or "beacon")[1])
         for o in objs:
             if (o["apiVersion"], o["kind"]) in CRD_KINDS:
                 assert o["metadata"]["name"] and isinstance(o.get("spec"), dict), o
+    # Both EPP forms render and validate: the EndpointPickerConfig one (components/inference-gateway) and the
+    # older flag one (components/inference-gateway-flags).
+    assert gateway_forms == {"config", "flags"}, gateway_forms
 
 
 def server_exit_s():

@@ -51,14 +51,16 @@ def expect_ok(*args, timeout=240):
 
 
 def metrics(srv):
-    """The unlabelled samples of /metrics, by name, as floats."""
+    """The samples of /metrics as floats, by name and labels other than model_name (which every series
+    carries): {"beacon_generation_tokens_total": ..., 'beacon_request_success_total{finished_reason="eos"}': ...}."""
     with urllib.request.urlopen(f"http://127.0.0.1:{srv.http_port}/metrics", timeout=10) as r:
         text = r.read().decode()
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^([a-z_]+)(\{[^}]*\})? (\S+)$", line)
+        m = re.match(r"^([a-z_:]+)(\{[^}]*\})? (\S+)$", line)
         if m:
-            key = m.group(1) + (m.group(2) or "")
+            labels = re.sub(r'model_name="[^"]*",?', "", m.group(2) or "")
+            key = m.group(1) + ("" if labels == "{}" else labels)
             out[key] = float(m.group(3))
     return out
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <map>
 
-#include "loadtest/client.h"
+#include "loadtest/grpc_client.h"
 
 namespace beacon::loadtest {
 namespace {

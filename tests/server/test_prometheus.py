@@ -26,20 +26,14 @@ import json
 import math
 import os
 import re
-import shutil
-import socket
 import subprocess
-import tempfile
 import time
-import urllib.error
-import urllib.parse
 import urllib.request
 
+from prom_util import PROMTOOL, Prometheus, close, with_labels
 from serve_util import SRC, Server, chat_request, collect, expect_rpc_error, pb
 import grpc
 
-PROMETHEUS = os.environ.get("PROMETHEUS") or shutil.which("prometheus") or "/usr/bin/prometheus"
-PROMTOOL = os.environ.get("PROMTOOL") or shutil.which("promtool") or "/usr/bin/promtool"
 RULES = os.path.join(SRC, "deploy", "prometheus", "rules.yml")
 RULES_TEST = os.path.join(SRC, "deploy", "prometheus", "rules_test.yml")
 EXAMPLE_CONFIG = os.path.join(SRC, "deploy", "prometheus", "prometheus.yml")
@@ -47,16 +41,20 @@ DASHBOARD = os.path.join(SRC, "deploy", "grafana", "beacon-dashboard.json")
 
 GAUGES = ["beacon_server_info", "beacon_num_requests_running", "beacon_num_requests_waiting",
           "beacon_kv_pool_blocks", "beacon_kv_blocks_used", "beacon_kv_blocks_free", "beacon_kv_blocks_reserved",
-          "beacon_kv_cache_usage_perc", "beacon_num_requests_compressing", "beacon_kv_cached_tokens",
+          "beacon_kv_cache_usage_perc", "beacon_kv_cache_used_perc", "beacon_num_requests_compressing",
+          "beacon_kv_cached_tokens",
           "beacon_kv_logical_tokens", "beacon_kv_bytes_per_token", "beacon_engine_step_batch_size",
-          "beacon_engine_step_tokens"]
+          "beacon_engine_step_tokens", "beacon_prefix_cache_blocks", "beacon_prefix_cache_idle_blocks"]
 COUNTERS = ["beacon_prompt_tokens_total", "beacon_generation_tokens_total", "beacon_preemptions_total",
             "beacon_kv_evictions_total", "beacon_kv_evicted_tokens_total", "beacon_engine_steps_total",
-            "beacon_request_success_total", "beacon_request_rejected_total"]
+            "beacon_request_success_total", "beacon_request_rejected_total", "beacon_prefix_cache_queries_total",
+            "beacon_prefix_cache_hits_total"]
 HISTOGRAMS = ["beacon_time_to_first_token_seconds", "beacon_inter_token_latency_seconds",
               "beacon_time_per_output_token_seconds", "beacon_e2e_request_latency_seconds",
               "beacon_request_queue_time_seconds", "beacon_engine_step_seconds", "beacon_request_peak_kv_tokens",
-              "beacon_request_kv_compression_ratio"]
+              "beacon_request_kv_compression_ratio", "beacon_request_prefill_time_seconds",
+              "beacon_request_decode_time_seconds", "beacon_request_inference_time_seconds",
+              "beacon_request_prompt_tokens", "beacon_request_generation_tokens"]
 FINISH_REASONS = ["stop", "length", "eos", "stop_sequence", "time_limit", "cancelled", "error"]
 REJECT_REASONS = ["queue_full", "invalid", "draining", "unauthenticated", "other"]
 FINISH_NAME = {pb.FINISH_REASON_STOP: "stop", pb.FINISH_REASON_LENGTH: "length", pb.FINISH_REASON_EOS: "eos",
@@ -67,121 +65,6 @@ PROMPTS = ["Write a short plan for learning to bake bread.", "List three prime n
            "Describe the water cycle.", "Explain photosynthesis briefly.", "Name the planets.",
            "Give three tips for studying.", "Tell a story about a lighthouse keeper.",
            "Describe a busy harbour at dawn."]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def with_labels(selector, inst):
-    """`selector` (a metric name, optionally with matchers) with the matcher `inst` added."""
-    if selector.endswith("}"):
-        return selector[:-1] + ", " + inst + "}"
-    return selector + "{" + inst + "}"
-
-
-def close(a, b, rel=1e-9, abs_=1e-6):
-    return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
-
-
-class Prometheus:
-    """A prometheus server on a free loopback port scraping `target` every second as job "beacon", with
-    `rule_file` loaded and evaluated every second; its TSDB in a temp dir."""
-
-    def __init__(self, target, rule_file):
-        for b in (PROMETHEUS, PROMTOOL):
-            if not os.access(b, os.X_OK):
-                raise RuntimeError(f"{b} not found: apt-get install prometheus (tools/bootstrap.sh does)")
-        self.dir = tempfile.mkdtemp(prefix="beacon-prom-")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = {
-            "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-            "rule_files": [rule_file],
-            "scrape_configs": [{"job_name": "beacon", "static_configs": [{"targets": [target]}]}],
-        }
-        cfg = os.path.join(self.dir, "prometheus.yml")
-        with open(cfg, "w") as f:
-            json.dump(config, f)  # JSON is YAML
-        self.log = open(os.path.join(self.dir, "prometheus.log"), "w+")
-        self.proc = subprocess.Popen(
-            [PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={self.dir}/data",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1h"],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        end = time.time() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            if self.proc.poll() is not None or time.time() > end:
-                raise RuntimeError(f"prometheus did not start:\n{self.read_log()}")
-            time.sleep(0.1)
-
-    def read_log(self):
-        self.log.flush()
-        with open(self.log.name, errors="replace") as f:
-            return f.read()
-
-    def api(self, path, **params):
-        url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(params, doseq=True)}"
-        try:
-            with urllib.request.urlopen(url, timeout=10) as r:
-                body = json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            body = json.loads(e.read() or b"{}")
-            raise AssertionError(f"{path} {params}: HTTP {e.code}: {body.get('errorType')}: {body.get('error')}")
-        assert body["status"] == "success", body
-        return body["data"]
-
-    def query(self, expr, **params):
-        """The instant vector (or scalar) `expr` gives now."""
-        data = self.api("query", query=expr, **params)
-        if data["resultType"] == "scalar":
-            return [{"metric": {}, "value": data["result"]}]
-        assert data["resultType"] == "vector", (expr, data)
-        return data["result"]
-
-    def value(self, expr):
-        """The one sample `expr` gives now, as a float."""
-        r = self.query(expr)
-        assert len(r) == 1, f"{expr}: expected one sample, got {r}"
-        return float(r[0]["value"][1])
-
-    def by(self, expr, label):
-        return {s["metric"].get(label, ""): float(s["value"][1]) for s in self.query(expr)}
-
-    def query_range(self, expr, start, end, step=1):
-        data = self.api("query_range", query=expr, start=f"{start:.3f}", end=f"{end:.3f}", step=step)
-        assert data["resultType"] == "matrix", (expr, data)
-        return data["result"]
-
-    def wait_for(self, expr, want, timeout=20):
-        """Polls until the one sample of `expr` equals `want` (scrapes and rule evaluations catch up)."""
-        end = time.time() + timeout
-        got = None
-        while time.time() < end:
-            r = self.query(expr)
-            got = float(r[0]["value"][1]) if len(r) == 1 else r
-            if got == want:
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"{expr}: expected {want}, still {got} after {timeout}s")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def run_load(srv):
@@ -246,6 +129,9 @@ def check_families(prom, inst):
     assert sorted(rejected) == sorted(REJECT_REASONS), rejected
     kinds = prom.by(f"beacon_engine_step_seconds_count{{{inst}}}", "kind")
     assert sorted(kinds) == ["decode", "mixed", "prefill"], kinds
+    # Every series carries the served model name (the default: the model file's name), as vLLM's do.
+    unlabelled = prom.query(f'{{__name__=~"beacon_.+", model_name!="default", {inst}}}')
+    assert not unlabelled, [s["metric"] for s in unlabelled][:5]
     # The TTFT SLO of rules.yml counts bucket le="2.5": it must exist.
     assert prom.query(f'beacon_time_to_first_token_seconds_bucket{{le="2.5", {inst}}}'), "no le=2.5 TTFT bucket"
 
@@ -264,6 +150,10 @@ def check_phase1(prom, inst, results):
     gen = sum(f.usage.completion_tokens for f in finals)
     assert v("beacon_generation_tokens_total") == gen == sum(len(ids) for _, ids, _ in results)
     assert v("beacon_prompt_tokens_total") == sum(f.usage.prompt_tokens for f in finals)
+    # Every request was admitted once (reserve admission) and looked its prompt up; what it
+    # reused is its usage's cached_tokens (the chat template's shared lead at least).
+    assert v("beacon_prefix_cache_queries_total") == sum(f.usage.prompt_tokens for f in finals)
+    assert v("beacon_prefix_cache_hits_total") == sum(f.usage.cached_tokens for f in finals)
     got = prom.by(f"beacon_request_success_total{{{inst}}}", "finished_reason")
     assert got == {r: float(reasons.get(r, 0)) for r in FINISH_REASONS}, (got, reasons)
     evictions = sum(f.kv.evictions for f in finals)
@@ -304,6 +194,20 @@ def check_phase1(prom, inst, results):
     assert over >= 2, ratios
     assert v('beacon_request_kv_compression_ratio_bucket{le="1.1"}') == n - over
     assert v("beacon_engine_step_seconds_count") == v("beacon_engine_steps_total") > 0
+    # Per request: token counts exactly; the phases from the final message's timings (prefill: first
+    # scheduled step to first token; decode: first token to finish; inference: scheduled to finish).
+    assert hist["beacon_request_prompt_tokens"] == (n, sum(f.usage.prompt_tokens for f in finals))
+    assert hist["beacon_request_generation_tokens"] == (n, gen)
+    t = [f.timings for f in with_tokens]
+    assert hist["beacon_request_prefill_time_seconds"][0] == len(with_tokens)
+    assert close(hist["beacon_request_prefill_time_seconds"][1],
+                 sum(x.time_to_first_token_seconds - x.queue_seconds for x in t), abs_=1e-4)
+    assert hist["beacon_request_decode_time_seconds"][0] == len(with_tokens)
+    assert close(hist["beacon_request_decode_time_seconds"][1],
+                 sum(x.total_seconds - x.time_to_first_token_seconds for x in t), abs_=1e-4)
+    assert hist["beacon_request_inference_time_seconds"][0] == len(with_tokens)
+    assert close(hist["beacon_request_inference_time_seconds"][1], sum(x.total_seconds - x.queue_seconds for x in t),
+                 abs_=1e-4)
     return gen
 
 
@@ -332,6 +236,14 @@ def check_during_load(prom, inst, start, end):
                 f"beacon_kv_pool_blocks{{{inst}}})") == 0
     assert peak(f"beacon_kv_cached_tokens{{{inst}}} - beacon_kv_logical_tokens{{{inst}}}") <= 0
     assert peak(f"beacon_kv_cache_usage_perc{{{inst}}}") <= 1
+    # The usage gauge pickers read counts reservations: max(used, reserved) / pool, which under reserve
+    # admission (reserved >= used, checked above) is reserved / pool at every scrape; used_perc is used / pool.
+    assert peak(f"abs(beacon_kv_cache_usage_perc{{{inst}}} - beacon_kv_blocks_reserved{{{inst}}} / "
+                f"beacon_kv_pool_blocks{{{inst}}})") < 1e-12
+    assert peak(f"abs(beacon_kv_cache_used_perc{{{inst}}} - beacon_kv_blocks_used{{{inst}}} / "
+                f"beacon_kv_pool_blocks{{{inst}}})") < 1e-12
+    # Reservations run ahead of use (each request holds its peak footprint from admission on).
+    assert peak(f"beacon_kv_cache_usage_perc{{{inst}}} - beacon_kv_cache_used_perc{{{inst}}}") > 0
 
 
 def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
@@ -341,6 +253,9 @@ def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
     assert gen == stats["generation_tokens"]
     assert gen - gen1 >= len(cancel_seen) >= 1, (gen, gen1, cancel_seen)
     assert v("beacon_prompt_tokens_total") == stats["prompt_tokens"] == prompt1 + cancel_prompt
+    assert v("beacon_prefix_cache_queries_total") == stats["prefix_cache_queries"]
+    assert v("beacon_prefix_cache_hits_total") == stats["prefix_cache_hits"]
+    assert v("beacon_prefix_cache_idle_blocks") == stats["prefix_cache_idle_blocks"] == stats["prefix_cache_blocks"]
     assert v("beacon_kv_evictions_total") == stats["evictions"]
     assert v("beacon_kv_evicted_tokens_total") == stats["evicted_tokens"]
     assert v("beacon_preemptions_total") == stats["preemptions"] == 0
@@ -355,7 +270,8 @@ def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
     # Idle again.
     assert v("beacon_kv_pool_blocks") == stats["kv_blocks_total"] > 0
     assert v("beacon_kv_blocks_free") == stats["kv_blocks_total"]
-    for g in ("beacon_kv_cache_usage_perc", "beacon_kv_blocks_used", "beacon_kv_blocks_reserved",
+    for g in ("beacon_kv_cache_usage_perc", "beacon_kv_cache_used_perc", "beacon_kv_blocks_used",
+              "beacon_kv_blocks_reserved",
               "beacon_num_requests_running", "beacon_num_requests_waiting", "beacon_num_requests_compressing",
               "beacon_kv_cached_tokens", "beacon_kv_logical_tokens"):
         assert v(g) == 0, (g, v(g))
@@ -369,7 +285,8 @@ def check_final(prom, inst, srv, gen1, prompt1, cancel_seen, cancel_prompt):
     labels = r[0]["metric"]
     want = {"model": info.model, "architecture": info.architecture, "kv_block_size": str(info.kv_block_size),
             "kv_pool_tokens": str(info.kv_pool_tokens), "kv_policy": info.default_kv_policy,
-            "kv_budget": str(info.default_kv_budget), "admission": info.admission, "kv_cache_dtype": "bf16"}
+            "kv_budget": str(info.default_kv_budget), "admission": info.admission, "kv_cache_dtype": "bf16",
+            "metrics_prefix": "beacon"}
     assert {k: labels.get(k) for k in want} == want, (labels, want)
     assert v("beacon_kv_pool_blocks") * info.kv_block_size == info.kv_pool_tokens
 
@@ -426,7 +343,7 @@ def dashboard_exprs():
     assert dash.get("schemaVersion", 0) >= 36, dash.get("schemaVersion")
     names = {v["name"]: v for v in dash["templating"]["list"]}
     assert names["DS_PROMETHEUS"]["type"] == "datasource" and names["DS_PROMETHEUS"]["query"] == "prometheus"
-    assert "instance" in names
+    assert "instance" in names and "model_name" in names
     exprs = []
 
     def walk(o, where):
@@ -458,14 +375,22 @@ def substitute(expr, values):
 def check_dashboard(prom, instance, start, end):
     exprs, names = dashboard_exprs()
     assert len(exprs) >= 20, len(exprs)
-    # The instance variable's query finds the server.
-    assert "label_values(beacon_server_info, instance)" in json.dumps(names["instance"]["query"])
-    assert instance in prom.api("label/instance/values", **{"match[]": "beacon_server_info"})
-    # $instance as Grafana writes it into a regex matcher: All (".*"), and this one instance, regex-escaped
-    # inside a PromQL string (backslashes doubled).
+    # The model variable's query finds the served model name; the instance variable's, within the chosen
+    # models, the server.
+    assert "label_values(beacon_server_info, model_name)" in json.dumps(names["model_name"]["query"])
+    assert "default" in prom.api("label/model_name/values", **{"match[]": "beacon_server_info"})
+    assert 'label_values(beacon_server_info{model_name=~\\"$model_name\\"}, instance)' in \
+        json.dumps(names["instance"]["query"]), names["instance"]["query"]
+    assert instance in prom.api("label/instance/values", **{"match[]": 'beacon_server_info{model_name=~"default"}'})
+    # Every query selects the chosen models and instances.
+    unfiltered = [(t, e) for t, e in exprs if e.count('model_name=~"$model_name"') < e.count('instance=~"$instance"')
+                  or 'instance=~"$instance"' not in e]
+    assert not unfiltered, unfiltered
+    # $instance and $model_name as Grafana writes them into regex matchers: All (".*"), and this one instance
+    # and model, regex-escaped inside a PromQL string (backslashes doubled).
     empty = []
-    for inst_value in (".*", re.escape(instance).replace("\\", "\\\\")):
-        values = dict(GRAFANA_VARS, instance=inst_value)
+    for inst_value, model_value in ((".*", ".*"), (re.escape(instance).replace("\\", "\\\\"), "default")):
+        values = dict(GRAFANA_VARS, instance=inst_value, model_name=model_value)
         for title, expr in exprs:
             q = substitute(expr, values)
             prom.query(q)  # parses and evaluates as an instant query

@@ -1,4 +1,4 @@
-#include "loadtest/client.h"
+#include "loadtest/grpc_client.h"
 
 #include <thread>
 
@@ -39,7 +39,7 @@ v1::GenerateRequest ToProto(const RequestSpec& spec) {
 // gRPC serialises a reactor's reactions, so its fields need no lock.
 class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse> {
  public:
-  GenerateCall(StreamClient* owner, RequestResult base, Clock::time_point intended, StreamClient::DoneFn done,
+  GenerateCall(GrpcStreamClient* owner, RequestResult base, Clock::time_point intended, GrpcStreamClient::DoneFn done,
                std::function<void(int)> on_tokens)
       : owner_(owner),
         result_(std::move(base)),
@@ -95,10 +95,10 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse> 
   }
 
  private:
-  StreamClient* owner_;
+  GrpcStreamClient* owner_;
   RequestResult result_;
   Clock::time_point intended_;
-  StreamClient::DoneFn done_;
+  GrpcStreamClient::DoneFn done_;
   std::function<void(int)> on_tokens_;
   grpc::ClientContext ctx_;
   v1::GenerateRequest req_;
@@ -106,8 +106,8 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse> 
   double last_token_s_ = 0;
 };
 
-absl::StatusOr<std::unique_ptr<StreamClient>> StreamClient::Connect(const ClientOptions& options) {
-  std::unique_ptr<StreamClient> c(new StreamClient());
+absl::StatusOr<std::unique_ptr<GrpcStreamClient>> GrpcStreamClient::Connect(const ClientOptions& options) {
+  std::unique_ptr<GrpcStreamClient> c(new GrpcStreamClient());
   c->options_ = options;
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options.tls_ca_pem.empty()) {
@@ -140,12 +140,12 @@ absl::StatusOr<std::unique_ptr<StreamClient>> StreamClient::Connect(const Client
   return c;
 }
 
-StreamClient::~StreamClient() {
+GrpcStreamClient::~GrpcStreamClient() {
   while (inflight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
-void StreamClient::Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start,
-                         Clock::time_point run_start, DoneFn done, std::function<void(int)> on_tokens) {
+void GrpcStreamClient::Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start,
+                             Clock::time_point run_start, DoneFn done, std::function<void(int)> on_tokens) {
   RequestResult base;
   base.index = spec.index;
   base.warmup = warmup;
@@ -159,21 +159,37 @@ void StreamClient::Start(const RequestSpec& spec, bool warmup, Clock::time_point
   call->Go(stub, ToProto(spec), options_);
 }
 
-void StreamClient::CancelAll() {
+void GrpcStreamClient::CancelAll() {
   std::lock_guard<std::mutex> lock(mu_);
   for (GenerateCall* c : calls_) c->Cancel();
 }
 
-void StreamClient::Register(GenerateCall* call) {
+void GrpcStreamClient::Register(GenerateCall* call) {
   std::lock_guard<std::mutex> lock(mu_);
   calls_.insert(call);
   inflight_.fetch_add(1);
 }
 
-void StreamClient::Unregister(GenerateCall* call) {
+void GrpcStreamClient::Unregister(GenerateCall* call) {
   std::lock_guard<std::mutex> lock(mu_);
   calls_.erase(call);
   inflight_.fetch_sub(1);
+}
+
+absl::StatusOr<int32_t> GrpcStreamClient::CountTokens(const std::string& text) {
+  grpc::ClientContext ctx;
+  if (!options_.api_key.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.api_key);
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int64_t>(options_.connect_timeout_s * 1e3)));
+  v1::TokenizeRequest req;
+  req.set_text(text);
+  v1::TokenizeResponse resp;
+  grpc::Status s = stubs_[0]->Tokenize(&ctx, req, &resp);
+  if (!s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("Tokenize at ", options_.server, ": ", GrpcCodeName(s.error_code()), ": ", s.error_message()));
+  }
+  return resp.ids_size();
 }
 
 }  // namespace beacon::loadtest
