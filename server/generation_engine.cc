@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/base/casts.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace beacon {
@@ -149,9 +150,25 @@ int32_t GenerationEngine::num_compressing() const {
 void GenerationEngine::KvTokens(int64_t* cached, int64_t* logical) const {
   *cached = 0;
   *logical = 0;
+  // Blocks some sequence holds by reference (prefix cache, sample group):
+  // counted once, whole, however many sequences hold them.
+  absl::flat_hash_set<int32_t> shared;
   for (const auto& [id, s] : seqs_) {
-    const int32_t slots = s.gen->kv()->num_slots();
-    *cached += slots;
+    const SequenceKv& kv = *s.gen->kv();
+    for (int32_t b = 0; b < kv.shared_blocks(); ++b) shared.insert(kv.block_ids()[b]);
+  }
+  const int32_t bs = BlockSize();
+  *cached = static_cast<int64_t>(shared.size()) * bs;
+  for (const auto& [id, s] : seqs_) {
+    const SequenceKv& kv = *s.gen->kv();
+    const int32_t slots = kv.num_slots();
+    int32_t own = slots;
+    if (!shared.empty()) {
+      for (int32_t b = 0; b < kv.num_blocks(); ++b) {
+        if (shared.contains(kv.block_ids()[b])) own -= std::max(0, std::min(bs, slots - b * bs));
+      }
+    }
+    *cached += own;
     // Slots hold tokens [0, next_position) less the evicted ones.
     *logical += slots > 0 ? std::max(slots, s.gen->next_position()) : 0;
   }

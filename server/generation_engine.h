@@ -84,8 +84,10 @@ class GenerationEngine : public StepEngine {
   int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
   // Sequences whose KV policy compresses.
   int32_t num_compressing() const;
-  // Over live sequences: KV slots held, and the tokens a full cache would
-  // hold for them (their positions); the difference is what eviction saves.
+  // Over live sequences: KV slots held (physically: a block several hold by
+  // reference counts once), and the tokens a full cache without sharing
+  // would hold for them (their positions); the difference is what eviction
+  // and sharing save.
   void KvTokens(int64_t* cached, int64_t* logical) const;
   const EngineTotals& totals() const { return totals_; }
 

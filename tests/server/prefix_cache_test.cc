@@ -139,6 +139,41 @@ TEST_F(PrefixCacheTest, OptimisticAdmissionReusesToo) {
   EXPECT_EQ(on[1]->final.cached_tokens, 96);
 }
 
+// Two live requests on one cached prefix: the slots the engine reports held
+// count the shared blocks once (the pool's use), not once per request.
+TEST_F(PrefixCacheTest, HeldSlotsCountSharedBlocksOnce) {
+  const KvPolicyOptions full = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
+  std::unique_ptr<KvCache> cache = *rt_->MakeKvCache(2048);
+  GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
+  engine.EnablePrefixCache(1);
+  Scheduler sched(SchedulerConfig{}, &engine);
+  auto submit = [&](RequestId id, int question) {
+    PreparedRequest p = Request(question, full);
+    SchedRequest q;
+    q.id = id;
+    q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
+    q.max_new_tokens = p.options.max_tokens;
+    q.peak_slots = p.peak_slots;
+    ASSERT_TRUE(engine.Add(id, std::move(p), std::make_shared<Collect>()).ok());
+    ASSERT_TRUE(sched.Add(q).ok());
+  };
+  submit(1, 0);
+  sched.Step(SchedClock::now());  // request 1 runs its 112-token prompt
+  submit(2, 1);
+  for (int i = 0; i < 4; ++i) sched.Step(SchedClock::now());
+  ASSERT_EQ(sched.num_running(), 2);
+  int64_t cached = 0, logical = 0;
+  engine.KvTokens(&cached, &logical);
+  // Each holds 112 + 4 or so slots; the six prefix blocks are held once.
+  const int32_t used = cache->pool().num_used();
+  EXPECT_EQ(used, 8 + 2);  // 6 shared, and two own blocks each
+  EXPECT_LE(cached, used * 16);
+  EXPECT_GT(cached, (used - 2) * 16);
+  EXPECT_EQ(logical - cached, 96);  // what sharing saves: request 2's reused prefix
+  sched.AbortAll(RequestState::kFinishedCancelled);
+  EXPECT_EQ(cache->pool().num_used(), 0);
+}
+
 // A compressing policy that may evict prompt slots never shares: its prompt
 // blocks are not inserted, nor does it take others'.
 TEST_F(PrefixCacheTest, APolicyThatMovesPromptSlotsNeitherSharesNorCaches) {
