@@ -72,10 +72,15 @@ def test_reserve_admits_by_footprint():
         assert full_peak == 2, full_peak
         assert peak["running"] == len(PROMPTS), peak
         assert all(len(ids) == 320 for ids, _, _ in results + results_b)
-        for _, _, last in results_b:  # kept prompt + budget + interval, in whole blocks
-            assert last.kv.reserved_tokens == -(-(last.usage.prompt_tokens + 32 + 16) // 16) * 16, last
+        # Each reserves its footprint in whole blocks, less the prompt blocks it reused from the
+        # prefix cache (usage.cached_tokens: whole blocks, counted once by whoever holds them).
+        for _, _, last in results_b:  # kept prompt + budget + interval
+            want = -(-(last.usage.prompt_tokens + 32 + 16) // 16) * 16 - last.usage.cached_tokens
+            assert last.kv.reserved_tokens == want, last
+        assert any(last.usage.cached_tokens > 0 for _, _, last in results_b)  # full's run cached the prompts
         for _, _, last in results:  # prompt + max_tokens
-            assert last.kv.reserved_tokens == -(-(last.usage.prompt_tokens + 320) // 16) * 16, last
+            want = -(-(last.usage.prompt_tokens + 320) // 16) * 16 - last.usage.cached_tokens
+            assert last.kv.reserved_tokens == want, last
         srv.wait_idle()
 
 
