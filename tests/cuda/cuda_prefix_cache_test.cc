@@ -92,7 +92,9 @@ TEST(CudaPrefixCacheTest, ASequenceOnCachedDeviceBlocksWritesWhatItWritesAlone) 
     EXPECT_EQ(cache->pool().num_used(), before);  // nothing copied
     Generation* both[] = {first.get(), second.get()};
     EXPECT_EQ(Tokens(rt->backend(), both, 1), want);
-    if (kv.compresses()) EXPECT_GT(second->compressor()->evictions(), 0);
+    if (kv.compresses()) {
+      EXPECT_GT(second->compressor()->evictions(), 0);
+    }
     first.reset();
     second.reset();
     EXPECT_EQ(cache->pool().num_used(), 0);

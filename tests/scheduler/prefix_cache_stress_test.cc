@@ -177,7 +177,9 @@ void Stress(AdmissionMode mode, uint64_t seed) {
   EXPECT_GT(h.engine.prefix_hits(), h.engine.prefix_queries() / 5);
   EXPECT_GT(n_cancelled, 10);
   EXPECT_GT(n_expired, 10);
-  if (!reserve) EXPECT_GT(h.preempted, 0);
+  if (!reserve) {
+    EXPECT_GT(h.preempted, 0);
+  }
 }
 
 TEST(PrefixCacheScheduling, ReserveStress) { Stress(AdmissionMode::kReserve, 20261201); }

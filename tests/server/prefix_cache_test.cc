@@ -124,7 +124,9 @@ TEST_F(PrefixCacheTest, GreedyOutputIsTheSameWithTheCacheOnForEveryPolicy) {
     EXPECT_EQ(on[0]->final.cached_tokens, 0);
     EXPECT_EQ(on[1]->final.cached_tokens, 96);
     EXPECT_EQ(on[2]->final.cached_tokens, 96);
-    if (kv.compresses()) EXPECT_GT(on[1]->final.kv.evictions, 0);
+    if (kv.compresses()) {
+      EXPECT_GT(on[1]->final.kv.evictions, 0);
+    }
     // The same question twice, the same answer (and the cache made no difference).
     EXPECT_EQ(on[2]->tokens, on[0]->tokens);
     EXPECT_NE(on[1]->tokens, on[0]->tokens);
