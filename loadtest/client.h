@@ -77,6 +77,18 @@ class StreamClient {
   virtual absl::StatusOr<int32_t> CountTokens(const std::string& text) = 0;
 };
 
+// What every backend's result starts as: the request's index, warm-up flag,
+// KV label and sizes, and its intended start's offset from `run_start`
+// (prompt_tokens: the token ids sent, 0 for text and chat until the server's
+// usage fills it).
+RequestResult StartedResult(const RequestSpec& spec, bool warmup, Clock::time_point intended_start,
+                            Clock::time_point run_start);
+// `n` tokens that arrived together, `t` seconds after the intended start:
+// the first arrival sets TTFT (the others that came with it get ITL 0);
+// later ones share the gap since the previous arrival (`last_token_s`)
+// evenly, so a request's ITLs sum to last token - first token.
+void RecordArrival(RequestResult* r, double t, int32_t n, double* last_token_s);
+
 // Connects the backend options.backend names: the model query opens the
 // connections before any timed request. An unreachable server or a refused
 // query is an error naming the address.

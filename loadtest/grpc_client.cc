@@ -64,14 +64,7 @@ class GenerateCall final : public grpc::ClientReadReactor<v1::GenerateResponse> 
     const double t = Seconds(Clock::now() - intended_);
     const int n = msg_.token_ids_size();
     if (n > 0) {
-      if (result_.output_tokens == 0) {
-        result_.ttft_s = t;
-        for (int i = 1; i < n; ++i) result_.itl_s.push_back(0.0);  // arrived with the first
-      } else {
-        for (int i = 0; i < n; ++i) result_.itl_s.push_back((t - last_token_s_) / n);
-      }
-      last_token_s_ = t;
-      result_.output_tokens += n;
+      RecordArrival(&result_, t, n, &last_token_s_);
       if (on_tokens_) on_tokens_(n);
     }
     if (msg_.finish_reason() != v1::FINISH_REASON_UNSPECIFIED) {
@@ -146,13 +139,7 @@ GrpcStreamClient::~GrpcStreamClient() {
 
 void GrpcStreamClient::Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start,
                              Clock::time_point run_start, DoneFn done, std::function<void(int)> on_tokens) {
-  RequestResult base;
-  base.index = spec.index;
-  base.warmup = warmup;
-  base.kv = spec.kv.Label();
-  base.start_s = Seconds(intended_start - run_start);
-  base.prompt_tokens = static_cast<int32_t>(spec.tokens.size());  // 0 for text/chat: the server's usage fills it
-  base.max_tokens = spec.max_tokens;
+  RequestResult base = StartedResult(spec, warmup, intended_start, run_start);
   auto* call = new GenerateCall(this, std::move(base), intended_start, std::move(done), std::move(on_tokens));
   Register(call);
   v1::BeaconService::Stub* stub = stubs_[next_stub_.fetch_add(1) % stubs_.size()].get();

@@ -16,33 +16,6 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 }  // namespace
 
-absl::string_view BackendName(Backend b) {
-  switch (b) {
-    case Backend::kGrpc: return "grpc";
-    case Backend::kOpenAi: return "openai";
-    case Backend::kOpenAiChat: return "openai-chat";
-  }
-  return "grpc";
-}
-
-absl::StatusOr<Backend> ParseBackend(absl::string_view name) {
-  for (Backend b : {Backend::kGrpc, Backend::kOpenAi, Backend::kOpenAiChat}) {
-    if (name == BackendName(b)) return b;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("--backend must be grpc, openai or openai-chat, got '", name, "'"));
-}
-
-absl::StatusOr<std::unique_ptr<StreamClient>> ConnectClient(const ClientOptions& options) {
-  if (options.backend == Backend::kGrpc) {
-    absl::StatusOr<std::unique_ptr<GrpcStreamClient>> c = GrpcStreamClient::Connect(options);
-    if (!c.ok()) return c.status();
-    return std::unique_ptr<StreamClient>(std::move(*c));
-  }
-  absl::StatusOr<std::unique_ptr<OpenAiStreamClient>> c = OpenAiStreamClient::Connect(options);
-  if (!c.ok()) return c.status();
-  return std::unique_ptr<StreamClient>(std::move(*c));
-}
-
 absl::StatusOr<std::unique_ptr<OpenAiStreamClient>> OpenAiStreamClient::Connect(const ClientOptions& options) {
   std::unique_ptr<OpenAiStreamClient> c(new OpenAiStreamClient());
   c->options_ = options;
@@ -91,13 +64,7 @@ OpenAiStreamClient::~OpenAiStreamClient() {
 
 void OpenAiStreamClient::Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start,
                                Clock::time_point run_start, DoneFn done, std::function<void(int)> on_tokens) {
-  RequestResult base;
-  base.index = spec.index;
-  base.warmup = warmup;
-  base.kv = spec.kv.Label();
-  base.start_s = Seconds(intended_start - run_start);
-  base.prompt_tokens = static_cast<int32_t>(spec.tokens.size());
-  base.max_tokens = spec.max_tokens;
+  RequestResult base = StartedResult(spec, warmup, intended_start, run_start);
   absl::StatusOr<std::string> body = OpenAiBody(spec, options_.backend, info_.model(), options_.continuous_usage);
   if (!body.ok()) {  // options.cc rejects these workloads before the run; reported, not sent
     base.grpc_code = static_cast<int>(body.status().code());

@@ -166,14 +166,7 @@ int SseReader::OnChunk(absl::string_view data, double t) {
   }
   if (!text) return 0;
   if (tokens <= 0) tokens = 1;
-  if (r_.output_tokens == 0) {
-    r_.ttft_s = t;
-    for (int32_t i = 1; i < tokens; ++i) r_.itl_s.push_back(0.0);  // arrived with the first
-  } else {
-    for (int32_t i = 0; i < tokens; ++i) r_.itl_s.push_back((t - last_token_s_) / tokens);
-  }
-  last_token_s_ = t;
-  r_.output_tokens += tokens;
+  RecordArrival(&r_, t, tokens, &last_token_s_);
   return tokens;
 }
 

@@ -1,14 +1,18 @@
 // Shared by the CUDA backend's model-level tests (cuda_backend_test.cc,
-// cuda_beacon_test.cc): a Runtime on a device, and the logits-row error
-// measure both bound.
+// cuda_beacon_test.cc, the shared-prefix, prefix-cache and logprobs tests):
+// a Runtime on a device, the tiny R1-vocabulary model they run, a greedy
+// run's tokens, and the logits-row error measure.
 #ifndef BEACON_TESTS_CUDA_BACKEND_TEST_UTIL_H_
 #define BEACON_TESTS_CUDA_BACKEND_TEST_UTIL_H_
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
+#include "engine/batch_runner.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
 
@@ -25,6 +29,30 @@ inline std::unique_ptr<Runtime> MakeRuntime(const std::string& model, const std:
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
   EXPECT_TRUE(rt.ok()) << rt.status();
   return rt.ok() ? std::move(*rt) : nullptr;
+}
+
+// tests/data/tiny-r1-qwen2.json's dummy weights (a tiny Qwen2 shape) with
+// R1-Distill's real 152K vocabulary and tokenizer, on `device`. The CPU one
+// keeps an f32 KV cache, as MakeRuntime.
+inline std::unique_ptr<Runtime> MakeTinyR1Runtime(const std::string& device) {
+  const std::string src = BEACON_SOURCE_DIR;
+  RuntimeOptions o;
+  o.model = "dummy:" + src + "/tests/data/tiny-r1-qwen2.json";
+  o.tokenizer = src + "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf";
+  o.device = device;
+  if (device == "cpu") o.kv_cache_dtype = DType::kF32;
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
+  EXPECT_TRUE(rt.ok()) << rt.status();
+  return rt.ok() ? std::move(*rt) : nullptr;
+}
+
+// Runs `gens` together to completion; the tokens gens[which] sampled.
+inline std::vector<int32_t> TokensOf(Backend* backend, std::span<Generation* const> gens, size_t which) {
+  std::vector<int32_t> out;
+  EXPECT_TRUE(RunToCompletion(backend, gens, {}, [&](size_t i, const TokenEvent& ev) {
+                if (i == which) out.push_back(ev.id);
+              }).ok());
+  return out;
 }
 
 // |got - want|_2 / |want|_2 over one logits row.

@@ -21,24 +21,13 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
 namespace {
 
 constexpr double kLpTol = 0.05;
-const std::string kSrc = BEACON_SOURCE_DIR;
-
-std::unique_ptr<Runtime> Make(const std::string& device) {
-  RuntimeOptions o;
-  o.model = "dummy:" + kSrc + "/tests/data/tiny-r1-qwen2.json";
-  o.tokenizer = kSrc + "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf";
-  o.device = device;
-  if (device == "cpu") o.kv_cache_dtype = DType::kF32;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status();
-  return rt.ok() ? std::move(*rt) : nullptr;
-}
 
 struct Out {
   bool device_samplable = false;
@@ -63,7 +52,7 @@ Out Generate(Runtime* rt, const std::vector<int32_t>& prompt, const GenerationOp
 
 TEST(CudaLogprobsTest, PromptAndSampledLogprobsMatchTheCpu) {
   BEACON_REQUIRE_CUDA_DEVICE();
-  std::unique_ptr<Runtime> cpu = Make("cpu"), gpu = Make("cuda");
+  std::unique_ptr<Runtime> cpu = backend_test::MakeTinyR1Runtime("cpu"), gpu = backend_test::MakeTinyR1Runtime("cuda");
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(gpu, nullptr);
   const std::vector<int32_t> prompt = cpu->tokenizer()->Encode("The plan: first boil the water, then", false, false);

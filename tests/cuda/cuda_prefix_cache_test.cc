@@ -15,34 +15,15 @@
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
 #include "kv/prefix_cache.h"
+#include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
 namespace {
 
-const std::string kSrc = BEACON_SOURCE_DIR;
-
-std::unique_ptr<Runtime> Make() {
-  RuntimeOptions o;
-  o.model = "dummy:" + kSrc + "/tests/data/tiny-r1-qwen2.json";
-  o.tokenizer = kSrc + "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf";
-  o.device = "cuda";
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status();
-  return rt.ok() ? std::move(*rt) : nullptr;
-}
-
-std::vector<int32_t> Tokens(Backend* backend, std::span<Generation* const> gens, size_t which) {
-  std::vector<int32_t> out;
-  EXPECT_TRUE(RunToCompletion(backend, gens, {}, [&](size_t i, const TokenEvent& ev) {
-                if (i == which) out.push_back(ev.id);
-              }).ok());
-  return out;
-}
-
 TEST(CudaPrefixCacheTest, ASequenceOnCachedDeviceBlocksWritesWhatItWritesAlone) {
   BEACON_REQUIRE_CUDA_DEVICE();
-  std::unique_ptr<Runtime> rt = Make();
+  std::unique_ptr<Runtime> rt = backend_test::MakeTinyR1Runtime("cuda");
   ASSERT_NE(rt, nullptr);
   std::unique_ptr<KvCache> cache = *rt->MakeKvCache(1024);
   const int32_t bs = cache->shape().block_size;
@@ -71,7 +52,7 @@ TEST(CudaPrefixCacheTest, ASequenceOnCachedDeviceBlocksWritesWhatItWritesAlone) 
     // Alone, cache off: question 1's tokens.
     std::unique_ptr<Generation> alone = make(1);
     Generation* one[] = {alone.get()};
-    const std::vector<int32_t> want = Tokens(rt->backend(), one, 0);
+    const std::vector<int32_t> want = backend_test::TokensOf(rt->backend(), one, 0);
     ASSERT_EQ(want.size(), 40u);
     alone.reset();
     ASSERT_EQ(cache->pool().num_used(), 0);
@@ -91,7 +72,7 @@ TEST(CudaPrefixCacheTest, ASequenceOnCachedDeviceBlocksWritesWhatItWritesAlone) 
     second->AdoptCachedPrefix(index.Take(m));
     EXPECT_EQ(cache->pool().num_used(), before);  // nothing copied
     Generation* both[] = {first.get(), second.get()};
-    EXPECT_EQ(Tokens(rt->backend(), both, 1), want);
+    EXPECT_EQ(backend_test::TokensOf(rt->backend(), both, 1), want);
     if (kv.compresses()) {
       EXPECT_GT(second->compressor()->evictions(), 0);
     }

@@ -13,34 +13,15 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
 namespace {
 
-const std::string kSrc = BEACON_SOURCE_DIR;
-
-std::unique_ptr<Runtime> Make() {
-  RuntimeOptions o;
-  o.model = "dummy:" + kSrc + "/tests/data/tiny-r1-qwen2.json";
-  o.tokenizer = kSrc + "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf";
-  o.device = "cuda";
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status();
-  return rt.ok() ? std::move(*rt) : nullptr;
-}
-
-std::vector<int32_t> Tokens(Backend* backend, std::span<Generation* const> gens, size_t which) {
-  std::vector<int32_t> out;
-  EXPECT_TRUE(RunToCompletion(backend, gens, {}, [&](size_t i, const TokenEvent& ev) {
-                if (i == which) out.push_back(ev.id);
-              }).ok());
-  return out;
-}
-
 TEST(CudaSharedPrefixTest, ASampleOnSharedPromptBlocksGeneratesWhatItDoesAlone) {
   BEACON_REQUIRE_CUDA_DEVICE();
-  std::unique_ptr<Runtime> rt = Make();
+  std::unique_ptr<Runtime> rt = backend_test::MakeTinyR1Runtime("cuda");
   ASSERT_NE(rt, nullptr);
   std::unique_ptr<KvCache> cache = *rt->MakeKvCache(512);
   const int32_t bs = cache->shape().block_size;
@@ -58,7 +39,7 @@ TEST(CudaSharedPrefixTest, ASampleOnSharedPromptBlocksGeneratesWhatItDoesAlone) 
   // Alone: the second sample's tokens with its seed.
   std::unique_ptr<Generation> alone = make(8);
   Generation* one[] = {alone.get()};
-  const std::vector<int32_t> want = Tokens(rt->backend(), one, 0);
+  const std::vector<int32_t> want = backend_test::TokensOf(rt->backend(), one, 0);
   ASSERT_EQ(want.size(), 6u);
   ASSERT_EQ(cache->pool().num_used(), 0);
 
@@ -73,7 +54,7 @@ TEST(CudaSharedPrefixTest, ASampleOnSharedPromptBlocksGeneratesWhatItDoesAlone) 
   member->AdoptPromptPrefix(*donor->kv(), shared);
   EXPECT_EQ(cache->pool().num_used(), before);  // nothing copied
   Generation* both[] = {donor.get(), member.get()};
-  EXPECT_EQ(Tokens(rt->backend(), both, 1), want);
+  EXPECT_EQ(backend_test::TokensOf(rt->backend(), both, 1), want);
   EXPECT_EQ(cache->pool().num_used(), 0);
 }
 

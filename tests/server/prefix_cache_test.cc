@@ -56,6 +56,19 @@ class PrefixCacheTest : public ::testing::Test {
     return *std::move(p);
   }
 
+  // Hands the engine and the scheduler request `id` (`question` under `kv`).
+  void Submit(GenerationEngine* engine, Scheduler* sched, RequestId id, int question, const KvPolicyOptions& kv,
+              std::shared_ptr<Collect> sink) const {
+    PreparedRequest p = Request(question, kv);
+    SchedRequest q;
+    q.id = id;
+    q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
+    q.max_new_tokens = p.options.max_tokens;
+    q.peak_slots = p.peak_slots;
+    ASSERT_TRUE(engine->Add(id, std::move(p), std::move(sink)).ok());
+    ASSERT_TRUE(sched->Add(q).ok());
+  }
+
   // Runs request (question 0) alone, then questions 1 and 0 again together;
   // returns the three sinks.
   std::vector<std::shared_ptr<Collect>> Serve(const KvPolicyOptions& kv, bool cache_on,
@@ -69,16 +82,8 @@ class PrefixCacheTest : public ::testing::Test {
     Scheduler sched(sc, &engine);
     std::vector<std::shared_ptr<Collect>> sinks;
     auto submit = [&](RequestId id, int question) {
-      PreparedRequest p = Request(question, kv);
-      SchedRequest q;
-      q.id = id;
-      q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
-      q.max_new_tokens = p.options.max_tokens;
-      q.peak_slots = p.peak_slots;
-      auto sink = std::make_shared<Collect>();
-      sinks.push_back(sink);
-      EXPECT_TRUE(engine.Add(id, std::move(p), sink).ok());
-      EXPECT_TRUE(sched.Add(q).ok());
+      sinks.push_back(std::make_shared<Collect>());
+      Submit(&engine, &sched, id, question, kv, sinks.back());
     };
     submit(1, 0);
     while (sched.HasWork()) sched.Step(SchedClock::now());
@@ -149,19 +154,9 @@ TEST_F(PrefixCacheTest, HeldSlotsCountSharedBlocksOnce) {
   GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
   engine.EnablePrefixCache(1);
   Scheduler sched(SchedulerConfig{}, &engine);
-  auto submit = [&](RequestId id, int question) {
-    PreparedRequest p = Request(question, full);
-    SchedRequest q;
-    q.id = id;
-    q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
-    q.max_new_tokens = p.options.max_tokens;
-    q.peak_slots = p.peak_slots;
-    ASSERT_TRUE(engine.Add(id, std::move(p), std::make_shared<Collect>()).ok());
-    ASSERT_TRUE(sched.Add(q).ok());
-  };
-  submit(1, 0);
+  Submit(&engine, &sched, 1, 0, full, std::make_shared<Collect>());
   sched.Step(SchedClock::now());  // request 1 runs its 112-token prompt
-  submit(2, 1);
+  Submit(&engine, &sched, 2, 1, full, std::make_shared<Collect>());
   for (int i = 0; i < 4; ++i) sched.Step(SchedClock::now());
   ASSERT_EQ(sched.num_running(), 2);
   int64_t cached = 0, logical = 0;
@@ -189,15 +184,8 @@ TEST_F(PrefixCacheTest, APolicyThatMovesPromptSlotsNeitherSharesNorCaches) {
   engine.EnablePrefixCache(1);
   Scheduler sched(SchedulerConfig{}, &engine);
   for (RequestId id : {1, 2}) {
-    PreparedRequest p = Request(0, kv);
-    SchedRequest q;
-    q.id = id;
-    q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
-    q.max_new_tokens = p.options.max_tokens;
-    q.peak_slots = p.peak_slots;
     auto sink = std::make_shared<Collect>();
-    ASSERT_TRUE(engine.Add(id, std::move(p), sink).ok());
-    ASSERT_TRUE(sched.Add(q).ok());
+    Submit(&engine, &sched, id, 0, kv, sink);
     while (sched.HasWork()) sched.Step(SchedClock::now());
     EXPECT_EQ(sink->final.cached_tokens, 0);
   }
