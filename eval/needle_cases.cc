@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "util/splitmix.h"
 
 namespace beacon::eval {
 namespace {
@@ -14,10 +15,9 @@ class Draws {
   Draws(uint64_t seed, int32_t id) : state_(seed ^ (0x9e3779b97f4a7c15ULL * (static_cast<uint64_t>(id) + 1))) {}
 
   uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    const uint64_t z = SplitMix64(state_);
+    state_ += kSplitMixGamma;
+    return z;
   }
   // Uniform enough in [0, n) for n far below 2^64. REQUIRES n > 0.
   size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }

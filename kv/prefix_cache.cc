@@ -3,18 +3,9 @@
 #include <algorithm>
 #include <cassert>
 
+#include "util/splitmix.h"
+
 namespace beacon {
-namespace {
-
-// SplitMix64's finaliser: a cheap, well-mixed 64-bit step.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 bool PrefixShareable(const KvPolicyOptions& options) {
   if (!options.compresses()) return true;
@@ -25,7 +16,7 @@ bool PrefixShareable(const KvPolicyOptions& options) {
 
 uint64_t PrefixCacheSalt(std::span<const uint64_t> parts) {
   uint64_t h = 0x626561636f6e6b76ull;  // "beaconkv"
-  for (uint64_t p : parts) h = Mix(h ^ p);
+  for (uint64_t p : parts) h = SplitMix64(h ^ p);
   return h;
 }
 
@@ -40,8 +31,8 @@ PrefixCache::~PrefixCache() {
 }
 
 uint64_t PrefixCache::ChainHash(uint64_t parent, std::span<const int32_t> block_tokens) const {
-  uint64_t h = Mix(parent);
-  for (int32_t t : block_tokens) h = Mix(h ^ static_cast<uint32_t>(t));
+  uint64_t h = SplitMix64(parent);
+  for (int32_t t : block_tokens) h = SplitMix64(h ^ static_cast<uint32_t>(t));
   return h;
 }
 

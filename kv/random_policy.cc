@@ -15,18 +15,10 @@
 
 #include "kv/kv_policy.h"
 #include "kv/policies.h"
+#include "util/splitmix.h"
 
 namespace beacon {
 namespace {
-
-// SplitMix64's finaliser (Steele, Lea, Flood 2014): a bijective 64-bit mix
-// whose outputs pass BigCrush for consecutive inputs.
-uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 class RandomPolicy final : public KvPolicy {
  public:
@@ -35,14 +27,14 @@ class RandomPolicy final : public KvPolicy {
   std::string_view name() const override { return "random"; }
 
   void Score(int layer, int kv_head, const KeysView& keys, int32_t position, float* scores) override {
-    uint64_t key = Mix64(seed_);
-    key = Mix64(key ^ static_cast<uint64_t>(layer));
-    key = Mix64(key ^ static_cast<uint64_t>(kv_head));
-    key = Mix64(key ^ static_cast<uint64_t>(evictions_[layer]));
+    uint64_t key = SplitMix64(seed_);
+    key = SplitMix64(key ^ static_cast<uint64_t>(layer));
+    key = SplitMix64(key ^ static_cast<uint64_t>(kv_head));
+    key = SplitMix64(key ^ static_cast<uint64_t>(evictions_[layer]));
     const int32_t n = keys.n_slots();
     for (int32_t s = 0; s < n; ++s) {
       // The top 24 bits: every value exactly representable, uniform in [0, 1).
-      scores[s] = static_cast<float>(Mix64(key ^ static_cast<uint64_t>(s)) >> 40) * 0x1.0p-24f;
+      scores[s] = static_cast<float>(SplitMix64(key ^ static_cast<uint64_t>(s)) >> 40) * 0x1.0p-24f;
     }
   }
 
