@@ -12,7 +12,7 @@ PYTHON := $(VENV)/bin/python
 export BEACON_VENV := $(VENV)
 export PYTHON
 
-.PHONY: deps deps-run build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures chat-template-fixtures tokenizer-fixtures compare-llamacpp clean
+.PHONY: deps deps-run build model run generate test test-only format format-check tidy sanitize sanitize-address sanitize-thread bench fuzz oracle kquant-fixtures chat-template-fixtures tokenizer-fixtures compare-llamacpp image image-check clean
 
 # deps-run: what building and serving need; deps: that and what the tests use.
 deps-run:
@@ -68,6 +68,13 @@ sanitize-address: deps model
 	tools/sanitize.sh address build-asan
 sanitize-thread: deps model
 	tools/sanitize.sh thread build-tsan
+
+# Container images, built with podman (no Docker daemon; tools/image-check.sh, docs/deploy.md):
+# `make image` builds the CPU image; `make image-check` also runs it and checks it from outside.
+image:
+	tools/image-check.sh --build-only
+image-check: deps model
+	tools/image-check.sh
 
 bench: build model
 	$(BUILD_DIR)/bin/beacon-bench decode --model models/default.gguf

@@ -6,8 +6,9 @@
 # outside by tools/image_smoke.py (gRPC, OpenAI chat, /metrics, /ready, a
 # SIGTERM drain). Results and timings: docs/deploy.md ("Images, built here").
 #
-#   tools/image-check.sh            # base image if missing, CPU image, run and check it
-#   tools/image-check.sh cuda       # also build the CUDA image (not run: no GPU here)
+#   tools/image-check.sh              # base image if missing, CPU image, run and check it
+#   tools/image-check.sh --cuda       # also build the CUDA image (not run: no GPU here)
+#   tools/image-check.sh --build-only # the CPU image only (`make image`)
 #
 # Needs root (podman, debootstrap), `make deps` (.venv for the smoke client)
 # and `make model`. Installs podman, runc and debootstrap from Debian when
@@ -19,7 +20,15 @@
 # ports to publish, default 18080/15051). The images are kept (podman images).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:-cpu}
+cuda=0; run=1
+for arg in "$@"; do
+  case "$arg" in
+    --cuda) cuda=1 ;;
+    --build-only) run=0 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "image-check: unknown argument $arg (--cuda, --build-only)" >&2; exit 2 ;;
+  esac
+done
 tag=${IMAGE_TAG:-beacon-serve}
 base=docker.io/library/debian:bookworm-slim
 http_port=${HTTP_PORT:-18080}
@@ -28,8 +37,10 @@ log() { echo "[image-check] $*"; }
 now() { date +%s; }
 
 [ "$(id -u)" = 0 ] || { echo "image-check: needs root (podman with chroot isolation, debootstrap)" >&2; exit 1; }
-[ -f models/default.gguf ] || { echo "image-check: models/default.gguf missing; run \`make model\`" >&2; exit 1; }
-[ -x .venv/bin/python ] || { echo "image-check: .venv missing; run \`make deps\`" >&2; exit 1; }
+if [ $run = 1 ]; then
+  [ -f models/default.gguf ] || { echo "image-check: models/default.gguf missing; run \`make model\`" >&2; exit 1; }
+  [ -x .venv/bin/python ] || { echo "image-check: .venv missing; run \`make deps\`" >&2; exit 1; }
+fi
 missing=()
 for p in podman runc debootstrap; do command -v "$p" >/dev/null || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -66,7 +77,8 @@ build() {  # build DOCKERFILE TAG
 }
 mkdir -p build
 build deploy/docker/Dockerfile "$tag:cpu"
-[ "$what" = cuda ] && build deploy/docker/Dockerfile.cuda "$tag:cuda"
+[ $cuda = 1 ] && build deploy/docker/Dockerfile.cuda "$tag:cuda"
+[ $run = 1 ] || exit 0
 
 # ---- Run the CPU image and check it from outside ----------------------------------
 # podman's default runtime, crun, cannot start containers on this kind of machine:
