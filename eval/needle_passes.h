@@ -15,8 +15,8 @@
 //      policy observes and evicts exactly as in serving.
 //
 // Every passage token is a decode step in both passes, and the engine's
-// forward pass is batch-invariant (engine/matmul.h), so pass 2's full cache
-// must reproduce pass 1's answer token for token: the tool checks it.
+// forward pass is batch-invariant (kernels/cpu/matmul.h), so pass 2's full
+// cache must reproduce pass 1's answer token for token: the tool checks it.
 #ifndef BEACON_EVAL_NEEDLE_PASSES_H_
 #define BEACON_EVAL_NEEDLE_PASSES_H_
 

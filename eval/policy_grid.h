@@ -1,8 +1,8 @@
 // The (policy, budget) configurations an evaluation rates, each with the
 // options every tool uses for it: the policy's published defaults
-// (KvPolicyOptions::DefaultsFor, DESIGN.md section 6) with only the budget
-// and the eviction interval set, so that no policy is tuned and the others
-// not.
+// (KvPolicyOptions::DefaultsFor; docs/design.md, "Published settings and
+// numbers") with only the budget and the eviction interval set, so that no
+// policy is tuned and the others not.
 #ifndef BEACON_EVAL_POLICY_GRID_H_
 #define BEACON_EVAL_POLICY_GRID_H_
 

@@ -1,7 +1,7 @@
-// BeaconKV (DESIGN.md section 1): slots are scored by the attention of the R
-// most recent queries and of K beacon queries, representatives of the whole
-// query history kept by continual FPS (kv/fps.h), one buffer per (layer,
-// query head).
+// BeaconKV (docs/design.md, "The method: BeaconKV"): slots are scored by the
+// attention of the R most recent queries and of K beacon queries,
+// representatives of the whole query history kept by continual FPS
+// (kv/fps.h), one buffer per (layer, query head).
 //
 // Choices where the design leaves room, and why:
 //

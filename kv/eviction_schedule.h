@@ -5,7 +5,7 @@
 // SimEngine (tests and the capacity planner) all ask this type, so the
 // planner's footprints cannot drift from what the engine does.
 //
-// The rules (DESIGN.md section 1):
+// The rules (docs/design.md, "Eviction schedule"):
 //   bound       = kept prompt + budget when keep_prompt, budget otherwise;
 //   decode step = evicts when the cache holds more than the bound and
 //                 either `interval` steps have passed since it last went

@@ -31,10 +31,11 @@ namespace beacon {
 
 class ThreadPool;  // kernels/cpu/thread_pool.h
 
-// The policies (DESIGN.md section 1). A name ("beacon", "full", ...) is
-// parsed once, where options are resolved (flags, requests, configs:
-// ParseKvPolicy, KvPolicyOptions::DefaultsForName); code compares the enum,
-// and KvPolicyName gives the name back for the wire, flags and reports.
+// The policies (docs/design.md, "The method: BeaconKV"). A name ("beacon",
+// "full", ...) is parsed once, where options are resolved (flags, requests,
+// configs: ParseKvPolicy, KvPolicyOptions::DefaultsForName); code compares
+// the enum, and KvPolicyName gives the name back for the wire, flags and
+// reports.
 enum class KvPolicyKind : uint8_t { kFull, kStreaming, kH2o, kSnapKv, kRkv, kRandom, kBeacon };
 
 // "full", "streaming", "h2o", "snapkv", "rkv", "random", "beacon".
@@ -63,9 +64,9 @@ enum class BeaconFilter {
             // exceeds `global_threshold` (the paper's "global queries")
 };
 
-// Every parameter of every policy. Defaults are DESIGN.md's; DefaultsFor()
-// applies the published per-policy settings (section 6) so that a
-// comparison gives each policy its own paper's configuration.
+// Every parameter of every policy. DefaultsFor() applies the published
+// per-policy settings (docs/design.md, "Published settings and numbers") so
+// that a comparison gives each policy its own paper's configuration.
 struct KvPolicyOptions {
   // kFull: no eviction. Named by KvPolicyName on the wire, in flags and reports.
   KvPolicyKind policy = KvPolicyKind::kFull;

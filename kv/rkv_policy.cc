@@ -25,8 +25,8 @@
 //   red[j]   = softmax_j( (1/n) sum_i c[i][j] )
 //
 // Score:  score[s] = lambda * imp[s] - (1 - lambda) * red[s]   (s < past)
-// with lambda = options.lambda (0.1 in the DESIGN's R-KV setting; the
-// reference code defaults to 0.07). Both terms are distributions over the
+// with lambda = options.lambda (0.1, R-KV's published setting in
+// docs/design.md; the reference code defaults to 0.07). Both terms are distributions over the
 // slots (imp: a mean of softmaxes, pooled; red: a softmax), which is the
 // reference's normalisation that makes the two comparable. Window slots
 // (protected by selection.h) get importance 0.

@@ -20,7 +20,7 @@
 //    here the protected recent `window`), so the window's large
 //    self-attention does not bleed into its neighbours. SnapKV offers avg and
 //    max pooling; we use max (pool_kernel, 7 by default for snapkv), as R-KV
-//    and the DESIGN's settings do;
+//    and the published settings do (docs/design.md);
 //  - original SnapKV has no GQA rule (it repeats K/V per query head); kvpress
 //    averages the pooled per-query-head scores over the group
 //    (FasterDecoding/SnapKV issue 22), which we follow, since the engine keeps

@@ -28,7 +28,8 @@ struct ConfigResult {
   int64_t replicas = 0;  // for PlanReport::target_rate; -1: out of reach
 };
 
-// The published efficiency table (DESIGN.md section 6) against the model.
+// The published efficiency table (docs/design.md, "Published settings and
+// numbers") against the model.
 struct Reproduction {
   double published_full_gb = 77.0, published_beacon_gb = 13.3;
   double published_full_tps = 82.3, published_beacon_tps = 356.4;

@@ -1,7 +1,8 @@
 // The planner's first check: the published BeaconKV efficiency table
-// (DESIGN.md section 6: Qwen3-4B, 32K-token outputs, batch 16, H200-class
-// GPU; full cache 77.0 GB and 82.3 tok/s against BeaconKV at a 2K budget,
-// 13.3 GB and 356.4 tok/s) reproduced by the same planner run a user gets.
+// (docs/design.md, "Published settings and numbers": Qwen3-4B, 32K-token
+// outputs, batch 16, H200-class GPU; full cache 77.0 GB and 82.3 tok/s
+// against BeaconKV at a 2K budget, 13.3 GB and 356.4 tok/s) reproduced by the
+// same planner run a user gets.
 //
 // What the published memory figures imply, and so what is assumed here:
 //   - bf16 K/V of Qwen3-4B is 2 x 36 layers x 8 KV heads x 128 x 2 B =

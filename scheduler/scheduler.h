@@ -1,4 +1,4 @@
-// Iteration-level continuous batching (DESIGN.md section 2).
+// Iteration-level continuous batching (docs/design.md, "A request's path").
 //
 // Every Step():
 //   1. expires requests whose deadline passed (state kFinishedTimeLimit);

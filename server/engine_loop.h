@@ -68,8 +68,8 @@ class EngineLoop {
   absl::StatusOr<RequestId> Submit(PreparedRequest request, std::shared_ptr<RequestSink> sink) ABSL_LOCKS_EXCLUDED(mu_);
   // Queues the n samples of one request (ExpandSamples) together, with
   // consecutive ids from the one returned: sample 0 runs the prompt, the
-  // others share its prompt blocks (scheduler.h, "Sample groups"). Each
-  // sample's sink hears as Submit's does. REQUIRES samples.size() ==
+  // others share its prompt blocks (scheduler/scheduler.h, "Shared
+  // prefixes"). Each sample's sink hears as Submit's does. REQUIRES samples.size() ==
   // sinks.size() >= 1.
   absl::StatusOr<RequestId> SubmitGroup(std::vector<PreparedRequest> samples,
                                         std::vector<std::shared_ptr<RequestSink>> sinks) ABSL_LOCKS_EXCLUDED(mu_);

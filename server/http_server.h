@@ -1,6 +1,6 @@
-// The HTTP/1.1 front end (DESIGN.md section 2): exact-match routes, plain and
-// streamed (chunked, for server-sent events) responses, keep-alive, limits and
-// timeouts, on Boost.Beast. The gRPC server's main starts it beside gRPC with
+// The HTTP/1.1 front end (docs/design.md, "The parts"): exact-match routes,
+// plain and streamed (chunked, for server-sent events) responses, keep-alive,
+// limits and timeouts, on Boost.Beast. The gRPC server's main starts it beside gRPC with
 // the routes of /health, /ready, /metrics and the OpenAI-compatible API.
 //
 // Threading model

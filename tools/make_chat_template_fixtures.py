@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Chat-template fixtures: real model templates rendered by jinja2 as HF does.
 
-The oracle for engine/tokenizer/jinja/ (tests/engine/tokenizer/chat_template_fixture_test.cc).
+The oracle for engine/tokenizer/jinja/ (tests/engine/tokenizer/jinja/real_templates_test.cc).
 Writes, under tests/fixtures/chat_templates/ (committed, small; tests never download):
   <name>.jinja   the template, from the model file's `tokenizer.chat_template`
   cases.jsonl    one row per (template, conversation, add_generation_prompt):

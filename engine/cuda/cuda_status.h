@@ -1,5 +1,5 @@
 // CUDA and cuBLAS errors as absl::Status: the engine boundary never lets a
-// cudaError_t or cublasStatus_t escape (DESIGN.md section 4).
+// cudaError_t or cublasStatus_t escape (docs/design.md, "Conventions").
 #ifndef BEACON_ENGINE_CUDA_CUDA_STATUS_H_
 #define BEACON_ENGINE_CUDA_CUDA_STATUS_H_
 

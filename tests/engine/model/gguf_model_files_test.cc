@@ -53,7 +53,7 @@ TEST(GgufLoaderCorpusTest, LoadsModelsWrittenByGgufPy) {
   }
 }
 
-// The default model, SmolLM2-135M-Instruct Q4_1 (DESIGN.md section 3).
+// The default model, SmolLM2-135M-Instruct Q4_1 (docs/design.md, "Models").
 TEST(GgufLoaderRealModelTest, LoadsTheDefaultModel) {
   if (!std::ifstream(BEACON_MODEL_PATH).good()) GTEST_SKIP() << BEACON_MODEL_PATH << " is absent";
   auto m = LoadGgufModel(BEACON_MODEL_PATH);
