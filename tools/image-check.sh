@@ -67,10 +67,20 @@ if ! podman image exists "$base"; then
   log "base $base: $(( $(now) - t0 )) s"
 fi
 
+# Where the host reaches PyPI through a TLS-intercepting proxy, its pip trusts an extra CA
+# (PIP_CERT or pip's `cert` setting): the build's pip gets the same bundle, mounted read-only.
+ca_args=()
+host_cert=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
+if [ -n "$host_cert" ] && [ -f "$host_cert" ]; then
+  ca_args=(--volume "$host_cert:/run/build-ca.crt:ro" --build-arg PIP_CERT=/run/build-ca.crt)
+  log "pip in the build trusts the host's CA bundle $host_cert"
+fi
+
 build() {  # build DOCKERFILE TAG
   local t0; t0=$(now)
   log "podman build -f $1 -t $2 (chroot isolation)"
-  podman build --isolation chroot --network host -f "$1" -t "$2" . > "build/image-$(basename "$1").log" 2>&1 || {
+  podman build --isolation chroot --network host "${ca_args[@]}" -f "$1" -t "$2" . \
+    > "build/image-$(basename "$1").log" 2>&1 || {
     tail -40 "build/image-$(basename "$1").log"; echo "image-check: $1 did not build" >&2; exit 1; }
   log "$2 built in $(( $(now) - t0 )) s, $(podman image inspect --format '{{.Size}}' "$2" | numfmt --to=iec) " \
       "(log build/image-$(basename "$1").log)"
