@@ -16,8 +16,8 @@ namespace beacon {
 
 inline void DeclareDeviceFlags(cli::Args* args) {
   args->Declare("device", false, "cpu", "engine device: cpu, cuda (GPU 0) or cuda:N (bf16 weights and KV on the GPU)");
-  args->Declare("cuda-graphs", false, "true",
-                "true/false: replay CUDA graphs for all-decode steps (false: every step launched eagerly)");
+  args->Declare("cuda-graphs", true, "true",
+                "replay CUDA graphs for all-decode steps (--no-cuda-graphs: every step launched eagerly)");
   args->Declare("cuda-max-splits", false, "16",
                 "split-K partitions per token and KV head in decode attention (1-1024)");
   args->Declare(
@@ -32,11 +32,7 @@ inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* opti
   if (absl::StatusOr<bool> cuda = ParseDeviceSpec(options->device, &ordinal); !cuda.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--device: ", cuda.status().message()));
   }
-  const std::string graphs = args.Str("cuda-graphs");
-  if (graphs != "true" && graphs != "false") {
-    return absl::InvalidArgumentError(absl::StrCat("--cuda-graphs: '", graphs, "' is not true or false"));
-  }
-  options->cuda.cuda_graphs = graphs == "true";
+  options->cuda.cuda_graphs = args.Flag("cuda-graphs");
   absl::StatusOr<int64_t> splits = args.Int("cuda-max-splits");
   if (!splits.ok()) return splits.status();
   if (*splits < 1 || *splits > 1024) {

@@ -18,13 +18,13 @@ inline void DeclareKvFlags(cli::Args* args, const std::string& default_policy) {
   args->Declare("kv-interval", false, "", "decode steps between evictions");
   args->Declare("kv-sinks", false, "", "first tokens always kept");
   args->Declare("kv-window", false, "", "most recent tokens always kept");
-  args->Declare("kv-keep-prompt", false, "", "true/false: never evict prompt tokens");
+  args->Declare("kv-keep-prompt", true, "", "never evict prompt tokens (unset: the policy's default)");
   args->Declare("kv-recent-queries", false, "", "R: recent queries that score the cache");
   args->Declare("kv-beacons", false, "", "K: beacon queries per head (beacon)");
   args->Declare("kv-fps-bound", false, "", "U: FPS buffer bound (beacon)");
   args->Declare("kv-beacon-filter", false, "", "all or global (beacon)");
-  args->Declare("kv-beacon-prompt-queries", false, "",
-                "on/off: prompt queries enter the FPS buffer (beacon, filter all)");
+  args->Declare("kv-beacon-prompt-queries", true, "",
+                "prompt queries enter the FPS buffer (beacon, filter all; unset: the policy's default)");
   args->Declare("kv-pool-kernel", false, "", "max-pool kernel over token order (odd, 1 = off)");
   args->Declare("kv-lambda", false, "", "importance weight against redundancy (rkv)");
   args->Declare("kv-seed", false, "", "seed of the random policy");
@@ -53,21 +53,13 @@ inline absl::Status ParseKvOptions(const cli::Args& args, KvPolicyOptions* kv) {
                                                                {"kv-pool-kernel", &kv->pool_kernel}}) {
     if (absl::Status s = set_int(flag, field); !s.ok()) return s;
   }
-  if (args.Has("kv-keep-prompt")) {
-    const std::string v = args.Str("kv-keep-prompt");
-    if (v != "true" && v != "false") return absl::InvalidArgumentError("--kv-keep-prompt must be true or false");
-    kv->keep_prompt = v == "true";
-  }
+  if (args.Has("kv-keep-prompt")) kv->keep_prompt = args.Flag("kv-keep-prompt");
   if (args.Has("kv-beacon-filter")) {
     const std::string v = args.Str("kv-beacon-filter");
     if (v != "all" && v != "global") return absl::InvalidArgumentError("--kv-beacon-filter must be all or global");
     kv->beacon_filter = v == "all" ? BeaconFilter::kAll : BeaconFilter::kGlobal;
   }
-  if (args.Has("kv-beacon-prompt-queries")) {
-    const std::string v = args.Str("kv-beacon-prompt-queries");
-    if (v != "on" && v != "off") return absl::InvalidArgumentError("--kv-beacon-prompt-queries must be on or off");
-    kv->beacon_prompt_queries = v == "on";
-  }
+  if (args.Has("kv-beacon-prompt-queries")) kv->beacon_prompt_queries = args.Flag("kv-beacon-prompt-queries");
   if (args.Has("kv-lambda")) {
     absl::StatusOr<double> v = args.Double("kv-lambda");
     if (!v.ok()) return v.status();

@@ -56,11 +56,14 @@ TEST(DeviceFlags, KvCacheDTypeReachesTheOptions) {
 
 TEST(DeviceFlags, CudaKnobsReachTheOptions) {
   RuntimeOptions ro;
-  ASSERT_TRUE(Parse({"--device", "cuda:1", "--cuda-graphs", "false", "--cuda-max-splits", "4"}, &ro).ok());
+  ASSERT_TRUE(Parse({"--device", "cuda:1", "--no-cuda-graphs", "--cuda-max-splits", "4"}, &ro).ok());
   EXPECT_EQ(ro.device, "cuda:1");
   EXPECT_FALSE(ro.cuda.cuda_graphs);
   EXPECT_EQ(ro.cuda.max_splits, 4);
   EXPECT_TRUE(ro.cuda.Validate().ok());
+  RuntimeOptions explicit_value;
+  ASSERT_TRUE(Parse({"--cuda-graphs=false"}, &explicit_value).ok());
+  EXPECT_FALSE(explicit_value.cuda.cuda_graphs);
 }
 
 TEST(DeviceFlags, MalformedValuesNameTheirFlag) {
@@ -69,7 +72,8 @@ TEST(DeviceFlags, MalformedValuesNameTheirFlag) {
     const char* flag;
   };
   for (const Case& c : std::vector<Case>{{{"--device", "tpu"}, "--device"},
-                                         {{"--cuda-graphs", "yes"}, "--cuda-graphs"},
+                                         {{"--cuda-graphs=yes"}, "--cuda-graphs"},
+                                         {{"--cuda-graphs", "false"}, "--cuda-graphs=false"},
                                          {{"--cuda-max-splits", "0"}, "--cuda-max-splits"},
                                          {{"--cuda-max-splits", "2048"}, "--cuda-max-splits"},
                                          {{"--kv-cache-dtype", "fp8"}, "--kv-cache-dtype"}}) {
