@@ -4,11 +4,13 @@
 //                       [--steps 32] [--threads N] [--json FILE]
 //                       [--contexts 64,2048,4096] [--kv-cache-dtype bf16|q8_0|f32]
 //   beacon-bench policy ...   KV policies' cost on the CPU backend
+//   beacon-bench growth ...   tokens/s as one sequence's context grows
 //   beacon-bench prefill --model PATH [--prompt-len 1024,2048,4096]
 //                       [--chunk 256] [--repeats 1] [--threads N] [--json FILE]
 //                             prompt processing tokens/s (bench/prefill_bench.h)
 //   beacon-bench cuda ...     the CUDA backend (bench/cuda_bench.h;
 //                             builds with CUDA only)
+//   beacon-bench COMMAND --help   a command's options and defaults
 //
 // Measures, in one run, this machine's memory bandwidth (a streaming copy of
 // a buffer far larger than the caches) and decode throughput at each batch
@@ -127,7 +129,7 @@ int PolicyMain(const cli::Args& args) {
     if (!s.ok()) return Fail(s);
   }
   std::vector<KvPolicyOptions> policies;
-  for (absl::string_view p : absl::StrSplit(args.Str("policies"), ',', absl::SkipEmpty())) {
+  for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
     absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
     if (!defaults.ok()) return Fail(defaults.status());
     KvPolicyOptions o = *std::move(defaults);
@@ -186,8 +188,7 @@ int PrefillMain(const cli::Args& args) {
     if (!s.ok()) return Fail(s);
   }
   std::vector<int> lens;
-  for (absl::string_view p :
-       absl::StrSplit(args.Has("prompt-len") ? args.Str("prompt-len") : "4096", ',', absl::SkipEmpty())) {
+  for (absl::string_view p : absl::StrSplit(args.Str("prompt-len"), ',', absl::SkipEmpty())) {
     int n;
     if (!absl::SimpleAtoi(p, &n) || n < 1) return Fail(absl::InvalidArgumentError("--prompt-len: bad value"));
     lens.push_back(n);
@@ -228,7 +229,7 @@ int GrowthMain(const cli::Args& args) {
     if (!s.ok()) return Fail(s);
   }
   std::vector<KvPolicyOptions> policies;
-  for (absl::string_view p : absl::StrSplit(args.Str("growth-policies"), ',', absl::SkipEmpty())) {
+  for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
     absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
     if (!o.ok()) return Fail(o.status());
     o->budget = static_cast<int32_t>(*budget);
@@ -282,41 +283,91 @@ int GrowthMain(const cli::Args& args) {
   return 0;
 }
 
+const std::vector<cli::Command> kCommands = {
+    {"decode", "decode tokens/s at each batch size against the memory-bandwidth roofline"},
+    {"policy", "each KV policy's cost per decode step and per eviction (CPU)"},
+    {"prefill", "prompt processing tokens/s at each prompt length"},
+    {"growth", "one sequence's tokens/s as its context grows, per KV policy"},
+    {"cuda", "the CUDA backend: decode roofline, BeaconKV overhead, throughput (CUDA builds only)"}};
+
+// The options of `mode` (one of kCommands), with its defaults.
+void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
+  const bool cpu = mode != "cuda";
+  args->Declare("model", false, "models/default.gguf", "model spec");
+  if (cpu) {
+    args->Declare("threads", false, "0", "CPU threads (0 = all)");
+    args->Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, q8_0, f32");
+  }
+  if (mode != "growth") args->Declare("json", false, "", "also write the results to this JSON file");
+  if (mode == "decode" || mode == "cuda") {
+    args->Declare("batches", false, "1,4,16,64", "batch sizes, comma-separated");
+    args->Declare("steps", false, "32", "timed decode steps per batch size");
+  }
+  if (mode == "decode") {
+    args->Declare("prompt-len", false, "32", "prompt tokens per sequence before decoding");
+    args->Declare("contexts", false, "",
+                  "also time batch-1 steps after prompts of these lengths (comma-separated; best of 3 rounds)");
+  } else if (mode == "prefill") {
+    args->Declare("prompt-len", false, "4096", "prompt lengths, comma-separated");
+    args->Declare("chunk", false, "256", "prompt tokens per step (the scheduler's default prefill_chunk)");
+    args->Declare("repeats", false, "1", "runs per length; the fastest is reported");
+  } else if (mode == "policy" || mode == "growth") {
+    const bool policy = mode == "policy";
+    args->Declare("prompt-len", false, "32", "prompt tokens before decoding");
+    args->Declare("kv-policy", false, policy ? "beacon,h2o,snapkv,rkv,streaming,random" : "full,beacon",
+                  "KV policies to measure, comma-separated");
+    args->Declare("kv-budget", false, "512", "KV budget");
+    args->Declare("kv-interval", false, "128", "eviction interval");
+    args->Refuse("policies", "--policies was renamed --kv-policy (a comma list)");
+    args->Refuse("growth-policies", "--growth-policies was renamed --kv-policy (a comma list)");
+    if (policy) {
+      args->Declare("decode-steps", false, "1024", "decode steps per policy");
+      args->Declare("policy-pool", false, "on",
+                    "on (the compressor uses the CPU pool, as serving does), off, or both (a /serial row too)");
+    } else {
+      args->Declare("growth-tokens", false, "8192", "decode until the sequence holds this many tokens");
+      args->Declare("growth-window", false, "512", "decode steps per tokens/s sample");
+      args->Declare("csv", false, "", "also write the samples to this CSV file");
+      args->Declare("png", false, "", "also plot tokens/s against context into this PNG");
+    }
+  } else if (mode == "cuda") {
+    args->Declare("kv-budget", false, "512", "BeaconKV's budget (overhead and throughput)");
+    args->Declare("context", false, "1024", "cached slots per sequence in the decode benchmark");
+    args->Declare("pool-seqs", false, "16", "the throughput pool holds this many full sequences");
+    args->Declare("prompt-len", false, "256", "prompt tokens per request (throughput)");
+    args->Declare("output-len", false, "8192", "output tokens per request (throughput)");
+    args->Declare("throughput-steps", false, "512", "timed decode steps per policy (throughput)");
+    args->Refuse("prompt-tokens", "--prompt-tokens was renamed --prompt-len (a count)");
+    args->Refuse("output-tokens", "--output-tokens was renamed --output-len (a count)");
+  }
+}
+
 int Main(int argc, char** argv) {
+  // The command is the first argument that names one (`beacon-bench decode
+  // --model M`; `--model M decode` is accepted too).
+  std::string mode;
+  int mode_at = 0;
+  for (int i = 1; i < argc && mode.empty(); ++i) {
+    for (const cli::Command& c : kCommands) {
+      if (c.name == argv[i]) mode = argv[mode_at = i];
+    }
+  }
+  if (mode.empty()) {
+    const bool help = argc >= 2 && cli::IsHelpArg(argv[1]);
+    std::fprintf(help ? stdout : stderr, "%s", cli::CommandsHelp("beacon-bench", kCommands).c_str());
+    return help ? 0 : 2;
+  }
   cli::Args args;
-  args.Declare("model", false, "models/default.gguf", "model spec");
-  args.Declare("batches", false, "1,4,16,64", "batch sizes");
-  args.Declare("prompt-len", false, "32",
-               "prompt tokens per sequence before decoding; prefill: prompt lengths, comma-separated (default 4096)");
-  args.Declare("steps", false, "32", "timed decode steps per batch size");
-  args.Declare("contexts", false, "",
-               "decode: also time batch-1 steps after prompts of these lengths (comma-separated; best of 3 rounds)");
-  args.Declare("threads", false, "0", "CPU threads (0 = all)");
-  args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, q8_0, f32");
-  args.Declare("json", false, "", "also write the results to this JSON file");
-  args.Declare("chunk", false, "256", "prefill: prompt tokens per step (the scheduler's default prefill_chunk)");
-  args.Declare("repeats", false, "1", "prefill: runs per length; the fastest is reported");
-  args.Declare("policies", false, "beacon,h2o,snapkv,rkv,streaming,random", "policy: KV policies to measure");
-  args.Declare("kv-budget", false, "512", "policy: KV budget");
-  args.Declare("kv-interval", false, "128", "policy: eviction interval");
-  args.Declare("decode-steps", false, "1024", "policy: decode steps per policy");
-  args.Declare("policy-pool", false, "on",
-               "policy: on (the compressor uses the CPU pool, as serving does), off, or both (a /serial row too)");
-  args.Declare("growth-policies", false, "full,beacon", "growth: KV policies to measure");
-  args.Declare("growth-tokens", false, "8192", "growth: decode until the sequence holds this many tokens");
-  args.Declare("growth-window", false, "512", "growth: decode steps per tokens/s sample");
-  args.Declare("csv", false, "", "growth: also write the samples to this CSV file");
-  args.Declare("png", false, "", "growth: also plot tokens/s against context into this PNG");
-  args.Declare("context", false, "1024", "cuda: cached slots per sequence in the decode benchmark");
-  args.Declare("pool-seqs", false, "16", "cuda: the throughput pool holds this many full sequences");
-  args.Declare("prompt-tokens", false, "256", "cuda: prompt tokens per request (throughput)");
-  args.Declare("output-tokens", false, "8192", "cuda: output tokens per request (throughput)");
-  args.Declare("throughput-steps", false, "512", "cuda: timed decode steps per policy (throughput)");
-  if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
-  const std::string mode = args.positional().size() == 1 ? args.positional()[0] : "";
-  if (mode != "decode" && mode != "policy" && mode != "prefill" && mode != "growth" && mode != "cuda") {
-    std::fprintf(stderr, "usage: beacon-bench decode|policy|prefill|growth|cuda [options]\n%s", args.Usage().c_str());
-    return 2;
+  DeclareBenchFlags(mode, &args);
+  std::vector<char*> rest(argv, argv + argc);
+  rest.erase(rest.begin() + mode_at);
+  if (absl::Status s = args.Parse(static_cast<int>(rest.size()), rest.data()); !s.ok()) return Fail(s);
+  if (args.help()) {
+    std::printf("%s", args.Help(absl::StrCat("usage: beacon-bench ", mode, " [options]")).c_str());
+    return 0;
+  }
+  if (!args.positional().empty()) {
+    return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
   }
   if (mode == "policy") return PolicyMain(args);
   if (mode == "growth") return GrowthMain(args);

@@ -2,7 +2,7 @@
 //
 //   beacon-client "Plan a 3-day trip to Kyoto."             # chat, streams the answer
 //   beacon-client --server host:50051 --raw --prompt "def fib(n):" --max-tokens 64
-//   beacon-client --json ...      # one JSON object per streamed message
+//   beacon-client --output-format jsonl ...   # one JSON object per streamed message
 //   beacon-client tokenize "some text"
 //   beacon-client info
 //
@@ -86,7 +86,7 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
   Authorize(args, &ctx);
   std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader = stub->Generate(&ctx, req);
   v1::GenerateResponse msg;
-  const bool json = args.Flag("json");
+  const bool json = args.Str("output-format") == "jsonl";
   while (reader->Read(&msg)) {
     if (json) {
       nlohmann::json j = {{"request_id", msg.request_id()}, {"token_ids", msg.token_ids()}, {"text", msg.text()}};
@@ -134,12 +134,12 @@ int Main(int argc, char** argv) {
   args.Declare("tls-ca", false, "", "PEM CA certificate: connect over TLS");
   args.Declare("prompt", false, "", "prompt (or the first positional argument)");
   args.Declare("system", false, "", "system message (chat)");
-  args.Declare("raw", true, "", "send the prompt as raw text, without the chat template");
+  args.Declare("raw", true, "false", "send the prompt as raw text, without the chat template");
   args.Declare("max-tokens", false, "256", "tokens to generate at most");
   args.Declare("temperature", false, "0", "0 = greedy");
   args.Declare("top-p", false, "", "nucleus sampling mass");
   args.Declare("seed", false, "", "sampling seed");
-  args.Declare("ignore-eos", true, "", "keep generating past end-of-sequence");
+  args.Declare("ignore-eos", true, "false", "keep generating past end-of-sequence");
   args.Declare("stop", false, "", "stop string (repeatable)");
   args.Declare("max-reasoning-tokens", false, "", "close the model's think block after this many tokens");
   args.Declare("template-kwarg", false, "",
@@ -147,16 +147,30 @@ int Main(int argc, char** argv) {
   args.Declare("kv-policy", false, "", "KV policy of this request (default: the server's)");
   args.Declare("kv-budget", false, "", "KV budget of this request");
   args.Declare("timeout-s", false, "", "gRPC deadline in seconds");
-  args.Declare("json", true, "", "print each streamed message as a JSON line");
-  args.Declare("help", true, "", "show this help");
+  args.Declare("output-format", false, "text",
+               "text (the answer on stdout, the figures on stderr) or jsonl (one JSON object per streamed message)");
+  args.Refuse("json",
+              "beacon-client --json was renamed --output-format jsonl (--json takes a path in the other tools)");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(std::string(s.message()), 2);
-  if (args.Flag("help")) {
-    std::printf("usage: beacon-client [generate] [PROMPT] | tokenize TEXT | info   [options]\n%s",
-                args.Usage().c_str());
+  if (args.help()) {
+    const std::string& first = args.positional().empty() ? "" : args.positional()[0];
+    const std::string synopsis =
+        first == "tokenize" ? "usage: beacon-client tokenize TEXT [options]\nprints the ids and pieces as JSON"
+        : first == "info"   ? "usage: beacon-client info [options]\nprints the served model's ModelInfo"
+        : first == "generate"
+            ? "usage: beacon-client [generate] PROMPT [options]\nstreams the answer to a chat (or --raw) prompt"
+            : cli::CommandsHelp("beacon-client", {{"generate", "stream the answer to PROMPT (the default command)"},
+                                                  {"tokenize", "the ids and pieces of TEXT, as JSON"},
+                                                  {"info", "the served model's ModelInfo"}}) +
+                  "\nEvery option is also read from BEACON_CLIENT_<OPTION> (e.g. BEACON_CLIENT_SERVER).";
+    std::printf("%s", args.Help(synopsis).c_str());
     return 0;
   }
-  args.ApplyEnvironment("BEACON_CLIENT_");
-  for (const char* f : {"max-tokens", "kv-budget", "seed"}) {
+  if (absl::Status s = args.LoadEnvironment("BEACON_CLIENT_"); !s.ok()) return Fail(std::string(s.message()), 2);
+  if (const std::string f = args.Str("output-format"); f != "text" && f != "jsonl") {
+    return Fail("--output-format must be text or jsonl, got '" + f + "'", 2);
+  }
+  for (const char* f : {"max-tokens", "kv-budget", "seed", "max-reasoning-tokens"}) {
     if (args.Has(f) && !args.Int(f).ok()) return Fail(std::string(args.Int(f).status().message()), 2);
   }
   for (const char* f : {"temperature", "top-p", "timeout-s"}) {

@@ -2,15 +2,15 @@
 // (docs/fidelity.md).
 //
 //   beacon-eval model [--model models/default.gguf] [--prompts eval/prompts/long_prompts.jsonl]
-//                     [--tokens 2048] [--policies streaming,h2o,snapkv,rkv,random,beacon]
-//                     [--budgets 128,256,512,1024] [--interval 128] [--out-dir build/eval]
-//                     [--threads N] [--max-prompts N] [--kv-beacon-prompt-queries on|off|on,off]
-//   beacon-eval synthetic [--budgets 64,128,256,512] [--policies ...] [--seed S]
+//                     [--tokens 2048] [--kv-policy streaming,h2o,snapkv,rkv,random,beacon]
+//                     [--kv-budget 128,256,512,1024] [--kv-interval 128] [--out-dir build/eval]
+//                     [--threads N] [--max-prompts N] [--kv-beacon-prompt-queries true|false|true,false]
+//   beacon-eval synthetic [--kv-budget 64,128,256,512] [--kv-policy ...] [--seed S]
 //                         [--traces 4] [--middle 2000] [--out-dir build/eval]
-//                         [--kv-beacon-prompt-queries on|off|on,off]
+//                         [--kv-beacon-prompt-queries true|false|true,false]
 //   beacon-eval needle [--model models/default.gguf] [--distances 256,1024,2048]
-//                      [--budgets 64,128,256,512,1024] [--policies ...] [--cases 20] [--seed 1]
-//                      [--interval 128] [--out-dir build/eval] [--threads N]
+//                      [--kv-budget 64,128,256,512,1024] [--kv-policy ...] [--cases 20] [--seed 1]
+//                      [--kv-interval 128] [--out-dir build/eval] [--threads N]
 //
 // model and synthetic write OUT/{model,synthetic}_results.{csv,md,json} and,
 // model also OUT/model_{per_prompt,comparison}.csv and OUT/prompts/<id>.json
@@ -85,16 +85,16 @@ std::vector<std::string> ParseList(const cli::Args& args, const std::string& fla
   return out;
 }
 
-// --kv-beacon-prompt-queries: "on", "off" or both ("on,off"), one beacon
-// configuration per value; absent, beacon runs at its default.
+// --kv-beacon-prompt-queries: true, false or both ("true,false"; on/off are
+// accepted too), one beacon configuration per value; absent, beacon runs at
+// its default.
 absl::StatusOr<std::vector<bool>> ParsePromptQueries(const cli::Args& args) {
   std::vector<bool> out;
   if (!args.Has("kv-beacon-prompt-queries")) return out;
   for (const std::string& v : ParseList(args, "kv-beacon-prompt-queries")) {
-    if (v != "on" && v != "off") {
-      return absl::InvalidArgumentError("--kv-beacon-prompt-queries must be on, off or on,off");
-    }
-    out.push_back(v == "on");
+    absl::StatusOr<bool> b = cli::ParseBool(v);
+    if (!b.ok()) return absl::InvalidArgumentError("--kv-beacon-prompt-queries must be true, false or true,false");
+    out.push_back(*b);
   }
   if (out.empty()) return absl::InvalidArgumentError("--kv-beacon-prompt-queries: empty");
   return out;
@@ -117,7 +117,7 @@ int Finish(const cli::Args& args, const eval::ResultTable& table, const std::str
   }
   std::printf("%s", markdown.c_str());
   std::fprintf(stderr, "beacon-eval: wrote %s/%s_results.{csv,md,json}\n", dir.c_str(), stem.c_str());
-  if (!args.Flag("no-plot")) {
+  if (args.Flag("plot")) {
     const std::string png = absl::StrCat(dir, "/", stem, "_fidelity.png");
     absl::Status s = eval::RunPlot(args.Str("plot-script"), absl::StrCat(dir, "/", stem, "_results.csv"), png, title);
     if (s.ok()) {
@@ -131,10 +131,10 @@ int Finish(const cli::Args& args, const eval::ResultTable& table, const std::str
 
 int Model(const cli::Args& args) {
   eval::ModelEvalOptions o;
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets");
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
-  o.policies = ParseList(args, "policies");
+  o.policies = ParseList(args, "kv-policy");
   absl::StatusOr<std::vector<bool>> pq = ParsePromptQueries(args);
   if (!pq.ok()) return Fail(pq.status());
   o.beacon_prompt_queries = *pq;
@@ -143,13 +143,13 @@ int Model(const cli::Args& args) {
       return Fail(absl::InvalidArgumentError("--kv-beacon-state must be f32, bf16 or f32,bf16"));
     o.beacon_bf16_state.push_back(v == "bf16");
   }
-  absl::StatusOr<int64_t> tokens = args.Int("tokens"), interval = args.Int("interval"), threads = args.Int("threads"),
-                          max_prompts = args.Int("max-prompts");
+  absl::StatusOr<int64_t> tokens = args.Int("tokens"), interval = args.Int("kv-interval"),
+                          threads = args.Int("threads"), max_prompts = args.Int("max-prompts");
   for (const absl::Status& s : {tokens.status(), interval.status(), threads.status(), max_prompts.status()}) {
     if (!s.ok()) return Fail(s);
   }
   if (*tokens < 2) return Fail(absl::InvalidArgumentError("--tokens must be >= 2"));
-  if (*interval < 1) return Fail(absl::InvalidArgumentError("--interval must be >= 1"));
+  if (*interval < 1) return Fail(absl::InvalidArgumentError("--kv-interval must be >= 1"));
   if (*max_prompts < 0) return Fail(absl::InvalidArgumentError("--max-prompts must be >= 0 (0 = all)"));
   o.tokens = static_cast<int32_t>(*tokens);
   o.interval = static_cast<int32_t>(*interval);
@@ -200,20 +200,20 @@ int Model(const cli::Args& args) {
 
 int Synthetic(const cli::Args& args) {
   eval::SyntheticEvalOptions o;
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets");
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
-  o.policies = ParseList(args, "policies");
+  o.policies = ParseList(args, "kv-policy");
   absl::StatusOr<std::vector<bool>> pq = ParsePromptQueries(args);
   if (!pq.ok()) return Fail(pq.status());
   o.beacon_prompt_queries = *pq;
   absl::StatusOr<int64_t> seed = args.Int("seed"), traces = args.Int("traces"), middle = args.Int("middle"),
-                          interval = args.Int("interval");
+                          interval = args.Int("kv-interval");
   for (const absl::Status& s : {seed.status(), traces.status(), middle.status(), interval.status()}) {
     if (!s.ok()) return Fail(s);
   }
   if (*traces < 1) return Fail(absl::InvalidArgumentError("--traces must be >= 1"));
-  if (*interval < 1) return Fail(absl::InvalidArgumentError("--interval must be >= 1"));
+  if (*interval < 1) return Fail(absl::InvalidArgumentError("--kv-interval must be >= 1"));
   o.traces = static_cast<int>(*traces);
   o.interval = static_cast<int32_t>(*interval);
   o.trace.seed = static_cast<uint64_t>(*seed);
@@ -276,24 +276,24 @@ absl::Status WriteText(const std::string& dir, const std::string& name, const st
 
 int Needle(const cli::Args& args) {
   eval::NeedleOptions o;
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "budgets"), distances = ParseInts(args, "distances");
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget"), distances = ParseInts(args, "distances");
   if (!budgets.ok()) return Fail(budgets.status());
   if (!distances.ok()) return Fail(distances.status());
   o.budgets = *budgets;
   o.distances = *distances;
   // The full cache always runs (it is the calibration): "full" in the list
   // is accepted and needs nothing more.
-  for (const std::string& p : ParseList(args, "policies")) {
+  for (const std::string& p : ParseList(args, "kv-policy")) {
     if (p != "full") o.policies.push_back(p);
   }
-  absl::StatusOr<int64_t> cases = args.Int("cases"), seed = args.Int("seed"), interval = args.Int("interval"),
+  absl::StatusOr<int64_t> cases = args.Int("cases"), seed = args.Int("seed"), interval = args.Int("kv-interval"),
                           threads = args.Int("threads"), resamples = args.Int("resamples");
   for (const absl::Status& s :
        {cases.status(), seed.status(), interval.status(), threads.status(), resamples.status()}) {
     if (!s.ok()) return Fail(s);
   }
   if (*cases < 1) return Fail(absl::InvalidArgumentError("--cases must be >= 1"));
-  if (*interval < 1) return Fail(absl::InvalidArgumentError("--interval must be >= 1"));
+  if (*interval < 1) return Fail(absl::InvalidArgumentError("--kv-interval must be >= 1"));
   if (*resamples < 1) return Fail(absl::InvalidArgumentError("--resamples must be >= 1"));
   if (*seed < 0) return Fail(absl::InvalidArgumentError("--seed must be >= 0"));
   absl::StatusOr<double> temperature = args.Double("filler-temperature"),
@@ -305,12 +305,7 @@ int Needle(const cli::Args& args) {
   o.cases = static_cast<int32_t>(*cases);
   o.seed = static_cast<uint64_t>(*seed);
   o.interval = static_cast<int32_t>(*interval);
-  if (o.policies.empty()) return Fail(absl::InvalidArgumentError("--policies: no compressing policy given"));
-  if (args.Has("kv-beacon-prompt-queries")) {
-    return Fail(
-        absl::InvalidArgumentError("--kv-beacon-prompt-queries: not supported by needle (beacon runs at its "
-                                   "default)"));
-  }
+  if (o.policies.empty()) return Fail(absl::InvalidArgumentError("--kv-policy: no compressing policy given"));
   // Bad options fail before the model loads.
   if (absl::Status s = eval::ValidateNeedleOptions(o); !s.ok()) return Fail(s);
   const std::string dir = args.Str("out-dir");
@@ -323,7 +318,7 @@ int Needle(const cli::Args& args) {
   if (!rt.ok()) return Fail(rt.status());
 
   std::string command = "beacon-eval needle";
-  for (const char* flag : {"model", "distances", "budgets", "policies", "cases", "seed", "interval", "threads",
+  for (const char* flag : {"model", "distances", "kv-budget", "kv-policy", "cases", "seed", "kv-interval", "threads",
                            "filler-temperature", "filler-frequency-penalty"}) {
     absl::StrAppend(&command, " --", flag, " ", args.Str(flag));
   }
@@ -378,28 +373,41 @@ int Needle(const cli::Args& args) {
   return 0;
 }
 
+const std::vector<cli::Command> kCommands = {
+    {"model", "fidelity of the KV policies against the full cache on a model's generations"},
+    {"synthetic", "recall of the KV policies on synthetic revisiting attention traces (no model)"},
+    {"needle", "whether a fact stated early survives eviction, with bootstrap intervals"}};
+
 int Main(int argc, char** argv) {
   const std::string command = argc >= 2 ? argv[1] : "";
+  if (cli::IsHelpArg(command)) {
+    std::printf("%s", cli::CommandsHelp("beacon-eval", kCommands).c_str());
+    return 0;
+  }
   const bool model = command == "model", needle = command == "needle";
   if (!model && !needle && command != "synthetic") {
-    std::fprintf(stderr,
-                 "usage: beacon-eval model|synthetic|needle [options]   (--help after the command for options)\n");
+    std::fprintf(stderr, "%s", cli::CommandsHelp("beacon-eval", kCommands).c_str());
     return 2;
   }
   cli::Args args;
-  args.Declare("policies", false, kDefaultPolicies, "KV policies to rate, comma-separated");
-  args.Declare("budgets", false,
+  args.Declare("kv-policy", false, kDefaultPolicies, "KV policies to rate, comma-separated");
+  args.Declare("kv-budget", false,
                model    ? "128,256,512,1024"
                : needle ? "64,128,256,512,1024"
                         : "64,128,256,512",
-               "KV budgets, comma-separated");
-  args.Declare("interval", false, "128", "decode steps between evictions");
+               "KV budgets, comma-separated: each policy runs at each");
+  args.Declare("kv-interval", false, "128", "decode steps between evictions");
+  args.Refuse("budgets", "--budgets was renamed --kv-budget (a comma list, as in beacon-plan)");
+  args.Refuse("policies", "--policies was renamed --kv-policy (a comma list, as in beacon-plan)");
+  args.Refuse("interval", "--interval was renamed --kv-interval");
   args.Declare("out-dir", false, "build/eval", "directory for the results");
-  args.Declare("plot-script", false, "tools/plot_fidelity.py", "the plotting script");
-  args.Declare("no-plot", true, "", "skip the PNG");
-  args.Declare("kv-beacon-prompt-queries", false, "",
-               "on, off or on,off: beacon's prompt queries in its FPS buffer (both: two configurations)");
-  args.Declare("help", true, "", "show this help");
+  if (!needle) {  // needle always runs beacon at its default and draws no plot
+    args.Declare("plot-script", false, "tools/plot_fidelity.py", "the plotting script");
+    args.Declare("plot", true, "true", "draw the PNG (--no-plot: skip it)");
+    args.Declare("kv-beacon-prompt-queries", false, "",
+                 "true, false or true,false: beacon's prompt queries in its FPS buffer (both: two configurations); "
+                 "absent: the default");
+  }
   if (needle) {
     args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("distances", false, "256,1024,2048", "filler tokens D between the fact and the cue, comma-separated");
@@ -420,7 +428,7 @@ int Main(int argc, char** argv) {
                  "configurations, the bf16 one's kept slots compared with the f32 one's); absent: the default");
     args.Declare("subject", false, "beacon",
                  "the configuration the paired comparison rates against every other of its budget");
-    args.Declare("resume", true, "",
+    args.Declare("resume", true, "false",
                  "reuse the prompts already saved in OUT/prompts/ under the same settings (never after an engine "
                  "change)");
   } else {
@@ -429,8 +437,8 @@ int Main(int argc, char** argv) {
     args.Declare("middle", false, "2000", "working tokens after the plan span");
   }
   if (absl::Status s = args.Parse(argc, argv, 2); !s.ok()) return Fail(s);
-  if (args.Flag("help")) {
-    std::printf("usage: beacon-eval %s [options]\n%s", command.c_str(), args.Usage().c_str());
+  if (args.help()) {
+    std::printf("%s", args.Help(absl::StrCat("usage: beacon-eval ", command, " [options]")).c_str());
     return 0;
   }
   if (!args.positional().empty()) {

@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/gguf/gguf_types.h"
 #include "kernels/cpu/dtype.h"
+#include "util/cli_args.h"
 #include "util/run_main.h"
 
 namespace beacon {
@@ -45,16 +47,34 @@ class Crc32 {
   uint32_t crc_ = 0xFFFFFFFFu;
 };
 
-int Usage() {
-  std::fprintf(stderr, "usage: beacon-gguf types FILE | beacon-gguf crc FILE\n");
-  return 2;
-}
+const std::vector<cli::Command> kCommands = {
+    {"types", "tensor count per type (\"Q5_0 180\"), one per line"},
+    {"crc", "one JSON line per readable tensor: name, type, elements, crc32 of its float32 dequantisation"}};
 
 int Main(int argc, char** argv) {
-  if (argc != 3) return Usage();
-  const std::string cmd = argv[1];
-  if (cmd != "types" && cmd != "crc") return Usage();
-  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(argv[2]);
+  const std::string cmd = argc >= 2 ? argv[1] : "";
+  if (cli::IsHelpArg(cmd)) {
+    std::printf("%s", cli::CommandsHelp("beacon-gguf", kCommands).c_str());
+    return 0;
+  }
+  if (cmd != "types" && cmd != "crc") {
+    std::fprintf(stderr, "%s", cli::CommandsHelp("beacon-gguf", kCommands).c_str());
+    return 2;
+  }
+  cli::Args args;  // no options: FILE, and --help
+  if (absl::Status s = args.Parse(argc, argv, 2); !s.ok()) {
+    std::fprintf(stderr, "beacon-gguf: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  if (args.help()) {
+    std::printf("%s", args.Help(absl::StrCat("usage: beacon-gguf ", cmd, " FILE")).c_str());
+    return 0;
+  }
+  if (args.positional().size() != 1) {
+    std::fprintf(stderr, "usage: beacon-gguf %s FILE\n", cmd.c_str());
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<GgufFile>> file = GgufFile::Open(args.positional()[0]);
   if (!file.ok()) {
     std::fprintf(stderr, "beacon-gguf: %s\n", std::string(file.status().message()).c_str());
     return 1;

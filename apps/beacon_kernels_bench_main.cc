@@ -1,8 +1,11 @@
 // Google Benchmark micro-benchmarks of the CPU kernels at the default model's
 // shapes (random weights), for tuning; whole-model figures come from
 // beacon-bench. Reports weight bytes per second as "bytes_per_second".
+//
+//   beacon-kernels-bench [--benchmark_filter=REGEX] [--help]
 #include <benchmark/benchmark.h>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -167,4 +170,18 @@ BENCHMARK_CAPTURE(BM_DecodeAttention, bf16, DType::kBF16)->Arg(64)->Arg(512)->Ar
 }  // namespace
 }  // namespace beacon
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN, with -h taken as --help as in the other beacon-* programs:
+// the options are Google Benchmark's (--benchmark_filter=REGEX, ...), and
+// --help prints them to stdout with exit status 0.
+int main(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  static char help[] = "--help";
+  for (char*& a : args) {
+    if (std::strcmp(a, "-h") == 0) a = help;
+  }
+  benchmark::Initialize(&argc, args.data());
+  if (benchmark::ReportUnrecognizedArguments(argc, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,7 +1,7 @@
 // beacon-logits: the logits of every position of a token sequence, for
 // comparison against independent references (tests/reference/).
 //
-//   beacon-logits --model PATH --tokens 1,2,3 --out FILE [--chunk N] [--companions K]
+//   beacon-logits --model PATH --token-ids 1,2,3 --out FILE [--chunk N] [--companions K]
 //
 // The sequence is prefilled in chunks of N tokens while K unrelated sequences
 // run in the same ragged batches (companion i feeds i+1 tokens per step), so
@@ -27,17 +27,27 @@ int Fail(const absl::Status& s) {
 int Main(int argc, char** argv) {
   cli::Args args;
   args.Declare("model", false, "models/default.gguf", "model spec");
-  args.Declare("tokens", false, "", "comma-separated token ids");
-  args.Declare("out", false, "", "output file (raw float32)");
+  args.Declare("token-ids", false, "", "the sequence: comma-separated token ids (required)");
+  args.Refuse("tokens", "--tokens was renamed --token-ids (a list of token ids)");
+  args.Declare("out", false, "", "output file: raw little-endian float32 [n_tokens][vocab] (required)");
   args.Declare("chunk", false, "0", "prefill chunk size (0 = all at once)");
   args.Declare("companions", false, "0", "other sequences batched alongside");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
   args.Declare("kv-cache-dtype", false, "auto", "KV cache element type: auto (= bf16), bf16, q8_0, f32");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
-  absl::StatusOr<std::vector<int32_t>> parsed = args.IntList("tokens");
+  if (args.help()) {
+    std::printf("%s", args.Help("usage: beacon-logits --model PATH --token-ids 1,2,3 --out FILE [options]\n"
+                                "The logits of every position; stdout gets one JSON line.")
+                          .c_str());
+    return 0;
+  }
+  if (!args.positional().empty()) {
+    return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
+  }
+  absl::StatusOr<std::vector<int32_t>> parsed = args.IntList("token-ids");
   if (!parsed.ok()) return Fail(parsed.status());
   const std::vector<int32_t> tokens = std::move(*parsed);
-  if (tokens.empty()) return Fail(absl::InvalidArgumentError("--tokens is empty"));
+  if (tokens.empty()) return Fail(absl::InvalidArgumentError("--token-ids is empty"));
   if (args.Str("out").empty()) return Fail(absl::InvalidArgumentError("--out is required"));
   absl::StatusOr<int64_t> chunk = args.Int("chunk"), companions = args.Int("companions"), threads = args.Int("threads");
   for (const absl::Status& s : {chunk.status(), companions.status(), threads.status()}) {

@@ -41,7 +41,7 @@ void Declare(cli::Args* a) {
   a->Declare("kv-policy", false, "full,beacon", "comma-separated KV policies, one configuration each");
   a->Declare("kv-budget", false, "2048", "comma-separated budgets: each compressing policy runs at each");
   a->Declare("kv-interval", false, "128", "decode steps between evictions");
-  a->Declare("kv-keep-prompt", false, "true", "true/false: never evict prompt tokens");
+  a->Declare("kv-keep-prompt", true, "true", "never evict prompt tokens");
   a->Declare("kv-recent-queries", false, "", "R: recent scoring queries (default: the policy's published value)");
   a->Declare("kv-beacons", false, "", "K: beacon queries per head (beacon; default 16)");
   a->Declare("kv-beacon-filter", false, "all", "all or global (global observes attention: costs bandwidth)");
@@ -54,7 +54,7 @@ void Declare(cli::Args* a) {
   a->Declare("max-tokens", false, "0", "requests' max_tokens (0: each request's output length)");
   a->Declare("shared-prefix", false, "0", "tokens of a prefix (system prompt) that --share-ratio of requests share");
   a->Declare("share-ratio", false, "1", "fraction of requests (0..1) whose prompt starts with the shared prefix");
-  a->Declare("prefix-cache", false, "on", "beacon-serve --prefix-cache: on or off");
+  a->Declare("prefix-cache", true, "true", "beacon-serve --prefix-cache");
   a->Declare("seed", false, "1", "seed of the lengths and arrivals");
   a->Declare("max-running", false, "64", "beacon-serve --max-running");
   a->Declare("max-waiting", false, "1024", "beacon-serve --max-waiting (Poisson arrivals past it are rejected)");
@@ -65,11 +65,10 @@ void Declare(cli::Args* a) {
   a->Declare("slo-attainment", false, "0.9", "share of requests that must meet every SLO bound");
   a->Declare("slo-requests", false, "", "requests per SLO probe run (default: max(--requests, 4 x --max-running))");
   a->Declare("target-rate", false, "", "requests/s over all replicas to size for (with --slo)");
-  a->Declare("reproduce", true, "", "the published efficiency table (Qwen3-4B, 32K outputs, batch 16, H200)");
+  a->Declare("reproduce", true, "false", "the published efficiency table (Qwen3-4B, 32K outputs, batch 16, H200)");
   a->Declare("json", false, "", "write the report as JSON to this file ('-': stdout, instead of the table)");
   a->Declare("out-dir", false, "", "write CSV series (and PNG plots) here");
-  a->Declare("quiet", true, "", "no progress on stderr");
-  a->Declare("help", true, "", "show this help");
+  a->Declare("quiet", true, "false", "no progress on stderr");
 }
 
 absl::StatusOr<int64_t> IntFlag(const cli::Args& a, const std::string& name, int64_t lo, int64_t hi) {
@@ -116,9 +115,7 @@ absl::StatusOr<std::vector<KvPolicyOptions>> ParseConfigs(const cli::Args& a) {
     }
     KvPolicyOptions base = *std::move(defaults);
     BEACON_ASSIGN_OR_RETURN(base.interval, IntFlag(a, "kv-interval", 1, 1 << 20));
-    const std::string kp = a.Str("kv-keep-prompt");
-    if (kp != "true" && kp != "false") return absl::InvalidArgumentError("--kv-keep-prompt must be true or false");
-    base.keep_prompt = kp == "true";
+    base.keep_prompt = a.Flag("kv-keep-prompt");
     if (a.Has("kv-recent-queries"))
       BEACON_ASSIGN_OR_RETURN(base.recent_queries, IntFlag(a, "kv-recent-queries", 1, 1024));
     if (a.Has("kv-beacons")) BEACON_ASSIGN_OR_RETURN(base.beacons, IntFlag(a, "kv-beacons", 1, 4095));
@@ -236,11 +233,7 @@ absl::StatusOr<Setup> ParseSetup(const cli::Args& a) {
     BEACON_ASSIGN_OR_RETURN(v, IntFlag(a, "shared-prefix", 0, INT32_MAX / 2));
     w.shared_prefix = static_cast<int32_t>(v);
     BEACON_ASSIGN_OR_RETURN(w.share_ratio, NumFlag(a, "share-ratio", 0, 1));
-    const std::string pc = a.Str("prefix-cache");
-    if (pc != "on" && pc != "off") {
-      return absl::InvalidArgumentError(absl::StrCat("--prefix-cache: '", pc, "' is not on or off"));
-    }
-    r.prefix_cache = pc == "on";
+    r.prefix_cache = a.Flag("prefix-cache");
     if (w.prompt.kind() == LengthDist::Kind::kFixed && w.prompt.Mean() >= r.model.context_length) {
       return absl::InvalidArgumentError(absl::StrCat("--prompt-len ", w.prompt.ToString(),
                                                      " does not fit the model's context (", r.model.context_length,
@@ -283,17 +276,17 @@ int Main(int argc, char** argv) {
   cli::Args a;
   Declare(&a);
   if (absl::Status s = a.Parse(argc, argv); !s.ok()) return Fail(s);
-  if (a.Flag("help")) {
-    std::printf(
-        "beacon-plan: KV capacity and replicas from beacon-serve's scheduler on a GPU cost model\n"
-        "usage: beacon-plan --model configs/qwen3-4b.json --gpu h200 --output-len fixed:32768 "
-        "--kv-policy full,beacon --kv-budget 1024,2048,4096 [--slo ttft_ms=..,tpot_ms=.. --target-rate R]\n"
-        "       beacon-plan --reproduce\n\n%s"
-        "Every option is also read from BEACON_PLAN_<OPTION> (e.g. BEACON_PLAN_GPU).\n",
-        a.Usage().c_str());
+  if (a.help()) {
+    std::printf("%s", a.Help("beacon-plan: KV capacity and replicas from beacon-serve's scheduler on a GPU cost model\n"
+                             "usage: beacon-plan --model configs/qwen3-4b.json --gpu h200 --output-len fixed:32768 "
+                             "--kv-policy full,beacon --kv-budget 1024,2048,4096 [--slo ttft_ms=..,tpot_ms=.. "
+                             "--target-rate R]\n"
+                             "       beacon-plan --reproduce\n"
+                             "Every option is also read from BEACON_PLAN_<OPTION> (e.g. BEACON_PLAN_GPU).")
+                          .c_str());
     return 0;
   }
-  a.ApplyEnvironment("BEACON_PLAN_");
+  if (absl::Status s = a.LoadEnvironment("BEACON_PLAN_"); !s.ok()) return Fail(s);
   absl::StatusOr<Setup> setup = ParseSetup(a);
   if (!setup.ok()) return Fail(setup.status());
   PlanReport& report = setup->report;

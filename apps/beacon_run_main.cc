@@ -1,6 +1,6 @@
 // beacon-run: generate a completion for one prompt on the CPU engine.
 //
-//   beacon-run --model PATH (--prompt TEXT | --prompt-file F) [--chat]
+//   beacon-run --model PATH (--prompt TEXT | --prompt-file F | --prompt-token-ids 1,2,3) [--chat]
 //              --max-tokens N --temperature T --top-p P --top-k K --seed S
 //              [--ignore-eos] [--stop STR ...] --output-format text|jsonl
 //
@@ -39,8 +39,9 @@ void DeclareRunFlags(cli::Args* args) {
   args->Declare("model", false, "models/default.gguf", "GGUF file, HF directory or dummy:config.json");
   args->Declare("prompt", false, "", "prompt text");
   args->Declare("prompt-file", false, "", "read the prompt from this file");
-  args->Declare("prompt-tokens", false, "", "the prompt as comma-separated token ids (no template)");
-  args->Declare("chat", true, "", "wrap the prompt as a user turn of the model's chat template");
+  args->Declare("prompt-token-ids", false, "", "the prompt as comma-separated token ids (no template)");
+  args->Refuse("prompt-tokens", "--prompt-tokens was renamed --prompt-token-ids (a list of token ids)");
+  args->Declare("chat", true, "false", "wrap the prompt as a user turn of the model's chat template");
   args->Declare("system", false, "", "system message (with --chat)");
   args->Declare("max-tokens", false, "256", "tokens to generate at most");
   args->Declare("temperature", false, "0", "0 = greedy");
@@ -51,7 +52,7 @@ void DeclareRunFlags(cli::Args* args) {
   args->Declare("presence-penalty", false, "0", "OpenAI presence penalty");
   args->Declare("frequency-penalty", false, "0", "OpenAI frequency penalty");
   args->Declare("seed", false, "", "sampling seed (same seed, same tokens)");
-  args->Declare("ignore-eos", true, "", "keep generating past end-of-sequence tokens");
+  args->Declare("ignore-eos", true, "false", "keep generating past end-of-sequence tokens");
   args->Declare("stop", false, "", "stop string (repeatable); never printed");
   args->Declare("stop-token-id", false, "", "stop token id (repeatable)");
   args->Declare("output-format", false, "text", "text or jsonl");
@@ -60,11 +61,10 @@ void DeclareRunFlags(cli::Args* args) {
   DeclareTokenizerFlags(args);
   args->Declare("prefill-chunk", false, "512", "prompt tokens per forward step");
   DeclareKvFlags(args, "full");
-  args->Declare("help", true, "", "show this help");
 }
 
 // The prompt as given: text (--prompt or --prompt-file) or token ids
-// (--prompt-tokens), exactly one of them.
+// (--prompt-token-ids), exactly one of them.
 struct PromptInput {
   std::string text;
   std::vector<int32_t> ids;
@@ -81,14 +81,14 @@ absl::StatusOr<PromptInput> ReadPrompt(const cli::Args& args) {
     ss << f.rdbuf();
     in.text = ss.str();
   }
-  absl::StatusOr<std::vector<int32_t>> ids = args.IntList("prompt-tokens");
+  absl::StatusOr<std::vector<int32_t>> ids = args.IntList("prompt-token-ids");
   if (!ids.ok()) return ids.status();
   in.ids = *std::move(ids);
   if (!in.ids.empty() && !in.text.empty()) {
-    return absl::InvalidArgumentError("give a text prompt or --prompt-tokens, not both");
+    return absl::InvalidArgumentError("give a text prompt or --prompt-token-ids, not both");
   }
   if (in.text.empty() && in.ids.empty()) {
-    return absl::InvalidArgumentError("the prompt is empty: pass --prompt, --prompt-file or --prompt-tokens");
+    return absl::InvalidArgumentError("the prompt is empty: pass --prompt, --prompt-file or --prompt-token-ids");
   }
   return in;
 }
@@ -139,7 +139,7 @@ absl::StatusOr<std::vector<int32_t>> PromptIds(const Runtime& rt, const PromptIn
   for (int32_t id : *ids) {
     if (id < 0 || id >= cfg.vocab_size) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--prompt-tokens: token id ", id, " is outside the vocabulary [0, ", cfg.vocab_size, ")"));
+          absl::StrCat("--prompt-token-ids: token id ", id, " is outside the vocabulary [0, ", cfg.vocab_size, ")"));
     }
   }
   if (static_cast<int64_t>(ids->size()) >= cfg.context_length) {
@@ -213,8 +213,10 @@ int Main(int argc, char** argv) {
   cli::Args args;
   DeclareRunFlags(&args);
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
-  if (args.Flag("help")) {
-    std::printf("usage: beacon-run [options]\n%s", args.Usage().c_str());
+  if (args.help()) {
+    std::printf("%s", args.Help("usage: beacon-run --model PATH (--prompt TEXT | --prompt-file FILE | "
+                                "--prompt-token-ids 1,2,3) [options]")
+                          .c_str());
     return 0;
   }
   if (!args.positional().empty()) {

@@ -2,8 +2,8 @@
 // scheduler, in-process (no network): the same long-output workload under
 // `full` and under a compressing policy, on the same KV pool, in one run.
 //
-//   beacon-serve-bench --model M --requests 32 --prompt-tokens 64 --output-tokens 2048
-//       --pool-seqs 8 --policies full,beacon --kv-budget 256
+//   beacon-serve-bench --model M --requests 32 --prompt-len 64 --output-len 2048
+//       --pool-seqs 8 --kv-policy full,beacon --kv-budget 256
 //
 // The pool holds --pool-seqs full-length sequences (prompt + output). Every
 // request is queued at t=0 (ignore_eos, greedy) and the scheduler runs in
@@ -51,8 +51,8 @@ struct Result {
 
 absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::string& policy) {
   const int32_t n_req = static_cast<int32_t>(*args.Int("requests"));
-  const int32_t n_prompt = static_cast<int32_t>(*args.Int("prompt-tokens"));
-  const int32_t n_out = static_cast<int32_t>(*args.Int("output-tokens"));
+  const int32_t n_prompt = static_cast<int32_t>(*args.Int("prompt-len"));
+  const int32_t n_out = static_cast<int32_t>(*args.Int("output-len"));
   const int64_t pool_tokens = *args.Int("pool-seqs") * (n_prompt + n_out);
   absl::StatusOr<std::unique_ptr<KvCache>> made_cache = rt->MakeKvCache(pool_tokens);
   if (!made_cache.ok()) return made_cache.status();
@@ -119,23 +119,40 @@ int Main(int argc, char** argv) {
   args.Declare("model", false, "models/default.gguf", "model");
   args.Declare("threads", false, "0", "CPU threads (0 = all)");
   args.Declare("requests", false, "32", "requests, all queued at t=0");
-  args.Declare("prompt-tokens", false, "64", "prompt length");
-  args.Declare("output-tokens", false, "2048", "output length (ignore_eos)");
+  args.Declare("prompt-len", false, "64", "prompt tokens per request");
+  args.Declare("output-len", false, "2048", "output tokens per request (ignore_eos)");
   args.Declare("pool-seqs", false, "8", "KV pool size in full-length sequences");
   args.Declare("max-running", false, "64", "scheduler running cap");
-  args.Declare("policies", false, "full,beacon", "policies to compare");
+  args.Declare("kv-policy", false, "full,beacon", "KV policies to compare, comma-separated");
   args.Declare("kv-budget", false, "256", "budget of the compressing policies");
   args.Declare("kv-interval", false, "", "eviction interval (default: the policy's)");
-  args.Declare("json", false, "", "also write the results here");
+  args.Declare("json", false, "", "also write the results to this JSON file");
+  args.Refuse("prompt-tokens", "--prompt-tokens was renamed --prompt-len (a count)");
+  args.Refuse("output-tokens", "--output-tokens was renamed --output-len (a count)");
+  args.Refuse("policies", "--policies was renamed --kv-policy (a comma list)");
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "beacon-serve-bench: %s\n%s", std::string(s.message()).c_str(), args.Usage().c_str());
+    std::fprintf(stderr, "beacon-serve-bench: %s\n", std::string(s.message()).c_str());
     return 2;
   }
-  for (const char* f : {"requests", "prompt-tokens", "output-tokens", "pool-seqs", "max-running", "kv-budget"}) {
+  if (args.help()) {
+    std::printf("%s", args.Help("usage: beacon-serve-bench [--model M] [--kv-policy full,beacon] [options]").c_str());
+    return 0;
+  }
+  if (!args.positional().empty()) {
+    std::fprintf(stderr, "beacon-serve-bench: unexpected argument '%s'\n", args.positional()[0].c_str());
+    return 2;
+  }
+  for (const char* f :
+       {"requests", "prompt-len", "output-len", "pool-seqs", "max-running", "kv-budget", "kv-interval"}) {
+    if (std::string(f) == "kv-interval" && !args.Has(f)) continue;
     if (!args.Int(f).ok() || *args.Int(f) < 1) {
       std::fprintf(stderr, "beacon-serve-bench: --%s must be a positive integer\n", f);
       return 2;
     }
+  }
+  if (!args.Int("threads").ok() || *args.Int("threads") < 0) {
+    std::fprintf(stderr, "beacon-serve-bench: --threads must be a non-negative integer\n");
+    return 2;
   }
   RuntimeOptions ro;
   ro.model = args.Str("model");
@@ -152,12 +169,12 @@ int Main(int argc, char** argv) {
   }
   const size_t bytes_per_token = (*probe_cache)->BytesPerToken();
   std::printf("%d requests x (%lld prompt + %lld output) tokens, pool = %lld full-length sequences\n",
-              static_cast<int>(*args.Int("requests")), static_cast<long long>(*args.Int("prompt-tokens")),
-              static_cast<long long>(*args.Int("output-tokens")), static_cast<long long>(*args.Int("pool-seqs")));
+              static_cast<int>(*args.Int("requests")), static_cast<long long>(*args.Int("prompt-len")),
+              static_cast<long long>(*args.Int("output-len")), static_cast<long long>(*args.Int("pool-seqs")));
   std::printf("%-8s %12s %12s %10s %14s %16s %14s\n", "policy", "peak concur", "tok/s", "wall s", "peak KV MiB",
               "reserved/req", "peak cached");
   nlohmann::json out = nlohmann::json::array();
-  for (absl::string_view p : absl::StrSplit(args.Str("policies"), ',', absl::SkipEmpty())) {
+  for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
     absl::StatusOr<Result> r = RunPolicy(rt->get(), args, std::string(p));
     if (!r.ok()) {
       std::fprintf(stderr, "beacon-serve-bench: %s: %s\n", std::string(p).c_str(),

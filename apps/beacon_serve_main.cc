@@ -220,11 +220,14 @@ int Main(int argc, char** argv) {
   cli::Args args;
   DeclareServeFlags(&args);
   if (absl::Status s = args.Parse(argc, argv); !s.ok()) return Fail(s);
-  if (args.Flag("help")) {
-    std::printf("usage: beacon-serve [options]   (each also from BEACON_<OPTION>)\n%s", args.Usage().c_str());
+  if (args.help()) {
+    std::printf("%s", args.Help("usage: beacon-serve [--model PATH] [options]\n"
+                                "Every option is also read from BEACON_<OPTION> (e.g. BEACON_KV_POLICY=beacon, "
+                                "BEACON_PREFIX_CACHE=false); the command line wins.")
+                          .c_str());
     return 0;
   }
-  args.ApplyEnvironment("BEACON_");
+  if (absl::Status s = args.LoadEnvironment("BEACON_"); !s.ok()) return Fail(s);
   absl::StatusOr<ServeConfig> config = ParseServeConfig(args);
   if (!config.ok()) return Fail(config.status());
   ServeConfig& c = *config;

@@ -51,7 +51,7 @@ absl::Status ParseInts(const cli::Args& args, std::initializer_list<IntFlag> fla
   return absl::OkStatus();
 }
 
-// The gRPC listener's flags (--grpc-*, --disable-grpc-reflection, TLS mode).
+// The gRPC listener's flags (--grpc-*, --[no-]grpc-reflection, TLS mode).
 absl::Status ParseGrpcOptions(const cli::Args& args, const std::string& host, int64_t port, GrpcFrontEndOptions* o) {
   int64_t idle_s, age_s, handshake_s, check_ms;
   if (absl::Status s = ParseInts(args, {{"grpc-max-connection-idle-s", 0, &idle_s},
@@ -64,7 +64,7 @@ absl::Status ParseGrpcOptions(const cli::Args& args, const std::string& host, in
   o->host = host;
   o->port = static_cast<int>(port);
   o->tls = args.Has("tls-cert");
-  o->reflection = !args.Flag("disable-grpc-reflection");
+  o->reflection = args.Flag("grpc-reflection");
   o->health_services = {"beacon.v1.BeaconService"};
   o->max_connection_idle = std::chrono::seconds(idle_s);
   o->max_connection_age = std::chrono::seconds(age_s);
@@ -176,8 +176,8 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("http-idle-timeout-s", false, "60", "seconds an HTTP connection may wait idle between requests");
   a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
   a->Declare("kv-block-size", false, "16", "KV slots per block");
-  a->Declare("prefix-cache", false, "on",
-             "on: reuse the KV of prompt prefixes other requests computed (automatic prefix caching); off");
+  a->Declare("prefix-cache", true, "true",
+             "reuse the KV of prompt prefixes other requests computed (automatic prefix caching)");
   a->Declare("kv-allowed-policies", false, "", "comma-separated policies a request may choose (default: all)");
   a->Declare("kv-min-budget", false, "32", "smallest kv budget a request may ask for");
   a->Declare("kv-max-budget", false, "65536", "largest kv budget a request may ask for");
@@ -210,11 +210,11 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("grpc-handshake-timeout-s", false, "10", "close gRPC connections that do not finish the handshake");
   a->Declare("grpc-self-check-ms", false, "1000",
              "interval of the gRPC listener's self-check (a health call through the port; feeds /ready)");
-  a->Declare("disable-grpc-reflection", true, "", "do not serve gRPC reflection (the API schema)");
+  a->Declare("grpc-reflection", true, "true", "serve gRPC reflection (the API schema)");
+  a->Refuse("disable-grpc-reflection", "--disable-grpc-reflection was renamed --no-grpc-reflection");
   a->Declare("tls-cert", false, "", "PEM certificate chain: serve gRPC over TLS");
   a->Declare("tls-key", false, "", "PEM private key of --tls-cert");
   a->Declare("served-model-name", false, "", "model id of the OpenAI API (default: --model's file name, no extension)");
-  a->Declare("help", true, "", "show this help");
   DeclareKvFlags(a, "beacon");
 }
 
@@ -255,11 +255,7 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   c.scheduler.max_waiting = static_cast<int32_t>(max_waiting);
   c.scheduler.max_step_tokens = static_cast<int32_t>(step_tokens);
   c.scheduler.prefill_chunk = static_cast<int32_t>(chunk);
-  const std::string prefix_cache = args.Str("prefix-cache");
-  if (prefix_cache != "on" && prefix_cache != "off") {
-    return absl::InvalidArgumentError(absl::StrCat("--prefix-cache: '", prefix_cache, "' is not on or off"));
-  }
-  c.prefix_cache = prefix_cache == "on";
+  c.prefix_cache = args.Flag("prefix-cache");
   absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
   if (!mode.ok()) return mode.status();
   c.scheduler.admission = *mode;

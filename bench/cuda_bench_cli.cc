@@ -19,8 +19,8 @@ int CudaBenchMain(const cli::Args& args) {
     return 2;
   };
   absl::StatusOr<int64_t> context = args.Int("context"), steps = args.Int("steps"), budget = args.Int("kv-budget"),
-                          pool_seqs = args.Int("pool-seqs"), prompt = args.Int("prompt-tokens"),
-                          output = args.Int("output-tokens"), tp_steps = args.Int("throughput-steps");
+                          pool_seqs = args.Int("pool-seqs"), prompt = args.Int("prompt-len"),
+                          output = args.Int("output-len"), tp_steps = args.Int("throughput-steps");
   for (const auto* v : {&context, &steps, &budget, &pool_seqs, &prompt, &output, &tp_steps}) {
     if (!v->ok()) return fail(v->status());
     if (**v < 1) return fail(absl::InvalidArgumentError("numeric options must be >= 1"));

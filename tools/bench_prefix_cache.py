@@ -2,7 +2,7 @@
 """Prefix caching benchmark (issue 21): 64 requests sharing one 1,024-token
 system prompt, each with its own 64-token question, sent at once (closed loop,
 concurrency 64) by beacon-loadtest over gRPC to a fresh beacon-serve on the
-default model; TTFT and throughput with --prefix-cache on and off, under full
+default model; TTFT and throughput with --prefix-cache=on and =off, under full
 and beacon. Prints a Markdown table (docs/performance.md "Prefix caching")
 and writes the loadtest JSONs under --out.
 
@@ -98,7 +98,7 @@ def main():
     rows = []
     for policy in ("full", "beacon"):
         for cache in ("off", "on"):
-            p, grpc, http = start(a.bin, a.model, common + ["--prefix-cache", cache])
+            p, grpc, http = start(a.bin, a.model, common + [f"--prefix-cache={cache}"])
             try:
                 out = os.path.join(a.out, f"{policy}-{cache}.json")
                 cmd = [os.path.join(a.bin, "beacon-loadtest"), "--server", f"127.0.0.1:{grpc}", "--prompts", path,

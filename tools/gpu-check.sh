@@ -48,7 +48,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   stamp "benchmarks (Qwen3-4B-shaped dummy model)"
   # shellcheck disable=SC2086
   build-gpu/bin/beacon-bench cuda --model "dummy:$root/configs/qwen3-4b.json" --batches 1,16,64 --context 1024 \
-    --steps 64 --kv-budget 2048 --pool-seqs 16 --prompt-tokens 256 --output-tokens 8192 --throughput-steps 512 \
+    --steps 64 --kv-budget 2048 --pool-seqs 16 --prompt-len 256 --output-len 8192 --throughput-steps 512 \
     --json "$out/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
   bench_rc=${PIPESTATUS[0]}
 fi

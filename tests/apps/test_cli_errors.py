@@ -46,8 +46,8 @@ def main():
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--top-p", "1.5"], "top_p", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--temperature", "-1"], "temperature", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--bogus"], "unknown option --bogus", code=2)
-        expect_error("beacon-run", ["--model", MODEL, "--prompt-tokens", "1,2,999999"], "999999", code=2)
-        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--prompt-tokens", "1"], "not both", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt-token-ids", "1,2,999999"], "999999", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--prompt-token-ids", "1"], "not both", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt-file", os.path.join(tmp, "nope.txt")], "nope.txt")
         long_prompt = os.path.join(tmp, "long.txt")
         with open(long_prompt, "w") as g:
@@ -63,9 +63,9 @@ def main():
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
                                     "--kv-beacon-filter", "some"], "--kv-beacon-filter", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
-                                    "--kv-beacon-prompt-queries", "yes"], "--kv-beacon-prompt-queries", code=2)
-        expect_error("beacon-logits", ["--model", MODEL, "--tokens", "1,x", "--out", os.path.join(tmp, "o")], "bad id")
-        expect_error("beacon-bench", ["--model", MODEL, "decode", "--batches", "0"], "--batches")
+                                    "--kv-beacon-prompt-queries=yes"], "--kv-beacon-prompt-queries", code=2)
+        expect_error("beacon-logits", ["--model", MODEL, "--token-ids", "1,x", "--out", os.path.join(tmp, "o")], "bad id")
+        expect_error("beacon-bench", ["decode", "--model", MODEL, "--batches", "0"], "--batches")
 
         # And a good run still works, with the summary the issue asks for.
         rc, out, err = run("beacon-run", "--model", MODEL, "--prompt", "The sky is", "--max-tokens", "4",

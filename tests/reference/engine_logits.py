@@ -1,7 +1,7 @@
 """Runs the C++ engine's `beacon-logits` tool and reads its output.
 
 Contract (apps/beacon_logits_main.cc):
-    beacon-logits --model PATH --tokens 1,2,3 --out FILE [--chunk N] [--companions K]
+    beacon-logits --model PATH --token-ids 1,2,3 --out FILE [--chunk N] [--companions K]
 writes raw little-endian float32 [n_tokens, vocab] logits of every position
 and prints one JSON line {"n_tokens":..,"vocab":..} on stdout.
 """
@@ -41,7 +41,7 @@ def run_beacon_logits(model: str, tokens, chunk: int = 0, companions: int = 0,
     exe = beacon_logits_path()
     with tempfile.TemporaryDirectory(prefix="beacon-logits-") as tmp:
         out = os.path.join(tmp, "logits.f32")
-        cmd = [exe, "--model", model, "--tokens", ",".join(str(int(t)) for t in tokens),
+        cmd = [exe, "--model", model, "--token-ids", ",".join(str(int(t)) for t in tokens),
                "--out", out]
         if chunk:
             cmd += ["--chunk", str(chunk)]

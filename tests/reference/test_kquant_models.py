@@ -64,7 +64,7 @@ def sha256(path: str) -> str:
 
 
 def engine_greedy(model: str, prompt_ids, n: int) -> list[int]:
-    cmd = [os.path.join(BIN, "beacon-run"), "--model", model, "--output-format", "jsonl", "--prompt-tokens",
+    cmd = [os.path.join(BIN, "beacon-run"), "--model", model, "--output-format", "jsonl", "--prompt-token-ids",
            ",".join(map(str, prompt_ids)), "--max-tokens", str(n), "--temperature", "0", "--ignore-eos"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]

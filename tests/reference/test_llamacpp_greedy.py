@@ -30,7 +30,7 @@ FIXTURE = os.path.join(SRC, "tests/fixtures/llamacpp/greedy.jsonl")
 
 def engine_greedy(prompt_ids, n, ignore_eos):
     cmd = [os.path.join(BIN, "beacon-run"), "--model", MODEL, "--output-format", "jsonl",
-           "--prompt-tokens", ",".join(map(str, prompt_ids)), "--max-tokens", str(n), "--temperature", "0"]
+           "--prompt-token-ids", ",".join(map(str, prompt_ids)), "--max-tokens", str(n), "--temperature", "0"]
     if ignore_eos:
         cmd.append("--ignore-eos")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout

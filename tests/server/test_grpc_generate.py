@@ -132,7 +132,7 @@ def test_model_info_health_reflection(srv):
 def test_beacon_client(srv):
     client = os.path.join(BIN, "beacon-client")
     addr = f"127.0.0.1:{srv.grpc_port}"
-    p = subprocess.run([client, "--server", addr, "--max-tokens", "16", "--ignore-eos", "--json", PROMPTS[1]],
+    p = subprocess.run([client, "--server", addr, "--max-tokens", "16", "--ignore-eos", "--output-format", "jsonl", PROMPTS[1]],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     lines = [json.loads(l) for l in p.stdout.splitlines()]

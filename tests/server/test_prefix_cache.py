@@ -3,7 +3,7 @@ requests sharing a long system prompt reuse its KV (OpenAI's
 usage.prompt_tokens_details.cached_tokens, gRPC usage.cached_tokens, the
 beacon_prefix_cache_* families on /metrics, /v1/engine/stats), and every
 answer is, token for token, the answer of a server started with
---prefix-cache off, under full and under beacon evicting. A cancelled
+--no-prefix-cache, under full and under beacon evicting. A cancelled
 request that shares blocks frees nothing another request holds: the server
 ends idle with every block free.
 
@@ -46,7 +46,7 @@ def main():
     # The default policy is beacon, evicting every 8 tokens past a budget of 32.
     flags = ("--kv-policy", "beacon", "--kv-budget", "32", "--kv-interval", "8", "--kv-min-budget", "16")
     beacon = {"kv_policy": "beacon", "kv_budget": 32}
-    with Server("--prefix-cache", "off", *flags) as off:
+    with Server("--no-prefix-cache", *flags) as off:
         want_full = [r.choices[0].message.content for r in answers(off, kv_policy="full")]
         want_beacon = [r.choices[0].message.content for r in answers(off, **beacon)]
         assert want_full != want_beacon  # beacon evicted, and that changed the answers
