@@ -79,8 +79,9 @@ fi
 build() {  # build DOCKERFILE TAG
   local t0; t0=$(now)
   log "podman build -f $1 -t $2 (chroot isolation)"
-  podman build --isolation chroot --network host "${ca_args[@]}" -f "$1" -t "$2" . \
-    > "build/image-$(basename "$1").log" 2>&1 || {
+  # Each log line stamped with the time, so the steps' durations can be read off.
+  podman build --isolation chroot --network host "${ca_args[@]}" -f "$1" -t "$2" . 2>&1 |
+    while IFS= read -r line; do printf '%(%T)T %s\n' -1 "$line"; done > "build/image-$(basename "$1").log" || {
     tail -40 "build/image-$(basename "$1").log"; echo "image-check: $1 did not build" >&2; exit 1; }
   log "$2 built in $(( $(now) - t0 )) s, $(podman image inspect --format '{{.Size}}' "$2" | numfmt --to=iec) " \
       "(log build/image-$(basename "$1").log)"
