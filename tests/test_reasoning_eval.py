@@ -1,0 +1,133 @@
+"""The pure parts of tools/reasoning_eval.py (issue 32): answer extraction,
+the exact McNemar test, Holm's correction, records and the summary tables.
+Needs neither reasoning_gym nor grpc nor a model: the script imports those
+only when it runs problems."""
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+
+SRC = os.environ.get("BEACON_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location("reasoning_eval", os.path.join(SRC, "tools", "reasoning_eval.py"))
+re_eval = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(re_eval)
+
+
+def test_module_has_no_heavy_imports():
+    assert "reasoning_gym" not in sys.modules
+    assert "grpc" not in sys.modules
+
+
+def test_extract_answer_line_wins():
+    text = "Step 1: 12 * 2 = 24.\nStep 2: 24 + 34 = 58.\n\\boxed{57}\nAnswer: 58"
+    assert re_eval.extract_answer(text) == ("58", "answer")
+    # The last Answer line, not the first.
+    assert re_eval.extract_answer("Answer: 3\nWait, recheck.\nAnswer: 4.")[0] == "4"
+    # Markdown bold, currency, thousands separators, a trailing period, units.
+    assert re_eval.extract_answer("**Answer:** $1,200.")[0] == "1200"
+    assert re_eval.extract_answer("Answer: 70 students")[0] == "70"
+    assert re_eval.extract_answer("The final answer: 12.50")[0] == "12.5"
+    assert re_eval.extract_answer("Answer: 5 + 3 = 8")[0] == "8"
+    assert re_eval.extract_answer("Answer: -7")[0] == "-7"
+    assert re_eval.extract_answer("Answer: \\boxed{3 \\times 5 = 15}")[0] == "15"
+    assert re_eval.extract_answer("Answer:\n42\n")[0] == "42"
+
+
+def test_extract_boxed_then_last_number():
+    assert re_eval.extract_answer("so 2+2 = 4, \\boxed{4} and \\boxed{5}") == ("5", "boxed")
+    assert re_eval.extract_answer("total \\boxed{\\text{1,234}} dollars") == ("1234", "boxed")
+    assert re_eval.extract_answer("We get 10, then 20, and finally 30.") == ("30", "last_number")
+    assert re_eval.extract_answer("no digits here") == (None, "none")
+    assert re_eval.extract_answer(None) == (None, "none")
+    # Non-numeric families keep the answer's text.
+    assert re_eval.extract_answer("Answer: **blue**.", numeric=False) == ("blue", "answer")
+    assert re_eval.extract_answer("so \\boxed{a, b}", numeric=False) == ("a, b", "boxed")
+
+
+def test_boxed_contents_balances_braces():
+    assert re_eval.boxed_contents("\\boxed{\\frac{1}{2}} x \\boxed{7}") == ["\\frac{1}{2}", "7"]
+    assert re_eval.boxed_contents("\\boxed{unclosed") == []
+
+
+def test_normalize_and_compare_numbers():
+    assert re_eval.normalize_number("12.0") == "12"
+    assert re_eval.normalize_number("−3") == "-3"
+    assert re_eval.normalize_number(".5") == "0.5"
+    assert re_eval.normalize_number("-0") == "0"
+    assert re_eval.numbers_equal("70", "70.0")
+    assert not re_eval.numbers_equal("70", None)
+    assert not re_eval.numbers_equal("7", "70")
+
+
+def test_mcnemar_exact_matches_the_binomial_tail():
+    # The issue's pilot pairs (beacon vs full, rkv, snapkv, h2o at budget 64).
+    assert abs(re_eval.mcnemar_exact(1, 4) - 0.375) < 1e-12
+    assert abs(re_eval.mcnemar_exact(6, 1) - 0.125) < 1e-12
+    assert abs(re_eval.mcnemar_exact(9, 2) - 134 / 2048) < 1e-12
+    assert abs(re_eval.mcnemar_exact(12, 1) - 28 / 8192) < 1e-12
+    assert re_eval.mcnemar_exact(0, 0) == 1.0
+    assert re_eval.mcnemar_exact(3, 3) == 1.0
+    assert re_eval.mcnemar_exact(0, 1) == 1.0
+    assert abs(re_eval.mcnemar_exact(0, 6) - 2 / 64) < 1e-12
+    # Symmetric in b and c; large n stays finite and exact.
+    assert re_eval.mcnemar_exact(40, 60) == re_eval.mcnemar_exact(60, 40)
+    assert 0.05 < re_eval.mcnemar_exact(40, 60) < 0.06
+
+
+def test_holm():
+    adj = re_eval.holm([0.01, 0.04, 0.03, 0.005])
+    # sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> running max 0.06
+    assert [round(a, 10) for a in adj] == [0.03, 0.06, 0.06, 0.02]
+    assert re_eval.holm([0.5, 0.9]) == [1.0, 1.0]
+    assert re_eval.holm([]) == []
+    assert re_eval.holm([0.2]) == [0.2]
+
+
+def _rec(policy, budget, interval, index, correct, tokens=100, finish="stop", peak=None, evictions=None):
+    return {"model": "m.gguf", "family": "gsm_symbolic", "seed": 1, "index": index, "policy": policy,
+            "budget": budget, "interval": interval, "max_tokens": 1024, "correct": correct,
+            "completion_tokens": tokens, "finish_reason": finish, "prompt_tokens": 50,
+            "peak_cached_tokens": peak, "evictions": evictions}
+
+
+def test_records_resume_and_summary():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "records.jsonl")
+        full = [_rec("full", 0, 0, i, i < 8, tokens=200, finish="length" if i == 0 else "stop", peak=250)
+                for i in range(10)]
+        beacon = [_rec("beacon", 64, 16, i, i < 7, peak=130, evictions=3) for i in range(10)]
+        h2o = [_rec("h2o", 64, 16, i, i < 2, peak=130, evictions=3) for i in range(10)]
+        with open(path, "w") as f:
+            for r in full + beacon + h2o + [beacon[9]]:  # a duplicate: kept once
+                f.write(json.dumps(r) + "\n")
+            f.write('{"torn": ')  # an interrupted write
+        recs = re_eval.load_records(path)
+        assert len(recs) == 30
+        assert re_eval.record_key(beacon[3]) in {re_eval.record_key(r) for r in recs}
+        text = re_eval.summarize(recs)
+        assert "| full | - | - | 10 | 80.0% (8) | 200.0 | 10.0% |" in text, text
+        # beacon loses one problem full solves (index 7): 1:0, p = 1; h2o 6:0, p = 2/64.
+        assert "| beacon | 64 | 16 | 10 | 70.0% (7) | 100.0 | 0.0% | 3.00 | 130 / 130 | 80 | 10, 1:0 | 1.000 |" in text, text
+        assert "| h2o | 64 | 16 | 10 | 20.0% (2) |" in text and "10, 6:0 | 0.031 | 0.062 |" in text, text
+        assert "| beacon | h2o | 10 | 5:0 | 0.062 | 0.062 |" in text, text
+
+
+def test_cells():
+    assert re_eval.parse_cell("beacon:64") == ("beacon", 64)
+    assert re_eval.parse_cell("full") == ("full", None)
+    assert re_eval.cell_of("full", 64, 16) == ("full", 0, 0)
+    assert re_eval.cell_of("rkv", 64, 16) == ("rkv", 64, 16)
+    for bad in ("nope:1", "full:64"):
+        try:
+            re_eval.parse_cell(bad)
+        except Exception:  # noqa: BLE001
+            continue
+        raise AssertionError(bad)
+
+
+if __name__ == "__main__":
+    for name, fn in sorted(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            fn()
+    print("reasoning_eval: ok")

@@ -1,0 +1,614 @@
+#!/usr/bin/env python3
+"""Task accuracy under KV compression, through beacon-serve (issue 32).
+
+Generates reasoning problems with checkable answers (the `reasoning-gym`
+package, offline, from a seed), asks a running beacon-serve to solve each one
+under every requested KV policy and budget (greedy, the model's own chat
+template, a fixed instruction), extracts the answer deterministically, scores
+it with the family's own scorer, and appends one JSON line per (policy,
+budget, interval, problem) to a records file. A restart skips the records
+already there, so a run of hours can be stopped and resumed at any point.
+
+    # run: one beacon-serve per interval, started here (or --url to attach)
+    .venv/bin/python tools/reasoning_eval.py run --model models/qwen2.5-coder-1.5b.gguf \
+        --family gsm_symbolic --seed 1 -n 200 --interval 16 \
+        --cells full beacon:64 rkv:64 snapkv:64 h2o:64 streaming:64 random:64 \
+        --out eval/results/reasoning-1.5b/records.jsonl
+    # summary: accuracy, chain length, truncation, evictions, peak KV slots,
+    # paired exact McNemar against full and between peers, Holm-corrected
+    .venv/bin/python tools/reasoning_eval.py summary eval/results/reasoning-1.5b/records.jsonl
+
+A cell is `policy` or `policy:budget` (a budget the server's range allows).
+The KV policy and budget go with each request (`kv_policy`/`kv_budget` on the
+OpenAI API, `KvOptions` over gRPC); the eviction interval, sinks, window and
+keep_prompt are the server's (`--kv-interval` etc.: a request naming another
+policy than the server's default keeps them), so one server serves every cell
+of one interval. `full` records carry budget 0 and interval 0 and pair with
+every interval.
+
+Per-request KV figures (peak cached tokens, eviction rounds, evicted slots,
+reserved slots, preemptions) come in the gRPC API's final message (`--api grpc`,
+the default). The OpenAI API's responses carry no KV figures; with `--api
+openai` they are read from the server's "finished:" log line of the request
+(only when this script started the server; with --url they are left null).
+
+Nothing here imports reasoning_gym or grpc at import time: the pure functions
+(extraction, McNemar, Holm, the summary) are tested without them
+(tests/test_reasoning_eval.py).
+"""
+import argparse
+import collections
+import concurrent.futures
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INSTRUCTION = ('Solve the problem step by step. End your reply with a final line of the form "Answer: N", '
+               "where N is the final answer.")
+# In the tables' order: beacon first among the compressing policies, so pairs read "beacon vs peer".
+POLICIES = ("full", "beacon", "rkv", "snapkv", "h2o", "streaming", "random")
+READY = re.compile(r"ready grpc=\S+:(\d+) http=\S+:(\d+)")
+
+# ---------------------------------------------------------------------------
+# Answer extraction (deterministic)
+
+_NUM = r"[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-+−]?\.\d+"
+NUM_RE = re.compile(_NUM)
+ANSWER_RE = re.compile(r"answer\s*(?:is)?\s*[:：]", re.I)
+
+
+def normalize_number(s):
+    """'1,234.50' -> '1234.5', '−3' -> '-3', '+7' -> '7', '12.0' -> '12'; None when s holds no number."""
+    if s is None:
+        return None
+    m = NUM_RE.search(s)
+    if not m:
+        return None
+    t = m.group(0).replace(",", "").replace("−", "-").lstrip("+")
+    if t.startswith("-."):
+        t = "-0" + t[1:]
+    elif t.startswith("."):
+        t = "0" + t
+    if "." in t:
+        t = t.rstrip("0").rstrip(".")
+    if t in ("-0", ""):
+        t = "0"
+    return t
+
+
+def boxed_contents(text):
+    """The contents of every \\boxed{...} in text, braces balanced, in order."""
+    out = []
+    for m in re.finditer(r"\\boxed\s*\{", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            out.append(text[m.end():i - 1])
+    return out
+
+
+def _clean(s):
+    s = s.replace("**", "").replace("$", "").strip()
+    return s.rstrip(".").strip()
+
+
+def extract_answer(text, numeric=True):
+    """(answer, how): the last 'Answer: X' line, else the last \\boxed{X}, else
+    (numeric only) the last number in the text. `how` is 'answer', 'boxed',
+    'last_number' or 'none'. With numeric, X is reduced to one number
+    (normalize_number): the first after the last '=' if it has one, else its
+    first, so '$1,200.' reads 1200, '70 students' 70 and '5 + 3 = 8' 8; a
+    \\boxed{} in the answer line is read alone."""
+    if text is None:
+        return None, "none"
+    text = text.replace("**", "")
+    hits = list(ANSWER_RE.finditer(text))
+    for m in reversed(hits):
+        rest = text[m.end():].split("\n", 1)[0]
+        if not rest.strip() and "\n" in text[m.end():]:  # "Answer:\n42"
+            rest = text[m.end():].lstrip("\n").split("\n", 1)[0]
+        box = boxed_contents(rest)
+        if box:
+            rest = box[-1]
+        if numeric:
+            if box or "=" in rest:  # "Answer: 5 + 3 = 8", "Answer: \boxed{3 \times 5 = 15}"
+                nums = NUM_RE.findall(rest.rsplit("=", 1)[-1]) or NUM_RE.findall(rest)[-1:]
+            else:  # "Answer: 70 students"
+                nums = NUM_RE.findall(rest)[:1]
+            if nums:
+                return normalize_number(nums[0]), "answer"
+        elif _clean(rest):
+            return _clean(rest), "answer"
+    box = boxed_contents(text)
+    for b in reversed(box):
+        if numeric:
+            nums = NUM_RE.findall(b)
+            if nums:
+                return normalize_number(nums[-1]), "boxed"
+        elif _clean(b):
+            return _clean(b), "boxed"
+    if numeric:
+        nums = NUM_RE.findall(text)
+        if nums:
+            return normalize_number(nums[-1]), "last_number"
+    return None, "none"
+
+
+def numbers_equal(a, b):
+    try:
+        return a is not None and b is not None and float(a) == float(b)
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Statistics: exact McNemar and Holm
+
+
+def binom_two_sided_half(k, n):
+    """Exact two-sided p of k successes in n trials at p = 1/2 (the sign test):
+    min(1, 2 * P(X <= min(k, n - k)))."""
+    if n == 0:
+        return 1.0
+    lo = min(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(lo + 1))
+    return min(1.0, 2.0 * tail / 2.0 ** n)
+
+
+def mcnemar_exact(b, c):
+    """Exact McNemar p from the discordant counts b (first right, second wrong) and c."""
+    return binom_two_sided_half(b, b + c)
+
+
+def holm(pvalues):
+    """Holm-Bonferroni adjusted p-values, in the input's order."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    adj = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adj[i] = running
+    return adj
+
+
+# ---------------------------------------------------------------------------
+# Records
+
+
+def cell_of(policy, budget, interval):
+    """The (policy, budget, interval) a record is filed under: full has no budget or interval."""
+    return (policy, 0, 0) if policy == "full" else (policy, int(budget), int(interval))
+
+
+def record_key(r):
+    return (r["model"], r["family"], r["seed"], r["index"], r["policy"], r["budget"], r["interval"], r["max_tokens"])
+
+
+def load_records(path):
+    """Records of a JSONL file (a torn last line is skipped), the last of each key kept."""
+    out = {}
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            out[record_key(r)] = r
+    return list(out.values())
+
+
+def parse_cell(spec):
+    policy, _, budget = spec.partition(":")
+    if policy not in POLICIES:
+        raise argparse.ArgumentTypeError(f"unknown policy {policy!r} (one of {', '.join(POLICIES)})")
+    if policy == "full":
+        if budget:
+            raise argparse.ArgumentTypeError("full takes no budget")
+        return policy, None
+    return policy, int(budget) if budget else None
+
+
+# ---------------------------------------------------------------------------
+# Summary
+
+
+def _fmt_p(p):
+    if p is None:
+        return ""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _f(x, d=1):
+    return "" if x is None else f"{x:.{d}f}"
+
+
+def summarize(records):
+    """Markdown tables: per cell, then paired comparisons with full and between the
+    policies of one (budget, interval), each family of tests Holm-corrected."""
+    groups = collections.defaultdict(dict)  # (model, family, seed, max_tokens) -> {cell: {index: record}}
+    for r in records:
+        g = (r["model"], r["family"], r["seed"], r["max_tokens"])
+        groups[g].setdefault((r["policy"], r["budget"], r["interval"]), {})[r["index"]] = r
+    lines = []
+    order = {p: i for i, p in enumerate(POLICIES)}
+
+    def sort_cell(c):
+        return (c[1], c[2], order.get(c[0], 99))
+
+    for g in sorted(groups):
+        cells = groups[g]
+        model, family, seed, max_tokens = g
+        lines.append(f"### {family}, seed {seed}, {model}, max_tokens {max_tokens}\n")
+        full = cells.get(("full", 0, 0))
+        # Per cell, with the comparison to full on the problems both have.
+        vs_full = []
+        for c in sorted(cells, key=sort_cell):
+            if c[0] == "full" or full is None:
+                continue
+            common = sorted(set(cells[c]) & set(full))
+            b = sum(1 for i in common if full[i]["correct"] and not cells[c][i]["correct"])
+            cc = sum(1 for i in common if not full[i]["correct"] and cells[c][i]["correct"])
+            vs_full.append((c, len(common), b, cc, mcnemar_exact(b, cc)))
+        adj = dict(zip([v[0] for v in vs_full], holm([v[4] for v in vs_full])))
+        raw = {v[0]: v for v in vs_full}
+        lines.append("| policy | budget | interval | n | accuracy | mean chain | truncated | evictions/seq "
+                     "| peak KV slots (mean / max) | peak gen. slots (mean) | vs full: n, lost:gained | p | p (Holm) |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for c in sorted(cells, key=sort_cell):
+            rs = list(cells[c].values())
+            n = len(rs)
+            acc = sum(r["correct"] for r in rs) / n
+            chain = _mean([r["completion_tokens"] for r in rs])
+            trunc = sum(r["finish_reason"] == "length" for r in rs) / n
+            ev = _mean([r.get("evictions") for r in rs])
+            peaks = [r.get("peak_cached_tokens") for r in rs if r.get("peak_cached_tokens") is not None]
+            gen_peaks = [r["peak_cached_tokens"] - r["prompt_tokens"] for r in rs
+                         if r.get("peak_cached_tokens") is not None and r.get("prompt_tokens") is not None]
+            peak = f"{_mean(peaks):.0f} / {max(peaks)}" if peaks else "n/a"
+            vf = raw.get(c)
+            cmp = f"{vf[1]}, {vf[2]}:{vf[3]}" if vf else ""
+            lines.append(f"| {c[0]} | {c[1] or '-'} | {c[2] or '-'} | {n} | {100 * acc:.1f}% ({sum(r['correct'] for r in rs)}) "
+                         f"| {_f(chain)} | {100 * trunc:.1f}% | {_f(ev, 2) or 'n/a'} | {peak} "
+                         f"| {_f(_mean(gen_peaks), 0) or 'n/a'} | {cmp} | {_fmt_p(vf[4]) if vf else ''} "
+                         f"| {_fmt_p(adj.get(c)) if vf else ''} |")
+        lines.append("")
+        # Between peers: every pair of compressing policies at one (budget, interval).
+        by_setting = collections.defaultdict(list)
+        for c in cells:
+            if c[0] != "full":
+                by_setting[(c[1], c[2])].append(c)
+        for setting in sorted(by_setting):
+            cs = sorted(by_setting[setting], key=sort_cell)
+            pairs = []
+            for i in range(len(cs)):
+                for j in range(i + 1, len(cs)):
+                    a, z = cells[cs[i]], cells[cs[j]]
+                    common = sorted(set(a) & set(z))
+                    b = sum(1 for k in common if a[k]["correct"] and not z[k]["correct"])
+                    cc = sum(1 for k in common if not a[k]["correct"] and z[k]["correct"])
+                    pairs.append((cs[i][0], cs[j][0], len(common), b, cc, mcnemar_exact(b, cc)))
+            if not pairs:
+                continue
+            padj = holm([p[5] for p in pairs])
+            lines.append(f"Pairs at budget {setting[0]}, interval {setting[1]} (A right/B wrong : A wrong/B right; "
+                         f"Holm over these {len(pairs)} tests):\n")
+            lines.append("| A | B | n | A:B discordant | p | p (Holm) |")
+            lines.append("|---|---|---|---|---|---|")
+            for p, pa in zip(pairs, padj):
+                lines.append(f"| {p[0]} | {p[1]} | {p[2]} | {p[3]}:{p[4]} | {_fmt_p(p[5])} | {_fmt_p(pa)} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Problems (reasoning_gym, imported on use)
+
+
+def make_problems(family, seed, n):
+    import reasoning_gym  # noqa: PLC0415 (optional dependency, only for `run`)
+    ds = reasoning_gym.create_dataset(family, size=n, seed=seed)
+    return ds, [ds[i] for i in range(n)]
+
+
+NUMERIC_FAMILIES = {"gsm_symbolic", "basic_arithmetic", "chain_sum", "products", "leg_counting", "decimal_arithmetic",
+                    "fraction_simplification", "number_sorting", "count_bits", "time_intervals"}
+
+
+def score(ds, entry, family, text):
+    numeric = family in NUMERIC_FAMILIES or _looks_numeric(entry["answer"])
+    extracted, how = extract_answer(text, numeric=numeric)
+    if numeric:
+        correct = numbers_equal(extracted, normalize_number(str(entry["answer"])))
+    else:
+        correct = ds.score_answer(extracted, entry) >= 1.0
+    return extracted, how, bool(correct)
+
+
+def _looks_numeric(answer):
+    return re.fullmatch(r"\s*-?\d+(?:\.\d+)?\s*", str(answer)) is not None
+
+
+# ---------------------------------------------------------------------------
+# Transport: gRPC (KvStats per request) or the OpenAI API
+
+
+class Grpc:
+    def __init__(self, target):
+        import grpc  # noqa: PLC0415
+        stubs = tempfile.mkdtemp(prefix="beacon-stubs-")
+        proto = os.path.join(ROOT, "proto")
+        subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{proto}", f"--python_out={stubs}",
+                        f"--grpc_python_out={stubs}", os.path.join(proto, "beacon/v1/beacon.proto")], check=True)
+        sys.path.insert(0, stubs)
+        from beacon.v1 import beacon_pb2, beacon_pb2_grpc  # noqa: PLC0415
+        self.pb = beacon_pb2
+        self.channel = grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", 64 << 20)])
+        self.stub = beacon_pb2_grpc.BeaconServiceStub(self.channel)
+        self.grpc = grpc
+
+    def chat(self, content, policy, budget, max_tokens, request_id):
+        pb = self.pb
+        kv = pb.KvOptions(policy=policy)
+        if budget:
+            kv.budget = budget
+        req = pb.GenerateRequest(request_id=request_id,
+                                 chat=pb.ChatInput(messages=[pb.ChatMessage(role="user", content=content)]),
+                                 sampling=pb.SamplingParams(temperature=0),
+                                 stopping=pb.StoppingCriteria(max_tokens=max_tokens), kv=kv)
+        text, last = [], None
+        for r in self.stub.Generate(req, timeout=24 * 3600):
+            text.append(r.reasoning_text + r.text)
+            last = r
+        fr = pb.FinishReason.Name(last.finish_reason)
+        if fr == "FINISH_REASON_ERROR":
+            raise RuntimeError(f"request {request_id} failed: {last.error}")
+        finish = "length" if fr in ("FINISH_REASON_LENGTH", "FINISH_REASON_TIME_LIMIT") else (
+            "stop" if fr in ("FINISH_REASON_STOP", "FINISH_REASON_EOS", "FINISH_REASON_STOP_SEQUENCE") else fr)
+        return {"text": "".join(text), "finish_reason": finish, "prompt_tokens": last.usage.prompt_tokens,
+                "completion_tokens": last.usage.completion_tokens, "cached_tokens": last.usage.cached_tokens,
+                "kv_policy": last.kv.policy, "kv_budget": last.kv.budget,
+                "peak_cached_tokens": last.kv.peak_cached_tokens, "evictions": last.kv.evictions,
+                "evicted_tokens": last.kv.evicted_tokens, "reserved_tokens": last.kv.reserved_tokens,
+                "preemptions": last.kv.preemptions, "total_seconds": last.timings.total_seconds}
+
+
+class OpenAi:
+    FINISHED = re.compile(r"(\S+).*finished: reason=\S+ prompt_tokens=\d+ completion_tokens=\d+ .*kv_policy=(\S+) "
+                          r"kv_budget=(-?\d+) peak_cached_tokens=(\d+) evictions=(\d+) preemptions=(\d+)")
+
+    def __init__(self, base_url, log_path=None):
+        self.base = base_url.rstrip("/")
+        self.log_path = log_path
+
+    def _kv_from_log(self, request_id):
+        if not self.log_path:
+            return {}
+        for _ in range(50):  # the log line is written as the response is sent
+            with open(self.log_path, errors="replace") as f:
+                for line in f:
+                    if f"[{request_id}]" in line and "finished:" in line:
+                        m = self.FINISHED.search(line)
+                        if m:
+                            return {"peak_cached_tokens": int(m.group(4)), "evictions": int(m.group(5)),
+                                    "preemptions": int(m.group(6))}
+            time.sleep(0.1)
+        return {}
+
+    def chat(self, content, policy, budget, max_tokens, request_id):
+        body = {"messages": [{"role": "user", "content": content}], "temperature": 0, "max_tokens": max_tokens,
+                "kv_policy": policy, "request_id": request_id}
+        if budget:
+            body["kv_budget"] = budget
+        req = urllib.request.Request(self.base + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=24 * 3600) as r:
+                out = json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            raise RuntimeError(f"HTTP {e.code}: {e.read()[:500]!r}") from e
+        ch = out["choices"][0]
+        msg = ch["message"]
+        text = (msg.get("reasoning_content") or "") + (msg.get("content") or "")
+        rec = {"text": text, "finish_reason": ch["finish_reason"], "prompt_tokens": out["usage"]["prompt_tokens"],
+               "completion_tokens": out["usage"]["completion_tokens"],
+               "cached_tokens": (out["usage"].get("prompt_tokens_details") or {}).get("cached_tokens"),
+               "peak_cached_tokens": None, "evictions": None, "evicted_tokens": None, "reserved_tokens": None,
+               "preemptions": None}
+        rec.update(self._kv_from_log(request_id))
+        return rec
+
+
+class Server:
+    """A beacon-serve started here on ephemeral loopback ports; stopped on close."""
+
+    def __init__(self, binary, model, log_path, flags):
+        args = [binary, "--model", model, "--host", "127.0.0.1", "--grpc-port", "0", "--http-port", "0", *flags]
+        print("[reasoning_eval] starting: " + " ".join(args), file=sys.stderr, flush=True)
+        self.log_path = log_path
+        self.log = open(log_path, "ab")
+        start = self.log.tell()
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 600
+        while True:
+            with open(log_path, "rb") as f:
+                f.seek(start)
+                m = READY.search(f.read().decode(errors="replace"))
+            if m:
+                self.grpc_port, self.http_port = int(m.group(1)), int(m.group(2))
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"beacon-serve exited with {self.proc.returncode}; see {log_path}")
+            if time.time() > deadline:
+                self.close()
+                raise RuntimeError(f"beacon-serve did not become ready; see {log_path}")
+            time.sleep(0.2)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+# ---------------------------------------------------------------------------
+# run
+
+
+def run(args):
+    cells = [parse_cell(c) for c in args.cells]
+    for p, b in cells:
+        if p != "full" and b is None:
+            sys.exit(f"cell {p} needs a budget (policy:budget)")
+    ds, problems = make_problems(args.family, args.seed, args.start + args.n)
+    model_name = os.path.basename(args.model) if args.model else args.model_name
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    done = {record_key(r) for r in load_records(args.out)}
+    interval = args.interval
+    todo = []
+    for policy, budget in cells:
+        pol, bud, itv = cell_of(policy, budget or 0, interval)
+        for i in range(args.start, args.start + args.n):
+            key = (model_name, args.family, args.seed, i, pol, bud, itv, args.max_tokens)
+            if key not in done:
+                todo.append((pol, bud, itv, i))
+    print(f"[reasoning_eval] {len(todo)} requests to run, {len(cells) * args.n - len(todo)} already recorded",
+          file=sys.stderr, flush=True)
+    if not todo:
+        return
+    server = None
+    try:
+        if args.url:
+            target, log_path = args.url, None
+        else:
+            log_path = args.server_log or os.path.join(os.path.dirname(os.path.abspath(args.out)), "serve.log")
+            flags = ["--threads", str(args.threads), "--kv-interval", str(interval), *args.server_flag]
+            server = Server(os.path.join(args.bin, "beacon-serve"), args.model, log_path, flags)
+            target = (f"127.0.0.1:{server.grpc_port}" if args.api == "grpc"
+                      else f"http://127.0.0.1:{server.http_port}")
+        client = Grpc(target) if args.api == "grpc" else OpenAi(target, log_path)
+        lock = threading.Lock()
+        counts = collections.Counter()
+        t0 = time.time()
+        tokens = [0]
+
+        def one(item):
+            pol, bud, itv, i = item
+            entry = problems[i]
+            rid = f"re-{args.family}-{args.seed}-{i}-{pol}-{bud}-{itv}-{os.getpid()}"
+            content = entry["question"] + "\n\n" + args.instruction
+            t = time.time()
+            out = client.chat(content, pol, bud, args.max_tokens, rid)
+            extracted, how, correct = score(ds, entry, args.family, out["text"])
+            rec = {"model": model_name, "family": args.family, "seed": args.seed, "index": i,
+                   "id": f"{args.family}/{args.seed}/{i}", "policy": pol, "budget": bud, "interval": itv,
+                   "max_tokens": args.max_tokens, "api": args.api, "gold": str(entry["answer"]),
+                   "extracted": extracted, "extracted_by": how, "correct": correct,
+                   "finish_reason": out["finish_reason"], "prompt_tokens": out["prompt_tokens"],
+                   "completion_tokens": out["completion_tokens"], "cached_tokens": out.get("cached_tokens"),
+                   "peak_cached_tokens": out.get("peak_cached_tokens"), "evictions": out.get("evictions"),
+                   "evicted_tokens": out.get("evicted_tokens"), "reserved_tokens": out.get("reserved_tokens"),
+                   "preemptions": out.get("preemptions"), "wall_s": round(time.time() - t, 2),
+                   "text": out["text"]}
+            with lock:
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                counts[(pol, bud, itv)] += 1
+                tokens[0] += out["completion_tokens"]
+                el = time.time() - t0
+                print(f"[reasoning_eval] {pol}:{bud}@{itv} #{i} gold={rec['gold']} got={extracted} "
+                      f"{'ok' if correct else 'WRONG'} {out['completion_tokens']} tok {out['finish_reason']} "
+                      f"evictions={rec['evictions']} peak={rec['peak_cached_tokens']} | "
+                      f"{sum(counts.values())}/{len(todo)} done, {tokens[0] / el:.1f} tok/s",
+                      file=sys.stderr, flush=True)
+
+        failed = 0
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+            futures = [pool.submit(one, item) for item in todo]
+            for fut in concurrent.futures.as_completed(futures):
+                try:
+                    fut.result()
+                except Exception as e:  # noqa: BLE001 (logged; the record stays missing and resumes later)
+                    failed += 1
+                    print(f"[reasoning_eval] request failed: {e}", file=sys.stderr, flush=True)
+                    if server is not None and server.proc.poll() is not None:
+                        for f in futures:
+                            f.cancel()
+                        raise RuntimeError("beacon-serve exited; rerun to resume") from e
+        if failed:
+            sys.exit(f"{failed} requests failed; rerun to retry them")
+    finally:
+        if server is not None:
+            server.close()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run problems through beacon-serve, appending records")
+    r.add_argument("--family", default="gsm_symbolic", help="reasoning-gym dataset name")
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("-n", type=int, default=200, help="problems (indices start .. start+n-1)")
+    r.add_argument("--start", type=int, default=0)
+    r.add_argument("--cells", nargs="+", default=["full"], help="policy or policy:budget, e.g. full beacon:64 h2o:64")
+    r.add_argument("--interval", type=int, default=16,
+                   help="eviction interval: the server's --kv-interval (with --url: what the server runs)")
+    r.add_argument("--max-tokens", type=int, default=1024)
+    r.add_argument("--concurrency", type=int, default=8, help="requests in flight")
+    r.add_argument("--api", choices=("grpc", "openai"), default="grpc")
+    r.add_argument("--url", help="attach to a running server: host:port (grpc) or http://host:port (openai)")
+    r.add_argument("--model", help="GGUF to start beacon-serve with")
+    r.add_argument("--model-name", default="attached", help="the model's name in records with --url")
+    r.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--server-flag", action="append", default=[], help="extra beacon-serve flag (repeatable; "
+                   "--server-flag=--kv-pool-tokens=65536)")
+    r.add_argument("--server-log", help="beacon-serve's log (default: serve.log beside --out)")
+    r.add_argument("--instruction", default=INSTRUCTION)
+    r.add_argument("--out", required=True, help="records JSONL (appended; existing records are skipped)")
+    s = sub.add_parser("summary", help="tables of a records file")
+    s.add_argument("records")
+    s.add_argument("--markdown", help="also write the tables to this file")
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        if not args.url and not args.model:
+            ap.error("run needs --model (start a server) or --url (attach)")
+        run(args)
+    else:
+        text = summarize(load_records(args.records))
+        print(text)
+        if args.markdown:
+            with open(args.markdown, "w") as f:
+                f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
