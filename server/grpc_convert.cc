@@ -3,7 +3,10 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 
@@ -139,17 +142,11 @@ void ToProto(const PositionLogprobs& lp, v1::TokenLogprob* out) {
 }
 
 v1::FinishReason ToProto(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kNone: return v1::FINISH_REASON_UNSPECIFIED;
-    case FinishReason::kStop: return v1::FINISH_REASON_STOP;
-    case FinishReason::kLength: return v1::FINISH_REASON_LENGTH;
-    case FinishReason::kEos: return v1::FINISH_REASON_EOS;
-    case FinishReason::kStopSequence: return v1::FINISH_REASON_STOP_SEQUENCE;
-    case FinishReason::kTimeLimit: return v1::FINISH_REASON_TIME_LIMIT;
-    case FinishReason::kCancelled: return v1::FINISH_REASON_CANCELLED;
-    case FinishReason::kError: return v1::FINISH_REASON_ERROR;
-  }
-  return v1::FINISH_REASON_ERROR;
+  if (reason == FinishReason::kNone) return v1::FINISH_REASON_UNSPECIFIED;
+  std::string name = absl::StrCat("FINISH_REASON_", std::string(FinishReasonName(reason)));
+  absl::AsciiStrToUpper(&name);
+  v1::FinishReason out = v1::FINISH_REASON_ERROR;
+  return v1::FinishReason_Parse(name, &out) ? out : v1::FINISH_REASON_ERROR;
 }
 
 void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {

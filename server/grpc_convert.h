@@ -17,8 +17,9 @@ ServeRequest FromProto(const v1::GenerateRequest& request);
 // Text or chat input of a Tokenize call, as a ServeRequest.
 ServeRequest FromProto(const v1::TokenizeRequest& request);
 
-// The one mapping to the wire's FinishReason (kNone, never in a final
-// record, is UNSPECIFIED).
+// The wire's FinishReason: FINISH_REASON_<FinishReasonName in upper case>
+// (engine/finish_reason.h), so the gRPC enum and our names cannot drift;
+// kNone, never in a final record, is UNSPECIFIED.
 v1::FinishReason ToProto(FinishReason reason);
 // One position's log probabilities.
 void ToProto(const PositionLogprobs& logprobs, v1::TokenLogprob* out);

@@ -1,5 +1,8 @@
 #include "server/metric_names.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace beacon {
@@ -18,22 +21,14 @@ std::vector<std::string> ExposedNames(const FamilyNames& family, MetricsNaming n
 }
 
 std::string FinishedReasonLabel(FinishReason reason, MetricsNaming naming) {
-  if (naming == MetricsNaming::kBeacon) return std::string(FinishReasonName(reason));
-  switch (reason) {
-    case FinishReason::kLength: return "length";
-    case FinishReason::kEos:
-    case FinishReason::kStop:
-    case FinishReason::kStopSequence: return "stop";
-    default: return "abort";  // time limit, cancellation, engine error: vLLM's aborted requests
-  }
+  return std::string(naming == MetricsNaming::kVllm ? VllmFinishReason(reason) : FinishReasonName(reason));
 }
 
 std::vector<std::string> FinishedReasonLabels(MetricsNaming naming) {
-  if (naming == MetricsNaming::kVllm) return {"stop", "length", "abort"};
   std::vector<std::string> out;
-  for (FinishReason f : {FinishReason::kStop, FinishReason::kLength, FinishReason::kEos, FinishReason::kStopSequence,
-                         FinishReason::kTimeLimit, FinishReason::kCancelled, FinishReason::kError}) {
-    out.emplace_back(FinishReasonName(f));
+  for (FinishReason f : kFinalFinishReasons) {
+    std::string label = FinishedReasonLabel(f, naming);
+    if (std::find(out.begin(), out.end(), label) == out.end()) out.push_back(std::move(label));
   }
   return out;
 }

@@ -7,8 +7,8 @@
 //   names where vLLM renamed it and dashboards in use query either (KV usage:
 //   `vllm:kv_cache_usage_perc` and the older `vllm:gpu_cache_usage_perc`);
 //   one vLLM lacks keeps its `beacon_` name. finished_reason values become
-//   vLLM's: stop (stop, eos, stop_sequence), length, abort (time_limit,
-//   cancelled, error).
+//   vLLM's: stop (stop, eos, stop_sequence), length (length, time_limit),
+//   abort (cancelled, error): engine/finish_reason.h, VllmFinishReason.
 //
 // Adding a family: declare a FamilyNames below with its beacon name and the
 // vLLM names of the same measure (exposition names, counters with their
@@ -44,7 +44,8 @@ struct FamilyNames {
 // names (or {beacon} when there are none) in vllm mode.
 std::vector<std::string> ExposedNames(const FamilyNames& family, MetricsNaming naming);
 
-// The finished_reason label of `reason` under `naming`.
+// The finished_reason label of `reason` under `naming`: FinishReasonName
+// (beacon) or VllmFinishReason (vllm), engine/finish_reason.h.
 std::string FinishedReasonLabel(FinishReason reason, MetricsNaming naming);
 // Every finished_reason value `naming` exposes (each series exists from the start).
 std::vector<std::string> FinishedReasonLabels(MetricsNaming naming);

@@ -33,20 +33,11 @@ std::string ErrorType(int status) {
   }
 }
 
-// OpenAI's finish reasons: time limits read as `length` (a limit was hit),
-// cancellation as `abort` (vLLM's word for it).
-const char* OpenAiFinish(FinishReason f) {
-  switch (f) {
-    case FinishReason::kNone:  // never in a final record
-    case FinishReason::kStop:
-    case FinishReason::kEos:
-    case FinishReason::kStopSequence: return "stop";
-    case FinishReason::kLength:
-    case FinishReason::kTimeLimit: return "length";
-    case FinishReason::kCancelled: return "abort";
-    case FinishReason::kError: return "error";
-  }
-  return "stop";
+// OpenAI's finish_reason: vLLM's word for it (engine/finish_reason.h,
+// VllmFinishReason: a time limit is `length`, a cancellation `abort`), null
+// while running. kError never gets here: it is answered with an error.
+json OpenAiFinish(FinishReason f) {
+  return f == FinishReason::kNone ? json(nullptr) : json(std::string(VllmFinishReason(f)));
 }
 
 // `reasoning`: the server splits reasoning, so usage says how much was
@@ -159,20 +150,20 @@ class CompletionHandler::Output {
   json PromptLogprobs() const { return PromptLogprobsJson(prompt_ids_, prompt_lp_, *tokenizer_); }
 
   // A stream chunk's choice for `text` of `part` (finish null while running).
-  json ChunkChoice(const std::string& text, TextPart part, std::span<const PositionLogprobs> lp, const char* finish) {
-    json choice = {{"index", index_}, {"finish_reason", finish != nullptr ? json(finish) : json(nullptr)}};
+  json ChunkChoice(const std::string& text, TextPart part, std::span<const PositionLogprobs> lp, const json& finish) {
+    json choice = {{"index", index_}, {"finish_reason", finish}};
     if (c_.chat) {
       const char* field = part == TextPart::kReasoning ? "reasoning_content" : "content";
-      choice["delta"] = text.empty() && finish != nullptr ? json::object() : json{{field, text}};
+      choice["delta"] = text.empty() && !finish.is_null() ? json::object() : json{{field, text}};
     } else {
       choice["text"] = text;
     }
-    choice["logprobs"] = lp.empty() && finish != nullptr ? json(nullptr) : Logprobs(lp);
+    choice["logprobs"] = lp.empty() && !finish.is_null() ? json(nullptr) : Logprobs(lp);
     return choice;
   }
 
   // The whole response's choice, from what was accumulated.
-  json WholeChoice(const char* finish) {
+  json WholeChoice(const json& finish) {
     json choice = {{"index", index_}, {"finish_reason", finish}};
     if (c_.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};

@@ -37,16 +37,18 @@ TEST(MetricNamesTest, FinishedReasonsFollowTheNaming) {
   for (FinishReason f : {FinishReason::kStop, FinishReason::kEos, FinishReason::kStopSequence}) {
     EXPECT_EQ(FinishedReasonLabel(f, MetricsNaming::kVllm), "stop");
   }
-  EXPECT_EQ(FinishedReasonLabel(FinishReason::kLength, MetricsNaming::kVllm), "length");
-  for (FinishReason f : {FinishReason::kTimeLimit, FinishReason::kCancelled, FinishReason::kError}) {
+  // A time limit is a limit, as OpenAI says too (tests/server/finish_reason_test.cc).
+  for (FinishReason f : {FinishReason::kLength, FinishReason::kTimeLimit}) {
+    EXPECT_EQ(FinishedReasonLabel(f, MetricsNaming::kVllm), "length");
+  }
+  for (FinishReason f : {FinishReason::kCancelled, FinishReason::kError}) {
     EXPECT_EQ(FinishedReasonLabel(f, MetricsNaming::kVllm), "abort");
   }
   // Every label a finish can produce is pre-created, in both namings.
   for (MetricsNaming n : {MetricsNaming::kBeacon, MetricsNaming::kVllm}) {
     const vector<string> all = FinishedReasonLabels(n);
     const std::set<string> labels(all.begin(), all.end());
-    for (FinishReason f : {FinishReason::kStop, FinishReason::kLength, FinishReason::kEos, FinishReason::kStopSequence,
-                           FinishReason::kTimeLimit, FinishReason::kCancelled, FinishReason::kError}) {
+    for (FinishReason f : kFinalFinishReasons) {
       EXPECT_TRUE(labels.count(FinishedReasonLabel(f, n))) << FinishReasonName(f);
     }
   }

@@ -71,6 +71,10 @@ def test_stop_seed_extensions(srv):
                              extra_body={"ignore_eos": True})
     assert r.choices[0].finish_reason == "stop" and stop not in r.choices[0].text
     assert base.startswith(r.choices[0].text)
+    # A time limit is a limit: `length`, as the vLLM-named metrics count it (engine/finish_reason.h).
+    r = c.completions.create(model="default", temperature=0, prompt="Count: one, two, three,", max_tokens=4000,
+                             extra_body={"ignore_eos": True, "time_limit_ms": 300})
+    assert r.choices[0].finish_reason == "length" and r.usage.completion_tokens < 4000, r
     kw = dict(model="default", messages=MSG, max_tokens=16, temperature=0.9, top_p=0.95, seed=42)
     a = c.chat.completions.create(**kw).choices[0].message.content
     b = c.chat.completions.create(**kw).choices[0].message.content
