@@ -106,18 +106,28 @@ def test_records_resume_and_summary():
         assert len(recs) == 30
         assert re_eval.record_key(beacon[3]) in {re_eval.record_key(r) for r in recs}
         text = re_eval.summarize(recs)
-        assert "| full | - | - | 10 | 80.0% (8) | 200.0 | 10.0% |" in text, text
+        assert "| full | - | - | - | 10 | 80.0% (8) | 200.0 | 10.0% |" in text, text
         # beacon loses one problem full solves (index 7): 1:0, p = 1; h2o 6:0, p = 2/64.
-        assert "| beacon | 64 | 16 | 10 | 70.0% (7) | 100.0 | 0.0% | 3.00 | 130 / 130 | 80 | 10, 1:0 | 1.000 |" in text, text
-        assert "| h2o | 64 | 16 | 10 | 20.0% (2) |" in text and "10, 6:0 | 0.031 | 0.062 |" in text, text
+        assert ("| beacon | 64 | 16 | default | 10 | 70.0% (7) | 100.0 | 0.0% | 3.00 | 130 / 130 | 80 | 10, 1:0 | 1.000 |"
+                in text), text
+        assert "| h2o | 64 | 16 | default | 10 | 20.0% (2) |" in text and "10, 6:0 | 0.031 | 0.062 |" in text, text
         assert "| beacon | h2o | 10 | 5:0 | 0.062 | 0.062 |" in text, text
+        # Another window is another cell, paired with full but not with the default window's cells.
+        narrow = [dict(_rec("beacon", 64, 16, i, True), window=8) for i in range(10)]
+        text = re_eval.summarize(recs + narrow)
+        assert "| beacon | 64 | 16 | 8 | 10 | 100.0% (10) |" in text and "10, 0:2 | 0.500 | 1.000 |" in text, text
+        assert "Pairs at budget 64, interval 16, window 8" not in text, text
 
 
 def test_cells():
     assert re_eval.parse_cell("beacon:64") == ("beacon", 64)
     assert re_eval.parse_cell("full") == ("full", None)
-    assert re_eval.cell_of("full", 64, 16) == ("full", 0, 0)
-    assert re_eval.cell_of("rkv", 64, 16) == ("rkv", 64, 16)
+    assert re_eval.cell_of("full", 64, 16, 8) == ("full", 0, 0, None)
+    assert re_eval.cell_of("rkv", 64, 16) == ("rkv", 64, 16, None)
+    assert re_eval.cell_of("rkv", 64, 16, 8) == ("rkv", 64, 16, 8)
+    # Records written before `window` existed key as the server's default window.
+    old = _rec("rkv", 64, 16, 3, True)
+    assert re_eval.record_key(old) == re_eval.record_key(dict(old, window=None))
     for bad in ("nope:1", "full:64"):
         try:
             re_eval.parse_cell(bad)

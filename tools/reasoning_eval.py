@@ -23,8 +23,9 @@ The KV policy and budget go with each request (`kv_policy`/`kv_budget` on the
 OpenAI API, `KvOptions` over gRPC); the eviction interval, sinks, window and
 keep_prompt are the server's (`--kv-interval` etc.: a request naming another
 policy than the server's default keeps them), so one server serves every cell
-of one interval. `full` records carry budget 0 and interval 0 and pair with
-every interval.
+of one interval (and `--kv-window`, recorded as `window`; null is the
+server's default, 32). `full` records carry budget 0, interval 0 and window
+null, and pair with every interval.
 
 Per-request KV figures (peak cached tokens, eviction rounds, evicted slots,
 reserved slots, preemptions) come in the gRPC API's final message (`--api grpc`,
@@ -188,13 +189,14 @@ def holm(pvalues):
 # Records
 
 
-def cell_of(policy, budget, interval):
-    """The (policy, budget, interval) a record is filed under: full has no budget or interval."""
-    return (policy, 0, 0) if policy == "full" else (policy, int(budget), int(interval))
+def cell_of(policy, budget, interval, window=None):
+    """The (policy, budget, interval, window) a record is filed under: full has none of them."""
+    return (policy, 0, 0, None) if policy == "full" else (policy, int(budget), int(interval), window)
 
 
 def record_key(r):
-    return (r["model"], r["family"], r["seed"], r["index"], r["policy"], r["budget"], r["interval"], r["max_tokens"])
+    return (r["model"], r["family"], r["seed"], r["index"], r["policy"], r["budget"], r["interval"], r.get("window"),
+            r["max_tokens"])
 
 
 def load_records(path):
@@ -251,18 +253,18 @@ def summarize(records):
     groups = collections.defaultdict(dict)  # (model, family, seed, max_tokens) -> {cell: {index: record}}
     for r in records:
         g = (r["model"], r["family"], r["seed"], r["max_tokens"])
-        groups[g].setdefault((r["policy"], r["budget"], r["interval"]), {})[r["index"]] = r
+        groups[g].setdefault((r["policy"], r["budget"], r["interval"], r.get("window")), {})[r["index"]] = r
     lines = []
     order = {p: i for i, p in enumerate(POLICIES)}
 
     def sort_cell(c):
-        return (c[1], c[2], order.get(c[0], 99))
+        return (c[1], c[2], c[3] or 0, order.get(c[0], 99))
 
     for g in sorted(groups):
         cells = groups[g]
         model, family, seed, max_tokens = g
         lines.append(f"### {family}, seed {seed}, {model}, max_tokens {max_tokens}\n")
-        full = cells.get(("full", 0, 0))
+        full = cells.get(("full", 0, 0, None))
         # Per cell, with the comparison to full on the problems both have.
         vs_full = []
         for c in sorted(cells, key=sort_cell):
@@ -274,9 +276,9 @@ def summarize(records):
             vs_full.append((c, len(common), b, cc, mcnemar_exact(b, cc)))
         adj = dict(zip([v[0] for v in vs_full], holm([v[4] for v in vs_full])))
         raw = {v[0]: v for v in vs_full}
-        lines.append("| policy | budget | interval | n | accuracy | mean chain | truncated | evictions/seq "
+        lines.append("| policy | budget | interval | window | n | accuracy | mean chain | truncated | evictions/seq "
                      "| peak KV slots (mean / max) | peak gen. slots (mean) | vs full: n, lost:gained | p | p (Holm) |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in sorted(cells, key=sort_cell):
             rs = list(cells[c].values())
             n = len(rs)
@@ -290,16 +292,17 @@ def summarize(records):
             peak = f"{_mean(peaks):.0f} / {max(peaks)}" if peaks else "n/a"
             vf = raw.get(c)
             cmp = f"{vf[1]}, {vf[2]}:{vf[3]}" if vf else ""
-            lines.append(f"| {c[0]} | {c[1] or '-'} | {c[2] or '-'} | {n} | {100 * acc:.1f}% ({sum(r['correct'] for r in rs)}) "
+            window = "-" if c[0] == "full" else (c[3] if c[3] is not None else "default")
+            lines.append(f"| {c[0]} | {c[1] or '-'} | {c[2] or '-'} | {window} | {n} | {100 * acc:.1f}% ({sum(r['correct'] for r in rs)}) "
                          f"| {_f(chain)} | {100 * trunc:.1f}% | {_f(ev, 2) or 'n/a'} | {peak} "
                          f"| {_f(_mean(gen_peaks), 0) or 'n/a'} | {cmp} | {_fmt_p(vf[4]) if vf else ''} "
                          f"| {_fmt_p(adj.get(c)) if vf else ''} |")
         lines.append("")
-        # Between peers: every pair of compressing policies at one (budget, interval).
+        # Between peers: every pair of compressing policies at one (budget, interval, window).
         by_setting = collections.defaultdict(list)
         for c in cells:
             if c[0] != "full":
-                by_setting[(c[1], c[2])].append(c)
+                by_setting[(c[1], c[2], c[3] or 0)].append(c)
         for setting in sorted(by_setting):
             cs = sorted(by_setting[setting], key=sort_cell)
             pairs = []
@@ -313,7 +316,8 @@ def summarize(records):
             if not pairs:
                 continue
             padj = holm([p[5] for p in pairs])
-            lines.append(f"Pairs at budget {setting[0]}, interval {setting[1]} (A right/B wrong : A wrong/B right; "
+            wtext = f", window {setting[2]}" if setting[2] else ""
+            lines.append(f"Pairs at budget {setting[0]}, interval {setting[1]}{wtext} (A right/B wrong : A wrong/B right; "
                          f"Holm over these {len(pairs)} tests):\n")
             lines.append("| A | B | n | A:B discordant | p | p (Holm) |")
             lines.append("|---|---|---|---|---|---|")
@@ -493,11 +497,11 @@ def run(args):
     interval = args.interval
     todo = []
     for policy, budget in cells:
-        pol, bud, itv = cell_of(policy, budget or 0, interval)
+        pol, bud, itv, win = cell_of(policy, budget or 0, interval, args.kv_window)
         for i in range(args.start, args.start + args.n):
-            key = (model_name, args.family, args.seed, i, pol, bud, itv, args.max_tokens)
+            key = (model_name, args.family, args.seed, i, pol, bud, itv, win, args.max_tokens)
             if key not in done:
-                todo.append((pol, bud, itv, i))
+                todo.append((pol, bud, itv, win, i))
     print(f"[reasoning_eval] {len(todo)} requests to run, {len(cells) * args.n - len(todo)} already recorded",
           file=sys.stderr, flush=True)
     if not todo:
@@ -509,6 +513,8 @@ def run(args):
         else:
             log_path = args.server_log or os.path.join(os.path.dirname(os.path.abspath(args.out)), "serve.log")
             flags = ["--threads", str(args.threads), "--kv-interval", str(interval), *args.server_flag]
+            if args.kv_window is not None:
+                flags += ["--kv-window", str(args.kv_window)]
             server = Server(os.path.join(args.bin, "beacon-serve"), args.model, log_path, flags)
             target = (f"127.0.0.1:{server.grpc_port}" if args.api == "grpc"
                       else f"http://127.0.0.1:{server.http_port}")
@@ -519,16 +525,16 @@ def run(args):
         tokens = [0]
 
         def one(item):
-            pol, bud, itv, i = item
+            pol, bud, itv, win, i = item
             entry = problems[i]
-            rid = f"re-{args.family}-{args.seed}-{i}-{pol}-{bud}-{itv}-{os.getpid()}"
+            rid = f"re-{args.family}-{args.seed}-{i}-{pol}-{bud}-{itv}-{win or 'w'}-{os.getpid()}"
             content = entry["question"] + "\n\n" + args.instruction
             t = time.time()
             out = client.chat(content, pol, bud, args.max_tokens, rid)
             extracted, how, correct = score(ds, entry, args.family, out["text"])
             rec = {"model": model_name, "family": args.family, "seed": args.seed, "index": i,
                    "id": f"{args.family}/{args.seed}/{i}", "policy": pol, "budget": bud, "interval": itv,
-                   "max_tokens": args.max_tokens, "api": args.api, "gold": str(entry["answer"]),
+                   "window": win, "max_tokens": args.max_tokens, "api": args.api, "gold": str(entry["answer"]),
                    "extracted": extracted, "extracted_by": how, "correct": correct,
                    "finish_reason": out["finish_reason"], "prompt_tokens": out["prompt_tokens"],
                    "completion_tokens": out["completion_tokens"], "cached_tokens": out.get("cached_tokens"),
@@ -541,10 +547,10 @@ def run(args):
                     f.write(json.dumps(rec) + "\n")
                     f.flush()
                     os.fsync(f.fileno())
-                counts[(pol, bud, itv)] += 1
+                counts[(pol, bud, itv, win)] += 1
                 tokens[0] += out["completion_tokens"]
                 el = time.time() - t0
-                print(f"[reasoning_eval] {pol}:{bud}@{itv} #{i} gold={rec['gold']} got={extracted} "
+                print(f"[reasoning_eval] {pol}:{bud}@{itv}{'/w' + str(win) if win else ''} #{i} gold={rec['gold']} got={extracted} "
                       f"{'ok' if correct else 'WRONG'} {out['completion_tokens']} tok {out['finish_reason']} "
                       f"evictions={rec['evictions']} peak={rec['peak_cached_tokens']} | "
                       f"{sum(counts.values())}/{len(todo)} done, {tokens[0] / el:.1f} tok/s",
@@ -581,6 +587,7 @@ def main(argv=None):
     r.add_argument("--cells", nargs="+", default=["full"], help="policy or policy:budget, e.g. full beacon:64 h2o:64")
     r.add_argument("--interval", type=int, default=16,
                    help="eviction interval: the server's --kv-interval (with --url: what the server runs)")
+    r.add_argument("--kv-window", type=int, help="the server's --kv-window (default: its own, 32); recorded as window")
     r.add_argument("--max-tokens", type=int, default=1024)
     r.add_argument("--concurrency", type=int, default=8, help="requests in flight")
     r.add_argument("--api", choices=("grpc", "openai"), default="grpc")
