@@ -9,6 +9,7 @@
 #   tools/image-check.sh              # base image if missing, CPU image, run and check it
 #   tools/image-check.sh --cuda       # also build the CUDA image (not run: no GPU here)
 #   tools/image-check.sh --build-only # the CPU image only (`make image`)
+#   tools/image-check.sh --run-only   # run and check the CPU image already built
 #
 # Needs root (podman, debootstrap), `make deps` (.venv for the smoke client)
 # and `make model`. Installs podman, runc and debootstrap from Debian when
@@ -20,13 +21,14 @@
 # ports to publish, default 18080/15051). The images are kept (podman images).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cuda=0; run=1
+cuda=0; run=1; build=1
 for arg in "$@"; do
   case "$arg" in
     --cuda) cuda=1 ;;
     --build-only) run=0 ;;
+    --run-only) build=0 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "image-check: unknown argument $arg (--cuda, --build-only)" >&2; exit 2 ;;
+    *) echo "image-check: unknown argument $arg (--cuda, --build-only, --run-only)" >&2; exit 2 ;;
   esac
 done
 tag=${IMAGE_TAG:-beacon-serve}
@@ -87,8 +89,10 @@ build() {  # build DOCKERFILE TAG
       "(log build/image-$(basename "$1").log)"
 }
 mkdir -p build
-build deploy/docker/Dockerfile "$tag:cpu"
-[ $cuda = 1 ] && build deploy/docker/Dockerfile.cuda "$tag:cuda"
+if [ $build = 1 ]; then
+  build deploy/docker/Dockerfile "$tag:cpu"
+  [ $cuda = 1 ] && build deploy/docker/Dockerfile.cuda "$tag:cuda"
+fi
 [ $run = 1 ] || exit 0
 
 # ---- Run the CPU image and check it from outside ----------------------------------
