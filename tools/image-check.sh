@@ -7,7 +7,8 @@
 # SIGTERM drain). Results and timings: docs/deploy.md ("Images, built here").
 #
 #   tools/image-check.sh              # base image if missing, CPU image, run and check it
-#   tools/image-check.sh --cuda       # also build the CUDA image (not run: no GPU here)
+#   tools/image-check.sh --cuda       # the CUDA image instead (built, not run: no GPU here)
+#   tools/image-check.sh --cpu --cuda # both
 #   tools/image-check.sh --build-only # the CPU image only (`make image`)
 #   tools/image-check.sh --run-only   # run and check the CPU image already built
 #
@@ -21,16 +22,19 @@
 # ports to publish, default 18080/15051). The images are kept (podman images).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cuda=0; run=1; build=1
+cpu=0; cuda=0; run=1; build=1
 for arg in "$@"; do
   case "$arg" in
+    --cpu) cpu=1 ;;
     --cuda) cuda=1 ;;
     --build-only) run=0 ;;
     --run-only) build=0 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "image-check: unknown argument $arg (--cuda, --build-only, --run-only)" >&2; exit 2 ;;
+    *) echo "image-check: unknown argument $arg (--cpu, --cuda, --build-only, --run-only)" >&2; exit 2 ;;
   esac
 done
+[ $cuda = 1 ] || cpu=1
+[ $cpu = 1 ] || run=0  # only the CPU image runs here
 tag=${IMAGE_TAG:-beacon-serve}
 base=docker.io/library/debian:bookworm-slim
 http_port=${HTTP_PORT:-18080}
@@ -90,8 +94,8 @@ build() {  # build DOCKERFILE TAG
 }
 mkdir -p build
 if [ $build = 1 ]; then
-  build deploy/docker/Dockerfile "$tag:cpu"
-  [ $cuda = 1 ] && build deploy/docker/Dockerfile.cuda "$tag:cuda"
+  if [ $cpu = 1 ]; then build deploy/docker/Dockerfile "$tag:cpu"; fi
+  if [ $cuda = 1 ]; then build deploy/docker/Dockerfile.cuda "$tag:cuda"; fi
 fi
 [ $run = 1 ] || exit 0
 
