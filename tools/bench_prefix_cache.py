@@ -6,7 +6,7 @@ default model; TTFT and throughput with --prefix-cache=on and =off, under full
 and beacon. Prints a Markdown table (docs/performance.md "Prefix caching")
 and writes the loadtest JSONs under --out.
 
-  python3 tools/bench_prefix_cache.py [--bin build/bin] [--model models/default.gguf] [--out /tmp/prefix-bench]
+  .venv/bin/python tools/bench_prefix_cache.py [--bin build/bin] [--model models/default.gguf] [--out /tmp/prefix-bench]
 """
 import argparse
 import json

@@ -2,7 +2,7 @@
 """Plots beacon-eval results: one panel per metric against the KV budget
 (log x axis), one line per policy.
 
-    python3 tools/plot_fidelity.py RESULTS.csv OUT.png [--title TEXT]
+    .venv/bin/python tools/plot_fidelity.py RESULTS.csv OUT.png [--title TEXT]
 
 RESULTS.csv is model_results.csv (panels: KL after the first eviction, log y,
 and attention recall after the first eviction) or synthetic_results.csv

@@ -7,7 +7,7 @@ compatibility check: gguf_loader_test loads tiny_llama.gguf. Each file stays
 under 64 KB (the fuzzer's -max_len). Deterministic: rerunning reproduces the
 same bytes.
 
-Usage: python3 tests/fuzz/make_corpus.py [OUT_DIR]
+Usage: .venv/bin/python tests/fuzz/make_corpus.py [OUT_DIR]
 """
 import os
 import struct

@@ -1,7 +1,7 @@
 """Manual check (not a ctest test): the NumPy reference against llama.cpp.
 
 Needs the PyPI package llama-cpp-python, which CI does not install. Run:
-    python3 tests/reference/check_numpy_vs_llamacpp.py [MODEL.gguf]
+    .venv/bin/python tests/reference/check_numpy_vs_llamacpp.py [MODEL.gguf]
 
 Validates the oracle itself on a ~30-token ChatML prompt:
   A. the model as shipped (Q4_1): llama.cpp quantises activations to 8 bits

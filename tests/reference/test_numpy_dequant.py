@@ -7,7 +7,7 @@ Three layers of evidence, so that neither implementation is trusted blindly:
      Q8_0, Q4_0, Q4_1), quantised by gguf.quants.quantize or made of random
      block bytes, so types the default model lacks are covered too.
 Both sides compute the same float32 products, so we require exact equality.
-Run: python3 tests/reference/test_numpy_dequant.py
+Run: .venv/bin/python tests/reference/test_numpy_dequant.py
 """
 
 from __future__ import annotations
