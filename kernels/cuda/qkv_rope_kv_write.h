@@ -60,6 +60,7 @@ struct QkvPrepParams {
   const __nv_bfloat16* q_norm = nullptr;  // optional, after bias, before RoPE
   const __nv_bfloat16* k_norm = nullptr;  // optional, same for k
   float eps = 1e-6f;                      // RMSNorm epsilon
+  int32_t reserved = 0;                   // explicit padding (see RopeParams::reserved)
   RopeParams rope;
   float* q_pre_rope = nullptr;  // optional out, fp32
 };

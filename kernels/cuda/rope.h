@@ -55,7 +55,13 @@ struct RopeParams {
   float theta = 10000.0f;           // base of the default frequencies
   const float* inv_freq = nullptr;  // optional device [head_dim / 2]; overrides theta
   float attention_factor = 1.0f;    // multiplies cos and sin (RopeTable::attention_factor)
+  // The tail padding made explicit and zeroed. Kernels take this struct by value inside
+  // their parameter structs, and uninitialised padding beside attention_factor could read
+  // as a host pointer to the CPU emulation's argument check (tests/cuda_emu/launch.cc scans
+  // parameter structs word by word): it did, flakily, in CudaBackendTest.DummyRopeScalingMatchesCpu.
+  int32_t reserved = 0;
 };
+static_assert(sizeof(RopeParams) == 24, "RopeParams has no implicit padding");
 
 cudaError_t LaunchRope(__nv_bfloat16* q, int64_t q_token_stride, int num_q_heads, __nv_bfloat16* k,
                        int64_t k_token_stride, int num_kv_heads, const int32_t* positions, int64_t num_tokens,
