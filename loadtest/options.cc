@@ -131,7 +131,7 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
     c.help = true;
     return c;
   }
-  a.ApplyEnvironment("BEACON_LOADTEST_");
+  if (absl::Status s = a.LoadEnvironment("BEACON_LOADTEST_"); !s.ok()) return s;
   std::vector<std::string> pos = a.positional();
   if (!pos.empty() && (pos[0] == "run" || pos[0] == "sweep" || pos[0] == "plot")) {
     c.sweep = pos[0] == "sweep";

@@ -133,9 +133,6 @@ class Args {
     }
     return absl::OkStatus();
   }
-  // LoadEnvironment for callers that do not report its errors: a malformed
-  // switch value is then skipped. Prefer LoadEnvironment.
-  void ApplyEnvironment(const std::string& prefix) { LoadEnvironment(prefix).IgnoreError(); }
 
   bool help() const { return Flag("help"); }
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
