@@ -220,7 +220,7 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
   if (wants_prompt_rows() && logits.size() == static_cast<size_t>(n_fed) * vocab) {
     RecordPromptRows(prompt_done_, n_fed, logits);
   }
-  if (!Consume(n_fed)) return TokenEvent{};
+  if (!Consume(n_fed)) return NothingDue();
   const std::span<const float> row = logits.last(vocab);
   const bool forced = reasoning_.MustClose();
   const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
@@ -254,8 +254,25 @@ PositionLogprobs Generation::SampledLogprobs(std::span<const float> row, int32_t
 }
 
 TokenEvent Generation::AdvanceSampled(int32_t n_fed, int32_t token) {
-  if (!Consume(n_fed)) return TokenEvent{};
+  if (!Consume(n_fed)) return NothingDue();
   return Accept(reasoning_.MustClose() ? reasoning_.close_id() : token);
+}
+
+TokenEvent Generation::NothingDue() {
+  // A recompute evicts after its chunks past the prompt (Consume); one that
+  // failed ends the sequence here, before the next chunk grows the cache past
+  // what admission reserved for it.
+  if (compression_failed()) return FailCompression(TokenEvent{});
+  return TokenEvent{};
+}
+
+bool Generation::compression_failed() const { return compressor_ != nullptr && !compressor_->failure().ok(); }
+
+TokenEvent Generation::FailCompression(TokenEvent ev) {
+  // A cache that cannot evict would outgrow its reservation: end the
+  // sequence, its blocks freed, with the device's error.
+  error_ = std::string(compressor_->failure().message());
+  return Finish(std::move(ev), FinishReason::kError);
 }
 
 bool Generation::Consume(int32_t n_fed) {
@@ -285,12 +302,7 @@ TokenEvent Generation::Accept(int32_t id) {
   // step appends more.
   if (compressor_ != nullptr) compressor_->AfterDecodeStep(&kv_, next_position());
   ev.id = id;
-  if (compressor_ != nullptr && !compressor_->failure().ok()) {
-    // A cache that cannot evict would outgrow its reservation: end the
-    // sequence here, its blocks freed, with the device's error.
-    error_ = std::string(compressor_->failure().message());
-    return Finish(std::move(ev), FinishReason::kError);
-  }
+  if (compression_failed()) return FailCompression(std::move(ev));
   const ReasoningTracker::Step part = reasoning_.Observe(id);
   ev.part = part.part;
 

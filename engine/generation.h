@@ -208,6 +208,12 @@ class Generation {
              const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
              std::unique_ptr<SequenceCompressor> compressor);
   TokenEvent Finish(TokenEvent ev, FinishReason reason);
+  // What a fed chunk that samples nothing returns: an empty event, or the
+  // kError finish of a recompute whose eviction failed.
+  TokenEvent NothingDue();
+  bool compression_failed() const;
+  // Ends the sequence with the compressor's failure (kError).
+  TokenEvent FailCompression(TokenEvent ev);
   // The shared halves of Advance: consumes fed tokens (true when a token is
   // now due), then records a sampled token and checks the stop criteria.
   bool Consume(int32_t n_fed);
