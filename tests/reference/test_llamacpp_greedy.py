@@ -25,7 +25,9 @@ NEAR_TIE = 0.5  # logits
 BIN = os.environ["BEACON_BIN"]
 MODEL = os.environ["BEACON_MODEL"]
 SRC = os.environ["BEACON_SOURCE_DIR"]
-FIXTURE = os.path.join(SRC, "tests/fixtures/llamacpp/greedy.jsonl")
+# Another model's llama.cpp continuations (tools/make_llamacpp_fixtures.py --greedy --out DIR)
+# are compared the same way with BEACON_MODEL and BEACON_GREEDY_FIXTURE=DIR/greedy.jsonl.
+FIXTURE = os.environ.get("BEACON_GREEDY_FIXTURE") or os.path.join(SRC, "tests/fixtures/llamacpp/greedy.jsonl")
 
 
 def engine_greedy(prompt_ids, n, ignore_eos):
