@@ -81,17 +81,18 @@ if [ ${#missing_apt[@]} -gt 0 ]; then
     trap '$SUDO rm -f "$policy"' EXIT
   fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
 fi
 
 # ---- The project's Python environment --------------------------------------------
 [ "${BEACON_SKIP_PIP:-0}" = 1 ] && exit 0
 VENV=${BEACON_VENV:-$root/.venv}
 PY=$VENV/bin/python
-if ! "$PY" -c "import sys" 2>/dev/null; then
+# A venv without pip (made before python3-venv was installed, or broken) is made again.
+if ! "$PY" -m pip --version >/dev/null 2>&1; then
   base=${BEACON_BASE_PYTHON:-python3}
   log "$base -m venv $VENV ($("$base" --version 2>&1))"
-  "$base" -m venv "$VENV" || {
+  "$base" -m venv --clear "$VENV" || {
     echo "[bootstrap] could not create $VENV with $base: on Debian install python3-venv" >&2
     exit 1
   }
