@@ -20,12 +20,17 @@ class FailingDevice : public KvDeviceStorage {
   }
 };
 
-TEST(GenerationDeviceFailure, AFailedEvictionEndsTheSequenceWithItsError) {
-  Runtime* rt = testing::DefaultModel();
-  if (rt == nullptr) GTEST_SKIP() << "default model absent";
-  const ModelConfig& c = rt->config();
-  KvCache cache(KvCacheShape{c.n_layers, c.n_kv_heads, c.head_dim, 16}, 64, KvStorage::kDevice);
-  cache.set_device_storage(std::make_unique<FailingDevice>());
+// A device KV cache of 64 blocks whose every eviction fails.
+std::unique_ptr<KvCache> FailingCache(const ModelConfig& c) {
+  auto cache =
+      std::make_unique<KvCache>(KvCacheShape{c.n_layers, c.n_kv_heads, c.head_dim, 16}, 64, KvStorage::kDevice);
+  cache->set_device_storage(std::make_unique<FailingDevice>());
+  return cache;
+}
+
+// Streaming, prompt not kept, bound 32 slots, interval 8: the first eviction
+// comes at 40 slots.
+GenerationOptions StreamingBudget32() {
   GenerationOptions o;
   o.max_tokens = 200;
   o.kv = *KvPolicyOptions::DefaultsForName("streaming");
@@ -34,8 +39,17 @@ TEST(GenerationDeviceFailure, AFailedEvictionEndsTheSequenceWithItsError) {
   o.kv.sinks = 4;
   o.kv.window = 16;
   o.kv.keep_prompt = false;
+  return o;
+}
+
+TEST(GenerationDeviceFailure, AFailedEvictionEndsTheSequenceWithItsError) {
+  Runtime* rt = testing::DefaultModel();
+  if (rt == nullptr) GTEST_SKIP() << "default model absent";
+  const ModelConfig& c = rt->config();
+  std::unique_ptr<KvCache> cache = FailingCache(c);
+  const GenerationOptions o = StreamingBudget32();
   const std::vector<int32_t> prompt = rt->tokenizer()->Encode("Tell me a story.", false, true);
-  auto g = Generation::Create(rt->tokenizer(), &cache, c, prompt, o);
+  auto g = Generation::Create(rt->tokenizer(), cache.get(), c, prompt, o);
   ASSERT_TRUE(g.ok()) << g.status();
   Generation& gen = **g;
   int32_t fed = static_cast<int32_t>(prompt.size());
@@ -60,7 +74,7 @@ TEST(GenerationDeviceFailure, AFailedEvictionEndsTheSequenceWithItsError) {
   // It failed at its first eviction, at bound + interval slots: step k sees
   // prompt + k - 1 slots (its own token's K/V is written by the next step).
   EXPECT_EQ(static_cast<int32_t>(prompt.size()) + steps - 1, 32 + 8);
-  EXPECT_EQ(cache.pool().num_free(), cache.pool().num_blocks()) << "the failed sequence kept KV blocks";
+  EXPECT_EQ(cache->pool().num_free(), cache->pool().num_blocks()) << "the failed sequence kept KV blocks";
 }
 
 // The recompute after a preemption evicts after each chunk past the prompt;
@@ -70,19 +84,11 @@ TEST(GenerationDeviceFailure, AFailedEvictionDuringARecomputeEndsTheSequence) {
   Runtime* rt = testing::DefaultModel();
   if (rt == nullptr) GTEST_SKIP() << "default model absent";
   const ModelConfig& c = rt->config();
-  KvCache cache(KvCacheShape{c.n_layers, c.n_kv_heads, c.head_dim, 16}, 64, KvStorage::kDevice);
-  cache.set_device_storage(std::make_unique<FailingDevice>());
-  GenerationOptions o;
-  o.max_tokens = 200;
-  o.kv = *KvPolicyOptions::DefaultsForName("streaming");
-  o.kv.budget = 32;
-  o.kv.interval = 8;
-  o.kv.sinks = 4;
-  o.kv.window = 16;
-  o.kv.keep_prompt = false;
+  std::unique_ptr<KvCache> cache = FailingCache(c);
+  const GenerationOptions o = StreamingBudget32();
   const std::vector<int32_t> prompt = rt->tokenizer()->Encode("Tell me a story.", false, true);
   ASSERT_LT(prompt.size(), 30u);
-  auto g = Generation::Create(rt->tokenizer(), &cache, c, prompt, o);
+  auto g = Generation::Create(rt->tokenizer(), cache.get(), c, prompt, o);
   ASSERT_TRUE(g.ok()) << g.status();
   Generation& gen = **g;
   // Decode to 39 slots: above the bound (32), not yet at its first eviction (32 + 8).
@@ -116,7 +122,7 @@ TEST(GenerationDeviceFailure, AFailedEvictionDuringARecomputeEndsTheSequence) {
   // The first chunk that took the cache above the bound (9 x 4 = 36 slots) evicted, and
   // failed; the tenth was never run.
   EXPECT_EQ(chunks, 9);
-  EXPECT_EQ(cache.pool().num_free(), cache.pool().num_blocks()) << "the failed sequence kept KV blocks";
+  EXPECT_EQ(cache->pool().num_free(), cache->pool().num_blocks()) << "the failed sequence kept KV blocks";
 }
 
 }  // namespace
