@@ -9,13 +9,20 @@ cd "$(dirname "$0")/../../.."
 R=eval/results/reasoning-1.5b
 LOGS=${LOGS:-/tmp/reasoning-1.5b}  # beacon-serve's logs (not committed)
 mkdir -p "$LOGS"
+# The server binary is pinned for the whole run: a copy of build/bin/beacon-serve taken when the run
+# first starts (its commit in $BIN/COMMIT), so later builds of the tree (new defaults, staggered FPS
+# shrinks) do not change the policies halfway through the grid.
+BIN=${BIN:-build/eval-bin}
+if [ ! -x "$BIN/beacon-serve" ]; then
+  mkdir -p "$BIN" && cp build/bin/beacon-serve "$BIN/" && git rev-parse HEAD > "$BIN/COMMIT"
+fi
 common=(--model models/qwen2.5-coder-1.5b.gguf --family gsm_symbolic --seed 1 -n 200 --max-tokens 1024
   --concurrency 16)
 
 run() {  # run INTERVAL WINDOW CELL... (WINDOW "": the server's default window, 32)
   local interval=$1 window=$2
   shift 2
-  nice -n 19 .venv/bin/python tools/reasoning_eval.py run "${common[@]}" --interval "$interval" \
+  nice -n 19 .venv/bin/python tools/reasoning_eval.py run "${common[@]}" --bin "$BIN" --interval "$interval" \
     ${window:+--kv-window "$window"} --server-log "$LOGS/serve-i$interval${window:+-w$window}.log" \
     --out "$R/records.jsonl" --cells "$@"
   summary
@@ -48,9 +55,13 @@ summary() {
 run 16 "" full
 # 2. Every policy at budget 64, interval 16: budget ~25% of the mean chain, peak
 #    generated slots 80 (~30%), the pilot's setting in the issue.
-for p in beacon rkv snapkv h2o streaming random; do run 16 "" "$p:64"; done
 # 3. The low budget, ~15% of the mean chain: budget 32 (the server's minimum), interval 8 (peak 40
 #    generated slots). The default 32-token window would fill the whole budget (every policy would
 #    keep the same slots), so this server protects an 8-token window: 24 slots chosen by score.
-for p in beacon rkv snapkv h2o streaming random; do run 8 8 "$p:32"; done
+# Order: the contenders first (the scored policies at 64, then beacon and rkv at 32), the
+# baselines (streaming, random) after, so an interrupted run has the comparisons that matter.
+for p in beacon rkv snapkv h2o; do run 16 "" "$p:64"; done
+for p in beacon rkv; do run 8 8 "$p:32"; done
+for p in streaming random; do run 16 "" "$p:64"; done
+for p in snapkv h2o streaming random; do run 8 8 "$p:32"; done
 echo "run.sh: done"
