@@ -1,6 +1,7 @@
 #include "planner/cost_model.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "kernels/cuda/beacon_state_layout.h"
 
@@ -66,8 +67,9 @@ PolicyCost PolicyCostFor(const KvPolicyOptions& kv) {
   return p;
 }
 
-double PolicyStateBytesPerSequence(const KvPolicyOptions& kv, const ModelCost& model) {
-  if (kv.policy != KvPolicyKind::kBeacon) return 0;
+namespace {
+
+BeaconDims DimsOf(const KvPolicyOptions& kv, const ModelCost& model) {
   BeaconDims d;
   d.n_layers = model.n_layers;
   d.n_heads = model.n_heads;
@@ -76,7 +78,27 @@ double PolicyStateBytesPerSequence(const KvPolicyOptions& kv, const ModelCost& m
   d.recent = kv.recent_queries;
   d.beacons = kv.beacons;
   d.fps_bound = kv.fps_bound;
-  return static_cast<double>(BeaconStateLayout::For(d).total_bytes);
+  return d;
+}
+
+}  // namespace
+
+double PolicyStateBytesPerSequence(const KvPolicyOptions& kv, const ModelCost& model) {
+  if (kv.policy != KvPolicyKind::kBeacon) return 0;
+  return static_cast<double>(BeaconStateLayout::For(DimsOf(kv, model)).total_bytes);
+}
+
+double EvictScratchBytes(const KvPolicyOptions& kv, const ModelCost& model, int64_t pool_slots, int32_t block_size) {
+  if (kv.policy != KvPolicyKind::kBeacon || pool_slots <= 0 || block_size <= 0) return 0;
+  int64_t slots = model.context_length > 0 ? std::min<int64_t>(model.context_length, pool_slots) : pool_slots;
+  slots = std::min<int64_t>(slots, std::numeric_limits<int32_t>::max());
+  return static_cast<double>(
+      BeaconEvictScratchLayout::BytesForAtMost(DimsOf(kv, model), static_cast<int32_t>(slots), block_size));
+}
+
+double ReservedPolicyBytes(const KvPolicyOptions& kv, const ModelCost& model, int32_t max_running, int64_t pool_slots,
+                           int32_t block_size) {
+  return max_running * PolicyStateBytesPerSequence(kv, model) + EvictScratchBytes(kv, model, pool_slots, block_size);
 }
 
 StepCost CostModel::Step(const StepLoad& load) const {

@@ -72,6 +72,18 @@ PolicyCost PolicyCostFor(const KvPolicyOptions& kv);
 // no device state.
 double PolicyStateBytesPerSequence(const KvPolicyOptions& kv, const ModelCost& model);
 
+// Device memory BeaconKV's eviction takes outside the KV pool, once per
+// replica (the CUDA engine's EvictScratch: block table, scores, kept lists
+// and kernel workspaces of one eviction, kernels/cuda/beacon_state_layout.h),
+// sized for the most slots one sequence can hold: min(context length,
+// pool_slots). 0 for the other policies, which do not evict on the device.
+double EvictScratchBytes(const KvPolicyOptions& kv, const ModelCost& model, int64_t pool_slots, int32_t block_size);
+
+// All that beacon-serve reserves at start-up for the policy:
+// max_running x PolicyStateBytesPerSequence + EvictScratchBytes.
+double ReservedPolicyBytes(const KvPolicyOptions& kv, const ModelCost& model, int32_t max_running, int64_t pool_slots,
+                           int32_t block_size);
+
 // One step's work, summed over its sequences.
 struct StepLoad {
   int64_t tokens = 0;          // tokens through the layers (prefill + decode)

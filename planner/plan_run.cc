@@ -59,7 +59,8 @@ absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile&
 
 absl::StatusOr<ResolvedPool> PoolForPolicy(const ResolvedPool& pool, const KvPolicyOptions& kv, const ModelCost& model,
                                            int32_t max_running) {
-  const double state = max_running * PolicyStateBytesPerSequence(kv, model);
+  const double state =
+      ReservedPolicyBytes(kv, model, max_running, int64_t{pool.blocks} * pool.block_size, pool.block_size);
   if (!pool.from_memory || state <= 0) return pool;
   ResolvedPool p = pool;
   const double lost = std::ceil(state / pool.bytes_per_block);
@@ -159,7 +160,10 @@ void Summarize(const RunInputs& in, const CostEngine& engine, int32_t n, RunResu
   res.prefix_queries = engine.sim().prefix_queries();
   res.prefix_hits = engine.sim().prefix_hits();
   res.peak_policy_state_bytes = res.peak_running * PolicyStateBytesPerSequence(in.kv, in.model);
-  res.reserved_policy_state_bytes = in.sched.max_running * PolicyStateBytesPerSequence(in.kv, in.model);
+  res.evict_scratch_bytes =
+      EvictScratchBytes(in.kv, in.model, int64_t{in.pool.blocks} * in.pool.block_size, in.pool.block_size);
+  res.reserved_policy_state_bytes =
+      in.sched.max_running * PolicyStateBytesPerSequence(in.kv, in.model) + res.evict_scratch_bytes;
   res.mean_decode_batch = res.engine.busy_s > 0 ? res.engine.decode_seq_seconds / res.engine.busy_s : 0;
 }
 

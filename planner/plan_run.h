@@ -54,8 +54,9 @@ absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile&
 // The pool one configuration gets. beacon-serve reserves BeaconKV's
 // per-sequence device state for --max-running sequences at start-up, on
 // the device that holds the pool (apps/beacon_serve_main.cc,
-// ReserveBeaconStates). When the pool was sized from the GPU's memory, that
-// reservation (max_running x PolicyStateBytesPerSequence) comes out of it:
+// ReserveBeaconStates), and the eviction scratch. When the pool was sized
+// from the GPU's memory, that reservation (ReservedPolicyBytes:
+// max_running x PolicyStateBytesPerSequence + EvictScratchBytes) comes out of it:
 // the pool shrinks by whole blocks. A pool given in bytes (kv_pool_bytes,
 // like beacon-serve's --kv-pool-tokens) is kept: the state is then on top,
 // as RunResult::reserved_policy_state_bytes reports. INVALID_ARGUMENT when
@@ -98,11 +99,13 @@ struct RunResult {
   // peak_running): not in peak_total_bytes, which stays comparable with the
   // published figures; add it for what a replica's GPU must hold.
   double peak_policy_state_bytes = 0;
-  // What beacon-serve reserves for it: PolicyStateBytesPerSequence x
-  // max_running (PoolForPolicy took it out of a pool sized from memory).
+  // What beacon-serve reserves for it: ReservedPolicyBytes, the states of
+  // max_running sequences and the eviction scratch (PoolForPolicy took it
+  // out of a pool sized from memory).
   double reserved_policy_state_bytes = 0;
-  int32_t peak_running = 0;      // admitted concurrency: most sequences holding KV at once
-  double mean_decode_batch = 0;  // time-weighted
+  double evict_scratch_bytes = 0;  // EvictScratchBytes, part of the reservation
+  int32_t peak_running = 0;        // admitted concurrency: most sequences holding KV at once
+  double mean_decode_batch = 0;    // time-weighted
   // Work.
   int32_t completed = 0, rejected = 0, failed = 0, preemptions = 0;
   int64_t output_tokens = 0;

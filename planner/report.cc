@@ -65,10 +65,10 @@ std::string FormatTable(const PlanReport& r) {
       absl::StrAppendFormat(
           &out,
           "  %s: policy state outside the KV pool (GPU), reserved for max_running %d: %.2f GiB "
-          "(%.1f MB a sequence; %.2f GiB at the peak of %d); %s\n",
+          "(%.1f MB a sequence and %.1f MB of eviction scratch; %.2f GiB of states at the peak of %d); %s\n",
           c.label, r.sched.max_running, x.reserved_policy_state_bytes / kGiB,
-          x.reserved_policy_state_bytes / std::max(1, r.sched.max_running) / 1e6, x.peak_policy_state_bytes / kGiB,
-          x.peak_running,
+          (x.reserved_policy_state_bytes - x.evict_scratch_bytes) / std::max(1, r.sched.max_running) / 1e6,
+          x.evict_scratch_bytes / 1e6, x.peak_policy_state_bytes / kGiB, x.peak_running,
           c.pool.policy_state_bytes > 0
               ? absl::StrFormat("taken out of the pool: %d blocks (%.2f GiB) left", c.pool.blocks, c.pool.bytes / kGiB)
               : std::string("on top of the given pool and of peak mem"));
@@ -179,6 +179,7 @@ json ToJson(const PlanReport& r) {
               {"peak_total_bytes", x.peak_total_bytes},
               {"peak_policy_state_bytes", x.peak_policy_state_bytes},
               {"reserved_policy_state_bytes", x.reserved_policy_state_bytes},
+              {"evict_scratch_bytes", x.evict_scratch_bytes},
               {"pool_blocks", c.pool.blocks},
               {"completed", x.completed},
               {"rejected", x.rejected},

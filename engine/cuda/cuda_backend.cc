@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -93,12 +94,39 @@ absl::Status CudaBackend::ReservePolicyStates(const KvPolicyOptions& options, in
                                         device_name_, std::string(pool.status().message())));
   }
   evict_ctx_.beacon_pool = *std::move(pool);
+  return ReserveEvictScratch(evict_ctx_.beacon_pool->dims());
+}
+
+absl::Status CudaBackend::ReserveEvictScratch(const BeaconDims& dims) {
+  // A sequence holds at most one slot per position of the context, and no
+  // more than its pool has.
+  int64_t slots = config_.context_length > 0 ? config_.context_length : max_pool_slots_;
+  if (max_pool_slots_ > 0) slots = std::min(slots, max_pool_slots_);
+  slots = std::min<int64_t>(slots, std::numeric_limits<int32_t>::max());
+  const int32_t block_size = min_block_size_ > 0 ? min_block_size_ : 1;
+  EvictScratch* have = evict_ctx_.scratch.get();
+  if (have != nullptr && have->dims == dims && have->max_slots >= slots && have->block_size <= block_size) {
+    return absl::OkStatus();
+  }
+  auto scratch = std::make_shared<EvictScratch>();
+  scratch->dims = dims;
+  scratch->max_slots = static_cast<int32_t>(slots);
+  scratch->block_size = block_size;
+  evict_ctx_.scratch.reset();  // the old one goes first: both need not fit at once
+  const size_t bytes = BeaconEvictScratchLayout::BytesForAtMost(dims, scratch->max_slots, block_size);
+  if (absl::Status s = scratch->memory.Allocate(bytes, "the BeaconKV eviction scratch"); !s.ok()) {
+    return absl::Status(s.code(), absl::StrFormat("reserving the BeaconKV eviction scratch for %d slots on %s: %s",
+                                                  scratch->max_slots, device_name_, std::string(s.message())));
+  }
+  evict_ctx_.scratch = std::move(scratch);
   return absl::OkStatus();
 }
 
 size_t CudaBackend::reserved_policy_state_bytes() const {
   const BeaconStatePool* p = evict_ctx_.beacon_pool.get();
-  return p == nullptr ? 0 : p->state_bytes() * p->capacity();
+  const size_t states = p == nullptr ? 0 : p->state_bytes() * p->capacity();
+  const EvictScratch* s = evict_ctx_.scratch.get();
+  return states + (s == nullptr ? 0 : s->memory.bytes());
 }
 
 absl::StatusOr<std::unique_ptr<KvCache>> CudaBackend::MakeKvCache(const KvCacheShape& shape_in, int32_t num_blocks) {
@@ -113,6 +141,11 @@ absl::StatusOr<std::unique_ptr<KvCache>> CudaBackend::MakeKvCache(const KvCacheS
                                         device_name_, std::string(storage.status().message())));
   }
   cache->set_device_storage(std::move(*storage));
+  max_pool_slots_ = std::max(max_pool_slots_, int64_t{num_blocks} * shape.block_size);
+  min_block_size_ = min_block_size_ == 0 ? shape.block_size : std::min(min_block_size_, shape.block_size);
+  if (evict_ctx_.scratch != nullptr) {
+    if (absl::Status s = ReserveEvictScratch(evict_ctx_.scratch->dims); !s.ok()) return s;
+  }
   return cache;
 }
 

@@ -71,11 +71,17 @@ class CudaBackend : public Backend {
   absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) override;
   absl::Status CheckPolicy(const KvPolicyOptions& options) const override;
   // BeaconKV (any filter the backend runs): a BeaconStatePool of
-  // max_sequences states of `options`'s dims; other policies: nothing.
+  // max_sequences states of `options`'s dims, and the eviction scratch
+  // (EvictScratch) for the most slots one sequence can hold:
+  // min(context length, the largest pool MakeKvCache made; the context
+  // length when none yet). A pool made afterwards that raises that bound
+  // grows the scratch then, still outside any step. Other policies: nothing.
   absl::Status ReservePolicyStates(const KvPolicyOptions& options, int32_t max_sequences) override;
+  // The states and the eviction scratch.
   size_t reserved_policy_state_bytes() const override;
   // The reservation (null before ReservePolicyStates), for tests.
   const BeaconStatePool* beacon_state_pool() const { return evict_ctx_.beacon_pool.get(); }
+  const EvictScratch* evict_scratch() const { return evict_ctx_.scratch.get(); }
   std::string_view device() const override { return "cuda"; }
   const ModelConfig& config() const override { return config_; }
 
@@ -128,6 +134,9 @@ class CudaBackend : public Backend {
   absl::Status Launch(const PagedKv& kv, Output output);
   std::string GraphKey(const PagedKv& kv, Output output) const;
   void DropGraphs();
+  // (Re)reserves evict_ctx_.scratch for `dims` if the slot bound or the dims
+  // changed (ReservePolicyStates, MakeKvCache).
+  absl::Status ReserveEvictScratch(const BeaconDims& dims);
 
   ModelConfig config_;
   PolicyModelInfo model_;
@@ -138,6 +147,10 @@ class CudaBackend : public Backend {
   Gemm gemm_;
   DeviceAllocation inv_freq_;
   EvictContext evict_ctx_;
+  // Over the KV pools made so far: the most slots and the smallest block
+  // size (the eviction scratch's block table is sized with it).
+  int64_t max_pool_slots_ = 0;
+  int32_t min_block_size_ = 0;
 
   // The step being run.
   StepPlan plan_;

@@ -54,23 +54,28 @@ absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvP
   const int32_t n = seq->num_slots();
   const int n_layers = paged_.layout.n_layers, n_kv = paged_.layout.n_kv_heads;
 
-  // Scratch: [block table][scores][keep][score workspace][select workspace].
-  const size_t table_bytes = Align256(seq->block_ids().size() * sizeof(int32_t));
-  const size_t score_bytes = Align256(static_cast<size_t>(n_layers) * n_kv * n * sizeof(float));
-  const size_t keep_bytes = Align256(static_cast<size_t>(n_layers) * n_kv * n_keep * sizeof(int32_t));
-  const size_t score_ws = Align256(BeaconScoreWorkspaceBytes(dims, n));
-  const size_t select_ws = Align256(SelectKeepWorkspaceBytes(n_layers, n_kv, n));
-  if (absl::Status st =
-          scratch_.Reserve(table_bytes + score_bytes + keep_bytes + score_ws + select_ws, "eviction scratch");
-      !st.ok()) {
-    return st;
+  // Scratch: [block table][scores][keep][score workspace][select workspace]
+  // (BeaconEvictScratchLayout, offsets for this n), from the reservation
+  // when it covers n slots of these dims (sized by BytesForAtMost).
+  const BeaconEvictScratchLayout lay = BeaconEvictScratchLayout::For(dims, n, paged_.layout.block_size);
+  EvictScratch* reserved = ctx.scratch.get();
+  char* at = nullptr;
+  if (reserved != nullptr && reserved->dims == dims && n <= reserved->max_slots &&
+      reserved->block_size <= paged_.layout.block_size && lay.total_bytes <= reserved->memory.bytes()) {
+    at = reserved->memory.as<char>();
+  } else {
+    if (lay.total_bytes > own_scratch_.bytes()) {
+      if (absl::Status st = own_scratch_.Allocate(lay.total_bytes, "eviction scratch"); !st.ok()) return st;
+      ++own_scratch_allocations_;
+    }
+    at = own_scratch_.as<char>();
   }
-  char* at = scratch_.as<char>();
-  int32_t* table = reinterpret_cast<int32_t*>(at);
-  float* scores = reinterpret_cast<float*>(at + table_bytes);
-  int32_t* keep = reinterpret_cast<int32_t*>(at + table_bytes + score_bytes);
-  void* score_workspace = at + table_bytes + score_bytes + keep_bytes;
-  void* select_workspace = at + table_bytes + score_bytes + keep_bytes + score_ws;
+  int32_t* table = reinterpret_cast<int32_t*>(at + lay.table);
+  float* scores = reinterpret_cast<float*>(at + lay.scores);
+  int32_t* keep = reinterpret_cast<int32_t*>(at + lay.keep);
+  void* score_workspace = at + lay.score_workspace;
+  void* select_workspace = at + lay.select_workspace;
+  const size_t select_ws = lay.total_bytes - lay.select_workspace;
 
   cudaStream_t stream = ctx.stream;
   BEACON_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(table, seq->block_ids().data(), seq->block_ids().size() * sizeof(int32_t),

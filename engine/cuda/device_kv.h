@@ -7,7 +7,8 @@
 // goes up, LaunchBeaconScore scores every (layer, KV head) with the recent
 // and beacon queries of its device state, LaunchSelectKeep picks the kept
 // slots by kv/selection.h's rule, LaunchCompact moves them to the front; one
-// synchronisation at the end. The host then truncates the sequence.
+// synchronisation at the end. The host then truncates the sequence. Its
+// scratch comes from the backend's start-up reservation (EvictScratch).
 //
 // REQUIRES the EvictContext (owned by the backend) outlives the storage.
 // Thread ownership: the engine thread.
@@ -29,12 +30,26 @@
 
 namespace beacon {
 
+// The scratch of device evictions (kernels/cuda/beacon_state_layout.h,
+// BeaconEvictScratchLayout), one per backend: evictions run one at a time
+// on the engine thread, so one buffer serves every cache and sequence. The
+// backend reserves it at start-up (CudaBackend::ReservePolicyStates) for
+// the most slots a sequence can hold, so an eviction inside a step never
+// allocates device memory and cannot fail for want of it.
+struct EvictScratch {
+  DeviceAllocation memory;
+  BeaconDims dims;  // the reservation's dims: the server's beacon options
+  int32_t max_slots = 0;
+  int32_t block_size = 0;  // the smallest block size it was sized for (the block table)
+};
+
 // What eviction needs from the backend.
 struct EvictContext {
   cudaStream_t stream = nullptr;
   PolicyModelInfo model;
   RopeParams rope;
   std::shared_ptr<BeaconStatePool> beacon_pool;  // null until ReservePolicyStates
+  std::shared_ptr<EvictScratch> scratch;         // null until ReservePolicyStates
 };
 
 class DeviceKvStorage : public KvDeviceStorage {
@@ -47,8 +62,16 @@ class DeviceKvStorage : public KvDeviceStorage {
   const PagedKv& paged() const { return paged_; }
   const EvictContext* context() const { return context_; }
 
+  // Uses the backend's reserved scratch when it covers the eviction (the
+  // reservation's dims, at most its slots); otherwise (a tool that never
+  // reserved, a policy of other dims) grows a scratch of its own, as
+  // BeaconStateOf gives such a policy its own state, and counts it.
   absl::Status Evict(SequenceKv* seq, KvPolicy* policy, const KvPolicyOptions& options, const Protection& protection,
                      int32_t n_keep, int32_t next_position) override;
+
+  // Evictions that allocated a scratch of their own (0 in a server whose
+  // reservation covers every request), for tests.
+  int64_t own_scratch_allocations() const { return own_scratch_allocations_; }
 
  private:
   DeviceKvStorage() = default;
@@ -56,8 +79,9 @@ class DeviceKvStorage : public KvDeviceStorage {
   const EvictContext* context_ = nullptr;
   DeviceAllocation memory_;
   PagedKv paged_;
-  // Eviction scratch: block table, scores, keep lists, kernel workspaces.
-  DeviceAllocation scratch_;
+  // Eviction scratch when the backend's reservation does not cover it.
+  DeviceAllocation own_scratch_;
+  int64_t own_scratch_allocations_ = 0;
 };
 
 }  // namespace beacon

@@ -41,22 +41,8 @@
 
 namespace beacon::beacon_logits {
 
-// Slots per block of the logit kernels (one per lane).
-constexpr int kChunkSlots = 32;
-
-// Partial softmax stats per query: at most this many.
-constexpr int kMaxGroups = 64;
-
-__host__ __device__ inline size_t NumChunks(int32_t n_slots) {
-  return (static_cast<size_t>(n_slots) + kChunkSlots - 1) / kChunkSlots;
-}
-__host__ __device__ inline size_t ChunksPerGroup(int32_t n_slots) {
-  return (NumChunks(n_slots) + kMaxGroups - 1) / kMaxGroups;
-}
-__host__ __device__ inline size_t NumGroups(int32_t n_slots) {
-  const size_t per = ChunksPerGroup(n_slots);
-  return per == 0 ? 0 : (NumChunks(n_slots) + per - 1) / per;
-}
+// kChunkSlots, kMaxGroups, NumChunks, ChunksPerGroup and NumGroups live in
+// beacon_state_layout.h (the workspace size is computed without CUDA).
 
 struct Args {
   BeaconDims dims;

@@ -111,31 +111,11 @@ __global__ void MaxPoolKernel(const float* __restrict__ in, float* __restrict__ 
   out[idx] = m;
 }
 
-struct ScoreWorkspace {
-  size_t queries = 0, n_queries = 0, query_pos = 0, partials = 0, stats = 0, raw = 0, total = 0;
-  static ScoreWorkspace For(const BeaconDims& d, int32_t n_slots) {
-    auto align = [](size_t b) { return (b + 255) / 256 * 256; };
-    const size_t lh = static_cast<size_t>(d.n_layers) * d.n_heads;
-    const size_t q_max = static_cast<size_t>(d.recent) + d.beacons;
-    const size_t groups = beacon_logits::NumGroups(n_slots);
-    ScoreWorkspace w;
-    size_t at = 0;
-    w.queries = at, at += align(lh * q_max * d.head_dim * sizeof(float));
-    w.n_queries = at, at += align(lh * sizeof(int32_t));
-    w.query_pos = at, at += align(lh * q_max * sizeof(int32_t));
-    w.partials = at, at += align(lh * q_max * groups * sizeof(float2));
-    w.stats = at, at += align(lh * q_max * sizeof(float2));
-    w.raw = at, at += align(static_cast<size_t>(d.n_layers) * d.n_kv_heads * n_slots * sizeof(float));
-    w.total = at;
-    return w;
-  }
-};
-
 }  // namespace
 
 size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots) {
   if (!BeaconDimsValid(dims) || n_slots < 0) return 0;
-  return ScoreWorkspace::For(dims, n_slots).total;
+  return BeaconScoreWorkspaceLayout::For(dims, n_slots).total;
 }
 
 cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t ring_count, const PagedKv& kv,
@@ -154,7 +134,7 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
       workspace == nullptr) {
     return cudaErrorInvalidValue;
   }
-  const ScoreWorkspace w = ScoreWorkspace::For(dims, n_slots);
+  const BeaconScoreWorkspaceLayout w = BeaconScoreWorkspaceLayout::For(dims, n_slots);
   char* ws = static_cast<char*>(workspace);
   beacon_logits::Args a;
   a.dims = dims;

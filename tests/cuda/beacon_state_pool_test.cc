@@ -2,7 +2,8 @@
 // handed out zeroed, at most `capacity` at once, and come back when their
 // policy goes; a policy with the pool's dims takes its state from the pool
 // during a step (no allocation there), other dims get their own; the CUDA
-// backend's reservation holds exactly capacity x the layout's bytes.
+// backend's reservation holds exactly capacity x the layout's bytes plus
+// the eviction scratch, which every eviction of the server's dims uses.
 #include "engine/cuda/beacon_state_pool.h"
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "engine/cuda/beacon_device_state.h"
 #include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/device_kv.h"
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
@@ -93,7 +95,12 @@ TEST(BeaconStatePool, StepsTakeStatesFromTheBackendsReservation) {
   ASSERT_TRUE(cuda->ReservePolicyStates(o, 3).ok());
   const PolicyModelInfo info = PolicyInfoFor(rt->config());
   ASSERT_NE(cuda->beacon_state_pool(), nullptr);
-  EXPECT_EQ(cuda->reserved_policy_state_bytes(), 3 * BeaconStateLayout::For(BeaconDimsFor(o, info)).total_bytes);
+  // No pool yet: the scratch covers a sequence as long as the context.
+  const BeaconDims dims = BeaconDimsFor(o, info);
+  ASSERT_NE(cuda->evict_scratch(), nullptr);
+  EXPECT_EQ(cuda->evict_scratch()->max_slots, rt->config().context_length);
+  const size_t scratch = BeaconEvictScratchLayout::BytesForAtMost(dims, rt->config().context_length, 1);
+  EXPECT_EQ(cuda->reserved_policy_state_bytes(), 3 * BeaconStateLayout::For(dims).total_bytes + scratch);
 
   std::unique_ptr<KvCache> cache = *rt->MakeKvCache(512);
   const std::vector<int32_t> prompt = {3, 9, 27, 81, 5, 15};
@@ -116,6 +123,59 @@ TEST(BeaconStatePool, StepsTakeStatesFromTheBackendsReservation) {
   KvPolicyOptions other = o;
   other.fps_bound = 96;
   EXPECT_EQ(run(other), (std::pair{false, 3})) << "other dims: their own allocation";
+  EXPECT_EQ(cache->pool().num_free(), cache->pool().num_blocks());
+}
+
+// Evictions inside steps use the scratch reserved at start-up, sized for
+// the pool (min(context, pool slots)): none allocates; a policy of other
+// dims, which the reservation does not cover, allocates its own once.
+TEST(BeaconStatePool, EvictionsUseTheReservedScratch) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  const std::string model = std::string("dummy:") + BEACON_SOURCE_DIR + "/tests/data/small-qwen3-hd128.json";
+  std::unique_ptr<Runtime> rt = backend_test::MakeRuntime(model, "cuda");
+  ASSERT_NE(rt, nullptr);
+  auto* cuda = dynamic_cast<CudaBackend*>(rt->backend());
+  ASSERT_NE(cuda, nullptr);
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  o.budget = 32;
+  o.interval = 8;
+  o.window = 8;
+  std::unique_ptr<KvCache> cache = *rt->MakeKvCache(256);
+  ASSERT_TRUE(cuda->ReservePolicyStates(o, 2).ok());
+  const PolicyModelInfo info = PolicyInfoFor(rt->config());
+  ASSERT_NE(cuda->evict_scratch(), nullptr);
+  ASSERT_LT(256, rt->config().context_length) << "the pool must be the bound here";
+  EXPECT_EQ(cuda->evict_scratch()->max_slots, 256) << "the pool, smaller than the context, bounds a sequence";
+  EXPECT_EQ(cuda->evict_scratch()->memory.bytes(),
+            BeaconEvictScratchLayout::BytesForAtMost(BeaconDimsFor(o, info), 256, cache->shape().block_size));
+  auto* storage = dynamic_cast<DeviceKvStorage*>(cache->device_storage());
+  ASSERT_NE(storage, nullptr);
+
+  const std::vector<int32_t> prompt = {3, 9, 27, 81, 5, 15, 45, 7};
+  auto decode = [&](const KvPolicyOptions& opts) {  // teacher-forced; returns its evictions
+    auto comp = SequenceCompressor::Create(opts, info, static_cast<int32_t>(prompt.size()));
+    EXPECT_TRUE(comp.ok());
+    SequenceKv seq(cache.get());
+    std::vector<float> logits;
+    ForwardEntry e{&seq, prompt, 0, false, (*comp)->policy()};
+    EXPECT_TRUE(rt->backend()->Forward(std::span(&e, 1), &logits).ok());
+    for (int32_t pos = static_cast<int32_t>(prompt.size()); pos < 80; ++pos) {
+      const std::vector<int32_t> token = {pos % 97 + 1};
+      ForwardEntry d{&seq, token, pos, false, (*comp)->policy()};
+      EXPECT_TRUE(rt->backend()->Forward(std::span(&d, 1), &logits).ok()) << "position " << pos;
+      (*comp)->AfterDecodeStep(&seq, pos + 1);
+      EXPECT_TRUE((*comp)->failure().ok()) << "position " << pos;
+    }
+    const int64_t evictions = (*comp)->evictions();
+    seq.Release();
+    return evictions;
+  };
+  EXPECT_GE(decode(o), 4);
+  EXPECT_EQ(storage->own_scratch_allocations(), 0) << "every eviction used the reservation";
+  KvPolicyOptions other = o;
+  other.beacons = 8;
+  EXPECT_GE(decode(other), 4);
+  EXPECT_EQ(storage->own_scratch_allocations(), 1) << "other dims: a scratch of its own, grown once";
   EXPECT_EQ(cache->pool().num_free(), cache->pool().num_blocks());
 }
 

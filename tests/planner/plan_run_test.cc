@@ -144,8 +144,16 @@ TEST(PlanRun, ProductionScaleRunsAreCheap) {
 
 TEST(PlanRun, BeaconStateComesOutOfAPoolSizedFromMemory) {
   // beacon-serve reserves 24,484,608 bytes a sequence (Qwen3-4B, R = K = 16,
-  // U = 64) for max_running sequences: a pool sized from the H200's memory
-  // loses the whole blocks that cover it; a given pool stays as given.
+  // U = 64) for max_running sequences, and one eviction scratch for a
+  // 40,960-slot sequence (the context; the pool is larger), by hand:
+  //   per (layer, KV head, slot) 36 x 8 x 40960 = 11,796,480 entries, four
+  //   4-byte arrays (scores, keep, select workspace, unpooled scores)
+  //   = 188,743,680; the block table 2560 x 4 = 10,240; scoring queries
+  //   36 x 32 x 32 x 128 x 4 = 18,874,368, their counts 4,608 and positions
+  //   147,456, partial stats (64 groups) 36,864 x 64 x 8 = 18,874,368, final
+  //   stats 294,912: 226,949,632 bytes.
+  // A pool sized from the H200's memory loses the whole blocks that cover
+  // it all; a given pool stays as given.
   const ModelCost model = ShippedModel("qwen3-4b.json");
   absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
   ASSERT_TRUE(gpu.ok());
@@ -154,7 +162,11 @@ TEST(PlanRun, BeaconStateComesOutOfAPoolSizedFromMemory) {
   EXPECT_TRUE(pool->from_memory);
   absl::StatusOr<ResolvedPool> beacon = PoolForPolicy(*pool, Beacon(2048), model, 64);
   ASSERT_TRUE(beacon.ok()) << beacon.status();
-  const double state = 64.0 * 24'484'608;
+  const double scratch = 226'949'632;
+  EXPECT_DOUBLE_EQ(EvictScratchBytes(Beacon(2048), model, int64_t{pool->blocks} * pool->block_size, pool->block_size),
+                   scratch);
+  EXPECT_DOUBLE_EQ(EvictScratchBytes(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull), model, 1 << 20, 16), 0);
+  const double state = 64.0 * 24'484'608 + scratch;
   EXPECT_DOUBLE_EQ(beacon->policy_state_bytes, state);
   EXPECT_EQ(beacon->blocks, pool->blocks - static_cast<int32_t>(std::ceil(state / pool->bytes_per_block)));
   EXPECT_DOUBLE_EQ(beacon->bytes, beacon->blocks * pool->bytes_per_block);
@@ -177,6 +189,7 @@ TEST(PlanRun, BeaconStateComesOutOfAPoolSizedFromMemory) {
   absl::StatusOr<RunResult> r = RunPlan(in);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_DOUBLE_EQ(r->reserved_policy_state_bytes, state);
+  EXPECT_DOUBLE_EQ(r->evict_scratch_bytes, scratch);
   EXPECT_DOUBLE_EQ(r->peak_policy_state_bytes, r->peak_running * 24'484'608.0);
 
   // A reservation larger than the pool is a named error.
