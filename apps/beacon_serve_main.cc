@@ -61,9 +61,9 @@ absl::Status RestrictToRunnablePolicies(const Backend& backend, ServeLimits* lim
 }
 
 // Reserves the device memory of BeaconKV's per-sequence state for the whole
-// running batch now, if requests may run beacon: a step then never
-// allocates it (and cannot fail on it), and a device too small for it stops
-// start-up, naming the bytes, instead of failing requests later. The dims
+// running batch, and its eviction scratch, now, if requests may run beacon:
+// a step then never allocates them (and cannot fail on them), and a device
+// too small for them stops start-up, naming the bytes, instead of failing requests later. The dims
 // are those a beacon request resolves to (requests choose policy and budget
 // only). A no-op on the CPU backend.
 absl::Status ReserveBeaconStates(Backend* backend, const ServeLimits& limits, int32_t max_running) {
@@ -72,7 +72,7 @@ absl::Status ReserveBeaconStates(Backend* backend, const ServeLimits& limits, in
   if (!beacon.ok()) return absl::OkStatus();  // beacon is not allowed: nothing to hold
   if (absl::Status s = backend->ReservePolicyStates(*beacon, max_running); !s.ok()) return s;
   if (backend->reserved_policy_state_bytes() > 0) {
-    logging::Info("reserved %.1f MiB of device memory for the BeaconKV state of %d sequences",
+    logging::Info("reserved %.1f MiB of device memory for the BeaconKV state of %d sequences and its eviction scratch",
                   backend->reserved_policy_state_bytes() / 1048576.0, max_running);
   }
   return absl::OkStatus();
