@@ -119,6 +119,20 @@ def test_records_resume_and_summary():
         assert "Pairs at budget 64, interval 16, window 8" not in text, text
 
 
+def test_variants_are_cells_of_their_own():
+    # An ablation: beacon with other server flags, in the same file. Its records key apart from the
+    # default's (both resume), it is its own row, paired with full and with the default's cell.
+    base = [_rec("beacon", 64, 16, i, i < 5) for i in range(10)]
+    r4k28 = [dict(_rec("beacon", 64, 16, i, i < 8), variant="r4k28") for i in range(10)]
+    full = [_rec("full", 0, 0, i, True) for i in range(10)]
+    assert re_eval.record_key(base[0]) != re_eval.record_key(r4k28[0])
+    assert re_eval.record_key(base[0]) == re_eval.record_key(dict(base[0], variant=None)), "old records key alike"
+    text = re_eval.summarize(full + base + r4k28)
+    assert "| beacon | 64 | 16 | default | 10 | 50.0% (5) |" in text, text
+    assert "| beacon [r4k28] | 64 | 16 | default | 10 | 80.0% (8) |" in text and "10, 2:0 | 0.500 |" in text, text
+    assert "| beacon | beacon [r4k28] | 10 | 0:3 | 0.250 | 0.250 |" in text, text
+
+
 def test_cells():
     assert re_eval.parse_cell("beacon:64") == ("beacon", 64)
     assert re_eval.parse_cell("full") == ("full", None)

@@ -196,7 +196,7 @@ def cell_of(policy, budget, interval, window=None):
 
 def record_key(r):
     return (r["model"], r["family"], r["seed"], r["index"], r["policy"], r["budget"], r["interval"], r.get("window"),
-            r["max_tokens"])
+            r["max_tokens"], r.get("variant"))
 
 
 def load_records(path):
@@ -253,18 +253,22 @@ def summarize(records):
     groups = collections.defaultdict(dict)  # (model, family, seed, max_tokens) -> {cell: {index: record}}
     for r in records:
         g = (r["model"], r["family"], r["seed"], r["max_tokens"])
-        groups[g].setdefault((r["policy"], r["budget"], r["interval"], r.get("window")), {})[r["index"]] = r
+        groups[g].setdefault((r["policy"], r["budget"], r["interval"], r.get("window"), r.get("variant")),
+                             {})[r["index"]] = r
     lines = []
     order = {p: i for i, p in enumerate(POLICIES)}
 
     def sort_cell(c):
-        return (c[1], c[2], c[3] or 0, order.get(c[0], 99))
+        return (c[1], c[2], c[3] or 0, order.get(c[0], 99), c[4] or "")
+
+    def label(c):  # the policy, and the variant (server flags) it ran with, if any
+        return f"{c[0]} [{c[4]}]" if c[4] else c[0]
 
     for g in sorted(groups):
         cells = groups[g]
         model, family, seed, max_tokens = g
         lines.append(f"### {family}, seed {seed}, {model}, max_tokens {max_tokens}\n")
-        full = cells.get(("full", 0, 0, None))
+        full = cells.get(("full", 0, 0, None, None))
         # Per cell, with the comparison to full on the problems both have.
         vs_full = []
         for c in sorted(cells, key=sort_cell):
@@ -293,7 +297,7 @@ def summarize(records):
             vf = raw.get(c)
             cmp = f"{vf[1]}, {vf[2]}:{vf[3]}" if vf else ""
             window = "-" if c[0] == "full" else (c[3] if c[3] is not None else "default")
-            lines.append(f"| {c[0]} | {c[1] or '-'} | {c[2] or '-'} | {window} | {n} | {100 * acc:.1f}% ({sum(r['correct'] for r in rs)}) "
+            lines.append(f"| {label(c)} | {c[1] or '-'} | {c[2] or '-'} | {window} | {n} | {100 * acc:.1f}% ({sum(r['correct'] for r in rs)}) "
                          f"| {_f(chain)} | {100 * trunc:.1f}% | {_f(ev, 2) or 'n/a'} | {peak} "
                          f"| {_f(_mean(gen_peaks), 0) or 'n/a'} | {cmp} | {_fmt_p(vf[4]) if vf else ''} "
                          f"| {_fmt_p(adj.get(c)) if vf else ''} |")
@@ -312,7 +316,7 @@ def summarize(records):
                     common = sorted(set(a) & set(z))
                     b = sum(1 for k in common if a[k]["correct"] and not z[k]["correct"])
                     cc = sum(1 for k in common if not a[k]["correct"] and z[k]["correct"])
-                    pairs.append((cs[i][0], cs[j][0], len(common), b, cc, mcnemar_exact(b, cc)))
+                    pairs.append((label(cs[i]), label(cs[j]), len(common), b, cc, mcnemar_exact(b, cc)))
             if not pairs:
                 continue
             padj = holm([p[5] for p in pairs])
@@ -499,7 +503,7 @@ def run(args):
     for policy, budget in cells:
         pol, bud, itv, win = cell_of(policy, budget or 0, interval, args.kv_window)
         for i in range(args.start, args.start + args.n):
-            key = (model_name, args.family, args.seed, i, pol, bud, itv, win, args.max_tokens)
+            key = (model_name, args.family, args.seed, i, pol, bud, itv, win, args.max_tokens, args.variant)
             if key not in done:
                 todo.append((pol, bud, itv, win, i))
     print(f"[reasoning_eval] {len(todo)} requests to run, {len(cells) * args.n - len(todo)} already recorded",
@@ -542,6 +546,9 @@ def run(args):
                    "evicted_tokens": out.get("evicted_tokens"), "reserved_tokens": out.get("reserved_tokens"),
                    "preemptions": out.get("preemptions"), "wall_s": round(time.time() - t, 2),
                    "text": out["text"]}
+            if args.variant:
+                rec["variant"] = args.variant
+                rec["server_flags"] = args.server_flag
             with lock:
                 with open(args.out, "a") as f:
                     f.write(json.dumps(rec) + "\n")
@@ -598,6 +605,8 @@ def main(argv=None):
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--server-flag", action="append", default=[], help="extra beacon-serve flag (repeatable; "
                    "--server-flag=--kv-pool-tokens=65536)")
+    r.add_argument("--variant", help="a name for --server-flag's settings (ablations): recorded, and part of the "
+                   "cell, so one records file holds several settings of one policy")
     r.add_argument("--server-log", help="beacon-serve's log (default: serve.log beside --out)")
     r.add_argument("--instruction", default=INSTRUCTION)
     r.add_argument("--out", required=True, help="records JSONL (appended; existing records are skipped)")
