@@ -58,10 +58,13 @@ run 16 "" full
 # 3. The low budget, ~15% of the mean chain: budget 32 (the server's minimum), interval 8 (peak 40
 #    generated slots). The default 32-token window would fill the whole budget (every policy would
 #    keep the same slots), so this server protects an 8-token window: 24 slots chosen by score.
-# Order: the contenders first (the scored policies at 64, then beacon and rkv at 32), the
-# baselines (streaming, random) after, so an interrupted run has the comparisons that matter.
-for p in beacon rkv snapkv h2o; do run 16 "" "$p:64"; done
-for p in beacon rkv; do run 8 8 "$p:32"; done
-for p in streaming random; do run 16 "" "$p:64"; done
-for p in snapkv h2o streaming random; do run 8 8 "$p:32"; done
+# STAGES picks the rows: "64" (every policy at 64/16), "32" (every policy at 32/8, window 8); the
+# background queue runs the 64 row, then the ablations (../ablation-1.5b/run.sh), then the 32 row.
+for stage in ${STAGES:-64 32}; do
+  case $stage in
+    64) for p in beacon rkv snapkv h2o streaming random; do run 16 "" "$p:64"; done ;;
+    32) for p in beacon rkv snapkv h2o streaming random; do run 8 8 "$p:32"; done ;;
+    *) echo "run.sh: unknown stage $stage" >&2; exit 2 ;;
+  esac
+done
 echo "run.sh: done"
