@@ -11,6 +11,9 @@
 //   beacon-eval needle [--model models/default.gguf] [--distances 256,1024,2048]
 //                      [--kv-budget 64,128,256,512,1024] [--kv-policy ...] [--cases 20] [--seed 1]
 //                      [--kv-interval 128] [--out-dir build/eval] [--threads N]
+//   beacon-eval revisit [--model models/qwen2.5-coder-1.5b.gguf] [--kv-policy ...] [--kv-budget 64,128]
+//                       [--kv-interval 16] [--cases 10] [--seed 1] [--chunk 16] [--facts 6] [--revisited 3]
+//                       [--revisits-per-fact 3] [--steps 14] [--out-dir build/eval] [--threads N]
 //
 // model and synthetic write OUT/{model,synthetic}_results.{csv,md,json} and,
 // model also OUT/model_{per_prompt,comparison}.csv and OUT/prompts/<id>.json
@@ -18,13 +21,16 @@
 // through tools/plot_fidelity.py (matplotlib), OUT/{model,synthetic}_fidelity.png;
 // needle writes OUT/needle_{raw,calibration}.csv and
 // OUT/needle_summary.{csv,md,json} (eval/needle.h), rewritten after every
-// case so that a run stopped early leaves consistent partial results.
+// case so that a run stopped early leaves consistent partial results;
+// revisit writes OUT/revisit.{md,json} (eval/revisit.h), likewise after
+// every case.
 // Progress goes to stderr.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -38,6 +44,8 @@
 #include "eval/needle_report.h"
 #include "eval/policy_grid.h"
 #include "eval/report.h"
+#include "eval/revisit.h"
+#include "eval/revisit_report.h"
 #include "eval/synthetic_eval.h"
 #include "util/cli_args.h"
 #include "util/run_main.h"
@@ -373,10 +381,106 @@ int Needle(const cli::Args& args) {
   return 0;
 }
 
+int Revisit(const cli::Args& args) {
+  eval::RevisitOptions o;
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
+  if (!budgets.ok()) return Fail(budgets.status());
+  o.budgets = *budgets;
+  // The full cache always runs (the reference): "full" in the list is accepted.
+  for (const std::string& p : ParseList(args, "kv-policy")) {
+    if (p != "full") o.policies.push_back(p);
+  }
+  if (o.policies.empty()) return Fail(absl::InvalidArgumentError("--kv-policy: no compressing policy given"));
+  std::vector<std::pair<const char*, int64_t>> ints;
+  for (const char* flag :
+       {"cases", "seed", "kv-interval", "threads", "chunk", "facts", "revisited", "revisits-per-fact", "steps"}) {
+    absl::StatusOr<int64_t> v = args.Int(flag);
+    if (!v.ok()) return Fail(v.status());
+    if (*v < 0 || *v > (int64_t{1} << 30)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", *v, " is out of range")));
+    }
+    ints.emplace_back(flag, *v);
+  }
+  auto get = [&](std::string_view flag) {
+    for (const auto& [f, v] : ints) {
+      if (f == flag) return static_cast<int32_t>(v);
+    }
+    return int32_t{0};
+  };
+  o.cases = get("cases");
+  o.seed = static_cast<uint64_t>(get("seed"));
+  o.interval = get("kv-interval");
+  o.chunk = get("chunk");
+  o.shape.facts = get("facts");
+  o.shape.revisited = get("revisited");
+  o.shape.revisits_per_fact = get("revisits-per-fact");
+  o.shape.steps = get("steps");
+  if (o.interval < 1) return Fail(absl::InvalidArgumentError("--kv-interval must be >= 1"));
+  // Bad options fail before the model loads.
+  if (absl::Status s = eval::ValidateRevisitOptions(o); !s.ok()) return Fail(s);
+  const std::string dir = args.Str("out-dir");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message())));
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = LoadRuntime(args, get("threads"), "revisit cases");
+  if (!rt.ok()) return Fail(rt.status());
+
+  std::string command = "beacon-eval revisit";
+  for (const char* flag : {"model", "kv-policy", "kv-budget", "kv-interval", "cases", "seed", "chunk", "facts",
+                           "revisited", "revisits-per-fact", "steps", "threads"}) {
+    absl::StrAppend(&command, " --", flag, " ", args.Str(flag));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<eval::RevisitCaseResult> results;
+  // Both files again after every case: a run stopped early is a consistent
+  // (smaller) result, labelled partial.
+  auto write = [&](bool complete) -> absl::Status {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::vector<eval::RevisitCell> cells = eval::SummarizeRevisit(results);
+    nlohmann::json j = eval::RevisitJson(cells, results);
+    j["settings"] = {{"model", args.Str("model")},
+                     {"command", command},
+                     {"complete", complete},
+                     {"seconds", seconds},
+                     {"threads", (*rt)->pool()->n_threads()},
+                     {"seed", o.seed},
+                     {"cases", o.cases},
+                     {"budgets", o.budgets},
+                     {"policies", o.policies},
+                     {"interval", o.interval},
+                     {"chunk", o.chunk},
+                     {"facts", o.shape.facts},
+                     {"revisited", o.shape.revisited},
+                     {"revisits_per_fact", o.shape.revisits_per_fact},
+                     {"steps", o.shape.steps}};
+    const std::string heading = absl::StrFormat(
+        "# beacon-eval revisit%s\n\nmodel %s, seed %d, interval %d, chunk %d; %d facts, %d revisited %d times "
+        "each over %d counting steps; %.0f s on %d threads\n\n`%s`\n",
+        complete ? "" : " (PARTIAL: run still going or stopped early)", args.Str("model"), o.seed, o.interval, o.chunk,
+        o.shape.facts, o.shape.revisited, o.shape.revisits_per_fact, o.shape.steps, seconds, (*rt)->pool()->n_threads(),
+        command);
+    if (absl::Status s = WriteText(dir, "revisit.md", eval::RevisitMarkdown(cells, results, heading)); !s.ok()) {
+      return s;
+    }
+    return WriteText(dir, "revisit.json", j.dump(1) + "\n");
+  };
+  absl::Status written;
+  absl::Status run = eval::RunRevisitEval(rt->get(), o, stderr, [&](const eval::RevisitCaseResult& r) {
+    results.push_back(r);
+    if (written.ok()) written = write(false);
+  });
+  if (!run.ok()) return Fail(run);
+  if (!written.ok()) return Fail(written);
+  if (absl::Status s = write(true); !s.ok()) return Fail(s);
+  std::fprintf(stderr, "beacon-eval: wrote %s/revisit.{md,json}\n", dir.c_str());
+  return 0;
+}
+
 const std::vector<cli::Command> kCommands = {
     {"model", "fidelity of the KV policies against the full cache on a model's generations"},
     {"synthetic", "recall of the KV policies on synthetic revisiting attention traces (no model)"},
-    {"needle", "whether a fact stated early survives eviction, with bootstrap intervals"}};
+    {"needle", "whether a fact stated early survives eviction, with bootstrap intervals"},
+    {"revisit", "whether facts the text keeps revisiting survive eviction better than the others"}};
 
 int Main(int argc, char** argv) {
   const std::string command = argc >= 2 ? argv[1] : "";
@@ -384,31 +488,42 @@ int Main(int argc, char** argv) {
     std::printf("%s", cli::CommandsHelp("beacon-eval", kCommands).c_str());
     return 0;
   }
-  const bool model = command == "model", needle = command == "needle";
-  if (!model && !needle && command != "synthetic") {
+  const bool model = command == "model", needle = command == "needle", revisit = command == "revisit";
+  if (!model && !needle && !revisit && command != "synthetic") {
     std::fprintf(stderr, "%s", cli::CommandsHelp("beacon-eval", kCommands).c_str());
     return 2;
   }
   cli::Args args;
   args.Declare("kv-policy", false, kDefaultPolicies, "KV policies to rate, comma-separated");
   args.Declare("kv-budget", false,
-               model    ? "128,256,512,1024"
-               : needle ? "64,128,256,512,1024"
-                        : "64,128,256,512",
+               model     ? "128,256,512,1024"
+               : needle  ? "64,128,256,512,1024"
+               : revisit ? "64,128"
+                         : "64,128,256,512",
                "KV budgets, comma-separated: each policy runs at each");
-  args.Declare("kv-interval", false, "128", "decode steps between evictions");
+  args.Declare("kv-interval", false, revisit ? "16" : "128", "decode steps between evictions");
   args.Refuse("budgets", "--budgets was renamed --kv-budget (a comma list, as in beacon-plan)");
   args.Refuse("policies", "--policies was renamed --kv-policy (a comma list, as in beacon-plan)");
   args.Refuse("interval", "--interval was renamed --kv-interval");
   args.Declare("out-dir", false, "build/eval", "directory for the results");
-  if (!needle) {  // needle always runs beacon at its default and draws no plot
+  if (!needle && !revisit) {  // needle and revisit run beacon at its default and draw no plot
     args.Declare("plot-script", false, "tools/plot_fidelity.py", "the plotting script");
     args.Declare("plot", true, "true", "draw the PNG (--no-plot: skip it)");
     args.Declare("kv-beacon-prompt-queries", false, "",
                  "true, false or true,false: beacon's prompt queries in its FPS buffer (both: two configurations); "
                  "absent: the default");
   }
-  if (needle) {
+  if (revisit) {
+    args.Declare("model", false, "models/qwen2.5-coder-1.5b.gguf", "GGUF file or HF directory (needs a tokenizer)");
+    args.Declare("cases", false, "10", "cases (ids 0..N-1)");
+    args.Declare("seed", false, "1", "seed of the cases (facts, values, which are revisited, counting steps)");
+    args.Declare("threads", false, "0", "CPU threads (0 = all)");
+    args.Declare("chunk", false, "16", "most stretch tokens per forward (1: every token a decode step)");
+    args.Declare("facts", false, "6", "vault codes stated at the start of the reasoning");
+    args.Declare("revisited", false, "3", "of them, named again during the stretch");
+    args.Declare("revisits-per-fact", false, "3", "mentions of each revisited fact");
+    args.Declare("steps", false, "14", "counting steps in the stretch");
+  } else if (needle) {
     args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("distances", false, "256,1024,2048", "filler tokens D between the fact and the cue, comma-separated");
     args.Declare("cases", false, "20", "cases tried per D (ids 0..N-1)");
@@ -445,6 +560,7 @@ int Main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError("unexpected argument '" + args.positional()[0] + "'"));
   }
   if (needle) return Needle(args);
+  if (revisit) return Revisit(args);
   return model ? Model(args) : Synthetic(args);
 }
 

@@ -1,0 +1,302 @@
+#include "eval/revisit.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "engine/generation.h"
+#include "eval/metrics.h"
+#include "eval/needle_cases.h"
+#include "eval/policy_grid.h"
+#include "kv/sequence_compressor.h"
+
+namespace beacon::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One case's tokens. Indices into `gen` are generated-token indices; the
+// token gen[g] sits at position prompt.size() + g.
+struct Stream {
+  struct Ask {
+    int32_t fact = -1;
+    int32_t begin = 0, end = 0;  // the answer's tokens: gen[begin, end)
+  };
+  std::vector<int32_t> prompt, gen;
+  int32_t statements_end = 0;                         // gen index after the last value's statement
+  int32_t first_cue = 0;                              // gen index where the questions begin
+  std::vector<std::vector<int32_t>> value_positions;  // per fact: its value's digit tokens, absolute positions
+  std::vector<Ask> asks;
+};
+
+bool HasDigit(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+// Encodes segment by segment, so that every segment's tokens (the value's
+// above all) are known exactly; the model reads the same text either way,
+// only the split at segment boundaries may differ from encoding it whole.
+absl::StatusOr<Stream> EncodeCase(Runtime* rt, const RevisitCase& c) {
+  Stream s;
+  absl::StatusOr<std::vector<int32_t>> prompt = rt->EncodePrompt(c.prompt, /*chat=*/true, "");
+  if (!prompt.ok()) return prompt.status();
+  s.prompt = *std::move(prompt);
+  const int32_t n_prompt = static_cast<int32_t>(s.prompt.size());
+  const Tokenizer* tok = rt->tokenizer();
+  s.value_positions.resize(c.facts.size());
+  bool cued = false;
+  for (const RevisitSegment& seg : c.segments) {
+    const std::vector<int32_t> ids = tok->Encode(seg.text, /*parse_special=*/false, /*add_bos=*/false);
+    const int32_t at = static_cast<int32_t>(s.gen.size());
+    if (seg.role == RevisitRole::kCue && !cued) {
+      s.first_cue = at;
+      cued = true;
+    }
+    if (seg.role == RevisitRole::kValue) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (HasDigit(tok->Decode({ids[i]})))
+          s.value_positions[seg.fact].push_back(n_prompt + at + static_cast<int32_t>(i));
+      }
+      if (s.value_positions[seg.fact].empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("revisit case ", c.id, ": value '", seg.text, "' encodes to no token with a digit"));
+      }
+      s.statements_end = at + static_cast<int32_t>(ids.size());
+    }
+    s.gen.insert(s.gen.end(), ids.begin(), ids.end());
+    if (seg.role == RevisitRole::kAnswer) s.asks.push_back({seg.fact, at, static_cast<int32_t>(s.gen.size())});
+  }
+  if (!cued || s.asks.empty() || s.asks.front().begin < 1) {
+    return absl::FailedPreconditionError(absl::StrCat("revisit case ", c.id, ": no cue before an answer"));
+  }
+  if (n_prompt + static_cast<int64_t>(s.gen.size()) > rt->config().context_length) {
+    return absl::InvalidArgumentError(absl::StrCat("revisit case ", c.id, ": ", n_prompt + s.gen.size(),
+                                                   " tokens, past the model's context ", rt->config().context_length));
+  }
+  return s;
+}
+
+// The share of (layer, KV head) pairs of `kv` whose slots hold every one of
+// `positions`.
+double PairsHolding(const SequenceKv& kv, const PolicyModelInfo& m, const std::vector<int32_t>& positions,
+                    std::vector<uint8_t>* present) {
+  int held = 0;
+  for (int l = 0; l < m.n_layers; ++l) {
+    const KeysView keys(kv.cache(), &kv, l);
+    for (int h = 0; h < m.n_kv_heads; ++h) {
+      int32_t max_pos = 0;
+      for (int32_t s = 0; s < keys.n_slots(); ++s) max_pos = std::max(max_pos, keys.position(h, s));
+      present->assign(static_cast<size_t>(max_pos) + 1, 0);
+      for (int32_t s = 0; s < keys.n_slots(); ++s) (*present)[keys.position(h, s)] = 1;
+      held += std::all_of(positions.begin(), positions.end(),
+                          [&](int32_t p) { return p <= max_pos && (*present)[p] != 0; });
+    }
+  }
+  return static_cast<double>(held) / (static_cast<double>(m.n_layers) * m.n_kv_heads);
+}
+
+double LogSoftmaxAt(std::span<const float> logits, int32_t token) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x) - mx);
+  return static_cast<double>(logits[token]) - mx - std::log(sum);
+}
+
+struct Config {
+  std::unique_ptr<SequenceKv> kv;
+  std::unique_ptr<SequenceCompressor> compressor;  // null: the full cache
+  bool stepwise = false;                           // fed one token per forward (wants_attention)
+  std::vector<int32_t> argmax;                     // per asked fact, built up
+  std::vector<bool> all_match;
+  RevisitRow row;
+};
+
+// Runs one case over every configuration; fills result->rows.
+absl::Status RunCase(Runtime* rt, const RevisitOptions& o, const std::vector<PolicySpec>& grid, const RevisitCase& c,
+                     const Stream& s, RevisitCaseResult* result) {
+  const PolicyModelInfo info = PolicyInfoFor(rt->config());
+  const size_t vocab = static_cast<size_t>(rt->config().vocab_size);
+  const int32_t n_prompt = static_cast<int32_t>(s.prompt.size());
+  const int32_t n_gen = static_cast<int32_t>(s.gen.size());
+  int64_t slots = n_prompt + n_gen + 16;
+  for (const PolicySpec& p : grid) slots += SequenceCompressor::PeakSlots(p.options, n_prompt, n_gen) + 16;
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
+  if (!made.ok()) return made.status();
+  std::unique_ptr<KvCache> cache = *std::move(made);
+
+  std::vector<Config> cfgs(grid.size() + 1);
+  for (size_t i = 0; i < cfgs.size(); ++i) {
+    Config& cf = cfgs[i];
+    cf.kv = std::make_unique<SequenceKv>(cache.get());
+    cf.row.policy = i == 0 ? "full" : grid[i - 1].policy;
+    cf.row.budget = i == 0 ? 0 : grid[i - 1].budget;
+    cf.row.answers.resize(s.asks.size());
+    cf.all_match.assign(s.asks.size(), true);
+    if (i == 0) continue;
+    absl::StatusOr<std::unique_ptr<SequenceCompressor>> comp =
+        SequenceCompressor::Create(grid[i - 1].options, info, n_prompt);
+    if (!comp.ok()) return comp.status();
+    cf.compressor = *std::move(comp);
+    cf.compressor->set_thread_pool(rt->backend()->host_pool());
+    cf.stepwise = cf.compressor->policy()->wants_attention();
+  }
+  auto entry_of = [&](Config& cf, std::span<const int32_t> tokens, int32_t start) {
+    ForwardEntry e;
+    e.kv = cf.kv.get();
+    e.policy = cf.compressor ? cf.compressor->policy() : nullptr;
+    e.tokens = tokens;
+    e.start_pos = start;
+    return e;
+  };
+  // Eviction returns blocks to the shared pool: one sequence at a time.
+  auto after = [&](Config& cf, int32_t next_position) {
+    if (cf.compressor) cf.compressor->AfterDecodeStep(cf.kv.get(), next_position);
+  };
+  std::vector<float> logits;
+  std::vector<ForwardEntry> batch;
+
+  for (int32_t done = 0; done < n_prompt;) {
+    const int32_t n = std::min(o.prefill_chunk, n_prompt - done);
+    batch.clear();
+    for (Config& cf : cfgs) batch.push_back(entry_of(cf, std::span<const int32_t>(s.prompt).subspan(done, n), done));
+    if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
+    done += n;
+  }
+  for (Config& cf : cfgs) after(cf, n_prompt);
+
+  // The stretch, in chunks that never cross an eviction point.
+  const std::span<const int32_t> gen(s.gen);
+  for (int32_t g = 0; g < s.first_cue;) {
+    int32_t n = std::min(o.chunk, s.first_cue - g);
+    for (Config& cf : cfgs) {
+      if (cf.compressor && !cf.stepwise) {
+        n = std::min(n, std::max(1, cf.compressor->bound() + o.interval - cf.kv->num_slots()));
+      }
+    }
+    const int32_t pos = n_prompt + g;
+    batch.clear();
+    for (Config& cf : cfgs) batch.push_back(entry_of(cf, gen.subspan(g, cf.stepwise ? 1 : n), pos));
+    if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
+    for (Config& cf : cfgs) {
+      if (cf.stepwise) after(cf, pos + 1);
+    }
+    for (int32_t j = 1; j < n; ++j) {
+      batch.clear();
+      for (Config& cf : cfgs) {
+        if (cf.stepwise) batch.push_back(entry_of(cf, gen.subspan(g + j, 1), pos + j));
+      }
+      if (batch.empty()) break;
+      if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
+      for (Config& cf : cfgs) {
+        if (cf.stepwise) after(cf, pos + j + 1);
+      }
+    }
+    for (Config& cf : cfgs) {
+      if (!cf.stepwise) after(cf, pos + n);
+    }
+    g += n;
+  }
+
+  // The questions, one token per forward; logits row i is config i's.
+  std::vector<uint8_t> present;
+  std::vector<std::vector<int32_t>> greedy(cfgs.size() * s.asks.size());
+  for (int32_t g = s.first_cue; g < n_gen; ++g) {
+    const int32_t pos = n_prompt + g;
+    batch.clear();
+    for (Config& cf : cfgs) batch.push_back(entry_of(cf, gen.subspan(g, 1), pos));
+    if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
+    for (size_t a = 0; a < s.asks.size(); ++a) {
+      const Stream::Ask& ask = s.asks[a];
+      if (g + 1 < ask.begin || g + 1 > ask.end) continue;
+      for (size_t i = 0; i < cfgs.size(); ++i) {
+        Config& cf = cfgs[i];
+        RevisitAnswer& ans = cf.row.answers[a];
+        const std::span<const float> row(logits.data() + i * vocab, vocab);
+        const int32_t top = ArgMax(row);
+        greedy[i * s.asks.size() + a].push_back(top);
+        if (g + 1 == ask.begin) {
+          // The cache that computes the first answer token, before this
+          // step's eviction.
+          ans.fact = ask.fact;
+          ans.revisited = c.facts[ask.fact].revisited;
+          ans.pairs_held = PairsHolding(*cf.kv, info, s.value_positions[ask.fact], &present);
+          if (a == 0) {
+            Mean rev, plain;
+            for (size_t f = 0; f < c.facts.size(); ++f) {
+              (c.facts[f].revisited ? rev : plain).Add(PairsHolding(*cf.kv, info, s.value_positions[f], &present));
+            }
+            cf.row.held_revisited = rev.value();
+            cf.row.held_plain = plain.value();
+          }
+        }
+        if (g + 1 < ask.end) {
+          ans.logprob += LogSoftmaxAt(row, s.gen[g + 1]);
+          if (top != s.gen[g + 1]) cf.all_match[a] = false;
+        } else {  // the token after the answer: the boundary
+          ans.greedy = rt->tokenizer()->Decode(greedy[i * s.asks.size() + a]);
+          ans.exact = cf.all_match[a] && AnswerMatches(ans.greedy, c.facts[ask.fact].value);
+        }
+      }
+    }
+    if (g + 1 < n_gen) {
+      for (Config& cf : cfgs) after(cf, pos + 1);
+    }
+  }
+  for (Config& cf : cfgs) {
+    cf.row.peak_slots = cf.kv->peak_slots();
+    cf.row.evictions = cf.compressor ? cf.compressor->evictions() : 0;
+    result->rows.push_back(std::move(cf.row));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateRevisitOptions(const RevisitOptions& o) {
+  if (absl::StatusOr<std::vector<PolicySpec>> g = MakePolicyGrid(o.policies, o.budgets, o.interval); !g.ok()) {
+    return g.status();
+  }
+  if (o.cases < 1) return absl::InvalidArgumentError(absl::StrCat("cases: ", o.cases, " is not >= 1"));
+  if (o.chunk < 1) return absl::InvalidArgumentError(absl::StrCat("chunk: ", o.chunk, " is not >= 1"));
+  if (o.prefill_chunk < 1) return absl::InvalidArgumentError("prefill_chunk: must be >= 1");
+  return ValidateRevisitShape(o.shape);
+}
+
+absl::Status RunRevisitEval(Runtime* rt, const RevisitOptions& o, std::FILE* log,
+                            const std::function<void(const RevisitCaseResult&)>& on_case) {
+  if (absl::Status st = ValidateRevisitOptions(o); !st.ok()) return st;
+  absl::StatusOr<std::vector<PolicySpec>> grid = MakePolicyGrid(o.policies, o.budgets, o.interval);
+  if (!grid.ok()) return grid.status();
+  if (rt->tokenizer() == nullptr) return absl::FailedPreconditionError("the model has no tokenizer");
+  const Clock::time_point t0 = Clock::now();
+  for (int32_t id = 0; id < o.cases; ++id) {
+    const Clock::time_point tc = Clock::now();
+    const RevisitCase c = MakeRevisitCase(o.seed, id, o.shape);
+    absl::StatusOr<Stream> s = EncodeCase(rt, c);
+    if (!s.ok()) return s.status();
+    RevisitCaseResult r;
+    r.id = id;
+    r.prompt_tokens = static_cast<int32_t>(s->prompt.size());
+    r.generated_tokens = static_cast<int32_t>(s->gen.size());
+    r.stretch_tokens = s->first_cue - s->statements_end;
+    for (const RevisitFact& f : c.facts) {
+      r.values.push_back(f.value);
+      r.revisited.push_back(f.revisited);
+    }
+    if (absl::Status st = RunCase(rt, o, *grid, c, *s, &r); !st.ok()) return st;
+    r.seconds = std::chrono::duration<double>(Clock::now() - tc).count();
+    const RevisitRow& full = r.rows.front();
+    std::fprintf(log, "[revisit] case %d/%d: %d prompt + %d generated tokens; full: %s / %s; %.0fs, elapsed %.0fs\n",
+                 id + 1, o.cases, r.prompt_tokens, r.generated_tokens, full.answers[0].exact ? "right" : "wrong",
+                 full.answers[1].exact ? "right" : "wrong", r.seconds,
+                 std::chrono::duration<double>(Clock::now() - t0).count());
+    std::fflush(log);
+    on_case(r);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace beacon::eval

@@ -1,0 +1,107 @@
+// beacon-eval revisit: does a compressed cache keep the facts the model's
+// own text keeps coming back to? (issue 32, docs/fidelity.md "The revisit
+// test (1.5B)"). Each case (eval/revisit_cases.h) states several facts at
+// the start of the assistant's text, a long stretch revisits some of them,
+// then the text asks for one revisited and one never-revisited fact.
+//
+// Every configuration (the full cache first, then each (policy, budget))
+// runs in one ragged batch, teacher-forced over the same tokens, each with
+// its own SequenceCompressor built as Generation builds it:
+//
+//   prompt    prefilled in chunks, then AfterDecodeStep (as Generation).
+//   stretch   everything before the first cue, fed in chunks of at most
+//             `chunk` tokens that end exactly where a decoding sequence
+//             would evict (a chunk never crosses any configuration's
+//             bound + interval), AfterDecodeStep after each chunk. Between
+//             evictions a decoding cache only grows, so the chunk attends
+//             to the same slots its tokens would one by one, and the
+//             policy is shown every token's query (ObserveQuery runs for
+//             every token of a multi-token forward). A policy that reads
+//             decode attention probabilities (wants_attention: H2O, beacon
+//             with the global filter) is not shown them in a multi-token
+//             forward, so such configurations are fed one token per
+//             forward instead, AfterDecodeStep after each, as in decoding.
+//   questions from the first cue on, one token per forward for everyone.
+//
+// Per configuration and asked fact: the answer's log-probability (sum over
+// its tokens, teacher-forced), exact match (every answer token is the
+// argmax given the ones before it and the argmax after the last one does not
+// continue the number: the greedy continuation states the answer, since
+// the tokenizer splits digits), and, in the cache that computes the first
+// answer token (before that step's eviction), the share of (layer, KV head)
+// pairs that still hold every position of the fact's value in its statement.
+#ifndef BEACON_EVAL_REVISIT_H_
+#define BEACON_EVAL_REVISIT_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/runtime.h"
+#include "eval/revisit_cases.h"
+
+namespace beacon::eval {
+
+struct RevisitOptions {
+  std::vector<std::string> policies;  // compressing (MakePolicyGrid); the full cache always runs
+  std::vector<int32_t> budgets = {64, 128};
+  int32_t interval = 16;
+  int32_t cases = 10;  // ids 0 .. cases - 1
+  uint64_t seed = 1;
+  RevisitShape shape;
+  // Most stretch tokens per forward (1: every token a decode step, for
+  // checking that chunking changes nothing).
+  int32_t chunk = 16;
+  int32_t prefill_chunk = 512;
+};
+
+// INVALID_ARGUMENT naming the bad field (the grid, cases, chunk, shape).
+absl::Status ValidateRevisitOptions(const RevisitOptions& options);
+
+// One configuration's answer to one asked fact.
+struct RevisitAnswer {
+  int32_t fact = -1;
+  bool revisited = false;
+  double logprob = 0;     // sum over the answer's tokens
+  bool exact = false;     // the greedy continuation states the value
+  std::string greedy;     // the argmax tokens over the answer and the one after, decoded
+  double pairs_held = 0;  // share of (layer, KV head) pairs holding every value position
+};
+
+struct RevisitRow {
+  std::string policy;                  // "full" for the full cache
+  int32_t budget = 0;                  // 0 for the full cache
+  std::vector<RevisitAnswer> answers;  // in the order asked
+  // At the first question: pairs_held averaged over every revisited fact and
+  // over every never-revisited one (not only the asked ones).
+  double held_revisited = 0, held_plain = 0;
+  int64_t evictions = 0;
+  int32_t peak_slots = 0;  // per head, prompt included
+};
+
+struct RevisitCaseResult {
+  int32_t id = 0;
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;  // teacher-forced after the prompt
+  // Tokens between the end of the last statement and the first cue.
+  int32_t stretch_tokens = 0;
+  std::vector<std::string> values;  // per fact
+  std::vector<bool> revisited;      // per fact
+  double seconds = 0;
+  std::vector<RevisitRow> rows;  // the full cache first, then the grid's order
+};
+
+// Runs every case, calling on_case after each; progress lines go to `log`.
+// INVALID_ARGUMENT for bad options (before any model work);
+// FAILED_PRECONDITION without a tokenizer or when a case's tokens do not
+// hold the structure the metrics need (a value without digit tokens);
+// backend errors as they come.
+absl::Status RunRevisitEval(Runtime* rt, const RevisitOptions& options, std::FILE* log,
+                            const std::function<void(const RevisitCaseResult&)>& on_case);
+
+}  // namespace beacon::eval
+
+#endif  // BEACON_EVAL_REVISIT_H_
