@@ -79,11 +79,15 @@ absl::StatusOr<Stream> EncodeCase(Runtime* rt, const RevisitCase& c) {
   return s;
 }
 
-// The share of (layer, KV head) pairs of `kv` whose slots hold every one of
-// `positions`.
-double PairsHolding(const SequenceKv& kv, const PolicyModelInfo& m, const std::vector<int32_t>& positions,
-                    std::vector<uint8_t>* present) {
-  int held = 0;
+// How much of `positions` the slots of `kv` hold, over its (layer, KV head)
+// pairs: the share of pairs holding every one (all) and the mean share of
+// the positions a pair holds (digits).
+struct Holding {
+  double all = 0, digits = 0;
+};
+Holding Held(const SequenceKv& kv, const PolicyModelInfo& m, const std::vector<int32_t>& positions,
+             std::vector<uint8_t>* present) {
+  Holding out;
   for (int l = 0; l < m.n_layers; ++l) {
     const KeysView keys(kv.cache(), &kv, l);
     for (int h = 0; h < m.n_kv_heads; ++h) {
@@ -91,11 +95,16 @@ double PairsHolding(const SequenceKv& kv, const PolicyModelInfo& m, const std::v
       for (int32_t s = 0; s < keys.n_slots(); ++s) max_pos = std::max(max_pos, keys.position(h, s));
       present->assign(static_cast<size_t>(max_pos) + 1, 0);
       for (int32_t s = 0; s < keys.n_slots(); ++s) (*present)[keys.position(h, s)] = 1;
-      held += std::all_of(positions.begin(), positions.end(),
-                          [&](int32_t p) { return p <= max_pos && (*present)[p] != 0; });
+      const auto n = std::count_if(positions.begin(), positions.end(),
+                                   [&](int32_t p) { return p <= max_pos && (*present)[p] != 0; });
+      out.all += n == static_cast<std::ptrdiff_t>(positions.size()) ? 1.0 : 0.0;
+      out.digits += static_cast<double>(n) / static_cast<double>(positions.size());
     }
   }
-  return static_cast<double>(held) / (static_cast<double>(m.n_layers) * m.n_kv_heads);
+  const double pairs = static_cast<double>(m.n_layers) * m.n_kv_heads;
+  out.all /= pairs;
+  out.digits /= pairs;
+  return out;
 }
 
 double LogSoftmaxAt(std::span<const float> logits, int32_t token) {
@@ -222,14 +231,20 @@ absl::Status RunCase(Runtime* rt, const RevisitOptions& o, const std::vector<Pol
           // step's eviction.
           ans.fact = ask.fact;
           ans.revisited = c.facts[ask.fact].revisited;
-          ans.pairs_held = PairsHolding(*cf.kv, info, s.value_positions[ask.fact], &present);
+          const Holding held = Held(*cf.kv, info, s.value_positions[ask.fact], &present);
+          ans.pairs_held = held.all;
+          ans.digits_held = held.digits;
           if (a == 0) {
-            Mean rev, plain;
+            Mean rev, plain, rev_digits, plain_digits;
             for (size_t f = 0; f < c.facts.size(); ++f) {
-              (c.facts[f].revisited ? rev : plain).Add(PairsHolding(*cf.kv, info, s.value_positions[f], &present));
+              const Holding hf = Held(*cf.kv, info, s.value_positions[f], &present);
+              (c.facts[f].revisited ? rev : plain).Add(hf.all);
+              (c.facts[f].revisited ? rev_digits : plain_digits).Add(hf.digits);
             }
             cf.row.held_revisited = rev.value();
             cf.row.held_plain = plain.value();
+            cf.row.digits_revisited = rev_digits.value();
+            cf.row.digits_plain = plain_digits.value();
           }
         }
         if (g + 1 < ask.end) {

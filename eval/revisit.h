@@ -29,7 +29,8 @@
 // continue the number: the greedy continuation states the answer, since
 // the tokenizer splits digits), and, in the cache that computes the first
 // answer token (before that step's eviction), the share of (layer, KV head)
-// pairs that still hold every position of the fact's value in its statement.
+// pairs that still hold every position of the fact's value in its statement
+// (and, graded, the mean share of those positions a pair holds).
 #ifndef BEACON_EVAL_REVISIT_H_
 #define BEACON_EVAL_REVISIT_H_
 
@@ -65,10 +66,11 @@ absl::Status ValidateRevisitOptions(const RevisitOptions& options);
 struct RevisitAnswer {
   int32_t fact = -1;
   bool revisited = false;
-  double logprob = 0;     // sum over the answer's tokens
-  bool exact = false;     // the greedy continuation states the value
-  std::string greedy;     // the argmax tokens over the answer and the one after, decoded
-  double pairs_held = 0;  // share of (layer, KV head) pairs holding every value position
+  double logprob = 0;      // sum over the answer's tokens
+  bool exact = false;      // the greedy continuation states the value
+  std::string greedy;      // the argmax tokens over the answer and the one after, decoded
+  double pairs_held = 0;   // share of (layer, KV head) pairs holding every value position
+  double digits_held = 0;  // mean over the pairs of the share of value positions held
 };
 
 struct RevisitRow {
@@ -78,6 +80,7 @@ struct RevisitRow {
   // At the first question: pairs_held averaged over every revisited fact and
   // over every never-revisited one (not only the asked ones).
   double held_revisited = 0, held_plain = 0;
+  double digits_revisited = 0, digits_plain = 0;  // likewise digits_held
   int64_t evictions = 0;
   int32_t peak_slots = 0;  // per head, prompt included
 };

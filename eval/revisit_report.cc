@@ -8,13 +8,14 @@ namespace beacon::eval {
 namespace {
 
 struct KindAcc {
-  Mean exact, logprob, pairs, exact_full_right;
+  Mean exact, logprob, pairs, digits, exact_full_right;
   RevisitKindStats Stats() const {
     RevisitKindStats s;
     s.n = static_cast<int32_t>(exact.count());
     s.exact = exact.value();
     s.logprob = logprob.value();
     s.pairs_held = pairs.value();
+    s.digits_held = digits.value();
     s.n_full_right = static_cast<int32_t>(exact_full_right.count());
     s.exact_where_full_right = exact_full_right.value();
     return s;
@@ -31,7 +32,7 @@ std::vector<RevisitCell> SummarizeRevisit(const std::vector<RevisitCaseResult>& 
   const size_t n_rows = results.front().rows.size();
   for (size_t i = 0; i < n_rows; ++i) {
     KindAcc rev, plain;
-    Mean held_rev, held_plain, evictions, peak;
+    Mean held_rev, held_plain, digits_rev, digits_plain, evictions, peak;
     for (const RevisitCaseResult& r : results) {
       const RevisitRow& row = r.rows[i];
       for (size_t a = 0; a < row.answers.size(); ++a) {
@@ -40,10 +41,13 @@ std::vector<RevisitCell> SummarizeRevisit(const std::vector<RevisitCaseResult>& 
         k.exact.Add(ans.exact ? 1.0 : 0.0);
         k.logprob.Add(ans.logprob);
         k.pairs.Add(ans.pairs_held);
+        k.digits.Add(ans.digits_held);
         if (r.rows.front().answers[a].exact) k.exact_full_right.Add(ans.exact ? 1.0 : 0.0);
       }
       held_rev.Add(row.held_revisited);
       held_plain.Add(row.held_plain);
+      digits_rev.Add(row.digits_revisited);
+      digits_plain.Add(row.digits_plain);
       evictions.Add(static_cast<double>(row.evictions));
       peak.Add(row.peak_slots - r.prompt_tokens);
     }
@@ -54,6 +58,8 @@ std::vector<RevisitCell> SummarizeRevisit(const std::vector<RevisitCaseResult>& 
     c.plain = plain.Stats();
     c.held_revisited = held_rev.value();
     c.held_plain = held_plain.value();
+    c.digits_revisited = digits_rev.value();
+    c.digits_plain = digits_plain.value();
     c.evictions = evictions.value();
     c.peak_generated = peak.value();
     cells.push_back(std::move(c));
@@ -89,14 +95,16 @@ std::string RevisitMarkdown(const std::vector<RevisitCell>& cells, const std::ve
   }
   absl::StrAppend(&md,
                   "\n## Every fact's positions at the first question\n\nShare of (layer, KV head) pairs holding "
-                  "every digit of a fact's value, averaged over all revisited and all never-revisited facts of a "
-                  "case (not only the asked ones); and exact answers among the facts the full cache answers "
-                  "exactly.\n\n| config | all revisited facts held | all plain facts held | revisited exact where "
-                  "full right | plain exact where full right |\n|---|---|---|---|---|\n");
+                  "every digit of a fact's value (pairs) and mean share of its digit positions a pair holds "
+                  "(digits), averaged over all revisited and all never-revisited facts of a case (not only the "
+                  "asked ones); and exact answers among the facts the full cache answers exactly.\n\n"
+                  "| config | revisited pairs | revisited digits | plain pairs | plain digits | revisited exact "
+                  "where full right | plain exact where full right |\n|---|---|---|---|---|---|---|\n");
   for (const RevisitCell& c : cells) {
-    absl::StrAppendFormat(&md, "| %s | %.3f | %.3f | %.2f (n=%d) | %.2f (n=%d) |\n", Cell(c), c.held_revisited,
-                          c.held_plain, c.revisited.exact_where_full_right, c.revisited.n_full_right,
-                          c.plain.exact_where_full_right, c.plain.n_full_right);
+    absl::StrAppendFormat(&md, "| %s | %.3f | %.3f | %.3f | %.3f | %.2f (n=%d) | %.2f (n=%d) |\n", Cell(c),
+                          c.held_revisited, c.digits_revisited, c.held_plain, c.digits_plain,
+                          c.revisited.exact_where_full_right, c.revisited.n_full_right, c.plain.exact_where_full_right,
+                          c.plain.n_full_right);
   }
   return md;
 }
@@ -107,6 +115,7 @@ nlohmann::json RevisitJson(const std::vector<RevisitCell>& cells, const std::vec
                           {"exact", k.exact},
                           {"logprob", k.logprob},
                           {"pairs_held", k.pairs_held},
+                          {"digits_held", k.digits_held},
                           {"n_full_right", k.n_full_right},
                           {"exact_where_full_right", k.exact_where_full_right}};
   };
@@ -118,6 +127,8 @@ nlohmann::json RevisitJson(const std::vector<RevisitCell>& cells, const std::vec
                             {"plain", kind(c.plain)},
                             {"held_revisited", c.held_revisited},
                             {"held_plain", c.held_plain},
+                            {"digits_revisited", c.digits_revisited},
+                            {"digits_plain", c.digits_plain},
                             {"evictions", c.evictions},
                             {"peak_generated_slots", c.peak_generated}});
   }
@@ -131,13 +142,16 @@ nlohmann::json RevisitJson(const std::vector<RevisitCell>& cells, const std::vec
                            {"logprob", a.logprob},
                            {"exact", a.exact},
                            {"greedy", a.greedy},
-                           {"pairs_held", a.pairs_held}});
+                           {"pairs_held", a.pairs_held},
+                           {"digits_held", a.digits_held}});
       }
       rows.push_back({{"policy", row.policy},
                       {"budget", row.budget},
                       {"answers", answers},
                       {"held_revisited", row.held_revisited},
                       {"held_plain", row.held_plain},
+                      {"digits_revisited", row.digits_revisited},
+                      {"digits_plain", row.digits_plain},
                       {"evictions", row.evictions},
                       {"peak_slots", row.peak_slots}});
     }

@@ -18,9 +18,10 @@ namespace beacon::eval {
 // One kind of asked fact under one configuration, over the cases.
 struct RevisitKindStats {
   int32_t n = 0;
-  double exact = 0;       // share of cases answered exactly
-  double logprob = 0;     // mean answer log-probability (nats, summed over the answer's tokens)
-  double pairs_held = 0;  // mean share of (layer, KV head) pairs holding the asked value's positions
+  double exact = 0;        // share of cases answered exactly
+  double logprob = 0;      // mean answer log-probability (nats, summed over the answer's tokens)
+  double pairs_held = 0;   // mean share of (layer, KV head) pairs holding the asked value's positions
+  double digits_held = 0;  // mean share of the asked value's positions a pair holds
   // Among the cases the full cache answers exactly: their count and this
   // configuration's share of them answered exactly.
   int32_t n_full_right = 0;
@@ -32,8 +33,9 @@ struct RevisitCell {
   int32_t budget = 0;
   RevisitKindStats revisited, plain;
   double held_revisited = 0, held_plain = 0;  // means of RevisitRow's, over the cases
-  double evictions = 0;                       // mean per case
-  double peak_generated = 0;                  // mean peak slots per head past the prompt
+  double digits_revisited = 0, digits_plain = 0;
+  double evictions = 0;       // mean per case
+  double peak_generated = 0;  // mean peak slots per head past the prompt
 };
 
 // One cell per configuration, in the rows' order (the full cache first).

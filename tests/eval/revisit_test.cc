@@ -129,7 +129,7 @@ std::vector<RevisitCaseResult> RunSmall(Runtime* rt, int32_t chunk) {
   o.shape.facts = 4;
   o.shape.revisited = 2;
   o.shape.revisits_per_fact = 2;
-  o.shape.steps = 6;
+  o.shape.steps = 5;
   std::vector<RevisitCaseResult> out;
   const absl::Status s = RunRevisitEval(rt, o, stderr, [&](const RevisitCaseResult& r) { out.push_back(r); });
   EXPECT_TRUE(s.ok()) << s;
@@ -158,8 +158,11 @@ TEST(RevisitModelTest, FullHoldsEveryFactStreamingNoneAndChunkingEvictsAsDecodin
   EXPECT_DOUBLE_EQ(full.held_plain, 1.0);
   ASSERT_EQ(full.answers.size(), 2u);
   EXPECT_NE(full.answers[0].revisited, full.answers[1].revisited);
+  EXPECT_DOUBLE_EQ(full.digits_revisited, 1.0);
+  EXPECT_DOUBLE_EQ(full.digits_plain, 1.0);
   for (const RevisitAnswer& a : full.answers) {
     EXPECT_DOUBLE_EQ(a.pairs_held, 1.0);
+    EXPECT_DOUBLE_EQ(a.digits_held, 1.0);
     EXPECT_LT(a.logprob, 0.0);
   }
   const RevisitRow& streaming = r.rows[1];
@@ -168,7 +171,12 @@ TEST(RevisitModelTest, FullHoldsEveryFactStreamingNoneAndChunkingEvictsAsDecodin
   EXPECT_LE(streaming.peak_slots, r.prompt_tokens + 32 + 8);
   EXPECT_DOUBLE_EQ(streaming.held_revisited, 0.0);
   EXPECT_DOUBLE_EQ(streaming.held_plain, 0.0);
-  for (const RevisitAnswer& a : streaming.answers) EXPECT_DOUBLE_EQ(a.pairs_held, 0.0);
+  EXPECT_DOUBLE_EQ(streaming.digits_revisited, 0.0);
+  EXPECT_DOUBLE_EQ(streaming.digits_plain, 0.0);
+  for (const RevisitAnswer& a : streaming.answers) {
+    EXPECT_DOUBLE_EQ(a.pairs_held, 0.0);
+    EXPECT_DOUBLE_EQ(a.digits_held, 0.0);
+  }
   // Chunks end where decoding evicts: the same evictions and peaks, and
   // streaming (which scores nothing) keeps the same positions.
   for (size_t i = 0; i < r.rows.size(); ++i) {
