@@ -20,6 +20,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -118,8 +121,27 @@ absl::StatusOr<DecodeResult> BenchDecode(Runtime* rt, int batch, int prompt_len,
   return DecodeResult{batch, sec / steps * 1e3, batch * steps / sec};
 }
 
+nlohmann::json StepSummaryJson(const StepTimeSummary& s) {
+  return {{"steps", s.steps},
+          {"mean_ms", s.mean_s * 1e3},
+          {"p50_ms", s.p50_s * 1e3},
+          {"p99_ms", s.p99_s * 1e3},
+          {"max_ms", s.max_s * 1e3}};
+}
+
+// The per-step figures of one policy run: every step and the steady state.
+nlohmann::json PolicyStepJson(const PolicyStepStats& p) {
+  return {{"first_eviction_step", p.first_eviction_step()},
+          {"steady_evictions", p.steady_evictions()},
+          {"steady_evictions_per_step", p.steady_evictions_per_step()},
+          {"all_steps", StepSummaryJson(p.All())},
+          {"steady", StepSummaryJson(p.Steady())},
+          {"steady_without_evictions", StepSummaryJson(p.SteadyWithoutEvictions())}};
+}
+
 // beacon-bench policy: each policy's cost per decode step and per eviction
-// as a share of the decode step time, on one sequence.
+// as a share of the decode step time, on one sequence; then the policy's
+// work per step after the first eviction (mean, p50, p99, max).
 int PolicyMain(const cli::Args& args) {
   absl::StatusOr<int64_t> budget = args.Int("kv-budget"), interval = args.Int("kv-interval"),
                           steps = args.Int("decode-steps"), prompt_len = args.Int("prompt-len"),
@@ -157,6 +179,7 @@ int PolicyMain(const cli::Args& args) {
   if (pool_mode != "off") pool_runs.push_back(true);
   if (pool_mode != "on") pool_runs.push_back(false);
   nlohmann::json out;
+  std::vector<std::pair<std::string, PolicyStepStats>> per_step;  // the steady-state table, printed after
   for (const KvPolicyOptions& o : policies) {
     for (bool use_pool : pool_runs) {
       absl::StatusOr<PolicyBenchResult> r =
@@ -173,8 +196,24 @@ int PolicyMain(const cli::Args& args) {
                                  {"evictions", r->evictions},
                                  {"observe_share", r->observe_share()},
                                  {"evict_share", r->evict_share()},
-                                 {"peak_slots", r->peak_slots}});
+                                 {"peak_slots", r->peak_slots},
+                                 {"per_step", PolicyStepJson(r->per_step)}});
+      std::fflush(stdout);
+      per_step.emplace_back(label, r->per_step);
     }
+  }
+  // The policy's own work per decode step (observation + eviction), in the
+  // steady state after the first eviction (bench/policy_step_stats.h).
+  std::printf("\npolicy work per step after the first eviction (observe + evict, ms)\n");
+  // The last two columns leave out the steps that evicted: the
+  // observation's own bursts (beacon's FPS shrinks).
+  std::printf("%-14s %8s %12s %10s %10s %10s %10s %12s %12s\n", "policy", "steps", "evict/step", "mean", "p50", "p99",
+              "max", "p99 no-evict", "max no-evict");
+  for (const auto& [label, stats] : per_step) {
+    const StepTimeSummary s = stats.Steady(), q = stats.SteadyWithoutEvictions();
+    std::printf("%-14s %8lld %12.5f %10.3f %10.3f %10.3f %10.3f %12.3f %12.3f\n", label.c_str(),
+                static_cast<long long>(s.steps), stats.steady_evictions_per_step(), s.mean_s * 1e3, s.p50_s * 1e3,
+                s.p99_s * 1e3, s.max_s * 1e3, q.p99_s * 1e3, q.max_s * 1e3);
   }
   if (!args.Str("json").empty()) std::ofstream(args.Str("json")) << out.dump(2) << "\n";
   return 0;

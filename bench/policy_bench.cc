@@ -73,6 +73,8 @@ absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions
   std::vector<int32_t> last = {argmax()};
   for (int32_t i = 0; i < steps; ++i) {
     ForwardEntry d{&seq, last, prompt_len + i, false, policy};
+    const double observed_before = timed.seconds();
+    const int64_t evictions_before = (*compressor)->evictions();
     const auto t0 = Clock::now();
     if (absl::Status s = rt->backend()->Forward(std::span(&d, 1), &logits); !s.ok()) return s;
     const auto t1 = Clock::now();
@@ -81,7 +83,9 @@ absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions
     (*compressor)->AfterDecodeStep(&seq, prompt_len + i + 1);
     const auto t2 = Clock::now();
     r.decode_s += std::chrono::duration<double>(t1 - t0).count();
-    r.evict_s += std::chrono::duration<double>(t2 - t1b).count();
+    const double evict_s = std::chrono::duration<double>(t2 - t1b).count();
+    r.evict_s += evict_s;
+    r.per_step.AddStep(timed.seconds() - observed_before + evict_s, (*compressor)->evictions() - evictions_before);
   }
   r.steps = steps;
   r.observe_s = timed.seconds() - observe_before;

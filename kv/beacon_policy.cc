@@ -13,7 +13,11 @@
 //   would not be comparable with the recent queries'. The beacon is a real
 //   past query; FPS only decides which ones to remember.
 // * When FPS runs. Add shrinks a buffer to K the moment it reaches U (the
-//   continual part, amortised over U - K admissions). At scoring time the
+//   continual part, amortised over U - K admissions); the first time at
+//   U - phase instead, the buffer's phase spreading the shrinks of the
+//   n_layers * n_heads buffers over the tokens (kernels/cuda/
+//   beacon_fps_phase.h). So at scoring time buffers hold different point
+//   counts, as each is at its own point of the cycle. At scoring time the
 //   beacons are FPS(buffer, K) over the buffer as it stands (K..U-1 points
 //   after the first shrink; all of them while it holds K or fewer), without
 //   modifying it. Rotated at the current position: a beacon stands for a
@@ -54,10 +58,12 @@
 // 2 * (4 hidden^2 + 3 hidden * ffn) flops of a Llama layer's projections
 // (hidden >= n_heads * d): well under 1%. Measured on a loaded 2-core dev VM:
 // one 64 -> 16 shrink takes ~17 us at d = 64, ~50 us at d = 128, i.e.
-// ~0.35 / 1.1 us per admission amortised. In kAll every buffer of a
-// sequence shrinks on the same token, so that token pays the whole batch
-// (~U - K tokens' worth) at once. Scoring, every `interval` steps, costs
-// one FPS per head and (R + K) * n_slots * d per head (AttentionScores).
+// ~0.35 / 1.1 us per admission amortised. In kAll every buffer admits
+// every token; their first shrinks are staggered (kernels/cuda/
+// beacon_fps_phase.h), so a token pays at most ceil(n_layers * n_heads /
+// (U - K)) shrinks instead of all n_layers * n_heads on one token in U - K
+// (before issue 32, a latency spike the average hid). Scoring, every
+// `interval` steps, costs one FPS per head and (R + K) * n_slots * d per head (AttentionScores).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -65,6 +71,7 @@
 
 #include "kernels/cpu/dtype.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cuda/beacon_fps_phase.h"
 #include "kv/attention_scoring.h"
 #include "kv/fps.h"
 #include "kv/policies.h"
@@ -83,10 +90,17 @@ class BeaconPolicy : public KvPolicy {
  public:
   BeaconPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m)
       : options_(o), model_(m), rotator_(m), row_(static_cast<size_t>(m.n_heads) * m.head_dim), layers_(m.n_layers) {
-    for (LayerState& l : layers_) {
+    const int64_t n_buffers = static_cast<int64_t>(m.n_layers) * m.n_heads;
+    for (int layer = 0; layer < m.n_layers; ++layer) {
+      LayerState& l = layers_[layer];
       l.ring = std::make_unique<RecentQueryRing>(o.recent_queries, m.n_heads, m.head_dim);
       l.fps.reserve(m.n_heads);
-      for (int h = 0; h < m.n_heads; ++h) l.fps.emplace_back(m.head_dim, o.fps_bound, o.beacons);
+      for (int h = 0; h < m.n_heads; ++h) {
+        // Buffer layer * n_heads + h of n_buffers: its first shrink's phase.
+        const int phase =
+            BeaconFpsPhase(static_cast<int64_t>(layer) * m.n_heads + h, n_buffers, o.fps_bound, o.beacons);
+        l.fps.emplace_back(m.head_dim, o.fps_bound, o.beacons, phase);
+      }
       if (global()) {
         l.parked.resize(row_);
         l.parked_live.assign(m.n_heads, 0);
@@ -117,14 +131,17 @@ class BeaconPolicy : public KvPolicy {
       auto add = [&](int64_t begin, int64_t end, int) {
         for (int64_t h = begin; h < end; ++h) l.fps[h].Add(q + static_cast<size_t>(h) * d, position);
       };
-      // Under kAll every head of a layer admits every token, so all its
-      // buffers reach U on the same token: that token's shrinks (one
-      // O(U K d) FPS each) run on the pool; the other tokens' copies do not
-      // pay for a parallel region. Buffers are per head: no shared writes.
-      bool shrinks = false;
-      for (const ContinualFps& f : l.fps) shrinks |= f.size() == f.bound() - 1;
+      // Under kAll every head admits every token, and the staggered phases
+      // (kernels/cuda/beacon_fps_phase.h) give a token at most
+      // ceil(n_layers * n_heads / (U - K)) shrinks, of consecutive buffers
+      // (one or two layers' at the shipped shapes). A layer with two or more shrinks on this token
+      // (one O(U K d) FPS each) runs its heads on the pool; a single shrink
+      // or plain copies do not pay for a parallel region. Buffers are per
+      // head: no shared writes.
+      int shrinks = 0;
+      for (const ContinualFps& f : l.fps) shrinks += f.size() == f.shrink_size() - 1;
       ThreadPool* pool = thread_pool();
-      if (shrinks && pool != nullptr && pool->n_threads() > 1) {
+      if (shrinks >= 2 && pool != nullptr && pool->n_threads() > 1) {
         pool->ParallelFor(model_.n_heads, 1, add);
       } else {
         add(0, model_.n_heads, 0);

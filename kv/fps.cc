@@ -124,8 +124,9 @@ void FarthestPointSample(const float* points, const double* inv_norms, int n, in
   }
 }
 
-ContinualFps::ContinualFps(int dim, int bound, int keep) : dim_(dim), bound_(bound), keep_(keep) {
-  assert(dim >= 1 && keep >= 1 && keep < bound);
+ContinualFps::ContinualFps(int dim, int bound, int keep, int phase)
+    : dim_(dim), bound_(bound), keep_(keep), phase_(phase) {
+  assert(dim >= 1 && keep >= 1 && keep < bound && phase >= 0 && phase < bound - keep);
 }
 
 bool ContinualFps::Add(const float* q, int64_t tag) {
@@ -139,7 +140,7 @@ bool ContinualFps::Add(const float* q, int64_t tag) {
   std::memcpy(points_.data() + static_cast<size_t>(size_) * dim_, q, sizeof(float) * dim_);
   inv_norms_[size_] = 1.0 / std::sqrt(norm2);
   tags_[size_] = tag;
-  if (++size_ == bound_) Shrink();
+  if (++size_ == shrink_size()) Shrink();
   return true;
 }
 

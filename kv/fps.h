@@ -46,7 +46,10 @@ void FarthestPointSample(const float* points, const double* inv_norms, int n, in
 
 // Continual FPS: a buffer that grows by Add until it holds `bound` (U)
 // points, at which moment FPS shrinks it to `keep` (K) points, and it refills.
-// Its size after any Add is therefore in [0, U - 1].
+// Its size after any Add is therefore in [0, U - 1]. A `phase` moves the
+// first shrink earlier, to size U - phase; every later one comes at U, so
+// buffers with different phases that admit in lockstep never shrink on the
+// same Add (BeaconKV staggers its buffers so: kernels/cuda/beacon_fps_phase.h).
 //
 // Storage: each point is kept as the original (un-normalised) vector plus
 // its inverse norm. The cosine geometry is that of the normalised queries,
@@ -59,11 +62,12 @@ void FarthestPointSample(const float* points, const double* inv_norms, int n, in
 // new points append, so index order is always arrival order.
 class ContinualFps {
  public:
-  // REQUIRES dim >= 1, 1 <= keep < bound.
-  ContinualFps(int dim, int bound, int keep);
+  // REQUIRES dim >= 1, 1 <= keep < bound, 0 <= phase < bound - keep.
+  ContinualFps(int dim, int bound, int keep, int phase = 0);
 
   // Appends q (dim floats) with a caller's tag (the token position in the
-  // policy); shrinks to `keep` points if the buffer thereby reaches `bound`.
+  // policy); shrinks to `keep` points if the buffer thereby reaches
+  // shrink_size().
   // Returns false, storing nothing, when q has zero or non-finite norm.
   bool Add(const float* q, int64_t tag);
 
@@ -77,10 +81,14 @@ class ContinualFps {
   int dim() const { return dim_; }
   int bound() const { return bound_; }
   int keep() const { return keep_; }
+  int phase() const { return phase_; }
+  // The size whose Add shrinks the buffer next: bound - phase until the
+  // first shrink, bound after it.
+  int shrink_size() const { return shrinks_ == 0 ? bound_ - phase_ : bound_; }
   // Original vector and tag of point i < size().
   const float* point(int i) const { return points_.data() + static_cast<size_t>(i) * dim_; }
   int64_t tag(int i) const { return tags_[i]; }
-  // Shrinks so far (one per `bound` reached).
+  // Shrinks so far (one per shrink_size() reached).
   int64_t shrinks() const { return shrinks_; }
 
  private:
@@ -89,6 +97,7 @@ class ContinualFps {
   int dim_;
   int bound_;
   int keep_;
+  int phase_;
   int size_ = 0;
   int64_t shrinks_ = 0;
   std::vector<float> points_;      // [bound][dim], allocated on first Add

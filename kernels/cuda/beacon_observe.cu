@@ -8,13 +8,18 @@
 // (layer, h) of its entry's state and its head's columns of the ring, so
 // blocks never share a word they write (ring_pos is written by the h == 0
 // blocks only). It walks its tokens in order in windows that end where the
-// buffer reaches U, shrinking there and then as ContinualFps does, so the
-// buffer after the launch is the CPU's after the same sequence of Adds.
+// buffer reaches its shrink size (U - phase before its first shrink, U
+// after: the phase of buffer layer * n_heads + h, beacon_fps_phase.h),
+// shrinking there and then as ContinualFps does, so the buffer after the
+// launch is the CPU's after the same sequence of Adds. Whether the buffer
+// has shrunk before is read from the state: fps_inv[U - 1] is nonzero
+// exactly then (beacon_state.h), so no state is added for the phase.
 // Cost per block: a few barriers per window of up to U - K tokens, plus one
 // BlockFps per shrink (K picks, each a head_dim-long double FMA chain).
 #include <cmath>
 
 #include "kernels/cuda/beacon_fps.cuh"
+#include "kernels/cuda/beacon_fps_phase.h"
 #include "kernels/cuda/beacon_state.h"
 
 namespace beacon {
@@ -101,13 +106,20 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = first_ring + tid; i < n; i += kThreads) v.ring_pos[ring_slot(i)] = tok_pos[e.first_token + i];
   }
 
-  // FPS: windows of at most U - size tokens (and one per thread), so only a
-  // window's last token can make the buffer reach U. Within a window the
-  // norms and the appends run in parallel; the order of the appends (buffer
-  // index = arrival order among the accepted) is fixed by thread 0.
+  // FPS: windows of at most shrink_size - size tokens (and one per thread),
+  // so only a window's last token can make the buffer reach shrink_size.
+  // Within a window the norms and the appends run in parallel; the order of
+  // the appends (buffer index = arrival order among the accepted) is fixed
+  // by thread 0.
   int size = *v.size;  // every thread tracks it; thread 0 stores it at the end
+  // Read by every thread before the first barrier, written (by thread 0)
+  // only after one.
+  bool shrunk = v.inv[U - 1] != 0.0;
+  const int phase = BeaconFpsPhase(static_cast<int64_t>(layer) * dims.n_heads + h,
+                                   static_cast<int64_t>(dims.n_layers) * dims.n_heads, U, K);
   for (int i0 = 0; i0 < n;) {
-    int w = U - size < kThreads ? U - size : kThreads;
+    const int shrink_size = shrunk ? U : U - phase;  // ContinualFps::shrink_size
+    int w = shrink_size - size < kThreads ? shrink_size - size : kThreads;
     if (w > n - i0) w = n - i0;
     if (tid < w) {
       const double norm2 = beacon_fps::SquaredNorm(query(i0 + tid), d);
@@ -137,10 +149,14 @@ __global__ void __launch_bounds__(kThreads)
       if (win_dst[j] >= 0) v.pts[static_cast<size_t>(win_dst[j]) * d + c] = beacon_fps::StateBf16(query(i0 + j)[c]);
     }
     size = new_size;
-    if (size == U) {
+    if (size == shrink_size) {
       __syncthreads();  // the window's points are visible to the block
-      beacon_fps::BlockFps(v.pts, v.inv, U, d, K, fs);
-      CompactSurvivors(v, U, d, fs.min_dist);
+      beacon_fps::BlockFps(v.pts, v.inv, size, d, K, fs);
+      CompactSurvivors(v, size, d, fs.min_dist);
+      // A first shrink short of U leaves fps_inv[U - 1] as zeroed: mark it
+      // (a shrink at U wrote a point's positive 1 / |q| there already).
+      if (!shrunk && size < U && tid == 0) v.inv[U - 1] = -1.0;
+      shrunk = true;
       size = K;
     }
     __syncthreads();  // win_* / new_size and the buffer are reused by the next window

@@ -27,7 +27,12 @@
 // the rounding changes.
 // Ring entry j < min(ring_count, R) is valid, where ring_count is the number
 // of tokens the sequence has observed (the host counts them); FPS entries
-// i < fps_size are valid. Everything else is unspecified.
+// i < fps_size are valid. One more word is specified: fps_inv[l][h][U - 1]
+// is nonzero exactly when buffer (l, h) has shrunk at least once (a point's
+// 1 / |q| if it once held U points, else -1.0, written at its first shrink,
+// which its phase may bring before U: beacon_fps_phase.h); the observe
+// kernel reads it to know the buffer's next shrink size. Everything else is
+// unspecified.
 //
 // Arithmetic. The FPS (admission norms, shrinks, beacon choice) is double
 // precision with the operation order and fused multiply-adds of kv/fps.cc as
@@ -75,8 +80,9 @@ struct BeaconObserveEntry {
 // to the FPS buffer of (layer, h), exactly as ContinualFps::Add: a query of
 // zero or non-finite norm is refused (the ring still takes it), and so is a
 // token whose tok_pos is below the entry's fps_from_position; the buffer
-// appends, and when its size reaches U it shrinks to K by FarthestPointSample
-// over the buffer, survivors in arrival order.
+// appends, and when its size reaches U (the first time U - phase, the phase
+// of buffer layer * n_heads + h: beacon_fps_phase.h) it shrinks to K by
+// FarthestPointSample over the buffer, survivors in arrival order.
 //   q_pre_rope [n_tokens_total][n_heads][head_dim] f32 (rows contiguous)
 //   tok_pos    [n_tokens_total] int32
 // max_tokens_per_entry bounds every entry's n_tokens (the launch is skipped

@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cuda/beacon_fps_phase.h"
 #include "kernels/cuda/beacon_state.h"
 #include "kv/attention_scoring.h"
 #include "kv/fps.h"
@@ -62,7 +63,12 @@ struct Sequence {
     for (int l = 0; l < d.n_layers; ++l) {
       rings.push_back(std::make_unique<RecentQueryRing>(d.recent, d.n_heads, d.head_dim));
       fps.emplace_back();
-      for (int h = 0; h < d.n_heads; ++h) fps.back().emplace_back(d.head_dim, d.fps_bound, d.beacons);
+      for (int h = 0; h < d.n_heads; ++h) {
+        // BeaconPolicy's buffers: staggered first shrinks (beacon_fps_phase.h).
+        const int phase = BeaconFpsPhase(static_cast<int64_t>(l) * d.n_heads + h,
+                                         static_cast<int64_t>(d.n_layers) * d.n_heads, d.fps_bound, d.beacons);
+        fps.back().emplace_back(d.head_dim, d.fps_bound, d.beacons, phase);
+      }
     }
     const BeaconStateLayout lay = BeaconStateLayout::For(d);
     state = std::make_unique<DeviceBuffer<char>>(lay.total_bytes);
@@ -102,6 +108,8 @@ void ExpectStateMatches(const BeaconDims& d, Sequence& seq, const std::string& w
       const size_t lh = static_cast<size_t>(l) * H + h;
       const std::string at = what + " layer " + std::to_string(l) + " head " + std::to_string(h);
       ASSERT_EQ(size[lh], f.size()) << at;
+      // The one specified word past the points: nonzero once the buffer shrank.
+      EXPECT_EQ(inv[lh * U + U - 1] != 0.0, f.shrinks() > 0) << at << " shrinks " << f.shrinks();
       for (int i = 0; i < f.size(); ++i) {
         const uint16_t* got = pts + (lh * U + i) * D;
         EXPECT_TRUE(SameBits(got, f.point(i), D)) << at << " point " << i;
@@ -199,9 +207,11 @@ TEST(CudaBeaconObserveTest, MatchesRingAndContinualFpsOverPrefillAndDecode) {
     }
     if (HasFatalFailure()) return;
     ASSERT_EQ(seqs[0].observed, 307);
-    // The schedule exercised what it is meant to: several shrinks per buffer.
+    // The schedule exercised what it is meant to: several shrinks per buffer,
+    // first ones short of U (buffer (1, 3) has phase floor(7 * 48 / 8) = 42).
     EXPECT_GE(seqs[0].fps[0][0].shrinks(), 4);
     EXPECT_GE(seqs[2].fps[1][3].shrinks(), 6);
+    EXPECT_EQ(seqs[2].fps[1][3].phase(), 42);
     for (int s = 0; s < 3; ++s) ExpectStateMatches(d, seqs[s], what + " sequence " + std::to_string(s));
   }
 }

@@ -14,6 +14,7 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "kernels/cuda/beacon_fps_phase.h"
 #include "kernels/cuda/beacon_state.h"
 #include "kv/sequence_compressor.h"
 #include "tests/cuda/backend_test_util.h"
@@ -165,9 +166,14 @@ void EvictionOnDeviceTracksCpu(bool prompt_queries) {
   ASSERT_EQ(cudaMemcpy(fps_tag.data(), base + layout.fps_tag, fps_tag.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
   const int32_t U = d.fps_bound, K = d.beacons;
   const int32_t admitted = prompt_queries ? total : steps;
-  const int32_t want_size = admitted < U ? admitted : K + (admitted - U) % (U - K);
+  // Buffer lh first shrinks at U - phase (beacon_fps_phase.h), then every U - K.
+  auto size_after = [&](int32_t n_added, size_t lh) {
+    const int32_t first =
+        U - BeaconFpsPhase(static_cast<int64_t>(lh), static_cast<int64_t>(d.n_layers) * d.n_heads, U, K);
+    return n_added < first ? n_added : K + (n_added - first) % (U - K);
+  };
   if (!prompt_queries) {
-    ASSERT_NE(want_size, total < U ? total : K + (total - U) % (U - K)) << "the sizes tell the two cases apart";
+    ASSERT_NE(size_after(admitted, 0), size_after(total, 0)) << "the sizes tell the two cases apart";
   }
   for (int layer = 0; layer < d.n_layers; ++layer) {
     std::vector<int32_t> r(ring_pos.begin() + layer * d.recent, ring_pos.begin() + (layer + 1) * d.recent);
@@ -175,7 +181,7 @@ void EvictionOnDeviceTracksCpu(bool prompt_queries) {
     for (int j = 0; j < d.recent; ++j) EXPECT_EQ(r[j], last_pos - d.recent + 1 + j) << "layer " << layer;
     for (int h = 0; h < d.n_heads; ++h) {
       const size_t lh = static_cast<size_t>(layer) * d.n_heads + h;
-      EXPECT_EQ(fps_size[lh], want_size) << layer << "/" << h;
+      EXPECT_EQ(fps_size[lh], size_after(admitted, lh)) << layer << "/" << h;
       if (prompt_queries) continue;
       for (int i = 0; i < std::min(fps_size[lh], U); ++i) {
         EXPECT_GE(fps_tag[lh * U + i], prompt_len) << layer << "/" << h << " point " << i;

@@ -122,7 +122,8 @@ Vec ReferenceScores(const Trace& tr, const KvPolicyOptions& o, bool interleaved,
       return StateRounded(Vec(tr.queries[layer][t].begin() + h * kDim, tr.queries[layer][t].begin() + (h + 1) * kDim),
                           o.beacon_bf16_state);
     };
-    RefContinual buffer{o.fps_bound, o.beacons};
+    // Buffer (layer, h) first shrinks at U - phase (kernels/cuda/beacon_fps_phase.h).
+    RefContinual buffer{o.fps_bound, o.beacons, RefPhase(layer * kHeads + h, kLayers * kHeads, o.fps_bound, o.beacons)};
     for (int t = 0; t < kTokens; ++t) {
       // kAll: every query, or (beacon_prompt_queries off) the generated ones.
       bool in = o.beacon_filter == BeaconFilter::kAll && (o.beacon_prompt_queries || t >= kPromptLen);
@@ -286,7 +287,9 @@ TEST(BeaconPolicy, ParallelEvictionAndShrinksEqualTheSerialRun) {
     o.window = 8;
     o.sinks = 4;
     o.budget = kBudget;
-    if (small) o.recent_queries = 5, o.beacons = 4, o.fps_bound = 10;  // shrinks every 6 tokens
+    // Small: shrinks every 6 tokens; the 8 buffers' phases are 0 0 1 2 | 3 3 4 5,
+    // so each layer has a token with two shrinks, which run on the pool.
+    if (small) o.recent_queries = 5, o.beacons = 4, o.fps_bound = 10;
     const Trace tr = MakeTrace(5 + small, o.window);
     ThreadPool pool(2);
     ASSERT_EQ(pool.n_threads(), 2);

@@ -70,11 +70,11 @@ inline std::vector<int> RefFps(const std::vector<Vec>& points, int k) {
   return chosen;
 }
 
-// The continual buffer, naively: append; at `bound` points keep the RefFps
-// choice of `keep` in arrival order.
+// The continual buffer, naively: append; at `bound` points (`bound - phase`
+// before the first shrink) keep the RefFps choice of `keep` in arrival order.
 struct RefContinual {
-  RefContinual(int bound_, int keep_) : bound(bound_), keep(keep_) {}
-  int bound, keep;
+  RefContinual(int bound_, int keep_, int phase_ = 0) : bound(bound_), keep(keep_), phase(phase_) {}
+  int bound, keep, phase;
   std::vector<Vec> points;
   std::vector<int64_t> tags;
   int shrinks = 0;
@@ -82,7 +82,7 @@ struct RefContinual {
   void Add(const Vec& q, int64_t tag) {
     points.push_back(q);
     tags.push_back(tag);
-    if (static_cast<int>(points.size()) < bound) return;
+    if (static_cast<int>(points.size()) < (shrinks == 0 ? bound - phase : bound)) return;
     std::vector<int> c = RefFps(points, keep);
     std::sort(c.begin(), c.end());
     std::vector<Vec> p2;
@@ -103,6 +103,14 @@ struct RefContinual {
     return out;
   }
 };
+
+// BeaconKV's documented shrink phase of buffer i of n (i = layer * n_heads +
+// head): floor(i * (bound - keep) / n), written out independently of
+// kernels/cuda/beacon_fps_phase.h.
+inline int RefPhase(int i, int n, int bound, int keep) {
+  const long long p = static_cast<long long>(i) * (bound - keep);
+  return static_cast<int>((p - p % n) / n);
+}
 
 // RoPE of one head vector, both pair layouts, in double.
 inline Vec RefRope(const Vec& x, int64_t position, double theta, bool interleaved) {

@@ -2,11 +2,13 @@
 // references of beacon_test_util.h.
 #include "kv/fps.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cuda/beacon_fps_phase.h"
 #include "tests/kv/beacon_test_util.h"
 
 namespace beacon {
@@ -86,19 +88,26 @@ TEST(FarthestPointSample, TiesGoToTheLowestIndex) {
 // The buffer, point for point, against a naive simulation: it shrinks exactly
 // when it reaches U, to K points in arrival order, then refills; the
 // survivors are the naive FPS choice; originals and tags are kept bitwise.
+// With a phase, the first shrink comes at bound - phase and the later ones
+// at bound.
 TEST(ContinualFps, MatchesNaiveSimulationAndShrinksExactlyAtBound) {
-  for (auto [dim, bound, keep] : {std::tuple{8, 64, 16}, std::tuple{5, 10, 3}, std::tuple{16, 17, 16}}) {
-    std::mt19937 rng(dim * 100 + bound);
-    ContinualFps fps(dim, bound, keep);
-    RefContinual ref{bound, keep};
+  for (auto [dim, bound, keep, phase] :
+       {std::tuple{8, 64, 16, 0}, std::tuple{5, 10, 3, 0}, std::tuple{16, 17, 16, 0}, std::tuple{8, 64, 16, 47},
+        std::tuple{8, 64, 16, 20}, std::tuple{5, 10, 3, 4}}) {
+    std::mt19937 rng(dim * 100 + bound + phase);
+    ContinualFps fps(dim, bound, keep, phase);
+    ASSERT_EQ(fps.shrink_size(), bound - phase);
+    RefContinual ref{bound, keep, phase};
     int expected_size = 0;
     std::vector<int> lib_beacons;
     for (int t = 0; t < 5 * bound + 7; ++t) {
       const Vec q = RandomVec(rng, dim, 0.1 + (t % 7));
       const std::vector<float> qf = beacon_test::ToFloats(q);
+      const int shrink_at = fps.shrinks() == 0 ? bound - phase : bound;
+      ASSERT_EQ(fps.shrink_size(), shrink_at);
       ASSERT_TRUE(fps.Add(qf.data(), 1000 + t));
       ref.Add(q, 1000 + t);
-      expected_size = expected_size + 1 == bound ? keep : expected_size + 1;
+      expected_size = expected_size + 1 == shrink_at ? keep : expected_size + 1;
       ASSERT_EQ(fps.size(), expected_size) << "t=" << t;
       ASSERT_EQ(fps.size(), static_cast<int>(ref.points.size()));
       ASSERT_EQ(fps.shrinks(), ref.shrinks);
@@ -114,7 +123,64 @@ TEST(ContinualFps, MatchesNaiveSimulationAndShrinksExactlyAtBound) {
         for (int c = 0; c < dim; ++c) ASSERT_EQ(fps.point(lib_beacons[b])[c], static_cast<float>(want[b][c]));
       }
     }
-    EXPECT_EQ(fps.shrinks(), 1 + (5 * bound + 7 - bound) / (bound - keep));
+    EXPECT_EQ(fps.shrinks(), 1 + (5 * bound + 7 - (bound - phase)) / (bound - keep));
+    EXPECT_EQ(fps.shrink_size(), bound);
+  }
+}
+
+// BeaconKV's buffers under beacon_filter=all: n_layers * n_heads buffers,
+// phased by BeaconFpsPhase as BeaconPolicy builds them, admit every token
+// in lockstep. No token may shrink more than ceil(N / (U - K)) of them
+// (before issue 32 all N shrank on one token in U - K), buffer i's first
+// shrink comes at its (U - phase_i)-th point, with phase_i =
+// floor(i * (U - K) / N), and each later one U - K points after the last.
+TEST(ContinualFps, BeaconPhasesSpreadTheShrinksEvenlyOverTokens) {
+  struct Shape {
+    int layers, heads, bound, keep;
+  };
+  // The default model's 30 x 9 at the defaults; a 28 x 12 head-dim-128
+  // model; fewer buffers than the period; a period that does not divide N.
+  for (const Shape& sh : {Shape{30, 9, 64, 16}, Shape{28, 12, 64, 16}, Shape{3, 8, 64, 16}, Shape{4, 5, 10, 3}}) {
+    const int n = sh.layers * sh.heads, period = sh.bound - sh.keep, dim = 4;
+    const int most = (n + period - 1) / period;
+    std::vector<ContinualFps> bufs;
+    for (int i = 0; i < n; ++i) {
+      const int phase = BeaconFpsPhase(i, n, sh.bound, sh.keep);
+      ASSERT_EQ(phase, beacon_test::RefPhase(i, n, sh.bound, sh.keep));
+      ASSERT_GE(phase, 0);
+      ASSERT_LT(phase, period);
+      bufs.emplace_back(dim, sh.bound, sh.keep, phase);
+    }
+    std::mt19937 rng(n);
+    std::vector<int> phase_used(period, 0);
+    int busiest = 0;
+    for (int t = 1; t <= 6 * sh.bound; ++t) {  // t: the points each buffer holds after this token
+      int shrinks = 0;
+      for (int i = 0; i < n; ++i) {
+        const int64_t before = bufs[i].shrinks();
+        const std::vector<float> q = beacon_test::ToFloats(RandomVec(rng, dim, 1.0));
+        ASSERT_TRUE(bufs[i].Add(q.data(), t));
+        if (bufs[i].shrinks() == before) continue;
+        ++shrinks;
+        const int first = sh.bound - bufs[i].phase();
+        ASSERT_GE(t, first) << "buffer " << i;
+        ASSERT_EQ((t - first) % period, 0) << "buffer " << i << " shrank off its period at token " << t;
+        ASSERT_EQ(bufs[i].shrinks(), 1 + (t - first) / period);
+        if (t == first) ++phase_used[bufs[i].phase()];
+      }
+      busiest = std::max(busiest, shrinks);
+      ASSERT_LE(shrinks, most) << "token " << t << ", " << sh.layers << " x " << sh.heads;
+    }
+    EXPECT_EQ(busiest, most) << "the bound is met, not beaten: N shrinks over U - K tokens";
+    // Every buffer shrank, and the phases are spread: each value is used by
+    // floor(N / P) or ceil(N / P) buffers when N >= P, at most once otherwise.
+    for (int i = 0; i < n; ++i) EXPECT_GE(bufs[i].shrinks(), 5);
+    for (int p = 0; p < period; ++p) {
+      EXPECT_LE(phase_used[p], most);
+      if (n >= period) {
+        EXPECT_GE(phase_used[p], n / period) << "phase " << p;
+      }
+    }
   }
 }
 
