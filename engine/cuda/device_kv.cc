@@ -52,7 +52,6 @@ absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvP
   if (!state.ok()) return state.status();
   const BeaconDims& dims = (*state)->dims();
   const int32_t n = seq->num_slots();
-  const int n_layers = paged_.layout.n_layers, n_kv = paged_.layout.n_kv_heads;
 
   // Scratch: [block table][scores][keep][score workspace][select workspace]
   // (BeaconEvictScratchLayout, offsets for this n), from the reservation
