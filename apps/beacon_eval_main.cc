@@ -14,6 +14,9 @@
 //   beacon-eval revisit [--model models/qwen2.5-coder-1.5b.gguf] [--kv-policy ...] [--kv-budget 64,128]
 //                       [--kv-interval 16] [--cases 10] [--seed 1] [--chunk 16] [--facts 6] [--revisited 3]
 //                       [--revisits-per-fact 3] [--steps 14] [--out-dir build/eval] [--threads N]
+//   beacon-eval revisit-steps [--from eval/results/fidelity-T2048] [--model models/default.gguf]
+//                       [--kv-policy ...] [--kv-budget 128,256] [--threshold 0.1] [--min-distinct 0.1]
+//                       [--out-dir build/eval] [--threads N]
 //
 // model and synthetic write OUT/{model,synthetic}_results.{csv,md,json} and,
 // model also OUT/model_{per_prompt,comparison}.csv and OUT/prompts/<id>.json
@@ -23,7 +26,8 @@
 // OUT/needle_summary.{csv,md,json} (eval/needle.h), rewritten after every
 // case so that a run stopped early leaves consistent partial results;
 // revisit writes OUT/revisit.{md,json} (eval/revisit.h), likewise after
-// every case.
+// every case; revisit-steps OUT/revisit_steps.{md,json} (eval/revisit_steps.h)
+// after every trace.
 // Progress goes to stderr.
 #include <chrono>
 #include <cstdio>
@@ -46,6 +50,7 @@
 #include "eval/report.h"
 #include "eval/revisit.h"
 #include "eval/revisit_report.h"
+#include "eval/revisit_steps.h"
 #include "eval/synthetic_eval.h"
 #include "util/cli_args.h"
 #include "util/run_main.h"
@@ -476,11 +481,42 @@ int Revisit(const cli::Args& args) {
   return 0;
 }
 
+int RevisitSteps(const cli::Args& args) {
+  eval::RevisitStepsOptions o;
+  o.from = args.Str("from");
+  o.out_dir = args.Str("out-dir");
+  o.policies = ParseList(args, "kv-policy");
+  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
+  if (!budgets.ok()) return Fail(budgets.status());
+  o.budgets = *budgets;
+  absl::StatusOr<double> threshold = args.Double("threshold"), min_distinct = args.Double("min-distinct");
+  absl::StatusOr<int64_t> threads = args.Int("threads");
+  if (!threshold.ok()) return Fail(threshold.status());
+  if (!min_distinct.ok()) return Fail(min_distinct.status());
+  if (!threads.ok()) return Fail(threads.status());
+  o.threshold = *threshold;
+  o.min_distinct = *min_distinct;
+  if (!(o.threshold > 0.0 && o.threshold <= 1.0)) {
+    return Fail(absl::InvalidArgumentError("--threshold must be in (0, 1]"));
+  }
+  // The grid's checks before the model loads (the checkpoints' interval is
+  // checked again against it later).
+  if (absl::StatusOr<std::vector<eval::PolicySpec>> g = eval::MakePolicyGrid(o.policies, o.budgets, 128); !g.ok()) {
+    return Fail(g.status());
+  }
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = LoadRuntime(args, static_cast<int>(*threads), "revisit-steps");
+  if (!rt.ok()) return Fail(rt.status());
+  if (absl::Status s = eval::RunRevisitSteps(rt->get(), o, stderr); !s.ok()) return Fail(s);
+  std::fprintf(stderr, "beacon-eval: wrote %s/revisit_steps.{md,json}\n", o.out_dir.c_str());
+  return 0;
+}
+
 const std::vector<cli::Command> kCommands = {
     {"model", "fidelity of the KV policies against the full cache on a model's generations"},
     {"synthetic", "recall of the KV policies on synthetic revisiting attention traces (no model)"},
     {"needle", "whether a fact stated early survives eviction, with bootstrap intervals"},
-    {"revisit", "whether facts the text keeps revisiting survive eviction better than the others"}};
+    {"revisit", "whether facts the text keeps revisiting survive eviction better than the others"},
+    {"revisit-steps", "the fidelity replays re-scored on revisit steps only, looping traces dropped"}};
 
 int Main(int argc, char** argv) {
   const std::string command = argc >= 2 ? argv[1] : "";
@@ -489,7 +525,8 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const bool model = command == "model", needle = command == "needle", revisit = command == "revisit";
-  if (!model && !needle && !revisit && command != "synthetic") {
+  const bool steps = command == "revisit-steps";
+  if (!model && !needle && !revisit && !steps && command != "synthetic") {
     std::fprintf(stderr, "%s", cli::CommandsHelp("beacon-eval", kCommands).c_str());
     return 2;
   }
@@ -499,6 +536,7 @@ int Main(int argc, char** argv) {
                model     ? "128,256,512,1024"
                : needle  ? "64,128,256,512,1024"
                : revisit ? "64,128"
+               : steps   ? "128,256"
                          : "64,128,256,512",
                "KV budgets, comma-separated: each policy runs at each");
   args.Declare("kv-interval", false, revisit ? "16" : "128", "decode steps between evictions");
@@ -506,14 +544,20 @@ int Main(int argc, char** argv) {
   args.Refuse("policies", "--policies was renamed --kv-policy (a comma list, as in beacon-plan)");
   args.Refuse("interval", "--interval was renamed --kv-interval");
   args.Declare("out-dir", false, "build/eval", "directory for the results");
-  if (!needle && !revisit) {  // needle and revisit run beacon at its default and draw no plot
+  if (!needle && !revisit && !steps) {  // these run beacon at its default and draw no plot
     args.Declare("plot-script", false, "tools/plot_fidelity.py", "the plotting script");
     args.Declare("plot", true, "true", "draw the PNG (--no-plot: skip it)");
     args.Declare("kv-beacon-prompt-queries", false, "",
                  "true, false or true,false: beacon's prompt queries in its FPS buffer (both: two configurations); "
                  "absent: the default");
   }
-  if (revisit) {
+  if (steps) {
+    args.Declare("model", false, "models/default.gguf", "the model that made the checkpoints' traces");
+    args.Declare("from", false, "eval/results/fidelity-T2048", "a beacon-eval model output directory");
+    args.Declare("threshold", false, "0.1", "reference attention share on old generated tokens for a revisit step");
+    args.Declare("min-distinct", false, "0.1", "drop traces whose distinct-4-gram ratio is below this");
+    args.Declare("threads", false, "0", "CPU threads (0 = all)");
+  } else if (revisit) {
     args.Declare("model", false, "models/qwen2.5-coder-1.5b.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("cases", false, "10", "cases (ids 0..N-1)");
     args.Declare("seed", false, "1", "seed of the cases (facts, values, which are revisited, counting steps)");
@@ -561,6 +605,7 @@ int Main(int argc, char** argv) {
   }
   if (needle) return Needle(args);
   if (revisit) return Revisit(args);
+  if (steps) return RevisitSteps(args);
   return model ? Model(args) : Synthetic(args);
 }
 
