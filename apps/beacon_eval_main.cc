@@ -15,7 +15,7 @@
 //                       [--kv-interval 16] [--cases 10] [--seed 1] [--chunk 16] [--facts 6] [--revisited 3]
 //                       [--revisits-per-fact 3] [--steps 14] [--out-dir build/eval] [--threads N]
 //   beacon-eval revisit-steps [--from eval/results/fidelity-T2048] [--model models/default.gguf]
-//                       [--kv-policy ...] [--kv-budget 128,256] [--threshold 0.1] [--min-distinct 0.1]
+//                       [--kv-policy ...] [--kv-budget 128,256] [--threshold 0.1,0.2] [--min-distinct 0.1]
 //                       [--out-dir build/eval] [--threads N]
 //
 // model and synthetic write OUT/{model,synthetic}_results.{csv,md,json} and,
@@ -489,16 +489,20 @@ int RevisitSteps(const cli::Args& args) {
   absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
-  absl::StatusOr<double> threshold = args.Double("threshold"), min_distinct = args.Double("min-distinct");
+  absl::StatusOr<double> min_distinct = args.Double("min-distinct");
   absl::StatusOr<int64_t> threads = args.Int("threads");
-  if (!threshold.ok()) return Fail(threshold.status());
   if (!min_distinct.ok()) return Fail(min_distinct.status());
   if (!threads.ok()) return Fail(threads.status());
-  o.threshold = *threshold;
   o.min_distinct = *min_distinct;
-  if (!(o.threshold > 0.0 && o.threshold <= 1.0)) {
-    return Fail(absl::InvalidArgumentError("--threshold must be in (0, 1]"));
+  o.thresholds.clear();
+  for (const std::string& v : ParseList(args, "threshold")) {
+    double x;
+    if (!absl::SimpleAtod(v, &x) || !(x > 0.0 && x <= 1.0)) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--threshold: '", v, "' is not a number in (0, 1]")));
+    }
+    o.thresholds.push_back(x);
   }
+  if (o.thresholds.empty()) return Fail(absl::InvalidArgumentError("--threshold: empty"));
   // The grid's checks before the model loads (the checkpoints' interval is
   // checked again against it later).
   if (absl::StatusOr<std::vector<eval::PolicySpec>> g = eval::MakePolicyGrid(o.policies, o.budgets, 128); !g.ok()) {
@@ -554,7 +558,9 @@ int Main(int argc, char** argv) {
   if (steps) {
     args.Declare("model", false, "models/default.gguf", "the model that made the checkpoints' traces");
     args.Declare("from", false, "eval/results/fidelity-T2048", "a beacon-eval model output directory");
-    args.Declare("threshold", false, "0.1", "reference attention share on old generated tokens for a revisit step");
+    args.Declare("threshold", false, "0.1",
+                 "reference attention share on old generated tokens for a revisit step (a comma list: one table "
+                 "each)");
     args.Declare("min-distinct", false, "0.1", "drop traces whose distinct-4-gram ratio is below this");
     args.Declare("threads", false, "0", "CPU threads (0 = all)");
   } else if (revisit) {

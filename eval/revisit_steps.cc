@@ -38,65 +38,94 @@ absl::Status WriteSummary(const RevisitStepsOptions& o, std::span<const PolicySp
                           const std::vector<RevisitStepTrace>& traces, const std::vector<std::string>& dropped,
                           int32_t interval, bool complete) {
   std::string md = absl::StrFormat(
-      "# beacon-eval revisit-steps%s\n\nThe replays of `%s` re-scored on revisit steps: the reference puts >= %.2f "
-      "of its attention (mean over layers and query heads) on generated tokens older than budget + interval "
-      "(%d). Traces with distinct-4-gram < %.2f dropped (%d: %s); %d kept traces replayed.\n\n"
-      "Revisit columns: means over the traces with at least one revisit step for that budget (n = such traces, "
-      "steps = their revisit steps in all); post columns: every step after the configuration's first eviction.\n\n"
-      "| config | n | steps | revisit KL | revisit top-1 | revisit recall | post KL | post top-1 | post recall | "
-      "mean old mass |\n|---|---|---|---|---|---|---|---|---|---|\n",
-      complete ? "" : " (PARTIAL)", o.from, o.threshold, interval, o.min_distinct, static_cast<int>(dropped.size()),
-      absl::StrJoin(dropped, ", "), static_cast<int>(traces.size()));
+      "# beacon-eval revisit-steps%s\n\nThe replays of `%s` re-scored on revisit steps: the reference puts at "
+      "least a threshold (%s) of its attention (mean over layers and query heads) on generated tokens older than "
+      "budget + interval (interval %d). Traces with distinct-4-gram < %.2f dropped (%d: %s); %d kept traces "
+      "replayed.\n\nPost: every step after the configuration's first eviction, on the kept traces. Revisit "
+      "tables: means over the traces with at least one revisit step for that budget (n = such traces; steps = "
+      "their revisit steps in all; share = of the post steps). Mean old mass: the reference's mass on generated "
+      "tokens older than budget + interval, over the post steps.\n\n"
+      "| config | post KL | post top-1 | post recall | mean old mass |\n|---|---|---|---|---|\n",
+      complete ? "" : " (PARTIAL)", o.from, absl::StrJoin(o.thresholds, ", "), interval, o.min_distinct,
+      static_cast<int>(dropped.size()), absl::StrJoin(dropped, ", "), static_cast<int>(traces.size()));
   nlohmann::json j = {{"from", o.from},
-                      {"threshold", o.threshold},
+                      {"thresholds", o.thresholds},
                       {"min_distinct", o.min_distinct},
                       {"interval", interval},
                       {"dropped", dropped},
                       {"complete", complete},
                       {"configs", nlohmann::json::array()},
                       {"traces", nlohmann::json::array()}};
+  const size_t n_thr = o.thresholds.size();
+  std::vector<std::string> revisit_md(n_thr);
+  for (size_t k = 0; k < n_thr; ++k) {
+    revisit_md[k] = absl::StrFormat(
+        "\n### Revisit steps at threshold %.2f\n\n| config | n | steps | share | revisit KL | revisit top-1 | "
+        "revisit recall |\n|---|---|---|---|---|---|---|\n",
+        o.thresholds[k]);
+  }
   for (size_t i = 0; i < specs.size(); ++i) {
-    Mean kl, top1, recall, kl_post, top1_post, recall_post, old_mass;
-    int64_t steps = 0;
+    Mean kl_post, top1_post, recall_post, old_mass;
+    int64_t post_steps = 0;
     for (const RevisitStepTrace& t : traces) {
       const RevisitStepStats& s = t.stats[i];
-      if (s.kl.count() > 0) {
-        kl.Add(s.kl.value());
-        top1.Add(s.top1.value());
-        recall.Add(s.recall.value());
-        steps += s.kl.count();
-      }
       if (s.kl_post.count() > 0) {
         kl_post.Add(s.kl_post.value());
         top1_post.Add(s.top1_post.value());
         recall_post.Add(s.recall_post.value());
+        post_steps += s.kl_post.count();
       }
       if (s.old_mass.count() > 0) old_mass.Add(s.old_mass.value());
     }
     const std::string name = absl::StrCat(specs[i].policy, "@", specs[i].budget);
-    absl::StrAppendFormat(&md, "| %s | %d | %d | %.4f | %.3f | %.3f | %.4f | %.3f | %.3f | %.3f |\n", name,
-                          static_cast<int>(kl.count()), steps, kl.value(), top1.value(), recall.value(),
-                          kl_post.value(), top1_post.value(), recall_post.value(), old_mass.value());
+    absl::StrAppendFormat(&md, "| %s | %.4f | %.3f | %.3f | %.3f |\n", name, kl_post.value(), top1_post.value(),
+                          recall_post.value(), old_mass.value());
+    nlohmann::json per_thr = nlohmann::json::array();
+    for (size_t k = 0; k < n_thr; ++k) {
+      Mean kl, top1, recall;
+      int64_t steps = 0;
+      for (const RevisitStepTrace& t : traces) {
+        const RevisitStepStats& s = t.stats[i];
+        if (s.kl[k].count() == 0) continue;
+        kl.Add(s.kl[k].value());
+        top1.Add(s.top1[k].value());
+        recall.Add(s.recall[k].value());
+        steps += s.kl[k].count();
+      }
+      const double share = post_steps > 0 ? static_cast<double>(steps) / static_cast<double>(post_steps) : 0.0;
+      absl::StrAppendFormat(&revisit_md[k], "| %s | %d | %d | %.2f | %.4f | %.3f | %.3f |\n", name,
+                            static_cast<int>(kl.count()), steps, share, kl.value(), top1.value(), recall.value());
+      per_thr.push_back({{"threshold", o.thresholds[k]},
+                         {"traces_with_revisit_steps", kl.count()},
+                         {"revisit_steps", steps},
+                         {"revisit_kl", kl.value()},
+                         {"revisit_top1", top1.value()},
+                         {"revisit_recall", recall.value()}});
+    }
     j["configs"].push_back({{"config", name},
-                            {"traces_with_revisit_steps", kl.count()},
-                            {"revisit_steps", steps},
-                            {"revisit_kl", kl.value()},
-                            {"revisit_top1", top1.value()},
-                            {"revisit_recall", recall.value()},
+                            {"post_steps", post_steps},
                             {"post_kl", kl_post.value()},
                             {"post_top1", top1_post.value()},
                             {"post_recall", recall_post.value()},
-                            {"old_mass", old_mass.value()}});
+                            {"old_mass", old_mass.value()},
+                            {"revisit", per_thr}});
   }
+  for (const std::string& r : revisit_md) md += r;
   for (const RevisitStepTrace& t : traces) {
     nlohmann::json per = nlohmann::json::array();
     for (size_t i = 0; i < specs.size(); ++i) {
       const RevisitStepStats& s = t.stats[i];
+      nlohmann::json per_thr = nlohmann::json::array();
+      for (size_t k = 0; k < n_thr; ++k) {
+        per_thr.push_back({{"threshold", o.thresholds[k]},
+                           {"revisit_steps", s.kl[k].count()},
+                           {"revisit_kl", s.kl[k].value()},
+                           {"revisit_top1", s.top1[k].value()},
+                           {"revisit_recall", s.recall[k].value()}});
+      }
       per.push_back({{"config", absl::StrCat(specs[i].policy, "@", specs[i].budget)},
-                     {"revisit_steps", s.kl.count()},
-                     {"revisit_kl", s.kl.value()},
-                     {"revisit_top1", s.top1.value()},
-                     {"revisit_recall", s.recall.value()},
+                     {"revisit", per_thr},
+                     {"post_steps", s.kl_post.count()},
                      {"post_kl", s.kl_post.value()},
                      {"post_top1", s.top1_post.value()},
                      {"post_recall", s.recall_post.value()},
@@ -110,7 +139,9 @@ absl::Status WriteSummary(const RevisitStepsOptions& o, std::span<const PolicySp
                            {"seconds", t.seconds},
                            {"configs", per}});
   }
-  absl::StrAppend(&md, "\nPer trace: reference mismatches (re-encoded trace vs the reference's greedy choices):");
+  absl::StrAppend(&md,
+                  "\nReference mismatches per trace (steps where the re-encoded trace's next token is not the "
+                  "reference's greedy choice):");
   for (const RevisitStepTrace& t : traces) absl::StrAppend(&md, " ", t.id, " ", t.reference_mismatches, ";");
   md += "\n";
   if (absl::Status s = WriteFile(o.out_dir + "/revisit_steps.md", md); !s.ok()) return s;
@@ -136,14 +167,17 @@ double ReferenceMass(const RecordingPolicy& ref, const PolicyModelInfo& m, int32
 
 absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::vector<int32_t>& prompt,
                                                       const std::vector<int32_t>& trace,
-                                                      std::span<const PolicySpec> specs, double threshold,
-                                                      int32_t prefill_chunk) {
+                                                      std::span<const PolicySpec> specs,
+                                                      const std::vector<double>& thresholds, int32_t prefill_chunk) {
   const ModelConfig& cfg = rt->config();
   const PolicyModelInfo info = PolicyInfoFor(cfg);
   const int32_t n_prompt = static_cast<int32_t>(prompt.size());
   const int32_t n_trace = static_cast<int32_t>(trace.size());
   if (n_trace < 2) return absl::InvalidArgumentError("trace: needs >= 2 tokens");
-  if (!(threshold > 0.0 && threshold <= 1.0)) return absl::InvalidArgumentError("threshold: must be in (0, 1]");
+  if (thresholds.empty()) return absl::InvalidArgumentError("thresholds: none given");
+  for (double x : thresholds) {
+    if (!(x > 0.0 && x <= 1.0)) return absl::InvalidArgumentError(absl::StrCat("threshold: ", x, " is not in (0, 1]"));
+  }
   int64_t slots = n_prompt + n_trace + 16;
   for (const PolicySpec& s : specs) slots += SequenceCompressor::PeakSlots(s.options, n_prompt, n_trace) + 16;
   absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
@@ -181,6 +215,11 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
   out.prompt_tokens = n_prompt;
   out.trace_tokens = n_trace;
   out.stats.resize(specs.size());
+  for (RevisitStepStats& st : out.stats) {
+    st.kl.resize(thresholds.size());
+    st.top1.resize(thresholds.size());
+    st.recall.resize(thresholds.size());
+  }
   const size_t vocab = static_cast<size_t>(cfg.vocab_size);
   out.reference_mismatches += ArgMax(std::span<const float>(logits.data(), vocab)) != trace[0];
   std::set<int32_t> budgets;
@@ -218,10 +257,11 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
         st.top1_post.Add(top1);
         st.recall_post.Add(recall);
         if (mass[i] >= 0.0) st.old_mass.Add(mass[i]);
-        if (mass[i] >= threshold) {
-          st.kl.Add(kl);
-          st.top1.Add(top1);
-          st.recall.Add(recall);
+        for (size_t k = 0; k < thresholds.size(); ++k) {
+          if (mass[i] < thresholds[k]) continue;
+          st.kl[k].Add(kl);
+          st.top1[k].Add(top1);
+          st.recall[k].Add(recall);
         }
       }
     });
@@ -232,8 +272,9 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
 }
 
 absl::Status RunRevisitSteps(Runtime* rt, const RevisitStepsOptions& o, std::FILE* log) {
-  if (!(o.threshold > 0.0 && o.threshold <= 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("threshold: ", o.threshold, " is not in (0, 1]"));
+  if (o.thresholds.empty()) return absl::InvalidArgumentError("thresholds: none given");
+  for (double x : o.thresholds) {
+    if (!(x > 0.0 && x <= 1.0)) return absl::InvalidArgumentError(absl::StrCat("threshold: ", x, " is not in (0, 1]"));
   }
   const std::filesystem::path dir = std::filesystem::path(o.from) / "prompts";
   std::error_code ec;
@@ -279,7 +320,7 @@ absl::Status RunRevisitSteps(Runtime* rt, const RevisitStepsOptions& o, std::FIL
     if (!prompt.ok()) return prompt.status();
     const std::vector<int32_t> trace =
         rt->tokenizer()->Encode(j["summary"].value("text", ""), /*parse_special=*/false, /*add_bos=*/false);
-    absl::StatusOr<RevisitStepTrace> r = RunRevisitStepReplay(rt, *prompt, trace, *grid, o.threshold, 512);
+    absl::StatusOr<RevisitStepTrace> r = RunRevisitStepReplay(rt, *prompt, trace, *grid, o.thresholds, 512);
     if (!r.ok()) return r.status();
     r->id = j["summary"].value("id", "");
     r->distinct_4grams = j["summary"].value("distinct_4grams", 0.0);

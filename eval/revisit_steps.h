@@ -2,8 +2,8 @@
 // (eval/replay.h, docs/fidelity.md) re-scored on revisit steps only
 // (issue 32). Most steps of a trace attend to the prompt and the last few
 // dozen tokens, which every policy keeps; an average over all of them hides
-// the steps the method is about. A step is a revisit step for budget B
-// when the full-cache reference puts at least `threshold` of its attention
+// the steps the method is about. A step is a revisit step for budget B at
+// threshold x when the full-cache reference puts at least x of its attention
 // mass (averaged over layers and query heads) on generated tokens older
 // than B + interval, i.e. on positions p with prompt <= p < pos - B - interval,
 // which no cache of that budget can hold all of. Traces that loop
@@ -39,7 +39,9 @@ namespace beacon::eval {
 double ReferenceMass(const RecordingPolicy& ref, const PolicyModelInfo& model, int32_t begin, int32_t end);
 
 struct RevisitStepStats {
-  Mean kl, top1, recall;                 // over the revisit steps of the spec's budget
+  // Per threshold (in the order given): over the revisit steps of the
+  // spec's budget.
+  std::vector<Mean> kl, top1, recall;
   Mean kl_post, top1_post, recall_post;  // over every step after the spec's first eviction
   Mean old_mass;  // the reference's mass on old generated tokens, over every step past B + interval
 };
@@ -53,17 +55,18 @@ struct RevisitStepTrace {
   std::vector<RevisitStepStats> stats;  // per spec
 };
 
-// Replays one trace. REQUIRES trace.size() >= 2; threshold in (0, 1].
+// Replays one trace. REQUIRES trace.size() >= 2; thresholds non-empty, each
+// in (0, 1].
 absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::vector<int32_t>& prompt,
                                                       const std::vector<int32_t>& trace,
-                                                      std::span<const PolicySpec> specs, double threshold,
-                                                      int32_t prefill_chunk);
+                                                      std::span<const PolicySpec> specs,
+                                                      const std::vector<double>& thresholds, int32_t prefill_chunk);
 
 struct RevisitStepsOptions {
   std::string from;                   // a `beacon-eval model` output directory (its prompts/<id>.json)
   std::vector<std::string> policies;  // MakePolicyGrid's
   std::vector<int32_t> budgets;
-  double threshold = 0.10;
+  std::vector<double> thresholds = {0.10};
   double min_distinct = 0.10;
   std::string out_dir;
 };

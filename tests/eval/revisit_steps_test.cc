@@ -51,7 +51,7 @@ TEST(RevisitStepsTest, BadInputIsNamedBeforeAnyReplay) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("x.json"), std::string::npos) << s;
 
-  o.threshold = 0.0;
+  o.thresholds = {0.1, 0.0};
   s = RunRevisitSteps(nullptr, o, stderr);
   EXPECT_NE(s.message().find("threshold"), std::string::npos) << s;
 }
