@@ -435,48 +435,9 @@ int Revisit(const cli::Args& args) {
                            "revisited", "revisits-per-fact", "steps", "threads"}) {
     absl::StrAppend(&command, " --", flag, " ", args.Str(flag));
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<eval::RevisitCaseResult> results;
-  // Both files again after every case: a run stopped early is a consistent
-  // (smaller) result, labelled partial.
-  auto write = [&](bool complete) -> absl::Status {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const std::vector<eval::RevisitCell> cells = eval::SummarizeRevisit(results);
-    nlohmann::json j = eval::RevisitJson(cells, results);
-    j["settings"] = {{"model", args.Str("model")},
-                     {"command", command},
-                     {"complete", complete},
-                     {"seconds", seconds},
-                     {"threads", (*rt)->pool()->n_threads()},
-                     {"seed", o.seed},
-                     {"cases", o.cases},
-                     {"budgets", o.budgets},
-                     {"policies", o.policies},
-                     {"interval", o.interval},
-                     {"chunk", o.chunk},
-                     {"facts", o.shape.facts},
-                     {"revisited", o.shape.revisited},
-                     {"revisits_per_fact", o.shape.revisits_per_fact},
-                     {"steps", o.shape.steps}};
-    const std::string heading = absl::StrFormat(
-        "# beacon-eval revisit%s\n\nmodel %s, seed %d, interval %d, chunk %d; %d facts, %d revisited %d times "
-        "each over %d counting steps; %.0f s on %d threads\n\n`%s`\n",
-        complete ? "" : " (PARTIAL: run still going or stopped early)", args.Str("model"), o.seed, o.interval, o.chunk,
-        o.shape.facts, o.shape.revisited, o.shape.revisits_per_fact, o.shape.steps, seconds, (*rt)->pool()->n_threads(),
-        command);
-    if (absl::Status s = WriteText(dir, "revisit.md", eval::RevisitMarkdown(cells, results, heading)); !s.ok()) {
-      return s;
-    }
-    return WriteText(dir, "revisit.json", j.dump(1) + "\n");
-  };
-  absl::Status written;
-  absl::Status run = eval::RunRevisitEval(rt->get(), o, stderr, [&](const eval::RevisitCaseResult& r) {
-    results.push_back(r);
-    if (written.ok()) written = write(false);
-  });
-  if (!run.ok()) return Fail(run);
-  if (!written.ok()) return Fail(written);
-  if (absl::Status s = write(true); !s.ok()) return Fail(s);
+  if (absl::Status s = eval::RunRevisitToFiles(rt->get(), o, args.Str("model"), command, dir, stderr); !s.ok()) {
+    return Fail(s);
+  }
   std::fprintf(stderr, "beacon-eval: wrote %s/revisit.{md,json}\n", dir.c_str());
   return 0;
 }

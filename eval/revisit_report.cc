@@ -1,5 +1,8 @@
 #include "eval/revisit_report.h"
 
+#include <chrono>
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "eval/metrics.h"
@@ -165,6 +168,55 @@ nlohmann::json RevisitJson(const std::vector<RevisitCell>& cells, const std::vec
                             {"rows", rows}});
   }
   return out;
+}
+
+absl::Status RunRevisitToFiles(Runtime* rt, const RevisitOptions& o, const std::string& model,
+                               const std::string& command, const std::string& dir, std::FILE* log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<RevisitCaseResult> results;
+  auto write_file = [&](const std::string& name, const std::string& text) -> absl::Status {
+    const std::string path = absl::StrCat(dir, "/", name);
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << text;
+    if (!f.good()) return absl::InternalError(absl::StrCat("cannot write ", path));
+    return absl::OkStatus();
+  };
+  auto write = [&](bool complete) -> absl::Status {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const std::vector<RevisitCell> cells = SummarizeRevisit(results);
+    nlohmann::json j = RevisitJson(cells, results);
+    j["settings"] = {{"model", model},
+                     {"command", command},
+                     {"complete", complete},
+                     {"seconds", seconds},
+                     {"threads", rt->pool()->n_threads()},
+                     {"seed", o.seed},
+                     {"cases", o.cases},
+                     {"budgets", o.budgets},
+                     {"policies", o.policies},
+                     {"interval", o.interval},
+                     {"chunk", o.chunk},
+                     {"facts", o.shape.facts},
+                     {"revisited", o.shape.revisited},
+                     {"revisits_per_fact", o.shape.revisits_per_fact},
+                     {"steps", o.shape.steps}};
+    const std::string heading = absl::StrFormat(
+        "# beacon-eval revisit%s\n\nmodel %s, seed %d, interval %d, chunk %d; %d facts, %d revisited %d times "
+        "each over %d counting steps; %.0f s on %d threads\n\n`%s`\n",
+        complete ? "" : " (PARTIAL: run still going or stopped early)", model, o.seed, o.interval, o.chunk,
+        o.shape.facts, o.shape.revisited, o.shape.revisits_per_fact, o.shape.steps, seconds, rt->pool()->n_threads(),
+        command);
+    if (absl::Status s = write_file("revisit.md", RevisitMarkdown(cells, results, heading)); !s.ok()) return s;
+    return write_file("revisit.json", j.dump(1) + "\n");
+  };
+  absl::Status written;
+  const absl::Status run = RunRevisitEval(rt, o, log, [&](const RevisitCaseResult& r) {
+    results.push_back(r);
+    if (written.ok()) written = write(false);
+  });
+  if (!run.ok()) return run;
+  if (!written.ok()) return written;
+  return write(true);
 }
 
 }  // namespace beacon::eval

@@ -7,9 +7,12 @@
 #define BEACON_EVAL_REVISIT_REPORT_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "engine/runtime.h"
 #include "eval/revisit.h"
 #include "nlohmann/json.hpp"
 
@@ -48,6 +51,14 @@ std::string RevisitMarkdown(const std::vector<RevisitCell>& cells, const std::ve
 
 // {"cells": [...], "cases": [...]} with every per-case row.
 nlohmann::json RevisitJson(const std::vector<RevisitCell>& cells, const std::vector<RevisitCaseResult>& results);
+
+// The whole command: RunRevisitEval on `rt`, writing DIR/revisit.md and
+// DIR/revisit.json (the settings, `model` and `command` included) after
+// every case, so a run stopped early leaves a consistent partial result
+// labelled as such. REQUIRES dir exists. Errors: RunRevisitEval's, or
+// INTERNAL naming the file that could not be written.
+absl::Status RunRevisitToFiles(Runtime* rt, const RevisitOptions& options, const std::string& model,
+                               const std::string& command, const std::string& dir, std::FILE* log);
 
 }  // namespace beacon::eval
 
