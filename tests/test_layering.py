@@ -3,7 +3,27 @@ every C++/CUDA source ("kv/x.h" or <kv/x.h>: the first path component is a
 top-level folder of the repo) names a part its own part may include. Fails
 naming file:line, the include and the rule. Every main() is in apps/ (or a
 test's in tests/). Also checks that the checker itself catches forbidden
-includes and stray mains, on a small tree it writes."""
+includes and stray mains, on a small tree it writes.
+
+Parts and sub-parts. A part is a top-level folder, or a sub-folder that the
+table names (as a rule key, or on a rule's right-hand side) so that it can
+have arrows of its own. The part of a file, and of an include's target, is
+the longest part of the table that is a prefix of its path on a '/'
+boundary; failing that, its top-level folder. A part's name on the right of
+a rule covers the part and every sub-part under it, and so does a file's
+own part: an include inside one's own part (sub-parts included) is free.
+Example: with a line `engine/tokenizer: util`, engine/tokenizer/ is a part
+of its own. Its files may include util/ and each other, but not engine/'s
+other files: engine/tokenizer/bpe_model.cc including engine/runtime.h is judged by
+the engine/tokenizer line (which would need `engine`), not by engine's.
+engine/runtime.cc including engine/tokenizer/tokenizer.h stays free, and every part
+that may include engine/ may include engine/tokenizer/ too. A sub-part named
+in the table needs its own line and an existing folder, like a top-level one.
+
+Header rules. A line `!util/cli_args.h: apps tests` says only those parts
+(and the header's own part) may include that one header, on top of the part
+rules; a violation fails. `?util/cli_args.h: ...` states the same rule but
+only reports its violations (a rule the tree does not follow yet)."""
 import os
 import re
 import subprocess
@@ -14,19 +34,50 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 EXTS = (".h", ".cc", ".cu", ".cuh")
 NEVER_INCLUDED = {"tools", "apps"}  # scripts and program entry points
 NOT_SOURCE = {"models", "docs", "deploy", "configs"}
+TABLE = "tests/layering.txt"
 
 
-def read_rules(path):
-    """{part: set of parts it may include}; "*" in the set means any part."""
-    rules = {}
+def read_table(path):
+    """({part: set of parts it may include}, {header: (set of parts that may
+    include it, enforced)}); "*" in a part's set means any part."""
+    rules, headers = {}, {}
     for n, raw in enumerate(open(path), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        part, colon, allowed = line.partition(":")
-        assert colon and part.strip(), f"{path}:{n}: expected 'part: parts it may include'"
-        rules[part.strip()] = set(allowed.split())
-    return rules
+        key, colon, allowed = line.partition(":")
+        key = key.strip()
+        assert colon and key.lstrip("!?"), f"{path}:{n}: expected 'part: parts it may include'"
+        if key[0] in "!?":
+            headers[key[1:]] = (set(allowed.split()), key[0] == "!")
+        else:
+            rules[key.rstrip("/")] = {a.rstrip("/") for a in allowed.split()}
+    return rules, headers
+
+
+def read_rules(path):
+    """{part: set of parts it may include}; "*" in the set means any part."""
+    return read_table(path)[0]
+
+
+def table_parts(rules):
+    """Every part the table names: rule keys and the parts on their right."""
+    return (set(rules) | {a for allowed in rules.values() for a in allowed}) - {"*"}
+
+
+def part_of(rel, named):
+    """The longest part in `named` that prefixes rel on a '/' boundary, else
+    rel's top-level folder."""
+    bits = rel.split("/")
+    for k in range(len(bits) - 1, 1, -1):
+        if "/".join(bits[:k]) in named:
+            return "/".join(bits[:k])
+    return bits[0]
+
+
+def covers(name, part):
+    """Whether a part's name covers part: the part itself or a sub-part under it."""
+    return part == name or part.startswith(name + "/")
 
 
 def source_files(root):
@@ -48,54 +99,100 @@ def source_files(root):
     return sorted(found)
 
 
-def violations(root, rules):
-    """(file:line, include, why) for every include that breaks a rule, and
-    ("tests/layering.txt", part, why) for a table line naming no folder."""
-    parts = {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")}
-    out = [("tests/layering.txt", p, "no such top-level folder") for p in sorted(rules) if p not in parts]
-    out += [("tests/layering.txt", f"{p}: {a}", "no such top-level folder")
-            for p in sorted(rules) for a in sorted(rules[p]) if a != "*" and a not in parts]
+def includes_of_ours(root, tops):
+    """(file, line number, file's top-level folder, include) for every include
+    whose first path component is a top-level folder in tops, in the sources
+    that are ours (not docs, models, build folders or top-level files)."""
     for rel in source_files(root):
-        part = rel.split("/")[0]
-        if part == rel or part in NOT_SOURCE or part.startswith("build"):
+        top = rel.split("/")[0]
+        if top == rel or top in NOT_SOURCE or top.startswith("build"):
             continue
         for n, line in enumerate(open(os.path.join(root, rel), errors="replace"), 1):
             m = INCLUDE.match(line)
-            if not m:
-                continue
-            inc = m.group(1) or m.group(2)
-            target = inc.split("/")[0]
-            if "/" not in inc or target not in parts or target == part:
-                continue  # a sibling header ("foo.h"), a system or third-party header, or our own part
-            if target in NEVER_INCLUDED:
-                out.append((f"{rel}:{n}", inc, f"nothing includes {target}/"))
-            elif part not in rules:
-                out.append((f"{rel}:{n}", inc, f"{part}/ has no line in tests/layering.txt"))
-            elif target not in rules[part] and "*" not in rules[part]:
-                allowed = " ".join(sorted(rules[part])) or "nothing of ours"
-                out.append((f"{rel}:{n}", inc, f"{part}/ may include {allowed}"))
+            if m:
+                inc = m.group(1) or m.group(2)
+                if "/" in inc and inc.split("/")[0] in tops:
+                    yield rel, n, inc  # not a sibling header ("foo.h"), a system or third-party one
+
+
+def missing_folders(root, rules, headers=None):
+    """("tests/layering.txt", what, why) for every part or header the table
+    names that is not in the tree."""
+    tops = {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")}
+
+    def why(p):
+        if "/" not in p:
+            return None if p in tops else "no such top-level folder"
+        return None if os.path.isdir(os.path.join(root, p)) else "no such folder"
+
+    out = [(TABLE, p, why(p)) for p in sorted(rules) if why(p)]
+    out += [(TABLE, f"{p}: {a}", why(a)) for p in sorted(rules) for a in sorted(rules[p]) if a != "*" and why(a)]
+    for h, (allowed, enforced) in sorted((headers or {}).items()):
+        key = ("!" if enforced else "?") + h
+        if not os.path.isfile(os.path.join(root, h)):
+            out.append((TABLE, key, "no such header"))
+        out += [(TABLE, f"{key}: {a}", why(a)) for a in sorted(allowed) if why(a)]
+    return out
+
+
+def violations(root, rules, headers=None):
+    """(file:line, include, why) for every include that breaks a part rule or
+    an enforced header rule, and ("tests/layering.txt", part, why) for a table
+    line naming no folder."""
+    tops = {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")}
+    named = table_parts(rules)
+    out = missing_folders(root, rules, headers)
+    for rel, n, inc in includes_of_ours(root, tops):
+        part, target = part_of(rel, named), part_of(inc, named)
+        if covers(part, target):
+            continue  # our own part, or a sub-part under it
+        top = inc.split("/")[0]
+        if top in NEVER_INCLUDED:
+            out.append((f"{rel}:{n}", inc, f"nothing includes {top}/"))
+        elif part not in rules:
+            out.append((f"{rel}:{n}", inc, f"{part}/ has no line in {TABLE}"))
+        elif "*" not in rules[part] and not any(covers(a, target) for a in rules[part]):
+            allowed = " ".join(sorted(rules[part])) or "nothing of ours"
+            out.append((f"{rel}:{n}", inc, f"{part}/ may include {allowed}"))
+    out += [(w, i, why) for w, i, why, enforced in header_breaks(root, rules, headers or {}) if enforced]
+    return out
+
+
+def header_breaks(root, rules, headers):
+    """(file:line, include, why, enforced) for every include of a header with
+    a header rule, from a part the rule does not list."""
+    tops = {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")}
+    named = table_parts(rules) | {a for allowed, _ in headers.values() for a in allowed}
+    out = []
+    for rel, n, inc in includes_of_ours(root, tops):
+        if inc not in headers:
+            continue
+        allowed, enforced = headers[inc]
+        part = part_of(rel, named)
+        if covers(part_of(inc, named), part) or any(covers(a, part) for a in allowed):
+            continue  # the header's own part, or a part the rule lists
+        out.append((f"{rel}:{n}", inc, f"only {' '.join(sorted(allowed))} may include {inc}", enforced))
     return out
 
 
 def unused(root, rules):
     """(part, allowed part) pairs of the table that no include uses: a rule
     that could be tighter (reported, not a failure)."""
-    used = set()
-    for rel in source_files(root):
-        part = rel.split("/")[0]
-        for line in open(os.path.join(root, rel), errors="replace"):
-            m = INCLUDE.match(line)
-            if m:
-                used.add((part, (m.group(1) or m.group(2)).split("/")[0]))
-    return [(p, a) for p in sorted(rules) for a in sorted(rules[p]) if a != "*" and (p, a) not in used]
+    tops = {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and not d.startswith(".")}
+    named = table_parts(rules)
+    used = {(part_of(rel, named), part_of(inc, named)) for rel, _, inc in includes_of_ours(root, tops)}
+    return [(p, a) for p in sorted(rules) for a in sorted(rules[p])
+            if a != "*" and not any(q == p and covers(a, t) for q, t in used)]
 
 
 def test_tree_follows_the_table():
-    rules = read_rules(os.path.join(SRC, "tests", "layering.txt"))
-    bad = violations(SRC, rules)
+    rules, headers = read_table(os.path.join(SRC, TABLE))
+    bad = violations(SRC, rules, headers)
     assert not bad, "layering violations:\n" + "\n".join(f"  {w}: #include \"{i}\" ({why})" for w, i, why in bad)
     for p, a in unused(SRC, rules):
-        print(f"layering: note: {p}/ may include {a}/ but does not (tests/layering.txt could be tighter)")
+        print(f"layering: note: {p}/ may include {a}/ but does not ({TABLE} could be tighter)")
+    for w, i, why, _ in header_breaks(SRC, rules, headers):
+        print(f"layering: note: {w}: #include \"{i}\" ({why}; a report-only rule in {TABLE})")
 
 
 MAIN = re.compile(r"^\s*(?:int\s+main\s*\(|BENCHMARK_MAIN\s*\()")
@@ -119,8 +216,18 @@ def test_mains_live_in_apps():
     assert not bad, "a program's main belongs in apps/ (apps/README.md):\n" + "\n".join(f"  {w}" for w in bad)
 
 
+def write_tree(root, bodies, folders=()):
+    """Writes each {path: text} under root, and makes the folders."""
+    for d in folders:
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for rel, body in bodies.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w") as f:
+            f.write(body)
+
+
 def test_checker_catches_a_forbidden_include():
-    rules = read_rules(os.path.join(SRC, "tests", "layering.txt"))
+    rules = read_rules(os.path.join(SRC, TABLE))
     bodies = {"kv": '#include "server/engine_loop.h"\n#include "kernels/cpu/ops.h"\n',
               "engine": '#include <scheduler/scheduler.h>\n#include <vector>\n#include "kv/x.h"\n',
               "kernels": '#include "util/csv.h"\n#include "kernels/cpu/ops.h"\n#include "ops.h"\n',
@@ -130,12 +237,7 @@ def test_checker_catches_a_forbidden_include():
               "apps": '#include "server/x.h"\n#include "newpart/x.h"\n',
               "newpart": '#include "kv/kv_cache.h"\n'}
     with tempfile.TemporaryDirectory() as root:
-        for part in set(rules) | {a for allowed in rules.values() for a in allowed if a != "*"} | {"tools"}:
-            os.makedirs(os.path.join(root, part))
-        for part, body in bodies.items():
-            os.makedirs(os.path.join(root, part), exist_ok=True)
-            with open(os.path.join(root, part, "a.cc"), "w") as f:
-                f.write(body)
+        write_tree(root, {f"{part}/a.cc": body for part, body in bodies.items()}, table_parts(rules) | {"tools"})
         bad = {(w, i) for w, i, _ in violations(root, rules)}
         assert bad == {("kv/a.cc:1", "server/engine_loop.h"), ("engine/a.cc:1", "scheduler/scheduler.h"),
                        ("kernels/a.cc:1", "util/csv.h"), ("loadtest/a.cc:2", "engine/runtime.h"),
@@ -148,8 +250,68 @@ def test_checker_catches_a_forbidden_include():
         assert ("tests/layering.txt", "workload") in {(w, i) for w, i, _ in violations(root, rules)}
 
 
+def test_checker_handles_sub_parts_and_header_rules():
+    # A table of its own, in the file's syntax, with sub-parts on both sides and two header rules.
+    table = ("# a comment",
+             "util:",
+             "proto:        util          # used by nothing: a note",
+             "engine:       util",
+             "engine/model: util          # a sub-part: not engine's other files",
+             "eval:         engine/model  # a sub-part on the right",
+             "server:       engine util",
+             "server/http:  server util   # its parent's other files, by its own line",
+             "server/grpc:  proto",
+             "apps:         *",
+             "tests:        *",
+             "!util/cli_args.h: apps tests",
+             "?util/csv.h:      apps")
+    bodies = {
+        "server/http/a.cc": '#include "server/metrics.h"\n#include "util/log.h"\n#include "server/http/b.h"\n'
+                            '#include "engine/x.h"\n',
+        "server/grpc/a.cc": '#include "proto/x.h"\n#include "server/metrics.h"\n',
+        "server/a.cc": '#include "server/http/b.h"\n#include "engine/model/m.h"\n#include "util/cli_args.h"\n',
+        "eval/a.cc": '#include "engine/model/m.h"\n#include "engine/runtime.h"\n',
+        "engine/model/a.cc": '#include "util/log.h"\n#include "engine/runtime.h"\n#include "engine/model/b.h"\n',
+        "engine/a.cc": '#include "engine/model/m.h"\n#include "util/csv.h"\n',
+        "apps/a.cc": '#include "util/cli_args.h"\n#include "util/csv.h"\n',
+        "tests/a.cc": '#include "util/cli_args.h"\n',
+        "util/cli_args.h": '#include "util/csv.h"\n',
+        "util/csv.h": "\n",
+    }
+    with tempfile.TemporaryDirectory() as root:
+        write_tree(root, bodies, ["proto", "tests"])
+        with open(os.path.join(root, "table.txt"), "w") as f:
+            f.write("\n".join(table) + "\n")
+        rules, headers = read_table(os.path.join(root, "table.txt"))
+        assert rules["eval"] == {"engine/model"} and headers["util/csv.h"] == ({"apps"}, False), (rules, headers)
+        assert part_of("server/http/a.cc", table_parts(rules)) == "server/http"
+        assert part_of("server/httpd/a.cc", table_parts(rules)) == "server"  # a '/' boundary, not a string prefix
+        assert part_of("engine/model/m.h", table_parts(rules)) == "engine/model"
+        got = {(w, i): why for w, i, why in violations(root, rules, headers)}
+        assert set(got) == {("server/http/a.cc:4", "engine/x.h"),       # a sub-part's own line governs it
+                            ("server/grpc/a.cc:2", "server/metrics.h"),  # ... also towards its parent's files
+                            ("eval/a.cc:2", "engine/runtime.h"),         # a sub-part on the right is only that
+                            ("engine/model/a.cc:2", "engine/runtime.h"),
+                            ("server/a.cc:3", "util/cli_args.h")}, got   # an enforced header rule
+        assert got[("server/grpc/a.cc:2", "server/metrics.h")] == "server/grpc/ may include proto"
+        assert got[("server/a.cc:3", "util/cli_args.h")] == "only apps tests may include util/cli_args.h"
+        # The report-only rule: engine/ including util/csv.h is a note, not a failure.
+        notes = {(w, i, enforced) for w, i, _, enforced in header_breaks(root, rules, headers)}
+        assert notes == {("engine/a.cc:2", "util/csv.h", False), ("server/a.cc:3", "util/cli_args.h", True)}, notes
+        assert unused(root, rules) == [("proto", "util")], unused(root, rules)
+        # A sub-part the table names that is not a folder, as a key and on the right; a missing header.
+        rules["server/ops"] = {"util"}
+        rules["apps"] = {"server/gone"}
+        headers["util/gone.h"] = ({"apps"}, True)
+        got = {(w, i): why for w, i, why in violations(root, rules, headers)}
+        assert got[("tests/layering.txt", "server/ops")] == "no such folder", got
+        assert got[("tests/layering.txt", "apps: server/gone")] == "no such folder", got
+        assert got[("tests/layering.txt", "!util/gone.h")] == "no such header", got
+
+
 if __name__ == "__main__":
     test_checker_catches_a_forbidden_include()
+    test_checker_handles_sub_parts_and_header_rules()
     test_tree_follows_the_table()
     test_mains_live_in_apps()
     print("layering: ok")
