@@ -118,8 +118,7 @@ Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t conte
 }
 
 int32_t Generation::ShareablePromptSlots(const GenerationOptions& options, int32_t prompt_len, int32_t block_size) {
-  if (options.prompt_logprobs >= 0 || !PrefixShareable(options.kv)) return 0;
-  return (prompt_len - 1) / block_size * block_size;
+  return ShareablePromptBlocks(options.kv, options.prompt_logprobs >= 0, prompt_len, block_size) * block_size;
 }
 
 int32_t Generation::PrefixBlocksWanted() const {
@@ -135,10 +134,9 @@ void Generation::AdoptCachedPrefix(std::vector<BlockHandle> blocks) {
 }
 
 int32_t Generation::CacheablePromptBlocks() const {
-  if (options_.kv.compresses() && !options_.kv.keep_prompt) return 0;
   const int32_t prompt = static_cast<int32_t>(prompt_.size());
-  const int32_t done = replaying() ? std::min(replay_done_, prompt) : prompt_done_;
-  return std::min(done, kv_.num_slots()) / kv_.cache()->shape().block_size;
+  return ::beacon::CacheablePromptBlocks(options_.kv, prompt, replaying() ? replay_done_ : prompt_done_,
+                                         kv_.num_slots(), kv_.cache()->shape().block_size);
 }
 
 int32_t Generation::Preempt() {

@@ -14,6 +14,18 @@ bool PrefixShareable(const KvPolicyOptions& options) {
            options.beacon_prompt_queries);
 }
 
+int32_t ShareablePromptBlocks(const KvPolicyOptions& options, bool prompt_logprobs, int32_t prompt_len,
+                              int32_t block_size) {
+  if (prompt_logprobs || prompt_len < 1 || block_size < 1 || !PrefixShareable(options)) return 0;
+  return (prompt_len - 1) / block_size;
+}
+
+int32_t CacheablePromptBlocks(const KvPolicyOptions& options, int32_t prompt_len, int32_t prompt_done, int32_t slots,
+                              int32_t block_size) {
+  if ((options.compresses() && !options.keep_prompt) || block_size < 1) return 0;
+  return std::max(0, std::min(std::min(prompt_done, prompt_len), slots)) / block_size;
+}
+
 uint64_t PrefixCacheSalt(std::span<const uint64_t> parts) {
   uint64_t h = 0x626561636f6e6b76ull;  // "beaconkv"
   for (uint64_t p : parts) h = SplitMix64(h ^ p);

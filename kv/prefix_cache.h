@@ -103,6 +103,24 @@ class PrefixCache : public BlockReclaimListener {
 // (beacon_prompt_queries under the kAll filter; kGlobal never takes them).
 bool PrefixShareable(const KvPolicyOptions& options);
 
+// The share arithmetic, one home for the real engine (engine/generation.h)
+// and the simulator (scheduler/sim_engine.h), so both admit alike.
+//
+// Leading prompt blocks a sequence may take from the prefix cache or a
+// sibling instead of running them: the whole blocks before the prompt's
+// last token (that token always runs: its logits sample the first output
+// token); none when the policy cannot share (PrefixShareable) or the request
+// wants prompt logprobs (every prompt token's logits are then computed).
+int32_t ShareablePromptBlocks(const KvPolicyOptions& options, bool prompt_logprobs, int32_t prompt_len,
+                              int32_t block_size);
+
+// Leading blocks of a sequence that may be indexed in the prefix cache now:
+// the whole blocks of its prompt written so far (`prompt_done` prompt tokens
+// run, `slots` held); none when compaction may move prompt slots (a
+// compressing policy without keep_prompt).
+int32_t CacheablePromptBlocks(const KvPolicyOptions& options, int32_t prompt_len, int32_t prompt_done, int32_t slots,
+                              int32_t block_size);
+
 // A salt from the settings that change a block's K/V for the same tokens:
 // combine the model's identity, the KV dtype and the RoPE table's inputs.
 uint64_t PrefixCacheSalt(std::span<const uint64_t> parts);

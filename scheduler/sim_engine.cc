@@ -59,10 +59,8 @@ void SimEngine::EnablePrefixCache() {
 }
 
 int32_t SimEngine::PrefixBlocksWanted(const Seq& s) const {
-  if (prefix_cache_ == nullptr || s.kv->num_blocks() > 0 || s.prefill_done > 0 || !PrefixShareable(s.spec.kv)) {
-    return 0;
-  }
-  return (s.spec.prompt_tokens - 1) / BlockSize();
+  if (prefix_cache_ == nullptr || s.kv->num_blocks() > 0 || s.prefill_done > 0) return 0;
+  return ShareablePromptBlocks(s.spec.kv, s.spec.prompt_logprobs, s.spec.prompt_tokens, BlockSize());
 }
 
 StepEngine::PrefixProbe SimEngine::ProbePrefix(RequestId id) const {
@@ -170,10 +168,11 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   if (w.prefill) {
     s.prefill_done += w.n_tokens;
     // Full prompt blocks become reusable as soon as they are written
-    // (Generation::CacheablePromptBlocks: not when compaction may move them).
-    if (prefix_cache_ != nullptr && (!s.spec.kv.compresses() || s.spec.kv.keep_prompt)) {
-      const int32_t n = std::min(std::min(s.prefill_done, s.spec.prompt_tokens), kv.num_slots()) / BlockSize();
-      prefix_cache_->Insert(s.prompt, kv.block_ids(), n);
+    // (CacheablePromptBlocks, as the real engine: not when compaction may move them).
+    if (prefix_cache_ != nullptr) {
+      const int32_t cacheable =
+          CacheablePromptBlocks(s.spec.kv, s.spec.prompt_tokens, s.prefill_done, kv.num_slots(), BlockSize());
+      if (cacheable > 0) prefix_cache_->Insert(s.prompt, kv.block_ids(), cacheable);
     }
     // As engine/generation.cc: a compressing sequence evicts to its bound
     // after every recompute chunk past the prompt, so it holds at most

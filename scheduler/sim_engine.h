@@ -66,6 +66,9 @@ struct SimSequenceSpec {
   // Only the prefix cache (EnablePrefixCache) makes this matter.
   uint64_t prefix_id = 0;
   int32_t prefix_tokens = 0;  // <= prompt_tokens
+  // The request wants prompt logprobs: every prompt token runs, so nothing
+  // is taken from the prefix cache (ShareablePromptBlocks, as the engine).
+  bool prompt_logprobs = false;
 };
 
 // The scheduler's view of a simulated sequence: sizes and peak footprint

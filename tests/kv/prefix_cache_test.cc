@@ -195,5 +195,35 @@ TEST(PrefixCache, ShareableOnlyWhenThePolicyStateIgnoresTheSkippedPrompt) {
   EXPECT_TRUE(PrefixShareable(b));
 }
 
+// The share arithmetic both engines use: whole blocks before the prompt's
+// last token; none under prompt logprobs or a policy that cannot share.
+TEST(PrefixCache, ShareablePromptBlocksStopBeforeTheLastPromptToken) {
+  const KvPolicyOptions full = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
+  EXPECT_EQ(ShareablePromptBlocks(full, false, 70, 16), 4);
+  EXPECT_EQ(ShareablePromptBlocks(full, false, 65, 16), 4);
+  EXPECT_EQ(ShareablePromptBlocks(full, false, 64, 16), 3) << "the last prompt token always runs";
+  EXPECT_EQ(ShareablePromptBlocks(full, false, 16, 16), 0);
+  EXPECT_EQ(ShareablePromptBlocks(full, false, 0, 16), 0);
+  EXPECT_EQ(ShareablePromptBlocks(full, true, 70, 16), 0) << "prompt logprobs run every prompt token";
+  KvPolicyOptions evicting = KvPolicyOptions::DefaultsFor(KvPolicyKind::kH2o);
+  evicting.keep_prompt = false;
+  EXPECT_EQ(ShareablePromptBlocks(evicting, false, 70, 16), 0);
+}
+
+// What may be indexed: whole written prompt blocks, bounded by the slots
+// held; nothing when compaction may move prompt slots.
+TEST(PrefixCache, CacheablePromptBlocksAreTheWrittenWholePromptBlocks) {
+  const KvPolicyOptions full = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
+  EXPECT_EQ(CacheablePromptBlocks(full, 70, 70, 71, 16), 4) << "the partial fifth block is not cacheable";
+  EXPECT_EQ(CacheablePromptBlocks(full, 70, 40, 40, 16), 2) << "mid-prefill: the blocks written so far";
+  EXPECT_EQ(CacheablePromptBlocks(full, 70, 90, 90, 16), 4) << "replayed generated tokens are not prompt";
+  EXPECT_EQ(CacheablePromptBlocks(full, 70, 70, 33, 16), 2) << "at most the slots held";
+  KvPolicyOptions b = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  b.keep_prompt = true;
+  EXPECT_EQ(CacheablePromptBlocks(b, 70, 70, 71, 16), 4);
+  b.keep_prompt = false;
+  EXPECT_EQ(CacheablePromptBlocks(b, 70, 70, 71, 16), 0);
+}
+
 }  // namespace
 }  // namespace beacon

@@ -64,6 +64,25 @@ TEST(PrefixCacheScheduling, SharedBlocksAreCountedOnceByAdmission) {
   }
 }
 
+// A request that wants prompt logprobs runs its whole prompt, as the real
+// engine (ShareablePromptBlocks): it takes no cached block and shares nothing.
+TEST(PrefixCacheScheduling, PromptLogprobsTakeNoCachedBlocks) {
+  Harness h(Config(AdmissionMode::kReserve, 8, 512, 512), 64);
+  h.engine.EnablePrefixCache();
+  ASSERT_TRUE(h.Add(1, Shared(Full(330, 100, 100), 7, 320)).ok());
+  h.Step();
+  SimSequenceSpec wants = Shared(Full(330, 100, 100), 7, 320);
+  wants.prompt_logprobs = true;
+  ASSERT_TRUE(h.Add(2, wants).ok());
+  h.Step();
+  const SchedRequest* r2 = h.sched.Find(2);
+  ASSERT_NE(r2, nullptr);
+  EXPECT_EQ(r2->shared_blocks, 0);
+  EXPECT_EQ(h.engine.prefix_hits(), 0);
+  ASSERT_TRUE(h.RunUntilIdle());
+  EXPECT_EQ(h.engine.UsedBlocks(), 0);
+}
+
 struct Planned {
   SimSequenceSpec spec;
   std::optional<SchedClock::duration> deadline;
