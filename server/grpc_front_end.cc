@@ -28,6 +28,12 @@ int Ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<int64_t>(
 
 }  // namespace
 
+SelfCheckVerdict JudgeSelfCheck(bool answered, std::chrono::steady_clock::duration elapsed,
+                                std::chrono::milliseconds timeout) {
+  if (answered) return SelfCheckVerdict::kServing;
+  return elapsed > 2 * timeout ? SelfCheckVerdict::kInconclusive : SelfCheckVerdict::kFailed;
+}
+
 GrpcFrontEnd::Instance::~Instance() {
   if (server != nullptr) server->Shutdown(Clock::now());  // no-op when already shut down
   server.reset();                                         // before the services it dispatches to
@@ -170,6 +176,7 @@ bool GrpcFrontEnd::CheckOnce() {
 
 void GrpcFrontEnd::Watch() {
   int failures = 0;
+  bool late_streak = false;
   mu_.Lock();
   while (!stopping_) {
     const absl::Time next_check = absl::Now() + absl::FromChrono(options_.check_interval);
@@ -178,10 +185,23 @@ void GrpcFrontEnd::Watch() {
     }
     if (stopping_) break;
     mu_.Unlock();
-    const bool ok = CheckOnce();
+    const auto started = std::chrono::steady_clock::now();
+    const bool answered = CheckOnce();
+    const SelfCheckVerdict verdict =
+        JudgeSelfCheck(answered, std::chrono::steady_clock::now() - started, options_.check_timeout);
     mu_.Lock();
     if (stopping_) break;
-    if (ok) {
+    if (verdict == SelfCheckVerdict::kInconclusive) {
+      inconclusive_.fetch_add(1);
+      // Once per streak: a starved host can produce one per interval.
+      if (!late_streak) {
+        logging::Warn("gRPC self-check on port %d ended late (the process was starved of CPU): not counted", port_);
+      }
+      late_streak = true;
+      continue;
+    }
+    late_streak = false;
+    if (verdict == SelfCheckVerdict::kServing) {
       if (failures >= options_.failures_to_restart) {
         logging::Warn("gRPC listener on port %d serves again", port_);
       }

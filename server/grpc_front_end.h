@@ -15,6 +15,13 @@
 //     NOT_SERVING during a drain included, proves the listener accepts; a
 //     transport failure or a deadline does not. serving() is the verdict and
 //     feeds /ready, so a replica whose gRPC side is dead leaves the pool;
+//   * judges a failed check by when it ended (JudgeSelfCheck): one that came
+//     back well past its own deadline means the process itself did not get
+//     the CPU (a loaded or throttled host, a low-priority replica); it says
+//     nothing about the listener and counts neither way. Found in issue 32's
+//     accuracy runs: a beacon-serve at nice 19 beside builds failed three
+//     checks, rebuilt a healthy listener, and 600 s later (retire_grace) the
+//     retired server cancelled 16 long reasoning streams;
 //   * recovers: after `failures_to_restart` failed checks in a row it builds
 //     a replacement server on the same port (SO_REUSEPORT) and retires the old
 //     one. The old server's listener closes at once; streams it is running
@@ -45,6 +52,18 @@
 #include "util/mutex.h"
 
 namespace beacon {
+
+// What one self-check says about the listener. A listener that accepts
+// connections but never serves them (the EMFILE case above) fails the check
+// at its deadline, on time; a starved process fails it late, because the
+// check's own deadline could not fire on time either.
+enum class SelfCheckVerdict {
+  kServing,       // the server answered
+  kFailed,        // no answer, and the check ended in time: counts towards a restart
+  kInconclusive,  // no answer, but the check ended more than `timeout` past its deadline
+};
+SelfCheckVerdict JudgeSelfCheck(bool answered, std::chrono::steady_clock::duration elapsed,
+                                std::chrono::milliseconds timeout);
 
 struct GrpcFrontEndOptions {
   std::string host = "0.0.0.0";
@@ -90,6 +109,8 @@ class GrpcFrontEnd {
   bool serving() const { return serving_.load(std::memory_order_acquire); }
   // Restarts done so far (for logs and tests).
   int restarts() const { return restarts_.load(); }
+  // Failed checks not counted because they ended late (JudgeSelfCheck).
+  int inconclusive_checks() const { return inconclusive_.load(); }
 
   // The grpc.health.v1 status of "" and of each service name given to it:
   // false while draining. Applies to servers built later too.
@@ -121,6 +142,7 @@ class GrpcFrontEnd {
   int port_ = 0;
   std::atomic<bool> serving_{false};
   std::atomic<int> restarts_{0};
+  std::atomic<int> inconclusive_{0};
 
   Mutex mu_;
   CondVar wake_;  // signalled when stopping_ is set

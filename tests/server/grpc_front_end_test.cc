@@ -73,6 +73,21 @@ TEST(GrpcFrontEndTest, ServesAndChecksItself) {
   EXPECT_FALSE((*fe)->serving());
 }
 
+// A failed check counts only if it ended in time: late, the process was
+// starved and the listener is not to blame (issue 32's eval lost 16 streams
+// to a restart that starvation caused).
+TEST(GrpcFrontEndTest, ALateFailedCheckIsInconclusive) {
+  using std::chrono::milliseconds;
+  const milliseconds timeout(2000);
+  EXPECT_EQ(JudgeSelfCheck(true, milliseconds(10), timeout), SelfCheckVerdict::kServing);
+  EXPECT_EQ(JudgeSelfCheck(true, milliseconds(9000), timeout), SelfCheckVerdict::kServing) << "an answer is an answer";
+  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(5), timeout), SelfCheckVerdict::kFailed) << "refused at once";
+  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(2010), timeout), SelfCheckVerdict::kFailed) << "timed out on time";
+  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(4000), timeout), SelfCheckVerdict::kFailed);
+  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(4001), timeout), SelfCheckVerdict::kInconclusive);
+  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(30000), timeout), SelfCheckVerdict::kInconclusive);
+}
+
 TEST(GrpcFrontEndTest, BadOptionsNameTheField) {
   GrpcFrontEndOptions o = Loopback();
   o.failures_to_restart = 0;
