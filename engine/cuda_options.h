@@ -1,6 +1,6 @@
 // The CUDA backend's knobs, in a header that builds without CUDA so that the
 // runtime and the command lines can carry them (engine/runtime.h,
-// engine/device_flags.h); engine/cuda/cuda_backend.h consumes them.
+// cli/device_flags.h); engine/cuda/cuda_backend.h consumes them.
 #ifndef BEACON_ENGINE_CUDA_OPTIONS_H_
 #define BEACON_ENGINE_CUDA_OPTIONS_H_
 

@@ -27,7 +27,7 @@ import tempfile
 SRC = os.environ.get("BEACON_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("BEACON_BIN") or os.path.join(SRC, "build", "bin")
 
-TOP = ("apps", "bench", "configs", "deploy", "docs", "engine", "eval", "kernels", "kv", "loadtest", "planner", "plot",
+TOP = ("apps", "bench", "cli", "configs", "deploy", "docs", "engine", "eval", "kernels", "kv", "loadtest", "planner", "plot",
        "proto", "scheduler", "server", "tests", "tools", "util", "workload")
 # Paths that need not exist in the tree, each with its reason.
 ALLOWED = {

@@ -14,7 +14,7 @@ set -euo pipefail
 kind=${1:?address or thread}
 dir=${2:?build directory}
 cd "$(dirname "$0")/.."
-targets=(kernels_cpu_tests kv_tests scheduler_tests engine_tests server_tests)
+targets=(kernels_cpu_tests kv_tests scheduler_tests engine_tests cli_tests server_tests)
 # The engine tests that decode hundreds of steps on the real model
 # (CompressionTest, PreemptTest: 90 s in Release, 4x under ASan, 10x under
 # TSan) are left out of both: they run the same forward pass, compression

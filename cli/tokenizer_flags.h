@@ -3,8 +3,8 @@
 // file than the weights (a GGUF, vocab-only or not, or an HF directory), and
 // --chat-template replaces the template with a Jinja file. Both are read
 // when the model loads (Runtime::Create), which names the file on error.
-#ifndef BEACON_ENGINE_TOKENIZER_FLAGS_H_
-#define BEACON_ENGINE_TOKENIZER_FLAGS_H_
+#ifndef BEACON_CLI_TOKENIZER_FLAGS_H_
+#define BEACON_CLI_TOKENIZER_FLAGS_H_
 
 #include "engine/runtime.h"
 #include "util/cli_args.h"
@@ -25,4 +25,4 @@ inline void ParseTokenizerFlags(const cli::Args& args, RuntimeOptions* options) 
 
 }  // namespace beacon
 
-#endif  // BEACON_ENGINE_TOKENIZER_FLAGS_H_
+#endif  // BEACON_CLI_TOKENIZER_FLAGS_H_

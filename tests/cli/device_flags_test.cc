@@ -1,7 +1,7 @@
-// The device flags (engine/device_flags.h) and the device spec they carry
+// The device flags (cli/device_flags.h) and the device spec they carry
 // (ParseDeviceSpec): every form Runtime accepts, and an error naming the flag
 // for each malformed one.
-#include "engine/device_flags.h"
+#include "cli/device_flags.h"
 
 #include <gtest/gtest.h>
 

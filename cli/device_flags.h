@@ -2,8 +2,8 @@
 // the model and the CUDA backend's knobs (engine/cuda_options.h), so that an
 // operator can turn CUDA graphs off or bound split-K without a rebuild, as
 // vLLM's --enforce-eager does.
-#ifndef BEACON_ENGINE_DEVICE_FLAGS_H_
-#define BEACON_ENGINE_DEVICE_FLAGS_H_
+#ifndef BEACON_CLI_DEVICE_FLAGS_H_
+#define BEACON_CLI_DEVICE_FLAGS_H_
 
 #include <string>
 
@@ -48,4 +48,4 @@ inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* opti
 
 }  // namespace beacon
 
-#endif  // BEACON_ENGINE_DEVICE_FLAGS_H_
+#endif  // BEACON_CLI_DEVICE_FLAGS_H_

@@ -1,7 +1,7 @@
 // The --kv-* flags shared by beacon-run and beacon-serve: a policy name and
 // overrides of that policy's published defaults (KvPolicyOptions::DefaultsFor).
-#ifndef BEACON_KV_KV_FLAGS_H_
-#define BEACON_KV_KV_FLAGS_H_
+#ifndef BEACON_CLI_KV_FLAGS_H_
+#define BEACON_CLI_KV_FLAGS_H_
 
 #include <initializer_list>
 #include <string>
@@ -75,4 +75,4 @@ inline absl::Status ParseKvOptions(const cli::Args& args, KvPolicyOptions* kv) {
 
 }  // namespace beacon
 
-#endif  // BEACON_KV_KV_FLAGS_H_
+#endif  // BEACON_CLI_KV_FLAGS_H_
