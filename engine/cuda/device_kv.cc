@@ -77,8 +77,12 @@ absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvP
   const size_t select_ws = lay.total_bytes - lay.select_workspace;
 
   cudaStream_t stream = ctx.stream;
-  BEACON_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(table, seq->block_ids().data(), seq->block_ids().size() * sizeof(int32_t),
-                                              cudaMemcpyHostToDevice, stream));
+  // The blocks of slots [0, n) only (the table region holds ceil(n / bs)
+  // entries; a sequence may hold blocks reserved past its slots).
+  const int32_t bs = paged_.layout.block_size;
+  const size_t table_blocks = std::min(seq->block_ids().size(), static_cast<size_t>((n + bs - 1) / bs));
+  BEACON_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(table, seq->block_ids().data(), table_blocks * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconScore(dims, (*state)->data(), (*state)->ring_count(), paged_, table, n,
                                                 next_position, ctx.rope, options.pool_kernel, scores, score_workspace,
                                                 stream));
