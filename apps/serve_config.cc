@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "cli/device_flags.h"
-#include "cli/tokenizer_flags.h"
 #include "cli/kv_flags.h"
+#include "cli/tokenizer_flags.h"
 #include "server/log_backend.h"
 #include "util/log.h"
 
