@@ -43,6 +43,21 @@ double KeptJaccard(const SequenceKv& a, const SequenceKv& b, const PolicyModelIn
 
 }  // namespace
 
+absl::Status PrefillTogether(Backend* backend, std::span<const int32_t> prompt, int32_t prefill_chunk,
+                             std::span<ForwardEntry> entries, std::vector<float>* logits) {
+  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+  for (int32_t done = 0; done < n_prompt;) {
+    const int32_t n = std::min(prefill_chunk, n_prompt - done);
+    for (ForwardEntry& e : entries) {
+      e.tokens = prompt.subspan(done, n);
+      e.start_pos = done;
+    }
+    if (absl::Status s = backend->Forward(entries, logits); !s.ok()) return s;
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& prompt,
                                        const std::vector<int32_t>& trace, std::span<const PolicySpec> specs,
                                        int32_t prefill_chunk, const StepProgress& progress) {
@@ -80,15 +95,7 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
 
   // Prefill, in chunks; then, as Generation does once the first token is
   // sampled, AfterDecodeStep (no eviction: the prompt is within any bound).
-  for (int32_t done = 0; done < n_prompt;) {
-    const int32_t n = std::min(prefill_chunk, n_prompt - done);
-    for (ForwardEntry& e : entries) {
-      e.tokens = std::span<const int32_t>(prompt).subspan(done, n);
-      e.start_pos = done;
-    }
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
-    done += n;
-  }
+  if (absl::Status s = PrefillTogether(rt->backend(), prompt, prefill_chunk, entries, &logits); !s.ok()) return s;
   for (Replay& r : replays) r.compressor->AfterDecodeStep(r.kv.get(), n_prompt);
 
   ReplayResult result;

@@ -55,6 +55,13 @@ struct ReplayResult {
   int32_t reference_mismatches = 0;
 };
 
+// Runs `prompt` through every entry of `entries` together (each entry's kv
+// and policy set by the caller), in chunks of at most `prefill_chunk`
+// tokens; `logits` holds the last chunk's. The replays' shared prefill
+// (RunReplay, RunRevisitStepTrace).
+absl::Status PrefillTogether(Backend* backend, std::span<const int32_t> prompt, int32_t prefill_chunk,
+                             std::span<ForwardEntry> entries, std::vector<float>* logits);
+
 // REQUIRES trace.size() >= 2, prompt + trace within the model's context.
 absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& prompt,
                                        const std::vector<int32_t>& trace, std::span<const PolicySpec> specs,

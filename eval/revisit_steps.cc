@@ -200,15 +200,7 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
     entries[i + 1].policy = replays[i].compressor->policy();
   }
   std::vector<float> logits;
-  for (int32_t done = 0; done < n_prompt;) {
-    const int32_t n = std::min(prefill_chunk, n_prompt - done);
-    for (ForwardEntry& e : entries) {
-      e.tokens = std::span<const int32_t>(prompt).subspan(done, n);
-      e.start_pos = done;
-    }
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
-    done += n;
-  }
+  if (absl::Status s = PrefillTogether(rt->backend(), prompt, prefill_chunk, entries, &logits); !s.ok()) return s;
   for (Replay& r : replays) r.compressor->AfterDecodeStep(r.kv.get(), n_prompt);
 
   RevisitStepTrace out;

@@ -30,6 +30,7 @@
 #include "eval/metrics.h"
 #include "eval/policy_grid.h"
 #include "eval/recording_policy.h"
+#include "eval/replay.h"
 
 namespace beacon::eval {
 
