@@ -98,7 +98,7 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
     StepReport rep = sched.Step(Clock::now());
     if (!rep.engine_status.ok()) return rep.engine_status;
     res.peak_running = std::max(res.peak_running, rep.decode_seqs + rep.prefill_seqs);
-    res.peak_blocks = std::max(res.peak_blocks, engine.TotalBlocks() - engine.FreeBlocks());
+    res.peak_blocks = std::max(res.peak_blocks, engine.kv().TotalBlocks() - engine.kv().FreeBlocks());
     if (Clock::now() - last_report > std::chrono::seconds(10)) {
       last_report = Clock::now();
       std::fprintf(stderr, "  %s: %lld tokens, %d running, %d waiting\n", policy.c_str(),

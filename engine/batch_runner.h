@@ -2,8 +2,10 @@
 // one ragged batch (decoding sequences contribute one token, prefilling ones a
 // prompt chunk) and hands every sequence its logits.
 //
-// This is the static-batch driver of beacon-run and beacon-bench; the
-// continuous-batching scheduler (scheduler/) replaces it for serving.
+// This is the static-batch driver of beacon-run and the tests; the
+// continuous-batching scheduler (scheduler/) replaces it for serving. Both
+// run every step through the one StepExecutor (engine/step_executor.h), so
+// the step is the same, device sampling included.
 #ifndef BEACON_ENGINE_BATCH_RUNNER_H_
 #define BEACON_ENGINE_BATCH_RUNNER_H_
 

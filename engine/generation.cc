@@ -5,7 +5,6 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
-#include "kv/prefix_cache.h"
 
 namespace beacon {
 
@@ -72,6 +71,22 @@ PolicyModelInfo PolicyInfoFor(const ModelConfig& c) {
 absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* tokenizer, KvCache* cache,
                                                                const ModelConfig& config, std::vector<int32_t> prompt,
                                                                GenerationOptions options) {
+  auto kv = std::make_unique<SequenceKv>(cache);
+  SequenceKv* borrowed = kv.get();
+  return Make(tokenizer, borrowed, std::move(kv), config, std::move(prompt), std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<Generation>> Generation::CreateOn(const Tokenizer* tokenizer, SequenceKv* kv,
+                                                                 const ModelConfig& config, std::vector<int32_t> prompt,
+                                                                 GenerationOptions options) {
+  if (kv == nullptr || kv->num_blocks() > 0) return absl::InvalidArgumentError("kv: missing or not empty");
+  return Make(tokenizer, kv, nullptr, config, std::move(prompt), std::move(options));
+}
+
+absl::StatusOr<std::unique_ptr<Generation>> Generation::Make(const Tokenizer* tokenizer, SequenceKv* kv,
+                                                             std::unique_ptr<SequenceKv> own_kv,
+                                                             const ModelConfig& config, std::vector<int32_t> prompt,
+                                                             GenerationOptions options) {
   if (prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");
   if (absl::Status s = options.Validate(config.vocab_size); !s.ok()) return s;
   // A request without a seed gets a random one, fixed here so that it can be
@@ -85,13 +100,14 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Create(const Tokenizer* 
     if (!c.ok()) return c.status();
     compressor = std::move(*c);
   }
-  return std::unique_ptr<Generation>(new Generation(tokenizer, cache, config.context_length, config.vocab_size,
-                                                    PolicyInfoFor(config), std::move(prompt), std::move(options),
-                                                    std::move(compressor)));
+  return std::unique_ptr<Generation>(new Generation(tokenizer, kv, std::move(own_kv), config.context_length,
+                                                    config.vocab_size, PolicyInfoFor(config), std::move(prompt),
+                                                    std::move(options), std::move(compressor)));
 }
 
-Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, int32_t vocab_size,
-                       const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
+Generation::Generation(const Tokenizer* tokenizer, SequenceKv* kv, std::unique_ptr<SequenceKv> own_kv,
+                       int32_t context_length, int32_t vocab_size, const PolicyModelInfo& model,
+                       std::vector<int32_t> prompt, GenerationOptions options,
                        std::unique_ptr<SequenceCompressor> compressor)
     : tokenizer_(tokenizer),
       context_length_(context_length),
@@ -99,7 +115,8 @@ Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t conte
       model_(model),
       prompt_(std::move(prompt)),
       options_(std::move(options)),
-      kv_(cache),
+      own_kv_(std::move(own_kv)),
+      kv_(kv),
       compressor_(std::move(compressor)),
       sampler_(options_.sampling),
       detok_(tokenizer, !options_.skip_special_tokens),
@@ -117,30 +134,13 @@ Generation::Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t conte
   }
 }
 
-int32_t Generation::ShareablePromptSlots(const GenerationOptions& options, int32_t prompt_len, int32_t block_size) {
-  return ShareablePromptBlocks(options.kv, options.prompt_logprobs >= 0, prompt_len, block_size) * block_size;
-}
-
-int32_t Generation::PrefixBlocksWanted() const {
-  if (kv_.num_blocks() > 0 || (replaying() ? replay_done_ : prompt_done_) > 0) return 0;
-  return ShareablePromptSlots(options_, static_cast<int32_t>(prompt_.size()), kv_.cache()->shape().block_size) /
-         kv_.cache()->shape().block_size;
-}
-
-void Generation::AdoptCachedPrefix(std::vector<BlockHandle> blocks) {
-  assert(static_cast<int32_t>(blocks.size()) <= PrefixBlocksWanted());
-  kv_.AdoptBlocks(std::move(blocks));
-  (replaying() ? replay_done_ : prompt_done_) = kv_.num_slots();
-}
-
-int32_t Generation::CacheablePromptBlocks() const {
-  const int32_t prompt = static_cast<int32_t>(prompt_.size());
-  return ::beacon::CacheablePromptBlocks(options_.kv, prompt, replaying() ? replay_done_ : prompt_done_,
-                                         kv_.num_slots(), kv_.cache()->shape().block_size);
+void Generation::OnPrefixAdopted() {
+  assert(prefill_done() == 0);
+  (replaying() ? replay_done_ : prompt_done_) = kv_->num_slots();
 }
 
 int32_t Generation::Preempt() {
-  kv_.Release();
+  kv_->Release();
   if (compressor_ != nullptr) {
     // Same options and prompt as at creation, which succeeded then.
     compressor_ = std::move(*SequenceCompressor::Create(options_.kv, model_, static_cast<int32_t>(prompt_.size())));
@@ -172,7 +172,7 @@ std::span<const int32_t> Generation::PendingInput(int32_t max_chunk) const {
 
 TokenEvent Generation::Finish(TokenEvent ev, FinishReason reason) {
   finish_ = reason;
-  kv_.Release();  // a finished sequence holds no KV; peak_slots() survives
+  kv_->Release();  // a finished sequence holds no KV; peak_slots() survives
   if (reason != FinishReason::kStopSequence) {
     // Release what the detokenizer and the stop checker still hold back; the
     // held text may itself complete a stop string.
@@ -277,8 +277,8 @@ bool Generation::Consume(int32_t n_fed) {
   if (replaying()) {
     replay_done_ += n_fed;
     // Keep a compressing sequence near its bound while it recomputes.
-    if (compressor_ != nullptr && compressor_->schedule().EvictsAfterRecomputeChunk(replay_done_, kv_.num_slots())) {
-      compressor_->Evict(&kv_, replay_done_);
+    if (compressor_ != nullptr && compressor_->schedule().EvictsAfterRecomputeChunk(replay_done_, kv_->num_slots())) {
+      compressor_->Evict(kv_, replay_done_);
     }
     if (!replaying()) {
       replay_.clear();
@@ -298,7 +298,7 @@ TokenEvent Generation::Accept(int32_t id) {
   generated_.push_back(id);
   // The step's K/V is in the cache: the moment to evict, before the next
   // step appends more.
-  if (compressor_ != nullptr) compressor_->AfterDecodeStep(&kv_, next_position());
+  if (compressor_ != nullptr) compressor_->AfterDecodeStep(kv_, next_position());
   ev.id = id;
   if (compression_failed()) return FailCompression(std::move(ev));
   const ReasoningTracker::Step part = reasoning_.Observe(id);

@@ -76,10 +76,17 @@ PolicyModelInfo PolicyInfoFor(const ModelConfig& config);
 class Generation {
  public:
   // INVALID_ARGUMENT for invalid options (GenerationOptions::Validate) or an
-  // empty prompt. The tokenizer and cache must outlive the generation.
+  // empty prompt. The tokenizer and cache must outlive the generation, which
+  // owns its KV on `cache` (beacon-run, beacon-bench, the eval).
   static absl::StatusOr<std::unique_ptr<Generation>> Create(const Tokenizer* tokenizer, KvCache* cache,
                                                             const ModelConfig& config, std::vector<int32_t> prompt,
                                                             GenerationOptions options);
+  // The same on a KV it borrows (a KvCacheManager's, kv/kv_cache_manager.h,
+  // which shares and frees it): `kv` must hold nothing and outlive the
+  // generation (INVALID_ARGUMENT otherwise).
+  static absl::StatusOr<std::unique_ptr<Generation>> CreateOn(const Tokenizer* tokenizer, SequenceKv* kv,
+                                                              const ModelConfig& config, std::vector<int32_t> prompt,
+                                                              GenerationOptions options);
 
   bool finished() const { return finish_ != FinishReason::kNone; }
   // True while prompt tokens, or the tokens of a recompute, remain to run.
@@ -120,39 +127,16 @@ class Generation {
   EntrySampling device_sampling() const;
   TokenEvent AdvanceSampled(int32_t n_fed, int32_t token);
 
-  // How many prompt slots a sequence under `options` can take by reference
-  // (a sample group's sibling that ran the same prompt, or the prefix cache):
-  // the whole blocks before the block of the last prompt token (that token
-  // is always run, so each sequence samples its first token from its own
-  // logits). 0 when nothing can be shared: a prompt within one block,
-  // prompt logprobs asked (they need every prompt row), or a policy whose
-  // state would differ without the skipped prompt (PrefixShareable).
-  static int32_t ShareablePromptSlots(const GenerationOptions& options, int32_t prompt_len, int32_t block_size);
-  // Sample groups: starts this sequence on `n_slots` slots of `donor` by
-  // reference, as if the first n_slots prompt tokens had run. REQUIRES
-  // nothing has run yet and 0 < n_slots <= ShareablePromptSlots(...), a
-  // multiple of the block size.
-  void AdoptPromptPrefix(const SequenceKv& donor, int32_t n_slots) {
-    kv_.ShareFrom(donor, n_slots);
-    prompt_done_ = n_slots;
-  }
+  // The KV was given leading slots by reference from outside
+  // (KvCacheManager::Adopt): the prefill starts past them, as if they had
+  // run. REQUIRES nothing of this prefill has run yet.
+  void OnPrefixAdopted();
+  // Tokens of the current prefill written so far: the prompt's, or during a
+  // recompute the recompute's (from 0 again).
+  int32_t prefill_done() const { return replaying() ? replay_done_ : prompt_done_; }
 
-  // The prefix cache (kv/prefix_cache.h). The tokens the sequence runs from
-  // slot 0 when it holds no KV (its prompt, or after preemption the
-  // recompute), and how many of their leading blocks it may take from the
-  // cache now: 0 unless it holds no KV and has run nothing.
-  std::span<const int32_t> PrefixTokens() const { return replaying() ? replay_ : prompt_; }
-  int32_t PrefixBlocksWanted() const;
-  // Starts the sequence on cached blocks, as if their tokens had run.
-  // REQUIRES blocks.size() <= PrefixBlocksWanted().
-  void AdoptCachedPrefix(std::vector<BlockHandle> blocks);
-  // Leading blocks that now hold prompt tokens [0, n * bs) in place and
-  // will never be written again: what the engine may insert into the cache.
-  // 0 for a compressing policy without keep_prompt (compaction moves slots).
-  int32_t CacheablePromptBlocks() const;
-
-  SequenceKv* kv() { return &kv_; }
-  const SequenceKv* kv() const { return &kv_; }
+  SequenceKv* kv() { return kv_; }
+  const SequenceKv* kv() const { return kv_; }
   // The KV policy to hand the backend (null under `full`).
   KvPolicy* policy() { return compressor_ != nullptr ? compressor_->policy() : nullptr; }
   // This sequence's entry of the next forward pass: its KV, PendingInput(max_chunk),
@@ -204,9 +188,13 @@ class Generation {
   }
 
  private:
-  Generation(const Tokenizer* tokenizer, KvCache* cache, int32_t context_length, int32_t vocab_size,
-             const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
+  Generation(const Tokenizer* tokenizer, SequenceKv* kv, std::unique_ptr<SequenceKv> own_kv, int32_t context_length,
+             int32_t vocab_size, const PolicyModelInfo& model, std::vector<int32_t> prompt, GenerationOptions options,
              std::unique_ptr<SequenceCompressor> compressor);
+  // Create and CreateOn: `kv` is the sequence's KV, `own_kv` it when owned.
+  static absl::StatusOr<std::unique_ptr<Generation>> Make(const Tokenizer* tokenizer, SequenceKv* kv,
+                                                          std::unique_ptr<SequenceKv> own_kv, const ModelConfig& config,
+                                                          std::vector<int32_t> prompt, GenerationOptions options);
   TokenEvent Finish(TokenEvent ev, FinishReason reason);
   // What a fed chunk that samples nothing returns: an empty event, or the
   // kError finish of a recompute whose eviction failed.
@@ -234,7 +222,8 @@ class Generation {
   PolicyModelInfo model_;
   std::vector<int32_t> prompt_;
   GenerationOptions options_;
-  SequenceKv kv_;
+  std::unique_ptr<SequenceKv> own_kv_;  // Create: the KV is the generation's own; CreateOn: null
+  SequenceKv* kv_;                      // the sequence's KV, owned or borrowed
   std::unique_ptr<SequenceCompressor> compressor_;
   ThreadPool* pool_ = nullptr;  // set_thread_pool
   Sampler sampler_;

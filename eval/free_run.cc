@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/generation.h"
+#include "engine/step_executor.h"
 
 namespace beacon::eval {
 
@@ -46,20 +47,15 @@ absl::StatusOr<FreeRunResult> RunTraceAndFreeRuns(Runtime* rt, const std::vector
   result.agreement.assign(specs.size(), -1);
   std::vector<size_t> alive(gens.size());
   for (size_t i = 0; i < alive.size(); ++i) alive[i] = i;
-  std::vector<ForwardEntry> entries;
-  std::vector<float> logits;
-  const size_t vocab = static_cast<size_t>(cfg.vocab_size);
+  StepExecutor executor(rt->backend());  // the step beacon-serve runs
+  std::vector<StepItem> items;
+  std::vector<StepResult> results;
   while (!gens[0]->finished()) {
-    entries.clear();
-    for (size_t i : alive) {
-      entries.push_back(gens[i]->NextEntry(prefill_chunk));
-    }
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
+    items.clear();
+    for (size_t i : alive) items.push_back({gens[i].get(), prefill_chunk});
+    if (absl::Status s = executor.Run(items, &results); !s.ok()) return s;
     std::vector<int32_t> ids(alive.size(), -1);
-    for (size_t j = 0; j < alive.size(); ++j) {
-      const std::span<const float> row(logits.data() + j * vocab, vocab);
-      ids[j] = gens[alive[j]]->Advance(static_cast<int32_t>(entries[j].tokens.size()), row).id;
-    }
+    for (size_t j = 0; j < alive.size(); ++j) ids[j] = results[j].event.id;
     if (ids[0] < 0) continue;  // mid-prompt chunk
     result.trace.push_back(ids[0]);
     std::vector<size_t> next = {0};

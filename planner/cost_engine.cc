@@ -38,7 +38,7 @@ absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutco
   StepLoad load;
   int32_t decoding = 0;
   int32_t transient_blocks = 0;  // blocks held mid-step by sequences that then evicted
-  const int32_t bs = sim_.BlockSize();
+  const int32_t bs = sim_.kv().BlockSize();
   for (size_t i = 0; i < work.size(); ++i) {
     const SeqWork& w = work[i];
     const SeqOutcome& o = (*outcomes)[first_outcome + i];

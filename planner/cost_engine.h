@@ -62,15 +62,9 @@ class CostEngine : public StepEngine {
 
   // StepEngine.
   absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
-  int32_t TotalBlocks() const override { return sim_.TotalBlocks(); }
-  int32_t FreeBlocks() const override { return sim_.FreeBlocks(); }
-  int32_t BlockSize() const override { return sim_.BlockSize(); }
-  int32_t BlocksToAppend(RequestId id, int32_t n) const override { return sim_.BlocksToAppend(id, n); }
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
-  int32_t OwnBlocks(RequestId id) const override { return sim_.OwnBlocks(id); }
-  PrefixProbe ProbePrefix(RequestId id) const override { return sim_.ProbePrefix(id); }
-  int32_t AdoptPrefix(RequestId id) override { return sim_.AdoptPrefix(id); }
+  KvCacheManager& kv() override { return sim_.kv(); }
   // The workload's shared prefixes are cached (SimEngine::EnablePrefixCache).
   void EnablePrefixCache() { sim_.EnablePrefixCache(); }
 

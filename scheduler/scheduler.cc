@@ -55,7 +55,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, StepEngine* engine) : config
 Scheduler::~Scheduler() { AbortAll(RequestState::kFinishedCancelled); }
 
 int32_t Scheduler::BlocksFor(int64_t slots) const {
-  const int64_t bs = engine_->BlockSize();
+  const int64_t bs = engine_->kv().BlockSize();
   return static_cast<int32_t>((slots + bs - 1) / bs);
 }
 
@@ -71,11 +71,11 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
   // Checked before the queue bound: a request that can never run is the
   // client's error whatever the load.
   const int32_t need = BlocksFor(request.peak_slots);
-  if (need > engine_->TotalBlocks()) {
+  if (need > engine_->kv().TotalBlocks()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the request needs ", request.peak_slots, " KV slots (prompt ", request.prompt_tokens,
                      " + max_tokens ", request.max_new_tokens, " under its KV policy) but the whole KV pool holds ",
-                     int64_t{engine_->TotalBlocks()} * engine_->BlockSize(),
+                     int64_t{engine_->kv().TotalBlocks()} * engine_->kv().BlockSize(),
                      ": lower max_tokens or the prompt, or choose a compressing kv_policy"));
   }
   // Preempted requests wait too, but they were admitted once: they do not
@@ -141,34 +141,36 @@ void Scheduler::Expire(SchedClock::time_point now, StepReport* report) {
 int32_t Scheduler::CommittedBlocks() const {
   int32_t committed = 0;
   for (RequestId id : running_) {
-    committed += std::max(0, requests_.at(id).reserved_blocks - engine_->OwnBlocks(id));
+    committed += std::max(0, requests_.at(id).reserved_blocks - engine_->kv().OwnBlocks(id));
   }
   return committed;
 }
 
 int32_t Scheduler::reserved_blocks() const {
   if (config_.admission != AdmissionMode::kReserve) return 0;
-  return engine_->TotalBlocks() - engine_->FreeBlocks() + CommittedBlocks();
+  return engine_->kv().TotalBlocks() - engine_->kv().FreeBlocks() + CommittedBlocks();
 }
 
 bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   // A request holding no KV may start on blocks it takes by reference (a
   // sample group's prompt, the prefix cache); it then needs blocks only for
   // the rest, plus the idle cached blocks it takes out of the free count.
-  StepEngine::PrefixProbe probe;
+  KvPrefixProbe probe;
   const bool fresh = r->prefill_done == 0;
   if (fresh) {
-    probe = engine_->ProbePrefix(r->id);
+    probe = engine_->kv().Probe(r->id);
     if (probe.wait) return false;
   }
   auto adopt = [&] {
     if (!fresh) return;
-    r->prefill_done = engine_->AdoptPrefix(r->id);
+    // The engine sees the taken slots in the sequence's KV when its first
+    // chunk runs (it starts past them).
+    r->prefill_done = engine_->kv().Adopt(r->id, r->prefill_target);
     r->shared_blocks = probe.blocks;
   };
   if (config_.admission == AdmissionMode::kReserve) {
     const int32_t need = BlocksFor(r->peak_slots) - probe.blocks;
-    if (CommittedBlocks() + need + probe.idle > engine_->FreeBlocks()) return false;
+    if (CommittedBlocks() + need + probe.idle > engine_->kv().FreeBlocks()) return false;
     r->reserved_blocks = need;
     adopt();
     return true;
@@ -176,14 +178,14 @@ bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   // Optimistic: the whole (re)prefill must fit now, beside what this step's
   // work already takes and a watermark kept free for the running sequences'
   // growth.
-  const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * engine_->TotalBlocks()));
+  const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * engine_->kv().TotalBlocks()));
   // A compressing sequence evicts while it recomputes: it never holds more
   // than its peak plus one chunk.
   const int32_t need =
       std::max(0, BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk)) -
                       probe.blocks) +
       probe.idle;
-  const int32_t free_after = engine_->FreeBlocks() - *step_blocks - need;
+  const int32_t free_after = engine_->kv().FreeBlocks() - *step_blocks - need;
   // With nothing running the watermark protects no one: admit if it fits.
   if (free_after < (running_.empty() ? 0 : watermark)) return false;
   *step_blocks += need;
@@ -213,10 +215,10 @@ int32_t Scheduler::PreemptUntilStepFits(StepReport* report) {
     int32_t need = 0;
     for (RequestId id : running_) {
       const SchedRequest& r = requests_.at(id);
-      need += engine_->BlocksToAppend(
+      need += engine_->kv().BlocksToAppend(
           id, r.prefilling() ? std::min(config_.prefill_chunk, r.prefill_target - r.prefill_done) : 1);
     }
-    if (need <= engine_->FreeBlocks() || running_.empty()) return need;
+    if (need <= engine_->kv().FreeBlocks() || running_.empty()) return need;
     PreemptNewest(report);
   }
 }

@@ -25,7 +25,7 @@
 //
 // Shared prefixes (a sample group's prompt, the prefix cache): a request
 // holding no KV asks the engine what whole leading blocks it can take by
-// reference (StepEngine::ProbePrefix); a sample group's later member waits
+// reference (KvCacheManager::Probe); a sample group's later member waits
 // at the head of the queue until the first has run the prompt. Admission
 // counts a shared block once, by looking at the pool as it is:
 //   committed = sum over running r of max(0, reserved_r - own_r)

@@ -26,7 +26,8 @@ SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec) {
   return r;
 }
 
-SimEngine::SimEngine(int32_t num_blocks, int32_t block_size) : cache_(KvCacheShape{1, 1, 1, block_size}, num_blocks) {}
+SimEngine::SimEngine(int32_t num_blocks, int32_t block_size)
+    : cache_(KvCacheShape{1, 1, 1, block_size}, num_blocks), kv_(&cache_) {}
 
 SimEngine::~SimEngine() = default;
 
@@ -38,63 +39,38 @@ absl::Status SimEngine::AddSequence(RequestId id, const SimSequenceSpec& spec) {
   if (seqs_.contains(id) || records_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrCat("sim sequence ", id, " already added"));
   }
-  Seq& s = seqs_[id];
-  s.spec = spec;
-  s.kv = std::make_unique<SequenceKv>(&cache_);
-  s.schedule = EvictionSchedule(spec.kv, spec.prompt_tokens);
-  s.prefill_target = spec.prompt_tokens;
-  if (prefix_cache_ != nullptr) {
-    s.prompt.resize(spec.prompt_tokens);
+  KvSeqSpec kv;
+  kv.prompt_len = spec.prompt_tokens;
+  kv.kv = spec.kv;
+  kv.prompt_logprobs = spec.prompt_logprobs;
+  if (kv_.prefix_cache() != nullptr) {
+    kv.prompt.resize(spec.prompt_tokens);
     const int32_t shared = spec.prefix_id != 0 ? std::min(spec.prefix_tokens, spec.prompt_tokens) : 0;
     for (int32_t i = 0; i < spec.prompt_tokens; ++i) {
       // Own tokens are keyed by the id with the top bit set: never a prefix id.
-      s.prompt[i] = i < shared ? SimToken(spec.prefix_id, i) : SimToken(id | (uint64_t{1} << 63), i);
+      kv.prompt[i] = i < shared ? SimToken(spec.prefix_id, i) : SimToken(id | (uint64_t{1} << 63), i);
     }
   }
+  if (absl::Status st = kv_.Add(id, std::move(kv)); !st.ok()) return st;
+  Seq& s = seqs_[id];
+  s.spec = spec;
+  s.schedule = EvictionSchedule(spec.kv, spec.prompt_tokens);
+  s.prefill_target = spec.prompt_tokens;
   return absl::OkStatus();
 }
 
-void SimEngine::EnablePrefixCache() {
-  prefix_cache_ = std::make_unique<PrefixCache>(&cache_.pool(), cache_.shape().block_size, /*salt=*/1);
-}
+void SimEngine::EnablePrefixCache() { kv_.EnablePrefixCache(/*salt=*/1); }
 
-int32_t SimEngine::PrefixBlocksWanted(const Seq& s) const {
-  if (prefix_cache_ == nullptr || s.kv->num_blocks() > 0 || s.prefill_done > 0) return 0;
-  return ShareablePromptBlocks(s.spec.kv, s.spec.prompt_logprobs, s.spec.prompt_tokens, BlockSize());
-}
-
-StepEngine::PrefixProbe SimEngine::ProbePrefix(RequestId id) const {
-  auto it = seqs_.find(id);
-  if (it == seqs_.end()) return {};
-  const int32_t want = PrefixBlocksWanted(it->second);
-  if (want == 0) return {};
-  const PrefixMatch m = prefix_cache_->Find(it->second.prompt, want);
-  return {false, m.blocks(), m.idle};
-}
-
-int32_t SimEngine::AdoptPrefix(RequestId id) {
-  auto it = seqs_.find(id);
-  if (it == seqs_.end() || prefix_cache_ == nullptr) return 0;
-  Seq& s = it->second;
-  const int32_t want = PrefixBlocksWanted(s);
-  prefix_queries_ += s.prefill_target;
-  if (want == 0) return 0;
-  const PrefixMatch m = prefix_cache_->Find(s.prompt, want);
-  if (m.blocks() == 0) return 0;
-  s.kv->AdoptBlocks(prefix_cache_->Take(m));
-  s.prefill_done = s.kv->num_slots();
-  prefix_hits_ += s.prefill_done;
-  s.max_slots = std::max(s.max_slots, s.prefill_done);
+void SimEngine::StartPastSharedPrefix(RequestId id, Seq& s) {
+  if (s.prefill_done != 0) return;
+  const int32_t slots = kv_.kv(id)->num_slots();
+  if (slots == 0) return;
+  s.prefill_done = slots;
+  s.max_slots = std::max(s.max_slots, slots);
   if (!s.holds_kv) {
     s.holds_kv = true;
     ++running_;
   }
-  return s.prefill_done;
-}
-
-int32_t SimEngine::OwnBlocks(RequestId id) const {
-  auto it = seqs_.find(id);
-  return it == seqs_.end() ? 0 : it->second.kv->own_blocks();
 }
 
 absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
@@ -110,7 +86,8 @@ absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcom
     } else if (it->second.finished) {
       bad = absl::FailedPreconditionError(absl::StrCat("run of finished id ", w.id));
     } else if (w.prefill) {
-      const Seq& s = it->second;
+      Seq& s = it->second;
+      StartPastSharedPrefix(w.id, s);
       if (w.n_tokens < 1 || s.prefill_done + w.n_tokens > s.prefill_target) {
         bad = absl::InvalidArgumentError(
             absl::StrCat("id ", w.id, ": prefill of ", w.n_tokens, " at ", s.prefill_done, "/", s.prefill_target));
@@ -148,12 +125,12 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   }
   if (auto it = std::find(inject_error_.begin(), inject_error_.end(), w.id); it != inject_error_.end()) {
     inject_error_.erase(it);
-    Drop(s);
+    Drop(w.id, s);
     s.finished = true;
     out->state = RequestState::kFinishedError;
     return absl::OkStatus();
   }
-  SequenceKv& kv = *s.kv;
+  SequenceKv& kv = *kv_.kv(w.id);
   const int32_t n = kv.num_slots() + w.n_tokens;
   if (absl::Status st = kv.Reserve(n); !st.ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("id ", w.id, ": no blocks for ", n, " slots: ", st.message()));
@@ -167,13 +144,9 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   }
   if (w.prefill) {
     s.prefill_done += w.n_tokens;
-    // Full prompt blocks become reusable as soon as they are written
-    // (CacheablePromptBlocks, as the real engine: not when compaction may move them).
-    if (prefix_cache_ != nullptr) {
-      const int32_t cacheable =
-          CacheablePromptBlocks(s.spec.kv, s.spec.prompt_tokens, s.prefill_done, kv.num_slots(), BlockSize());
-      if (cacheable > 0) prefix_cache_->Insert(s.prompt, kv.block_ids(), cacheable);
-    }
+    // Full prompt blocks become reusable as soon as they are written (the
+    // manager indexes them, as for the real engine).
+    kv_.OnRan(w.id, s.prefill_done, s.prefill_done < s.prefill_target);
     // As engine/generation.cc: a compressing sequence evicts to its bound
     // after every recompute chunk past the prompt, so it holds at most
     // max(prompt, bound) + one chunk (optimistic admission counts on it).
@@ -204,20 +177,12 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   return absl::OkStatus();
 }
 
-void SimEngine::Drop(Seq& s) {
-  s.kv->Release();
+void SimEngine::Drop(RequestId id, Seq& s) {
+  kv_.Release(id);
   if (s.holds_kv) {
     s.holds_kv = false;
     --running_;
   }
-}
-
-int32_t SimEngine::BlocksToAppend(RequestId id, int32_t n) const {
-  const int32_t bs = BlockSize();
-  auto it = seqs_.find(id);
-  if (it == seqs_.end()) return (n + bs - 1) / bs;
-  const SequenceKv& kv = *it->second.kv;
-  return std::max(0, (kv.num_slots() + n + bs - 1) / bs - kv.num_blocks());
 }
 
 int32_t SimEngine::Preempt(RequestId id) {
@@ -227,7 +192,7 @@ int32_t SimEngine::Preempt(RequestId id) {
     return 0;
   }
   Seq& s = it->second;
-  Drop(s);
+  Drop(id, s);
   ++s.preemptions;
   s.schedule = EvictionSchedule(s.spec.kv, s.spec.prompt_tokens);  // as a recreated SequenceCompressor
   s.prefill_done = 0;
@@ -249,7 +214,8 @@ void SimEngine::Remove(const SchedRequest& request) {
     return;
   }
   Seq& s = it->second;
-  Drop(s);
+  Drop(request.id, s);
+  kv_.Remove(request.id);
   Record& r = records_[request.id];
   r.state = request.state;
   r.generated = s.generated;
@@ -262,10 +228,7 @@ void SimEngine::Remove(const SchedRequest& request) {
   seqs_.erase(it);
 }
 
-const SequenceKv* SimEngine::kv(RequestId id) const {
-  auto it = seqs_.find(id);
-  return it == seqs_.end() ? nullptr : it->second.kv.get();
-}
+const SequenceKv* SimEngine::kv(RequestId id) const { return kv_.kv(id); }
 
 int32_t SimEngine::generated(RequestId id) const {
   if (auto it = seqs_.find(id); it != seqs_.end()) return it->second.generated;

@@ -20,7 +20,7 @@
 //     the same pool, fed synthetic token ids (SimSequenceSpec::prefix_id):
 //     full prompt blocks are inserted as prefill completes them, and a
 //     sequence holding no KV takes the cached leading blocks of its prompt
-//     (ProbePrefix/AdoptPrefix, the real engine's rule: never the block of
+//     (KvCacheManager::Probe/Adopt, the real engine's rule: never the block of
 //     the last prompt token, only when PrefixShareable);
 //   - Preempt releases the KV and asks for prompt + generated - 1 tokens to be
 //     recomputed; the recompute prefill samples nothing (the next step decodes
@@ -48,6 +48,7 @@
 #include "absl/status/status.h"
 #include "kv/eviction_schedule.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_cache_manager.h"
 #include "kv/kv_policy.h"
 #include "kv/prefix_cache.h"
 #include "scheduler/request.h"
@@ -97,23 +98,20 @@ class SimEngine : public StepEngine {
 
   // StepEngine.
   absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
-  int32_t TotalBlocks() const override { return cache_.pool().num_blocks(); }
-  int32_t FreeBlocks() const override { return cache_.pool().num_free(); }
-  int32_t BlockSize() const override { return cache_.shape().block_size; }
-  int32_t BlocksToAppend(RequestId id, int32_t n) const override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
-  int32_t OwnBlocks(RequestId id) const override;
-  PrefixProbe ProbePrefix(RequestId id) const override;
-  int32_t AdoptPrefix(RequestId id) override;
+  // Every sequence's KV and its sharing: the same KvCacheManager class the
+  // real engine uses (kv/kv_cache_manager.h).
+  KvCacheManager& kv() override { return kv_; }
+  const KvCacheManager& kv() const { return kv_; }
 
   // Turns the prefix cache on (before the first AddSequence).
   void EnablePrefixCache();
   // Prompt tokens looked up, and of those found cached (vLLM's
   // prefix_cache_queries / _hits); the cache's blocks (null: off).
-  int64_t prefix_queries() const { return prefix_queries_; }
-  int64_t prefix_hits() const { return prefix_hits_; }
-  const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
+  int64_t prefix_queries() const { return kv_.prefix_queries(); }
+  int64_t prefix_hits() const { return kv_.prefix_hits(); }
+  const PrefixCache* prefix_cache() const { return kv_.prefix_cache(); }
 
   // Called at the end of every successful Run, before the scheduler applies
   // the outcomes: tests check invariants mid-step here.
@@ -123,6 +121,7 @@ class SimEngine : public StepEngine {
 
   // Stats.
   int32_t UsedBlocks() const { return cache_.pool().num_used(); }
+  int32_t TotalBlocks() const { return kv_.TotalBlocks(); }
   const KvCache& cache() const { return cache_; }
   int32_t peak_running() const { return peak_running_; }        // most sequences holding KV after a Run
   int32_t running() const { return running_; }                  // sequences holding KV now
@@ -142,7 +141,6 @@ class SimEngine : public StepEngine {
  private:
   struct Seq {
     SimSequenceSpec spec;
-    std::unique_ptr<SequenceKv> kv;
     EvictionSchedule schedule{KvPolicyOptions{}, 0};  // the same arithmetic as SequenceCompressor
     int32_t prefill_target = 0;                       // tokens before decoding (prompt, or the recompute)
     int32_t prefill_done = 0;
@@ -153,23 +151,22 @@ class SimEngine : public StepEngine {
     int32_t generated = 0;
     int32_t max_slots = 0;
     int32_t preemptions = 0;
-    std::vector<int32_t> prompt;  // synthetic ids (prefix cache only)
   };
   absl::Status RunOne(const SeqWork& w, Seq& s, SeqOutcome* out);
-  void Drop(Seq& s);  // releases the KV
-  // Blocks the sequence may take from the cache now (0: none).
-  int32_t PrefixBlocksWanted(const Seq& s) const;
+  // A prefill that has run nothing starts past the slots its KV took by
+  // reference at admission (KvCacheManager::Adopt), as the real engine's.
+  void StartPastSharedPrefix(RequestId id, Seq& s);
+  void Drop(RequestId id, Seq& s);  // releases the KV
 
   KvCache cache_;
-  std::unique_ptr<PrefixCache> prefix_cache_;  // before seqs_: outlives their handles
-  absl::flat_hash_map<RequestId, Seq> seqs_;   // declared after cache_: destroyed first
+  KvCacheManager kv_;  // every sequence's KV; declared after cache_: destroyed first
+  absl::flat_hash_map<RequestId, Seq> seqs_;
   absl::flat_hash_map<RequestId, Record> records_;
   std::function<void(const SimEngine&)> run_hook_;
   std::vector<RequestId> inject_error_;
   std::vector<SeqWork> last_work_;
   std::vector<RequestId> first_run_order_, remove_order_;
   int32_t running_ = 0, peak_running_ = 0;
-  int64_t prefix_queries_ = 0, prefix_hits_ = 0;
   int64_t steps_ = 0, tokens_ = 0, exhausted_ = 0, protocol_errors_ = 0, unknown_removes_ = 0;
 };
 

@@ -2,7 +2,8 @@
 // real engine (server/generation_engine.h: forward pass, sampling, KV
 // compression) or a simulated one (tests, the capacity planner). The
 // scheduler decides what runs; the engine runs it and reports back what
-// happened and how much KV it holds.
+// happened. What KV every sequence holds, and what it may share, the
+// scheduler asks the engine's KvCacheManager (the same class for both).
 //
 // Thread ownership: the engine thread.
 #ifndef BEACON_SCHEDULER_STEP_ENGINE_H_
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kv/kv_cache_manager.h"
 #include "scheduler/request.h"
 
 namespace beacon {
@@ -49,13 +51,6 @@ class StepEngine {
   // them; so does an OK step whose outcomes break that contract.
   virtual absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) = 0;
 
-  // KV pool facts, in blocks.
-  virtual int32_t TotalBlocks() const = 0;
-  virtual int32_t FreeBlocks() const = 0;
-  virtual int32_t BlockSize() const = 0;
-  // Blocks the sequence would additionally take to append `n` tokens now.
-  virtual int32_t BlocksToAppend(RequestId id, int32_t n) const = 0;
-
   // Gives back the sequence's KV; it will be recomputed. Returns how many
   // tokens it must run again before it decodes (prompt + output so far - 1,
   // or the prompt if nothing was sampled yet); the last recompute chunk
@@ -69,29 +64,12 @@ class StepEngine {
   // or its destructor's drain (AbortAll).
   virtual void Remove(const SchedRequest& request) = 0;
 
-  // Blocks the sequence holds that it allocated itself: its block table
-  // less the leading blocks it took by reference (AdoptPrefix). What its
-  // reservation has been drawn on so far.
-  virtual int32_t OwnBlocks(RequestId id) const = 0;
-
-  // Prefix sharing, asked when a request holding no KV is about to be
-  // admitted (first time, or again after preemption): the whole leading
-  // blocks of what it must run that it could take by reference now, from
-  // its sample group's first member (SchedRequest::group) or the prefix
-  // cache (kv/prefix_cache.h). `wait`: a group member whose first member is
-  // still running the prompt (the request waits at the head of the queue).
-  // `idle`: of `blocks`, the idle cached ones, counted in FreeBlocks() until
-  // taken. Probing takes nothing.
-  struct PrefixProbe {
-    bool wait = false;
-    int32_t blocks = 0;
-    int32_t idle = 0;
-  };
-  virtual PrefixProbe ProbePrefix(RequestId id) const { return {}; }
-  // Takes what ProbePrefix just found (nothing may be allocated in between)
-  // and returns the slots taken: the request's prefill starts past them.
-  // Called on every such admission, so the engine can count lookups.
-  virtual int32_t AdoptPrefix(RequestId id) { return 0; }
+  // The KV cache manager this engine writes every sequence's KV through
+  // (kv/kv_cache_manager.h; the engine owns it). The scheduler asks it
+  // directly: pool facts, BlocksToAppend, OwnBlocks, and prefix sharing at
+  // admission (Probe, then Adopt: the engine finds the taken slots in the
+  // sequence's KV when its first prefill chunk runs, and starts past them).
+  virtual KvCacheManager& kv() = 0;
 };
 
 }  // namespace beacon

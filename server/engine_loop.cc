@@ -167,13 +167,13 @@ void EngineLoop::PublishStats(const StepReport* report) {
   LoopStats s;
   s.running = scheduler_.num_running();
   s.waiting = scheduler_.num_waiting();
-  s.kv_blocks_total = engine_.TotalBlocks();
-  s.kv_blocks_free = engine_.FreeBlocks();
+  s.kv_blocks_total = engine_.kv().TotalBlocks();
+  s.kv_blocks_free = engine_.kv().FreeBlocks();
   s.kv_blocks_reserved = scheduler_.reserved_blocks();
   if (const PrefixCache* pc = engine_.prefix_cache(); pc != nullptr) {
     s.prefix_cache = true;
     s.prefix_cache_blocks = pc->num_blocks();
-    s.prefix_cache_idle_blocks = engine_.IdleBlocks();
+    s.prefix_cache_idle_blocks = engine_.kv().IdleBlocks();
   }
   s.compressing = engine_.num_compressing();
   engine_.KvTokens(&s.kv_cached_tokens, &s.kv_logical_tokens);

@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "absl/base/casts.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace beacon {
@@ -39,15 +38,26 @@ FinishReason FinalReason(RequestState state, FinishReason generation) {
 
 GenerationEngine::GenerationEngine(Backend* backend, KvCache* cache, const Tokenizer* tokenizer,
                                    const ModelConfig& config)
-    : backend_(backend), cache_(cache), tokenizer_(tokenizer), config_(config) {}
+    : backend_(backend), cache_(cache), tokenizer_(tokenizer), config_(config), kv_(cache), executor_(backend) {}
 
 GenerationEngine::~GenerationEngine() = default;
 
 absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink) {
   if (seqs_.contains(id)) return absl::AlreadyExistsError(absl::StrCat("sequence ", id, " exists"));
+  if (request.prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");  // as Generation::Create
+  KvSeqSpec spec;
+  spec.prompt_len = static_cast<int32_t>(request.prompt.size());
+  if (kv_.prefix_cache() != nullptr) spec.prompt = request.prompt;  // the cache's keys
+  spec.kv = request.options.kv;
+  spec.prompt_logprobs = request.options.prompt_logprobs >= 0;
+  spec.group = request.group;
+  if (absl::Status st = kv_.Add(id, std::move(spec)); !st.ok()) return st;
   absl::StatusOr<std::unique_ptr<Generation>> gen =
-      Generation::Create(tokenizer_, cache_, config_, std::move(request.prompt), std::move(request.options));
-  if (!gen.ok()) return gen.status();
+      Generation::CreateOn(tokenizer_, kv_.kv(id), config_, std::move(request.prompt), std::move(request.options));
+  if (!gen.ok()) {
+    kv_.Remove(id);
+    return gen.status();
+  }
   (*gen)->set_thread_pool(backend_->host_pool());
   Seq s;
   s.gen = std::move(*gen);
@@ -61,7 +71,10 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   return absl::OkStatus();
 }
 
-void GenerationEngine::Forget(RequestId id) { seqs_.erase(id); }
+void GenerationEngine::Forget(RequestId id) {
+  seqs_.erase(id);
+  kv_.Remove(id);
+}
 
 uint64_t GenerationEngine::PrefixCacheSaltFor(std::string_view model, const ModelConfig& config, const KvCache& cache) {
   std::vector<uint64_t> parts = {std::hash<std::string_view>()(model), static_cast<uint64_t>(cache.dtype()),
@@ -73,72 +86,15 @@ uint64_t GenerationEngine::PrefixCacheSaltFor(std::string_view model, const Mode
   return PrefixCacheSalt(parts);
 }
 
-void GenerationEngine::EnablePrefixCache(uint64_t salt) {
-  prefix_cache_ = std::make_unique<PrefixCache>(&cache_->pool(), BlockSize(), salt);
-}
-
-int32_t GenerationEngine::OwnBlocks(RequestId id) const {
-  auto it = seqs_.find(id);
-  return it == seqs_.end() ? 0 : it->second.gen->kv()->own_blocks();
-}
-
-GenerationEngine::PrefixSource GenerationEngine::FindPrefix(RequestId id) const {
-  PrefixSource src;
-  auto it = seqs_.find(id);
-  if (it == seqs_.end()) return src;
-  const Seq& s = it->second;
-  const Generation& g = *s.gen;
-  const int32_t want = g.PrefixBlocksWanted();
-  if (want == 0) return src;
-  // A sample group's later member, before it ever ran: sample 0's prompt.
-  if (s.group != 0 && s.group != id && g.generated().empty()) {
-    auto donor = seqs_.find(s.group);
-    if (donor != seqs_.end()) {
-      const Generation& d = *donor->second.gen;
-      if (d.prefilling()) {  // still running the prompt (or recomputing it)
-        src.probe.wait = true;
-        return src;
-      }
-      // Holding the prompt (not finished, not preempted): take its blocks.
-      if (d.kv()->num_slots() >= want * BlockSize()) {
-        src.probe.blocks = want;
-        src.donor = d.kv();
-        return src;
-      }
-    }
-  }
-  if (prefix_cache_ == nullptr) return src;
-  src.match = prefix_cache_->Find(g.PrefixTokens(), want);
-  src.probe.blocks = src.match.blocks();
-  src.probe.idle = src.match.idle;
-  return src;
-}
-
-StepEngine::PrefixProbe GenerationEngine::ProbePrefix(RequestId id) const { return FindPrefix(id).probe; }
-
-int32_t GenerationEngine::AdoptPrefix(RequestId id) {
-  const PrefixSource src = FindPrefix(id);
-  Seq& s = seqs_.at(id);
+void GenerationEngine::StartPastSharedPrefix(Seq& s) {
   Generation& g = *s.gen;
-  if (src.donor != nullptr) {
-    g.AdoptPromptPrefix(*src.donor, src.probe.blocks * BlockSize());
-  } else if (src.probe.blocks > 0) {
-    g.AdoptCachedPrefix(prefix_cache_->Take(src.match));
-  }
+  if (g.prefill_done() != 0) return;
   const int32_t slots = g.kv()->num_slots();
-  totals_.prompt_tokens += slots;  // prefilled by reuse: counted as prompt tokens, as vLLM does
-  if (prefix_cache_ != nullptr) {
-    totals_.prefix_queries += static_cast<int64_t>(g.PrefixTokens().size());
-    totals_.prefix_hits += slots;
+  if (slots > 0) {
+    g.OnPrefixAdopted();
+    totals_.prompt_tokens += slots;  // prefilled by reuse: counted as prompt tokens, as vLLM does
   }
   if (s.cached_tokens < 0) s.cached_tokens = slots;
-  return slots;
-}
-
-void GenerationEngine::CachePromptBlocks(const Seq& s) {
-  const Generation& g = *s.gen;
-  const int32_t n = g.CacheablePromptBlocks();
-  if (n > 0) prefix_cache_->Insert(g.prompt(), g.kv()->block_ids(), n);
 }
 
 int32_t GenerationEngine::num_compressing() const {
@@ -148,106 +104,21 @@ int32_t GenerationEngine::num_compressing() const {
 }
 
 void GenerationEngine::KvTokens(int64_t* cached, int64_t* logical) const {
-  *cached = 0;
+  *cached = kv_.HeldSlots();
   *logical = 0;
-  // Blocks some sequence holds by reference (prefix cache, sample group):
-  // counted once, whole, however many sequences hold them.
-  absl::flat_hash_set<int32_t> shared;
   for (const auto& [id, s] : seqs_) {
-    const SequenceKv& kv = *s.gen->kv();
-    for (int32_t b = 0; b < kv.shared_blocks(); ++b) shared.insert(kv.block_ids()[b]);
-  }
-  const int32_t bs = BlockSize();
-  *cached = static_cast<int64_t>(shared.size()) * bs;
-  for (const auto& [id, s] : seqs_) {
-    const SequenceKv& kv = *s.gen->kv();
-    const int32_t slots = kv.num_slots();
-    int32_t own = slots;
-    if (!shared.empty()) {
-      for (int32_t b = 0; b < kv.num_blocks(); ++b) {
-        if (shared.contains(kv.block_ids()[b])) own -= std::max(0, std::min(bs, slots - b * bs));
-      }
-    }
-    *cached += own;
     // Slots hold tokens [0, next_position) less the evicted ones.
+    const int32_t slots = s.gen->kv()->num_slots();
     *logical += slots > 0 ? std::max(slots, s.gen->next_position()) : 0;
   }
-}
-
-int32_t GenerationEngine::BlocksToAppend(RequestId id, int32_t n) const {
-  auto it = seqs_.find(id);
-  if (it == seqs_.end()) return 0;
-  const SequenceKv* kv = it->second.gen->kv();
-  const int32_t bs = BlockSize();
-  const int32_t need = (kv->num_slots() + n + bs - 1) / bs - kv->num_blocks();
-  return need > 0 ? need : 0;
 }
 
 int32_t GenerationEngine::Preempt(RequestId id) {
   Seq& s = seqs_.at(id);
   ++s.preemptions;
   ++totals_.preemptions;
+  kv_.Release(id);
   return s.gen->Preempt();
-}
-
-GenerationEngine::StepBatch GenerationEngine::Gather(std::span<const SeqWork> work) {
-  StepBatch b;
-  b.entries.reserve(work.size());
-  b.owners.reserve(work.size());
-  b.first_row.reserve(work.size());
-  size_t rows = 0;
-  bool any_all_logits = false;
-  for (const SeqWork& w : work) {
-    Seq& s = seqs_.at(w.id);
-    const ForwardEntry e = s.gen->NextEntry(w.n_tokens);
-    b.entries.push_back(e);
-    b.owners.push_back(&s);
-    b.first_row.push_back(rows);
-    rows += e.all_logits ? e.tokens.size() : 1;
-    any_all_logits |= e.all_logits;
-    if (w.prefill) totals_.prompt_tokens += static_cast<int64_t>(e.tokens.size());
-  }
-  // A device that samples takes the draw where the logits are (no logits
-  // copy, no host sampler) unless some sequence needs the logits on the
-  // host (penalties, logit_bias, logprobs; prompt logprobs need every row).
-  b.on_device = backend_->samples_on_device() && !any_all_logits;
-  for (size_t i = 0; b.on_device && i < b.owners.size(); ++i) b.on_device = b.owners[i]->gen->device_samplable();
-  return b;
-}
-
-absl::Status GenerationEngine::Forward(const StepBatch& b) {
-  absl::Status st;
-  if (b.on_device) {
-    sampling_.clear();
-    for (Seq* s : b.owners) sampling_.push_back(s->gen->device_sampling());
-    st = backend_->ForwardSample(b.entries, sampling_, &sampled_);
-  } else {
-    st = backend_->Forward(b.entries, &logits_);
-  }
-  if (!st.ok()) {
-    last_error_ = std::string(st.message());
-    return st;
-  }
-  ++totals_.steps;
-  return absl::OkStatus();
-}
-
-TokenEvent GenerationEngine::Advance(const StepBatch& b, size_t i) {
-  Generation& g = *b.owners[i]->gen;
-  const SequenceCompressor* c = g.compressor();
-  const int64_t evictions_before = c != nullptr ? c->evictions() : 0;
-  const int64_t evicted_before = c != nullptr ? c->evicted_slots() : 0;
-  const int32_t fed = static_cast<int32_t>(b.entries[i].tokens.size());
-  const size_t vocab = static_cast<size_t>(config_.vocab_size);
-  const size_t rows = b.entries[i].all_logits ? static_cast<size_t>(fed) : 1;
-  TokenEvent ev = b.on_device
-                      ? g.AdvanceSampled(fed, sampled_[i])
-                      : g.Advance(fed, std::span<const float>(logits_.data() + b.first_row[i] * vocab, rows * vocab));
-  if (c != nullptr) {
-    totals_.evictions += c->evictions() - evictions_before;
-    totals_.evicted_tokens += c->evicted_slots() - evicted_before;
-  }
-  return ev;
 }
 
 void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now) {
@@ -278,18 +149,35 @@ void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_poi
 }
 
 absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
-  const StepBatch b = Gather(work);
-  if (absl::Status st = Forward(b); !st.ok()) return st;
+  totals_.prefix_queries = kv_.prefix_queries();  // counted at admission (KvCacheManager::Adopt)
+  totals_.prefix_hits = kv_.prefix_hits();
+  items_.clear();
+  owners_.clear();
+  for (const SeqWork& w : work) {
+    Seq& s = seqs_.at(w.id);
+    if (w.prefill) StartPastSharedPrefix(s);
+    items_.push_back({s.gen.get(), w.n_tokens});
+    owners_.push_back(&s);
+  }
+  if (absl::Status st = executor_.Run(items_, &results_); !st.ok()) {
+    last_error_ = std::string(st.message());  // for the final records of the step's sequences
+    return st;
+  }
+  ++totals_.steps;
   const SchedClock::time_point now = SchedClock::now();
   for (size_t i = 0; i < work.size(); ++i) {
-    const TokenEvent ev = Advance(b, i);
+    const StepResult& r = results_[i];
+    if (work[i].prefill) totals_.prompt_tokens += r.fed;
+    totals_.evictions += r.evictions;
+    totals_.evicted_tokens += r.evicted_slots;
     SeqOutcome o;
     o.id = work[i].id;
-    o.sampled = ev.id >= 0;
-    if (o.sampled) Stream(*b.owners[i], ev, now);
-    o.state = StepState(ev.finish);
+    o.sampled = r.event.id >= 0;
+    if (o.sampled) Stream(*owners_[i], r.event, now);
+    o.state = StepState(r.event.finish);
     outcomes->push_back(o);
-    if (prefix_cache_ != nullptr && work[i].prefill) CachePromptBlocks(*b.owners[i]);
+    const Generation& g = *owners_[i]->gen;
+    kv_.OnRan(work[i].id, g.prefill_done(), g.prefilling());
   }
   return absl::OkStatus();
 }
@@ -328,10 +216,11 @@ void GenerationEngine::Remove(const SchedRequest& request) {
     f.kv.evictions = g.compressor()->evictions();
     f.kv.evicted_tokens = g.compressor()->evicted_slots();
   }
-  f.kv.reserved_tokens = request.reserved_blocks * BlockSize();
+  f.kv.reserved_tokens = request.reserved_blocks * kv_.BlockSize();
   f.kv.preemptions = s.preemptions;
   std::shared_ptr<RequestSink> sink = std::move(s.sink);
-  seqs_.erase(it);  // frees the KV blocks
+  seqs_.erase(it);
+  kv_.Remove(request.id);  // frees the KV blocks
   if (observer_ != nullptr) observer_->OnFinish(f);
   sink->OnFinish(f);
 }

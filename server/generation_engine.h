@@ -1,5 +1,6 @@
 // The real StepEngine: Generations (engine/generation.h) on a Backend over a
-// shared KvCache. Runs the step's ragged batch, samples, compresses, streams
+// shared KvCache. Runs the step's ragged batch through the StepExecutor
+// (engine/step_executor.h: forward pass, sampling, compression), streams
 // each sampled token to the request's sink, and on Remove() reports the
 // request's final record and frees its KV.
 //
@@ -15,6 +16,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "engine/backend.h"
 #include "engine/generation.h"
+#include "engine/step_executor.h"
+#include "kv/kv_cache_manager.h"
 #include "kv/prefix_cache.h"
 #include "scheduler/step_engine.h"
 #include "server/engine_observer.h"
@@ -52,28 +55,22 @@ class GenerationEngine : public StepEngine {
   void Forget(RequestId id);
 
   absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
-  int32_t TotalBlocks() const override { return cache_->pool().num_blocks(); }
-  int32_t FreeBlocks() const override { return cache_->pool().num_free(); }
-  // Of FreeBlocks, the idle cached ones (prefix cache).
-  int32_t IdleBlocks() const { return cache_->pool().num_idle(); }
-  int32_t BlockSize() const override { return cache_->shape().block_size; }
-  int32_t BlocksToAppend(RequestId id, int32_t n) const override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
-  int32_t OwnBlocks(RequestId id) const override;
-  // A sample group's later member takes sample 0's whole prompt blocks once
+  // Every sequence's KV and what it may share (kv/kv_cache_manager.h): a
+  // sample group's later member takes sample 0's whole prompt blocks once
   // sample 0 has run the prompt (waits until then); any other request that
   // holds no KV takes its prompt's leading blocks from the prefix cache, if
-  // on (Generation::PrefixBlocksWanted says how many it may).
-  PrefixProbe ProbePrefix(RequestId id) const override;
-  int32_t AdoptPrefix(RequestId id) override;
+  // on. Each Generation borrows its sequence's KV from it.
+  KvCacheManager& kv() override { return kv_; }
+  const KvCacheManager& kv() const { return kv_; }
 
   // Turns on automatic prefix caching (kv/prefix_cache.h) over the cache's
   // pool; `salt` names what else changes a block's K/V (PrefixCacheSalt).
   // Before the first Add().
-  void EnablePrefixCache(uint64_t salt);
+  void EnablePrefixCache(uint64_t salt) { kv_.EnablePrefixCache(salt); }
   // Null when off.
-  const PrefixCache* prefix_cache() const { return prefix_cache_.get(); }
+  const PrefixCache* prefix_cache() const { return kv_.prefix_cache(); }
   // The salt for a cache of this model: what besides the tokens changes a
   // block's K/V (the model file, the KV element type, the RoPE table).
   static uint64_t PrefixCacheSaltFor(std::string_view model, const ModelConfig& config, const KvCache& cache);
@@ -105,46 +102,25 @@ class GenerationEngine : public StepEngine {
     bool prompt_logprobs_sent = false;
     RequestId group = 0;         // sample 0's id in a sample group, else 0
     int32_t index = 0;           // sample index in the group
-    int32_t cached_tokens = -1;  // prompt tokens taken by reference at first admission
+    int32_t cached_tokens = -1;  // prompt tokens taken by reference at first admission (-1: not run yet)
   };
-  // One step's forward pass: an entry per SeqWork, in order.
-  struct StepBatch {
-    std::vector<ForwardEntry> entries;
-    std::vector<Seq*> owners;       // entries[i] is owners[i]'s
-    std::vector<size_t> first_row;  // entries[i]'s first logits row
-    bool on_device = false;         // the backend samples (ForwardSample), no logits
-  };
-
-  // Run's phases: gather the batch, run it, then per entry advance the
-  // generation and stream what it sampled.
-  StepBatch Gather(std::span<const SeqWork> work);
-  // Fills logits_ or sampled_; on failure keeps the error for the final
-  // records of the step's sequences (last_error_).
-  absl::Status Forward(const StepBatch& b);
-  // Feeds entry i's logits rows (or drawn token) to its generation, counting its evictions.
-  TokenEvent Advance(const StepBatch& b, size_t i);
+  // A prefill that has run nothing yet starts past the slots its KV took by
+  // reference at admission (the scheduler's KvCacheManager::Adopt); the
+  // first such chunk also records them as the request's cached tokens.
+  void StartPastSharedPrefix(Seq& s);
   // A sampled token: timings, observer and the sink (EOS and stop ids unstreamed).
   void Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now);
-  // Where a request holding no KV can take its leading blocks from: a
-  // sample group's first member (donor) or the prefix cache (match).
-  struct PrefixSource {
-    PrefixProbe probe;
-    const SequenceKv* donor = nullptr;
-    PrefixMatch match;
-  };
-  PrefixSource FindPrefix(RequestId id) const;
-  // Indexes the full prompt blocks a step's prefill completed.
-  void CachePromptBlocks(const Seq& s);
 
   Backend* backend_;
   KvCache* cache_;
   const Tokenizer* tokenizer_;
   const ModelConfig& config_;
-  std::unique_ptr<PrefixCache> prefix_cache_;  // null: off
+  KvCacheManager kv_;  // declared before seqs_: their Generations borrow its KV
   absl::flat_hash_map<RequestId, Seq> seqs_;
-  std::vector<float> logits_;
-  std::vector<EntrySampling> sampling_;  // device sampling: per entry
-  std::vector<int32_t> sampled_;
+  StepExecutor executor_;        // builds and runs every step's batch
+  std::vector<StepItem> items_;  // reused across steps
+  std::vector<Seq*> owners_;     // items_[i] is owners_[i]'s
+  std::vector<StepResult> results_;
   std::string last_error_;  // the failed step's error, for its sequences' final records
   EngineTotals totals_;
   EngineObserver* observer_ = nullptr;

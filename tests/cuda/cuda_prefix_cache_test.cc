@@ -1,6 +1,7 @@
 // The prefix cache on the CUDA backend: device KV pages follow the host
 // pool's block ids, so a sequence that starts on blocks another sequence
-// computed and indexed (kv/prefix_cache.h) attends over those device blocks
+// computed and the KV cache manager indexed (kv/kv_cache_manager.h, the
+// serving path's sharing) attends over those device blocks
 // and writes, token for token, what it writes running its whole prompt,
 // under `full` and under BeaconKV evicting on the device (keep_prompt: the
 // shared blocks are never compacted). Skips without a GPU; runs under the
@@ -14,6 +15,7 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "kv/kv_cache_manager.h"
 #include "kv/prefix_cache.h"
 #include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -49,6 +51,16 @@ TEST(CudaPrefixCacheTest, ASequenceOnCachedDeviceBlocksWritesWhatItWritesAlone) 
     const auto make = [&](int question) {
       return std::move(*Generation::Create(rt->tokenizer(), cache.get(), rt->config(), prompt(question), o));
     };
+    KvCacheManager kvm(cache.get());
+    kvm.EnablePrefixCache(1);
+    const auto make_on = [&](KvSeqId id, int question) {
+      KvSeqSpec spec;
+      spec.prompt = prompt(question);
+      spec.prompt_len = static_cast<int32_t>(spec.prompt.size());
+      spec.kv = kv;
+      EXPECT_TRUE(kvm.Add(id, spec).ok());
+      return std::move(*Generation::CreateOn(rt->tokenizer(), kvm.kv(id), rt->config(), prompt(question), o));
+    };
     // Alone, cache off: question 1's tokens.
     std::unique_ptr<Generation> alone = make(1);
     Generation* one[] = {alone.get()};
@@ -57,19 +69,17 @@ TEST(CudaPrefixCacheTest, ASequenceOnCachedDeviceBlocksWritesWhatItWritesAlone) 
     alone.reset();
     ASSERT_EQ(cache->pool().num_used(), 0);
 
-    PrefixCache index(&cache->pool(), bs, 1);
-    // Question 0 runs its prompt and indexes its full prompt blocks.
-    std::unique_ptr<Generation> first = make(0), second = make(1);
+    // Question 0 runs its prompt; the manager indexes its full prompt blocks.
+    std::unique_ptr<Generation> first = make_on(1, 0), second = make_on(2, 1);
     Generation* just_first[] = {first.get()};
     ASSERT_TRUE(RunStep(rt->backend(), just_first, {}, nullptr).ok());  // the whole prompt in one step
-    ASSERT_EQ(first->CacheablePromptBlocks(), 3);
-    index.Insert(first->prompt(), first->kv()->block_ids(), first->CacheablePromptBlocks());
+    kvm.OnRan(1, first->prefill_done(), first->prefilling());
+    ASSERT_EQ(kvm.prefix_cache()->num_blocks(), 3);
     // Question 1 takes the three blocks of the prefix and runs the rest.
-    ASSERT_EQ(second->PrefixBlocksWanted(), 3);
-    const PrefixMatch m = index.Find(second->PrefixTokens(), second->PrefixBlocksWanted());
-    ASSERT_EQ(m.blocks(), 3);
+    ASSERT_EQ(kvm.Probe(2).blocks, 3);
     const int32_t before = cache->pool().num_used();
-    second->AdoptCachedPrefix(index.Take(m));
+    ASSERT_EQ(kvm.Adopt(2, static_cast<int32_t>(second->prompt().size())), 3 * bs);
+    second->OnPrefixAdopted();
     EXPECT_EQ(cache->pool().num_used(), before);  // nothing copied
     Generation* both[] = {first.get(), second.get()};
     EXPECT_EQ(backend_test::TokensOf(rt->backend(), both, 1), want);

@@ -1,6 +1,6 @@
 // Sample groups on the CUDA backend: a sequence that starts on another's
-// prompt blocks by reference (Generation::AdoptPromptPrefix, the n > 1 path
-// of server/generation_engine.h) attends over those shared device blocks and
+// prompt blocks by reference (KvCacheManager::Adopt for a sample group's
+// member, the n > 1 path of server/generation_engine.h) attends over those shared device blocks and
 // generates what it generates alone, token for token; the donor is unharmed
 // and the pool holds the shared blocks once. Skips without a GPU; runs under
 // the CUDA emulator. Model: tests/data/tiny-r1-qwen2.json dummy weights with
@@ -13,6 +13,7 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "kv/kv_cache_manager.h"
 #include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -44,14 +45,26 @@ TEST(CudaSharedPrefixTest, ASampleOnSharedPromptBlocksGeneratesWhatItDoesAlone) 
   ASSERT_EQ(cache->pool().num_used(), 0);
 
   // Sample 0 runs the prompt; sample 1 takes its whole blocks and runs the rest.
-  std::unique_ptr<Generation> donor = make(7), member = make(8);
+  KvCacheManager kvm(cache.get());
+  const auto make_on = [&](KvSeqId id, uint64_t seed) {
+    KvSeqSpec spec;
+    spec.prompt_len = static_cast<int32_t>(prompt.size());
+    spec.group = 1;  // sample 0's id
+    EXPECT_TRUE(kvm.Add(id, spec).ok());
+    GenerationOptions s = o;
+    s.sampling.seed = seed;
+    return std::move(*Generation::CreateOn(rt->tokenizer(), kvm.kv(id), rt->config(), prompt, s));
+  };
+  std::unique_ptr<Generation> donor = make_on(1, 7), member = make_on(2, 8);
+  EXPECT_TRUE(kvm.Probe(2).wait);  // sample 0 has not run the prompt
   Generation* first[] = {donor.get()};
   ASSERT_TRUE(RunStep(rt->backend(), first, {}, nullptr).ok());  // the whole prompt in one step
   ASSERT_FALSE(donor->prefilling());
-  const int32_t shared = Generation::ShareablePromptSlots(o, static_cast<int32_t>(prompt.size()), bs);
-  ASSERT_EQ(shared, 3 * bs);
+  kvm.OnRan(1, donor->prefill_done(), donor->prefilling());
+  ASSERT_EQ(kvm.Probe(2).blocks, 3);
   const int32_t before = cache->pool().num_used();
-  member->AdoptPromptPrefix(*donor->kv(), shared);
+  ASSERT_EQ(kvm.Adopt(2, static_cast<int32_t>(prompt.size())), 3 * bs);
+  member->OnPrefixAdopted();
   EXPECT_EQ(cache->pool().num_used(), before);  // nothing copied
   Generation* both[] = {donor.get(), member.get()};
   EXPECT_EQ(backend_test::TokensOf(rt->backend(), both, 1), want);

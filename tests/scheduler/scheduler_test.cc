@@ -339,13 +339,9 @@ class BrokenOutcomes : public StepEngine {
     armed = Break::kNone;
     return s;
   }
-  int32_t TotalBlocks() const override { return e_->TotalBlocks(); }
-  int32_t FreeBlocks() const override { return e_->FreeBlocks(); }
-  int32_t BlockSize() const override { return e_->BlockSize(); }
-  int32_t BlocksToAppend(RequestId id, int32_t n) const override { return e_->BlocksToAppend(id, n); }
   int32_t Preempt(RequestId id) override { return e_->Preempt(id); }
   void Remove(const SchedRequest& request) override { e_->Remove(request); }
-  int32_t OwnBlocks(RequestId id) const override { return e_->OwnBlocks(id); }
+  KvCacheManager& kv() override { return e_->kv(); }
 
   Break armed = Break::kNone;
 

@@ -44,7 +44,7 @@ SchedRequest Final(RequestId id, RequestState state, int32_t generated) {
 TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   SimEngine e(10, 16);
   ASSERT_TRUE(e.AddSequence(1, Spec(40, 5, 10)).ok());
-  EXPECT_EQ(e.BlocksToAppend(1, 40), 3);
+  EXPECT_EQ(e.kv().BlocksToAppend(1, 40), 3);
   SeqOutcome o = RunOne(e, 1, 16, true);
   EXPECT_FALSE(o.sampled);
   EXPECT_EQ(o.state, RequestState::kRunning);
@@ -54,8 +54,8 @@ TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.kv(1)->num_slots(), 40);
   EXPECT_EQ(e.UsedBlocks(), 3);
-  EXPECT_EQ(e.BlocksToAppend(1, 8), 0);
-  EXPECT_EQ(e.BlocksToAppend(1, 9), 1);
+  EXPECT_EQ(e.kv().BlocksToAppend(1, 8), 0);
+  EXPECT_EQ(e.kv().BlocksToAppend(1, 9), 1);
   for (int i = 0; i < 3; ++i) {
     o = RunOne(e, 1, 1, false);
     EXPECT_TRUE(o.sampled);
@@ -132,7 +132,7 @@ TEST(SimEngine, PreemptReleasesAndRecomputeSamplesNothing) {
   EXPECT_EQ(e.Preempt(1), 25);  // prompt + generated - 1
   EXPECT_EQ(e.UsedBlocks(), 0);
   EXPECT_EQ(e.running(), 0);
-  EXPECT_EQ(e.BlocksToAppend(1, 25), 2);
+  EXPECT_EQ(e.kv().BlocksToAppend(1, 25), 2);
   const SeqWork decode{1, 1, false};
   std::vector<SeqOutcome> out;
   EXPECT_FALSE(e.Run({&decode, 1}, &out).ok());  // must recompute first

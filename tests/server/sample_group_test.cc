@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kv/prefix_cache.h"
 #include "scheduler/scheduler.h"
 #include "server/generation_engine.h"
 #include "server/serve_request.h"
@@ -160,14 +161,13 @@ TEST_F(SampleGroupTest, WithoutSharingEachSampleRunsThePromptItself) {
     EXPECT_EQ(group.sinks[i]->tokens, Serve(alone).sinks[0]->tokens) << "sample " << i;
   }
   // A compressing policy that may evict prompt slots shares nothing either.
-  GenerationOptions o;
-  o.kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kSnapKv);
-  o.kv.keep_prompt = false;
-  EXPECT_EQ(Generation::ShareablePromptSlots(o, 70, 16), 0);
-  o.kv.keep_prompt = true;
-  EXPECT_EQ(Generation::ShareablePromptSlots(o, 70, 16), 64);
-  EXPECT_EQ(Generation::ShareablePromptSlots(o, 64, 16), 48);  // the last prompt token always runs
-  EXPECT_EQ(Generation::ShareablePromptSlots(o, 16, 16), 0);
+  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kSnapKv);
+  kv.keep_prompt = false;
+  EXPECT_EQ(ShareablePromptBlocks(kv, false, 70, 16), 0);
+  kv.keep_prompt = true;
+  EXPECT_EQ(ShareablePromptBlocks(kv, false, 70, 16), 4);
+  EXPECT_EQ(ShareablePromptBlocks(kv, false, 64, 16), 3);  // the last prompt token always runs
+  EXPECT_EQ(ShareablePromptBlocks(kv, false, 16, 16), 0);
 }
 
 TEST_F(SampleGroupTest, OptimisticAdmissionSharesToo) {

@@ -1,0 +1,55 @@
+#include "engine/step_executor.h"
+
+namespace beacon {
+
+absl::Status StepExecutor::Run(std::span<const StepItem> items, std::vector<StepResult>* results) {
+  entries_.clear();
+  first_row_.clear();
+  size_t rows = 0;
+  bool any_all_logits = false;
+  for (const StepItem& item : items) {
+    const ForwardEntry e = item.gen->NextEntry(item.max_tokens);
+    entries_.push_back(e);
+    first_row_.push_back(rows);
+    rows += e.all_logits ? e.tokens.size() : 1;  // prompt logprobs: a row per token
+    any_all_logits |= e.all_logits;
+  }
+  // A device that samples takes the draw where the logits are (no logits
+  // copy, no host sampler) unless some sequence needs the logits on the
+  // host (penalties, logit_bias, logprobs; prompt logprobs need every row).
+  on_device_ = backend_->samples_on_device() && !any_all_logits;
+  for (size_t i = 0; on_device_ && i < items.size(); ++i) on_device_ = items[i].gen->device_samplable();
+  absl::Status st;
+  if (on_device_) {
+    sampling_.clear();
+    for (const StepItem& item : items) sampling_.push_back(item.gen->device_sampling());
+    st = backend_->ForwardSample(entries_, sampling_, &sampled_);
+  } else {
+    st = backend_->Forward(entries_, &logits_);
+  }
+  if (!st.ok()) return st;
+
+  const size_t vocab = static_cast<size_t>(backend_->config().vocab_size);
+  results->clear();
+  results->reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    Generation& g = *items[i].gen;
+    const SequenceCompressor* c = g.compressor();
+    const int64_t evictions_before = c != nullptr ? c->evictions() : 0;
+    const int64_t evicted_before = c != nullptr ? c->evicted_slots() : 0;
+    StepResult r;
+    r.fed = static_cast<int32_t>(entries_[i].tokens.size());
+    const size_t n_rows = entries_[i].all_logits ? static_cast<size_t>(r.fed) : 1;
+    r.event = on_device_
+                  ? g.AdvanceSampled(r.fed, sampled_[i])
+                  : g.Advance(r.fed, std::span<const float>(logits_.data() + first_row_[i] * vocab, n_rows * vocab));
+    if (c != nullptr) {
+      r.evictions = c->evictions() - evictions_before;
+      r.evicted_slots = c->evicted_slots() - evicted_before;
+    }
+    results->push_back(std::move(r));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace beacon
