@@ -11,13 +11,13 @@
 #include "cli/device_flags.h"
 #include "cli/kv_flags.h"
 #include "cli/tokenizer_flags.h"
-#include "server/log_backend.h"
+#include "server/ops/log_backend.h"
 #include "util/log.h"
 
 namespace beacon {
 namespace {
 
-// --log-level and --log-format: spdlog as the log backend (server/log_backend.h).
+// --log-level and --log-format: spdlog as the log backend (server/ops/log_backend.h).
 absl::Status ConfigureLogging(const cli::Args& args) {
   absl::StatusOr<logging::Level> level = logging::ParseLevel(args.Str("log-level"));
   if (!level.ok()) return absl::InvalidArgumentError(absl::StrCat("--log-level: ", level.status().message()));

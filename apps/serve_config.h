@@ -14,9 +14,9 @@
 #include "absl/status/statusor.h"
 #include "engine/runtime.h"
 #include "scheduler/scheduler.h"
-#include "server/grpc_front_end.h"
-#include "server/http_server.h"
-#include "server/metric_names.h"
+#include "server/grpc/grpc_front_end.h"
+#include "server/http/http_server.h"
+#include "server/ops/metric_names.h"
 #include "server/serve_request.h"
 #include "util/cli_args.h"
 
@@ -38,7 +38,7 @@ struct ServeConfig {
   HttpServerOptions http;
   std::string api_key;                                    // empty: no authentication
   std::string metrics_api_key;                            // empty: /metrics is open
-  MetricsNaming metrics_naming = MetricsNaming::kBeacon;  // --metrics-prefix (server/metric_names.h)
+  MetricsNaming metrics_naming = MetricsNaming::kBeacon;  // --metrics-prefix (server/ops/metric_names.h)
   int64_t kv_pool_tokens = 0;
   int32_t kv_block_size = 16;
   bool prefix_cache = true;  // --prefix-cache

@@ -12,12 +12,12 @@
 // Every API names a reason through one of the two functions below, never
 // through a switch of its own:
 //   - FinishReasonName, ours, one word per value: the gRPC enum
-//     (beacon.v1.FinishReason is FINISH_REASON_<name>, server/grpc_convert.cc
+//     (beacon.v1.FinishReason is FINISH_REASON_<name>, server/grpc/grpc_convert.cc
 //     derives it from the name), the finished_reason label under
-//     --metrics-prefix beacon (server/metric_names.cc), logs and the CLIs;
+//     --metrics-prefix beacon (server/ops/metric_names.cc), logs and the CLIs;
 //   - VllmFinishReason, vLLM's vocabulary, which vLLM itself reports both in
 //     its OpenAI server and in its metrics: OpenAI's finish_reason
-//     (server/openai_completion.cc) and the finished_reason label under
+//     (server/openai/openai_completion.cc) and the finished_reason label under
 //     --metrics-prefix vllm.
 // tests/server/finish_reason_test.cc pins every value in every API.
 #ifndef BEACON_ENGINE_FINISH_REASON_H_

@@ -3,7 +3,7 @@
 - every beacon-serve flag (`beacon-serve --help`) is in docs/serving.md's
   flag table (the "## Flags" section);
 - every repository path a comment or a doc names (`kv/prefix_cache.h`,
-  `tests/server/`, `server/metrics.{h,cc}`: a path under a top-level folder
+  `tests/server/`, `server/ops/metrics.{h,cc}`: a path under a top-level folder
   of the repo) exists, but for the few in ALLOWED, each with its reason;
 - every `Class::member` a comment or a doc names, for a class, struct, enum
   or namespace of ours, is still declared somewhere in the C++ code;
@@ -142,7 +142,7 @@ def line_of(parts_line, block, pos):
 
 
 def expand(path):
-    """`server/metrics.{h,cc}` -> both (any number of braces); anything else -> itself."""
+    """`server/ops/metrics.{h,cc}` -> both (any number of braces); anything else -> itself."""
     m = re.search(r"\{([\w.,\-]+)\}", path)
     if not m:
         return [path]

@@ -42,7 +42,7 @@ APT_RUN=(
   libboost-dev libboost-system-dev prometheus-cpp-dev nlohmann-json3-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
 )
-# libspdlog-dev: the log backend of beacon-serve (server/log_backend.h).
+# libspdlog-dev: the log backend of beacon-serve (server/ops/log_backend.h).
 # The test set adds servers the tests start themselves and the sanitizer/format toolchains:
 # prometheus: the real Prometheus server and promtool (tests/server/test_prometheus.py);
 # haproxy: the HTTP/2 load balancer of tests/deploy/test_scale_out.py (deploy/haproxy/haproxy.cfg);

@@ -3,7 +3,7 @@
 //
 // Libraries call logging::Info/Warn/Error/Debug or logging::Request; the
 // process decides where records go by installing a backend with SetBackend:
-// beacon-serve installs spdlog (server/log_backend.h: text or JSON lines,
+// beacon-serve installs spdlog (server/ops/log_backend.h: text or JSON lines,
 // --log-level, --log-format). Until one is installed, records at the minimum
 // level or above go to stderr as "beacon: [request_id] message".
 //

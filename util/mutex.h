@@ -36,7 +36,7 @@ class ABSL_LOCKABLE Mutex {
 };
 
 // std::recursive_mutex with the same attributes, for the one place a lock is
-// re-entered at run time (server/grpc_service.cc: a write issued under it
+// re-entered at run time (server/grpc/grpc_service.cc: a write issued under it
 // can complete inline and lock it again). The analysis does not model
 // re-entry; code must not lock it twice in one function itself.
 class ABSL_LOCKABLE RecursiveMutex {

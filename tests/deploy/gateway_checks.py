@@ -12,8 +12,8 @@ import yaml
 
 from k8s_util import SRC, arg_value, container, find, matches, one, port_number
 
-# The metric families' names live in server/metric_names.h (one table for both namings).
-METRICS_SRC = open(os.path.join(SRC, "server", "metric_names.h")).read()
+# The metric families' names live in server/ops/metric_names.h (one table for both namings).
+METRICS_SRC = open(os.path.join(SRC, "server", "ops", "metric_names.h")).read()
 # The model-server protocol's gauges (queued, running, KV usage) in either naming, and the EPP flags of the
 # older form that named them.
 BEACON_SIGNALS = ("beacon_num_requests_waiting", "beacon_num_requests_running", "beacon_kv_cache_usage_perc")
@@ -66,7 +66,7 @@ def check_inference_gateway(objs, namespace):
         assert metrics == dict(zip(METRIC_FLAGS, BEACON_SIGNALS)), metrics
         assert arg_value(args, "--lora-info-metric") == "" and arg_value(args, "--cache-info-metric") == ""
         for m in metrics.values():
-            assert f'"{m}"' in METRICS_SRC, f"{m} is not a metric of server/metric_names.h"
+            assert f'"{m}"' in METRICS_SRC, f"{m} is not a metric of server/ops/metric_names.h"
         return _check_epp_rbac_and_route(objs, epp, pool, d, namespace), "flags"
     # The current form (EPP >= v1.4): a metrics data source and an extractor with per-engine metric names.
     assert tag >= (1, 4), (ec["image"], "the EndpointPickerConfig metrics form needs EPP v1.4 or later")
@@ -91,7 +91,7 @@ def check_inference_gateway(objs, namespace):
         got = (e["queuedRequestsSpec"], e["runningRequestsSpec"], e["kvUsageSpec"])
         assert got == want[name], (name, got)
         for m in got:
-            assert f'"{m}"' in METRICS_SRC, f"{name}: {m} is not a metric of server/metric_names.h"
+            assert f'"{m}"' in METRICS_SRC, f"{name}: {m} is not a metric of server/ops/metric_names.h"
         # No LoRA adapters, no cache-config info series: empty specs, not the EPP's vLLM defaults.
         assert e.get("loraSpec") == "" and e.get("cacheInfoSpec") == "", e
     return _check_epp_rbac_and_route(objs, epp, pool, d, namespace), "config"

@@ -1,6 +1,6 @@
 // Every FinishReason in every API, from the one mapping of
 // engine/finish_reason.h: our name (logs, CLIs, --metrics-prefix beacon),
-// the gRPC enum (server/grpc_convert.h, derived from the name), and vLLM's
+// the gRPC enum (server/grpc/grpc_convert.h, derived from the name), and vLLM's
 // word (OpenAI's finish_reason, --metrics-prefix vllm). A time limit is
 // `length` to OpenAI and to vLLM-named metrics alike (issue 31: OpenAI said
 // length while the metrics said abort).
@@ -15,8 +15,8 @@
 #include "gtest/gtest.h"
 #include "proto/beacon/v1/beacon.pb.h"
 #include "proto/beacon/v1/finish_reason_name.h"
-#include "server/grpc_convert.h"
-#include "server/metric_names.h"
+#include "server/grpc/grpc_convert.h"
+#include "server/ops/metric_names.h"
 
 namespace beacon {
 namespace {

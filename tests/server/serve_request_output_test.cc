@@ -8,7 +8,7 @@
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 #include "gtest/gtest.h"
-#include "server/grpc_convert.h"
+#include "server/grpc/grpc_convert.h"
 #include "server/serve_request.h"
 #include "tests/engine/default_model.h"
 

@@ -1,0 +1,61 @@
+// beacon.v1.BeaconService on the gRPC callback API.
+//
+// Generate: validates and tokenises on the gRPC thread, submits to the
+// EngineLoop, and streams with one write reactor per call. The engine thread
+// never blocks on a client: tokens that arrive while a write is in flight
+// are merged into the next message, so a slow reader gets fewer, larger
+// messages instead of stalling the batch. A client that cancels, disconnects
+// or passes its deadline has its request cancelled in the engine, which
+// frees its KV blocks before the next step.
+//
+// Thread ownership: gRPC threads; the engine loop calls the per-stream sink.
+#ifndef BEACON_SERVER_GRPC_GRPC_SERVICE_H_
+#define BEACON_SERVER_GRPC_GRPC_SERVICE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <functional>
+#include <string>
+
+#include "proto/beacon/v1/beacon.grpc.pb.h"
+#include "server/engine_loop.h"
+#include "server/serve_request.h"
+
+namespace beacon {
+
+struct GrpcServiceOptions {
+  ServeLimits limits;
+  v1::ModelInfo model_info;
+  // When non-empty, every call must carry `authorization: Bearer <api_key>`.
+  std::string api_key;
+  // Called (any thread) for each Generate refused before it reached the
+  // engine: bad input, unauthenticated, draining. For metrics; may be empty.
+  std::function<void(const absl::Status&)> on_rejected;
+};
+
+class BeaconGrpcService final : public v1::BeaconService::CallbackService {
+ public:
+  // `loop` and `tokenizer` must outlive the service.
+  BeaconGrpcService(EngineLoop* loop, const Tokenizer* tokenizer, GrpcServiceOptions options);
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* context,
+                                                           const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context, const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context, const v1::DetokenizeRequest* request,
+                                       v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* GetModelInfo(grpc::CallbackServerContext* context, const v1::GetModelInfoRequest* request,
+                                         v1::ModelInfo* response) override;
+
+ private:
+  // UNAUTHENTICATED unless the call carries the API key (or none is set).
+  grpc::Status Authorize(const grpc::CallbackServerContext* context) const;
+
+  EngineLoop* loop_;
+  const Tokenizer* tokenizer_;
+  GrpcServiceOptions options_;
+};
+
+}  // namespace beacon
+
+#endif  // BEACON_SERVER_GRPC_GRPC_SERVICE_H_
