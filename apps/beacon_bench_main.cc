@@ -31,6 +31,7 @@
 #include "bench/policy_bench.h"
 #include "bench/prefill_bench.h"
 #include "engine/runtime.h"
+#include "kv/policy_registry.h"
 #include "nlohmann/json.hpp"
 #include "plot/png_plot.h"
 #include "util/cli_args.h"
@@ -353,7 +354,7 @@ void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
   } else if (mode == "policy" || mode == "growth") {
     const bool policy = mode == "policy";
     args->Declare("prompt-len", false, "32", "prompt tokens before decoding");
-    args->Declare("kv-policy", false, policy ? "beacon,h2o,snapkv,rkv,streaming,random" : "full,beacon",
+    args->Declare("kv-policy", false, policy ? CompressingPolicyNames() : "full,beacon",
                   "KV policies to measure, comma-separated");
     args->Declare("kv-budget", false, "512", "KV budget");
     args->Declare("kv-interval", false, "128", "eviction interval");

@@ -52,13 +52,12 @@
 #include "eval/revisit_report.h"
 #include "eval/revisit_steps.h"
 #include "eval/synthetic_eval.h"
+#include "kv/policy_registry.h"
 #include "util/cli_args.h"
 #include "util/run_main.h"
 
 namespace beacon {
 namespace {
-
-constexpr char kDefaultPolicies[] = "streaming,h2o,snapkv,rkv,random,beacon";
 
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "beacon-eval: %s\n", std::string(s.message()).c_str());
@@ -496,7 +495,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
   cli::Args args;
-  args.Declare("kv-policy", false, kDefaultPolicies, "KV policies to rate, comma-separated");
+  args.Declare("kv-policy", false, CompressingPolicyNames(), "KV policies to rate, comma-separated");
   args.Declare("kv-budget", false,
                model     ? "128,256,512,1024"
                : needle  ? "64,128,256,512,1024"

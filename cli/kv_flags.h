@@ -8,12 +8,13 @@
 #include <utility>
 
 #include "kv/kv_policy.h"
+#include "kv/policy_registry.h"
 #include "util/cli_args.h"
 
 namespace beacon {
 
 inline void DeclareKvFlags(cli::Args* args, const std::string& default_policy) {
-  args->Declare("kv-policy", false, default_policy, "KV policy: full, streaming, h2o, snapkv, rkv, random, beacon");
+  args->Declare("kv-policy", false, default_policy, "KV policy: " + AllPolicyNames());
   args->Declare("kv-budget", false, "", "slots kept per KV head (generated tokens when the prompt is kept)");
   args->Declare("kv-interval", false, "", "decode steps between evictions");
   args->Declare("kv-sinks", false, "", "first tokens always kept");

@@ -1,54 +1,11 @@
-// KvPolicyOptions defaults, validation and the policy factory.
-#include <array>
-
+// KvPolicyOptions defaults, validation and the policy factory (over the
+// registry, kv/policy_registry.h).
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "kv/kv_policy.h"
-#include "kv/policies.h"
+#include "kv/policy_registry.h"
 
 namespace beacon {
-namespace {
-
-// Both in the enum's order: KvPolicyName indexes kNames by the enum's value.
-constexpr std::array<KvPolicyKind, 7> kKinds = {KvPolicyKind::kFull,   KvPolicyKind::kStreaming, KvPolicyKind::kH2o,
-                                                KvPolicyKind::kSnapKv, KvPolicyKind::kRkv,       KvPolicyKind::kRandom,
-                                                KvPolicyKind::kBeacon};
-constexpr std::array<std::string_view, 7> kNames = {"full", "streaming", "h2o", "snapkv", "rkv", "random", "beacon"};
-static_assert([] {
-  for (size_t i = 0; i < kKinds.size(); ++i) {
-    if (static_cast<size_t>(kKinds[i]) != i) return false;
-  }
-  return true;
-}());
-
-// `full` never evicts: the compressor does not call Score on it.
-class FullPolicy : public KvPolicy {
- public:
-  std::string_view name() const override { return "full"; }
-  void Score(int, int, const KeysView& keys, int32_t, float* scores) override {
-    for (int32_t s = 0; s < keys.n_slots(); ++s) scores[s] = 1.0f;
-  }
-};
-
-}  // namespace
-
-std::span<const KvPolicyKind> KvPolicyKinds() { return kKinds; }
-std::span<const std::string_view> KvPolicyNames() { return kNames; }
-
-std::string_view KvPolicyName(KvPolicyKind policy) {
-  const size_t i = static_cast<size_t>(policy);
-  return i < kNames.size() ? kNames[i] : "?";
-}
-
-absl::StatusOr<KvPolicyKind> ParseKvPolicy(std::string_view name) {
-  std::string names;  // (Debian's abseil string_view is not std::string_view.)
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return kKinds[i];
-    names += (names.empty() ? "" : ", ") + std::string(kNames[i]);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("kv_policy: unknown policy '", std::string(name), "' (known: ", names, ")"));
-}
 
 absl::StatusOr<std::vector<KvPolicyKind>> ParseKvPolicies(std::string_view comma_separated) {
   std::vector<KvPolicyKind> out;
@@ -64,14 +21,8 @@ absl::StatusOr<std::vector<KvPolicyKind>> ParseKvPolicies(std::string_view comma
 KvPolicyOptions KvPolicyOptions::DefaultsFor(KvPolicyKind policy) {
   KvPolicyOptions o;
   o.policy = policy;
-  if (policy == KvPolicyKind::kSnapKv) {
-    o.recent_queries = 32;  // SnapKV: observation window 32
-    o.pool_kernel = 7;      // pooling kernel 5-7
-  } else if (policy == KvPolicyKind::kRkv) {
-    o.recent_queries = 8;  // R-KV: 8 recent queries, max-pool 7, lambda 0.1
-    o.pool_kernel = 7;
-    o.lambda = 0.1f;
-  }
+  const KvPolicySpec& spec = KvPolicySpecOf(policy);
+  if (spec.published != nullptr) spec.published(&o);
   return o;
 }
 
@@ -112,16 +63,7 @@ absl::Status KvPolicyOptions::Validate() const {
 
 absl::StatusOr<std::unique_ptr<KvPolicy>> CreateKvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m) {
   if (absl::Status s = o.Validate(); !s.ok()) return s;
-  std::unique_ptr<KvPolicy> p;
-  switch (o.policy) {
-    case KvPolicyKind::kFull: p = std::make_unique<FullPolicy>(); break;
-    case KvPolicyKind::kStreaming: p = NewStreamingPolicy(o, m); break;
-    case KvPolicyKind::kH2o: p = NewH2oPolicy(o, m); break;
-    case KvPolicyKind::kSnapKv: p = NewSnapKvPolicy(o, m); break;
-    case KvPolicyKind::kRkv: p = NewRkvPolicy(o, m); break;
-    case KvPolicyKind::kRandom: p = NewRandomPolicy(o, m); break;
-    case KvPolicyKind::kBeacon: p = NewBeaconPolicy(o, m); break;
-  }
+  std::unique_ptr<KvPolicy> p = KvPolicySpecOf(o.policy).create(o, m);
   if (p == nullptr) return absl::InvalidArgumentError("kv_policy: not a policy");
   p->set_options(o);
   return p;

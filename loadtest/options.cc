@@ -348,8 +348,18 @@ absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
   const bool knows_kv = c->client.backend == Backend::kGrpc;
   for (const KvChoice& k : knows_kv ? c->workload.kv_mix : std::vector<KvChoice>{}) {
     if (k.policy != "default") {
-      bool allowed = false;
-      for (const v1::KvPolicyInfo& p : info.kv_policies()) allowed |= p.name() == k.policy && p.allowed();
+      // The server's registry is the list of policies (kv/policy_registry.h).
+      bool known = false, allowed = false;
+      std::string served;
+      for (const v1::KvPolicyInfo& p : info.kv_policies()) {
+        known |= p.name() == k.policy;
+        allowed |= p.name() == k.policy && p.allowed();
+        if (p.allowed()) absl::StrAppend(&served, served.empty() ? "" : ", ", p.name());
+      }
+      if (!known) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown KV policy '", k.policy, "' (the server serves: default, ", served, ")"));
+      }
       if (!allowed) {
         return absl::InvalidArgumentError(
             absl::StrCat("KV policy '", k.policy, "' is not allowed by the server (see --kv-allowed-policies)"));

@@ -34,9 +34,6 @@ struct KvChoice {
   std::string Label() const;
 };
 
-// The policies beacon-serve knows (kv/ registers them); "default" is ours.
-inline constexpr absl::string_view kKnownPolicies[] = {"full", "streaming", "h2o", "snapkv", "rkv", "random", "beacon"};
-
 // Parses `POLICY[@BUDGET][:WEIGHT],...`, e.g. "full:1,beacon@256:3" or
 // "full,beacon". Errors name `flag` and the bad entry.
 absl::StatusOr<std::vector<KvChoice>> ParseKvMix(absl::string_view spec, absl::string_view flag = "--kv-mix");

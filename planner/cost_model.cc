@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/cuda/beacon_state_layout.h"
+#include "kv/policy_registry.h"
 
 namespace beacon::planner {
 namespace {
@@ -49,21 +50,11 @@ double ModelCost::weight_bytes_read() const {
 PolicyCost PolicyCostFor(const KvPolicyOptions& kv) {
   PolicyCost p;
   p.compresses = kv.compresses();
-  switch (kv.policy) {
-    case KvPolicyKind::kBeacon:
-      p.scoring_queries = kv.recent_queries + kv.beacons;
-      p.observes_attention = kv.beacon_filter == BeaconFilter::kGlobal;
-      break;
-    case KvPolicyKind::kSnapKv: p.scoring_queries = kv.recent_queries; break;
-    case KvPolicyKind::kRkv:
-      p.scoring_queries = kv.recent_queries;
-      p.key_redundancy = true;
-      break;
-    case KvPolicyKind::kH2o: p.observes_attention = true; break;  // accumulated attention: no scoring queries
-    case KvPolicyKind::kFull:
-    case KvPolicyKind::kStreaming:
-    case KvPolicyKind::kRandom: break;
-  }
+  // What one eviction reads comes from the policy's registry row.
+  const KvPolicySpec& spec = KvPolicySpecOf(kv.policy);
+  p.scoring_queries = spec.scoring_queries != nullptr ? spec.scoring_queries(kv) : 0;
+  p.observes_attention = spec.observes_attention != nullptr && spec.observes_attention(kv);
+  p.key_redundancy = spec.key_redundancy;
   return p;
 }
 

@@ -117,9 +117,9 @@ TEST(OptionsTest, BadArgumentsNameTheProblem) {
       {{"--concurrency", "1", "--prompt-len", "zipf:3"}, "--prompt-len: unknown distribution 'zipf'"},
       {{"--concurrency", "1", "--output-len", "uniform:9:2"}, "--output-len: uniform needs A <= B"},
       {{"--concurrency", "1", "--slo", "ttft=3"}, "--slo: unknown key 'ttft'"},
-      {{"--concurrency", "1", "--kv-mix", "lru"}, "unknown KV policy 'lru'"},
+      {{"--concurrency", "1", "--kv-mix", "LRU!"}, "'LRU!' is not a KV policy name"},
       {{"--concurrency", "1", "--kv-mix", "full", "--kv-policy", "beacon"}, "--kv-mix or --kv-policy"},
-      {{"--concurrency", "1", "--kv-policy", "nope"}, "unknown KV policy 'nope'"},
+      {{"--concurrency", "1", "--kv-policy", "no pe"}, "'no pe' is not a KV policy name"},
       {{"--concurrency", "1", "--kv-budget", "0"}, "--kv-budget must be in [1"},
       {{"--concurrency", "1", "--temperature", "-1"}, "--temperature must be a number >= 0"},
       {{"--concurrency", "1", "--connections", "0"}, "--connections must be in [1"},
@@ -197,6 +197,12 @@ TEST(OptionsTest, ApplyModelInfoChecksAgainstTheServer) {
 
   c = *Parse({"--concurrency", "1", "--kv-policy", "streaming"});
   EXPECT_NE(ApplyModelInfo(Info(), &c).message().find("'streaming' is not allowed"), absl::string_view::npos);
+  // The server's list is the registry: a name it does not list is unknown, and the error says what it serves.
+  c = *Parse({"--concurrency", "1", "--kv-mix", "full,lru"});
+  EXPECT_NE(
+      ApplyModelInfo(Info(), &c).message().find("unknown KV policy 'lru' (the server serves: default, full, beacon)"),
+      absl::string_view::npos)
+      << ApplyModelInfo(Info(), &c);
   c = *Parse({"--concurrency", "1", "--kv-policy", "beacon", "--kv-budget", "16"});
   EXPECT_NE(ApplyModelInfo(Info(), &c).message().find("outside the server's range [32, 4096]"),
             absl::string_view::npos);

@@ -38,7 +38,7 @@ TEST(KvMixTest, ErrorsNameTheEntry) {
     const char* needle;
   };
   for (const Case& c :
-       {Case{"lru", "unknown KV policy 'lru'"}, Case{"beacon@0", "budget '0'"}, Case{"beacon@x", "budget 'x'"},
+       {Case{"Lru", "'Lru' is not a KV policy name"}, Case{"beacon@0", "budget '0'"}, Case{"beacon@x", "budget 'x'"},
         Case{"full:0", "weight '0'"}, Case{"full,,beacon", "empty entry"}, Case{"full@128", "takes no budget"},
         Case{"", "empty entry"}}) {
     absl::StatusOr<std::vector<KvChoice>> m = ParseKvMix(c.spec);
