@@ -121,45 +121,27 @@ absl::StatusOr<std::vector<double>> ParseLevels(absl::string_view spec, bool int
   return out;
 }
 
-absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
-  Config c;
-  for (int i = 0; i < argc; ++i) absl::StrAppend(&c.command_line, i > 0 ? " " : "", argv[i]);
-  cli::Args a;
-  Declare(&a);
-  if (absl::Status s = a.Parse(argc, argv); !s.ok()) return s;
-  if (a.Flag("help")) {
-    c.help = true;
-    return c;
-  }
-  if (absl::Status s = a.LoadEnvironment("BEACON_LOADTEST_"); !s.ok()) return s;
-  std::vector<std::string> pos = a.positional();
-  if (!pos.empty() && (pos[0] == "run" || pos[0] == "sweep" || pos[0] == "plot")) {
-    c.sweep = pos[0] == "sweep";
-    c.plot_only = pos[0] == "plot";
-    pos.erase(pos.begin());
-  }
-  if (!pos.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unexpected argument '", pos[0], "' (commands: run, sweep, plot; options start with --)"));
-  }
-  if (c.plot_only) {
-    c.plot_from = absl::StrSplit(a.Str("from"), ',', absl::SkipEmpty());
-    if (c.plot_from.empty()) return absl::InvalidArgumentError("plot needs --from SWEEP.json[,SWEEP2.json...]");
-    c.plot_path = a.Str("plot");
-    if (c.plot_path.empty()) return absl::InvalidArgumentError("plot needs --plot OUT.png");
-    if (a.Has("names")) {
-      c.plot_names = absl::StrSplit(a.Str("names"), ',');
-      if (c.plot_names.size() != c.plot_from.size()) {
-        return absl::InvalidArgumentError("--names needs one name per --from file");
-      }
-    }
-    return c;
-  }
-  for (const char* f : {"from", "names"}) {
-    if (a.Has(f)) return absl::InvalidArgumentError(absl::StrCat("--", f, " belongs to `beacon-loadtest plot`"));
-  }
+namespace {
 
-  // Server.
+// `beacon-loadtest plot`: the sweep files to draw and the output.
+absl::Status ParsePlot(const cli::Args& a, Config* out) {
+  Config& c = *out;
+  c.plot_from = absl::StrSplit(a.Str("from"), ',', absl::SkipEmpty());
+  if (c.plot_from.empty()) return absl::InvalidArgumentError("plot needs --from SWEEP.json[,SWEEP2.json...]");
+  c.plot_path = a.Str("plot");
+  if (c.plot_path.empty()) return absl::InvalidArgumentError("plot needs --plot OUT.png");
+  if (a.Has("names")) {
+    c.plot_names = absl::StrSplit(a.Str("names"), ',');
+    if (c.plot_names.size() != c.plot_from.size()) {
+      return absl::InvalidArgumentError("--names needs one name per --from file");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The server and how to reach it.
+absl::Status ParseClient(const cli::Args& a, Config* out) {
+  Config& c = *out;
   BEACON_ASSIGN_OR_RETURN(c.client.backend, ParseBackend(a.Str("backend")));
   const bool http = c.client.backend != Backend::kGrpc;
   c.client.server = http && !a.Has("server") ? "http://127.0.0.1:8080" : a.Str("server");
@@ -188,7 +170,12 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
   BEACON_ASSIGN_OR_RETURN(c.client.timeout_s, Number(a, "timeout-s", 0, false));
   BEACON_ASSIGN_OR_RETURN(c.client.connect_timeout_s, Number(a, "connect-timeout-s", 0, false));
 
-  // Load shape.
+  return absl::OkStatus();
+}
+
+// The load shape: open or closed loop, how many requests, the seed.
+absl::Status ParseLoad(const cli::Args& a, Config* out) {
+  Config& c = *out;
   const bool has_rate = a.Has("rate"), has_conc = a.Has("concurrency");
   if (has_rate && has_conc) {
     return absl::InvalidArgumentError("give --rate (open loop) or --concurrency (closed loop), not both");
@@ -236,7 +223,12 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
   c.load.seed = static_cast<uint64_t>(seed);
   c.load.progress = !a.Flag("quiet");
 
-  // Workload.
+  return absl::OkStatus();
+}
+
+// What each request asks: lengths or a dataset, sampling, the KV mix.
+absl::Status ParseWorkload(const cli::Args& a, Config* out) {
+  Config& c = *out;
   WorkloadOptions& w = c.workload;
   w.seed = c.load.seed;
   BEACON_ASSIGN_OR_RETURN(w.prompt_len, LengthDist::Parse(a.Str("prompt-len"), "--prompt-len"));
@@ -314,7 +306,12 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
     if (w.kv_mix.size() != 1) return absl::InvalidArgumentError("--kv-policy takes one policy (use --kv-mix)");
   }
 
-  // SLO and sweep.
+  return absl::OkStatus();
+}
+
+// The SLO a sweep judges by, and where the results go.
+absl::Status ParseReports(const cli::Args& a, Config* out) {
+  Config& c = *out;
   if (a.Has("slo")) {
     BEACON_ASSIGN_OR_RETURN(c.slo, ParseSlo(a.Str("slo")));
   }
@@ -340,6 +337,43 @@ absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
   c.csv_path = a.Str("csv");
   c.plot_path = a.Str("plot");
   c.label = a.Str("label");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Config> ParseConfig(int argc, char** argv) {
+  Config c;
+  for (int i = 0; i < argc; ++i) absl::StrAppend(&c.command_line, i > 0 ? " " : "", argv[i]);
+  cli::Args a;
+  Declare(&a);
+  if (absl::Status s = a.Parse(argc, argv); !s.ok()) return s;
+  if (a.Flag("help")) {
+    c.help = true;
+    return c;
+  }
+  if (absl::Status s = a.LoadEnvironment("BEACON_LOADTEST_"); !s.ok()) return s;
+  std::vector<std::string> pos = a.positional();
+  if (!pos.empty() && (pos[0] == "run" || pos[0] == "sweep" || pos[0] == "plot")) {
+    c.sweep = pos[0] == "sweep";
+    c.plot_only = pos[0] == "plot";
+    pos.erase(pos.begin());
+  }
+  if (!pos.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", pos[0], "' (commands: run, sweep, plot; options start with --)"));
+  }
+  if (c.plot_only) {
+    if (absl::Status s = ParsePlot(a, &c); !s.ok()) return s;
+    return c;
+  }
+  for (const char* f : {"from", "names"}) {
+    if (a.Has(f)) return absl::InvalidArgumentError(absl::StrCat("--", f, " belongs to `beacon-loadtest plot`"));
+  }
+
+  for (auto* part : {ParseClient, ParseLoad, ParseWorkload, ParseReports}) {
+    if (absl::Status s = part(a, &c); !s.ok()) return s;
+  }
   return c;
 }
 

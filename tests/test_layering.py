@@ -195,6 +195,40 @@ def test_tree_follows_the_table():
         print(f"layering: note: {w}: #include \"{i}\" ({why}; a report-only rule in {TABLE})")
 
 
+README_ARROWS = re.compile(r"^May include:\s*(.*)$", re.M)
+
+
+def readme_arrows(root, part):
+    """The parts a part's README says it may include (its "May include:"
+    line: backticked folder names; "anything" for "*", "nothing of ours"
+    for none), or None when it has no README or no such line."""
+    path = os.path.join(root, part, "README.md")
+    if not os.path.exists(path):
+        return None
+    m = README_ARROWS.search(open(path, encoding="utf-8").read())
+    if m is None:
+        return None
+    line = m.group(1)
+    if line.startswith("anything"):
+        return {"*"}
+    return {name.rstrip("/") for name in re.findall(r"`([a-z0-9_/]+)`", line)}
+
+
+def test_readmes_state_the_arrows():
+    """Every part of the table has a README whose "May include:" line names
+    exactly the parts the table gives it, so a folder says what it may use
+    where a newcomer looks first (issue 33)."""
+    rules = read_rules(os.path.join(SRC, TABLE))
+    bad = []
+    for part, allowed in sorted(rules.items()):
+        said = readme_arrows(SRC, part)
+        if said is None:
+            bad.append(f"{part}/README.md: no 'May include:' line (the table says {sorted(allowed) or 'nothing'})")
+        elif said != allowed:
+            bad.append(f"{part}/README.md says {sorted(said)}, {TABLE} says {sorted(allowed)}")
+    assert not bad, "READMEs out of step with the layering table:\n  " + "\n  ".join(bad)
+
+
 MAIN = re.compile(r"^\s*(?:int\s+main\s*\(|BENCHMARK_MAIN\s*\()")
 MAIN_HOMES = ("apps", "tests")  # program entry points; test-only drivers
 
@@ -314,4 +348,5 @@ if __name__ == "__main__":
     test_checker_handles_sub_parts_and_header_rules()
     test_tree_follows_the_table()
     test_mains_live_in_apps()
+    test_readmes_state_the_arrows()
     print("layering: ok")
