@@ -15,9 +15,9 @@
 
 #include "absl/strings/str_split.h"
 #include "engine/runtime.h"
+#include "engine/serving/generation_engine.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/scheduler.h"
-#include "server/generation_engine.h"
 #include "util/cli_args.h"
 #include "util/run_main.h"
 

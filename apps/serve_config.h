@@ -13,11 +13,11 @@
 
 #include "absl/status/statusor.h"
 #include "engine/runtime.h"
+#include "engine/serving/serve_request.h"
 #include "scheduler/scheduler.h"
 #include "server/grpc/grpc_front_end.h"
 #include "server/http/http_server.h"
 #include "server/ops/metric_names.h"
-#include "server/serve_request.h"
 #include "util/cli_args.h"
 
 namespace beacon {

@@ -4,7 +4,7 @@
 // A Generation ends itself for the natural reasons (kLength, kEos, kStop,
 // kStopSequence); a request can also be ended from outside its generation
 // (kTimeLimit, kCancelled, kError), which the server reads from the
-// scheduler's terminal RequestState (server/generation_engine.cc). The
+// scheduler's terminal RequestState (engine/serving/generation_engine.cc). The
 // distinctions carry meaning to clients: kEos and kStop end on a token that
 // is not streamed (StreamFinal::stop_token_id), kStopSequence on a string
 // that is held back (StreamFinal::matched_stop).
@@ -19,7 +19,7 @@
 //     its OpenAI server and in its metrics: OpenAI's finish_reason
 //     (server/openai/openai_completion.cc) and the finished_reason label under
 //     --metrics-prefix vllm.
-// tests/server/finish_reason_test.cc pins every value in every API.
+// tests/server/grpc/finish_reason_test.cc pins every value in every API.
 #ifndef BEACON_ENGINE_FINISH_REASON_H_
 #define BEACON_ENGINE_FINISH_REASON_H_
 

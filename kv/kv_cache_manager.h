@@ -1,5 +1,5 @@
 // The KV cache manager: one home for what the serving core knows about KV
-// memory, used alike by the real engine (server/generation_engine.h) and the
+// memory, used alike by the real engine (engine/serving/generation_engine.h) and the
 // simulated one (scheduler/sim_engine.h), so the scheduler admits, reserves
 // and shares the same way against both (issue 33):
 //   - the pool's facts (total, free, idle blocks; block size);

@@ -219,7 +219,7 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
     while (!arrived.empty() && sched.num_waiting() < in.sched.max_running) {
       const RequestId id = arrived.front();
       SchedRequest sr = MakeSimRequest(id, spec_for(static_cast<int32_t>(id)));
-      // As server/serve_request.cc: the footprint never exceeds the context.
+      // As engine/serving/serve_request.cc: the footprint never exceeds the context.
       sr.peak_slots = std::min(sr.peak_slots, in.model.context_length);
       sr.arrival = VirtualTime(engine.timing(id).arrival_s);
       if (absl::Status s = sched.Add(sr); !s.ok()) return s;

@@ -70,7 +70,7 @@ struct PlannedRequest {
 
 // The workload's requests for a model of `context_length` positions: prompts
 // are clamped to context - 1 and max_tokens to context - prompt
-// (server/serve_request.cc's rule).
+// (engine/serving/serve_request.cc's rule).
 std::vector<PlannedRequest> GenerateRequests(const WorkloadSpec& w, int32_t context_length);
 
 }  // namespace beacon::planner

@@ -1,5 +1,5 @@
 // The narrow interface between the scheduler and whatever runs the model: the
-// real engine (server/generation_engine.h: forward pass, sampling, KV
+// real engine (engine/serving/generation_engine.h: forward pass, sampling, KV
 // compression) or a simulated one (tests, the capacity planner). The
 // scheduler decides what runs; the engine runs it and reports back what
 // happened. What KV every sequence holds, and what it may share, the

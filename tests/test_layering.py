@@ -262,7 +262,7 @@ def write_tree(root, bodies, folders=()):
 
 def test_checker_catches_a_forbidden_include():
     rules = read_rules(os.path.join(SRC, TABLE))
-    bodies = {"kv": '#include "server/engine_loop.h"\n#include "kernels/cpu/ops.h"\n',
+    bodies = {"kv": '#include "engine/serving/engine_loop.h"\n#include "kernels/cpu/ops.h"\n',
               "engine": '#include <scheduler/scheduler.h>\n#include <vector>\n#include "kv/x.h"\n',
               "kernels": '#include "util/csv.h"\n#include "kernels/cpu/ops.h"\n#include "ops.h"\n',
               "loadtest": '#include "proto/x.h"\n  #  include "engine/runtime.h"\n',
@@ -273,7 +273,7 @@ def test_checker_catches_a_forbidden_include():
     with tempfile.TemporaryDirectory() as root:
         write_tree(root, {f"{part}/a.cc": body for part, body in bodies.items()}, table_parts(rules) | {"tools"})
         bad = {(w, i) for w, i, _ in violations(root, rules)}
-        assert bad == {("kv/a.cc:1", "server/engine_loop.h"), ("engine/a.cc:1", "scheduler/scheduler.h"),
+        assert bad == {("kv/a.cc:1", "engine/serving/engine_loop.h"), ("engine/a.cc:1", "scheduler/scheduler.h"),
                        ("kernels/a.cc:1", "util/csv.h"), ("loadtest/a.cc:2", "engine/runtime.h"),
                        ("server/a.cc:1", "tools/x.h"), ("tests/a.cc:1", "apps/x.h"),
                        ("newpart/a.cc:1", "kv/kv_cache.h")}, bad

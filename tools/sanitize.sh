@@ -14,7 +14,7 @@ set -euo pipefail
 kind=${1:?address or thread}
 dir=${2:?build directory}
 cd "$(dirname "$0")/.."
-targets=(kernels_cpu_tests kv_tests scheduler_tests engine_tests cli_tests server_tests)
+targets=(kernels_cpu_tests kv_tests scheduler_tests engine_tests serving_tests cli_tests server_tests)
 # The engine tests that decode hundreds of steps on the real model
 # (CompressionTest, PreemptTest: 90 s in Release, 4x under ASan, 10x under
 # TSan) are left out of both: they run the same forward pass, compression
@@ -26,7 +26,7 @@ targets=(kernels_cpu_tests kv_tests scheduler_tests engine_tests cli_tests serve
 # runs the other prefix-cache tests, which share the code it walks.
 declare -A filters=([thread,engine_tests]="-CompressionTest.*:PreemptTest.*"
                     [address,engine_tests]="-CompressionTest.*:PreemptTest.*"
-                    [thread,server_tests]="-PrefixCacheTest.GreedyOutputIsTheSameWithTheCacheOnForEveryPolicy")
+                    [thread,serving_tests]="-PrefixCacheTest.GreedyOutputIsTheSameWithTheCacheOnForEveryPolicy")
 jobs=${JOBS:-$(nproc)}
 
 flags=(-G Ninja -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1"

@@ -29,6 +29,10 @@ struct PagedKvLayout {
   int head_dim = 0;
   int block_size = 16;
   int32_t num_blocks = 0;
+  // Explicit padding to 8 bytes, zero: a launch copies the struct whole, and
+  // uninitialised padding next to an int can look like a host pointer to the
+  // CUDA emulator's argument check (tests/cuda_emu/launch.cc), flakily.
+  int32_t pad_ = 0;
 
   // Elements (bf16 for K/V) of one block of one layer: all its heads.
   __host__ __device__ int64_t block_elems() const { return static_cast<int64_t>(n_kv_heads) * block_size * head_dim; }
@@ -56,6 +60,7 @@ struct PagedKv {
 struct BlockTables {
   const int32_t* table = nullptr;  // [n_seqs][stride] block ids
   int stride = 0;                  // >= blocks of the longest sequence
+  int32_t pad_ = 0;                // explicit zero padding (see PagedKvLayout::pad_)
 };
 
 }  // namespace beacon

@@ -6,9 +6,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
+#include "engine/serving/request_sink.h"
+#include "engine/serving/serve_request.h"
 #include "proto/beacon/v1/beacon.pb.h"
-#include "server/request_sink.h"
-#include "server/serve_request.h"
 
 namespace beacon {
 

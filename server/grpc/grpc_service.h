@@ -17,9 +17,9 @@
 #include <functional>
 #include <string>
 
+#include "engine/serving/engine_loop.h"
+#include "engine/serving/serve_request.h"
 #include "proto/beacon/v1/beacon.grpc.pb.h"
-#include "server/engine_loop.h"
-#include "server/serve_request.h"
 
 namespace beacon {
 

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "engine/model/model_config.h"
+#include "engine/serving/serve_request.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "proto/beacon/v1/beacon.pb.h"
 #include "scheduler/scheduler.h"
-#include "server/serve_request.h"
 
 namespace beacon {
 

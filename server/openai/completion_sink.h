@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "server/request_sink.h"
+#include "engine/serving/request_sink.h"
 #include "util/mutex.h"
 
 namespace beacon {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/engine_loop.h"
+#include "engine/serving/engine_loop.h"
 #include "server/http/http_server.h"
 #include "server/openai/completion_sink.h"
 #include "server/openai/openai_request.h"

@@ -31,10 +31,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/serving/serve_request.h"
 #include "nlohmann/json.hpp"
 #include "server/http/json_limits.h"
 #include "server/openai/openai_fields.h"
-#include "server/serve_request.h"
 
 namespace beacon {
 

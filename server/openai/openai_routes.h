@@ -19,10 +19,10 @@
 #include <functional>
 #include <string>
 
-#include "server/engine_loop.h"
+#include "engine/serving/engine_loop.h"
+#include "engine/serving/serve_request.h"
 #include "server/http/http_server.h"
 #include "server/http/json_limits.h"
-#include "server/serve_request.h"
 
 namespace beacon {
 

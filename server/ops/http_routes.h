@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "server/engine_loop.h"
+#include "engine/serving/engine_loop.h"
 #include "server/http/http_server.h"
 
 namespace beacon {

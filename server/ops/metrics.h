@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "engine/serving/engine_loop.h"
+#include "engine/serving/engine_observer.h"
 #include "kv/kv_policy.h"
-#include "server/engine_loop.h"
-#include "server/engine_observer.h"
 #include "server/ops/metric_names.h"
 #include "util/mutex.h"
 

@@ -1,6 +1,6 @@
 // Sample groups on the CUDA backend: a sequence that starts on another's
 // prompt blocks by reference (KvCacheManager::Adopt for a sample group's
-// member, the n > 1 path of server/generation_engine.h) attends over those shared device blocks and
+// member, the n > 1 path of engine/serving/generation_engine.h) attends over those shared device blocks and
 // generates what it generates alone, token for token; the donor is unharmed
 // and the pool holds the shared blocks once. Skips without a GPU; runs under
 // the CUDA emulator. Model: tests/data/tiny-r1-qwen2.json dummy weights with

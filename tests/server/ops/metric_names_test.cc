@@ -37,7 +37,7 @@ TEST(MetricNamesTest, FinishedReasonsFollowTheNaming) {
   for (FinishReason f : {FinishReason::kStop, FinishReason::kEos, FinishReason::kStopSequence}) {
     EXPECT_EQ(FinishedReasonLabel(f, MetricsNaming::kVllm), "stop");
   }
-  // A time limit is a limit, as OpenAI says too (tests/server/finish_reason_test.cc).
+  // A time limit is a limit, as OpenAI says too (tests/server/grpc/finish_reason_test.cc).
   for (FinishReason f : {FinishReason::kLength, FinishReason::kTimeLimit}) {
     EXPECT_EQ(FinishedReasonLabel(f, MetricsNaming::kVllm), "length");
   }

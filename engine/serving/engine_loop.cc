@@ -1,4 +1,4 @@
-#include "server/engine_loop.h"
+#include "engine/serving/engine_loop.h"
 
 #include <chrono>
 

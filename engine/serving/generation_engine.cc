@@ -1,4 +1,4 @@
-#include "server/generation_engine.h"
+#include "engine/serving/generation_engine.h"
 
 #include <algorithm>
 #include <chrono>

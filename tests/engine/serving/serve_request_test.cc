@@ -1,7 +1,7 @@
 // PrepareRequest: every kind of bad input is INVALID_ARGUMENT naming the
 // field; good input becomes the prompt and options the engine runs, with the
 // admission footprint of its KV policy. Uses the default model's tokenizer.
-#include "server/serve_request.h"
+#include "engine/serving/serve_request.h"
 
 #include <limits>
 

@@ -1,4 +1,4 @@
-#include "server/serve_request.h"
+#include "engine/serving/serve_request.h"
 
 #include <algorithm>
 #include <limits>

@@ -12,13 +12,13 @@
 // replaces single values. Only the five sampling keys are read;
 // generation_config.json's other keys (do_sample, max_new_tokens, eos ids)
 // are not used, and a value out of range is a start-up error naming it.
-#ifndef BEACON_SERVER_GENERATION_CONFIG_H_
-#define BEACON_SERVER_GENERATION_CONFIG_H_
+#ifndef BEACON_ENGINE_SERVING_GENERATION_CONFIG_H_
+#define BEACON_ENGINE_SERVING_GENERATION_CONFIG_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/serve_request.h"
+#include "engine/serving/serve_request.h"
 
 namespace beacon {
 
@@ -30,4 +30,4 @@ absl::StatusOr<DefaultSampling> ResolveGenerationConfig(const std::string& mode,
 
 }  // namespace beacon
 
-#endif  // BEACON_SERVER_GENERATION_CONFIG_H_
+#endif  // BEACON_ENGINE_SERVING_GENERATION_CONFIG_H_

@@ -1,4 +1,4 @@
-#include "server/generation_config.h"
+#include "engine/serving/generation_config.h"
 
 #include <filesystem>
 #include <fstream>

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/serving/generation_engine.h"
+#include "engine/serving/serve_request.h"
 #include "gtest/gtest.h"
 #include "kv/prefix_cache.h"
 #include "scheduler/scheduler.h"
-#include "server/generation_engine.h"
-#include "server/serve_request.h"
 #include "tests/engine/default_model.h"
 
 namespace beacon {

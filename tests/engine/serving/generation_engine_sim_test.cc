@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/serving/generation_engine.h"
 #include "gtest/gtest.h"
 #include "scheduler/sim_engine.h"
-#include "server/generation_engine.h"
 #include "tests/engine/default_model.h"
 
 namespace beacon {

@@ -1,7 +1,7 @@
 // ResolveGenerationConfig: OpenAI's defaults without a config, an HF
 // directory's generation_config.json, a GGUF's general.sampling keys, an
 // explicit path, the override, and errors that name the flag, file and key.
-#include "server/generation_config.h"
+#include "engine/serving/generation_config.h"
 
 #include <filesystem>
 #include <fstream>

@@ -2,8 +2,8 @@
 // (a gRPC write reactor, an HTTP stream): tokens as they are sampled, then
 // one final record. Implementations queue and return at once: they run on
 // the engine thread, which must never wait on a client.
-#ifndef BEACON_SERVER_REQUEST_SINK_H_
-#define BEACON_SERVER_REQUEST_SINK_H_
+#ifndef BEACON_ENGINE_SERVING_REQUEST_SINK_H_
+#define BEACON_ENGINE_SERVING_REQUEST_SINK_H_
 
 #include <cstdint>
 #include <span>
@@ -74,4 +74,4 @@ class RequestSink {
 
 }  // namespace beacon
 
-#endif  // BEACON_SERVER_REQUEST_SINK_H_
+#endif  // BEACON_ENGINE_SERVING_REQUEST_SINK_H_

@@ -8,8 +8,8 @@
 //
 // Thread ownership: Submit/Cancel/BeginDrain/Stats from any thread; the rest
 // of the state belongs to the loop thread.
-#ifndef BEACON_SERVER_ENGINE_LOOP_H_
-#define BEACON_SERVER_ENGINE_LOOP_H_
+#ifndef BEACON_ENGINE_SERVING_ENGINE_LOOP_H_
+#define BEACON_ENGINE_SERVING_ENGINE_LOOP_H_
 
 #include <atomic>
 #include <cstdint>
@@ -21,8 +21,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "engine/serving/generation_engine.h"
 #include "scheduler/scheduler.h"
-#include "server/generation_engine.h"
 #include "util/mutex.h"
 
 namespace beacon {
@@ -124,4 +124,4 @@ class EngineLoop {
 
 }  // namespace beacon
 
-#endif  // BEACON_SERVER_ENGINE_LOOP_H_
+#endif  // BEACON_ENGINE_SERVING_ENGINE_LOOP_H_

@@ -4,12 +4,12 @@
 // model's tokenizer.
 #include <limits>
 
+#include "engine/serving/serve_request.h"
 #include "gmock/gmock.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 #include "gtest/gtest.h"
 #include "server/grpc/grpc_convert.h"
-#include "server/serve_request.h"
 #include "tests/engine/default_model.h"
 
 namespace beacon {

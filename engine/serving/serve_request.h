@@ -5,8 +5,8 @@
 //
 // Thread ownership: PrepareRequest runs on front-end threads; it only reads
 // the tokenizer (immutable) and the limits.
-#ifndef BEACON_SERVER_SERVE_REQUEST_H_
-#define BEACON_SERVER_SERVE_REQUEST_H_
+#ifndef BEACON_ENGINE_SERVING_SERVE_REQUEST_H_
+#define BEACON_ENGINE_SERVING_SERVE_REQUEST_H_
 
 #include <cstdint>
 #include <functional>
@@ -92,7 +92,7 @@ struct DefaultSampling {
   int32_t top_k = 0;
   float min_p = 0.0f;
   float repetition_penalty = 1.0f;
-  // "openai", or the generation config that set them (server/generation_config.h).
+  // "openai", or the generation config that set them (engine/serving/generation_config.h).
   std::string source = "openai";
 };
 
@@ -175,4 +175,4 @@ absl::StatusOr<std::string> DetokenizeIds(std::span<const int32_t> ids, const To
 
 }  // namespace beacon
 
-#endif  // BEACON_SERVER_SERVE_REQUEST_H_
+#endif  // BEACON_ENGINE_SERVING_SERVE_REQUEST_H_

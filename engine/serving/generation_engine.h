@@ -5,8 +5,8 @@
 // request's final record and frees its KV.
 //
 // Thread ownership: the engine thread (EngineLoop).
-#ifndef BEACON_SERVER_GENERATION_ENGINE_H_
-#define BEACON_SERVER_GENERATION_ENGINE_H_
+#ifndef BEACON_ENGINE_SERVING_GENERATION_ENGINE_H_
+#define BEACON_ENGINE_SERVING_GENERATION_ENGINE_H_
 
 #include <memory>
 #include <span>
@@ -16,13 +16,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "engine/backend.h"
 #include "engine/generation.h"
+#include "engine/serving/engine_observer.h"
+#include "engine/serving/request_sink.h"
+#include "engine/serving/serve_request.h"
 #include "engine/step_executor.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/prefix_cache.h"
 #include "scheduler/step_engine.h"
-#include "server/engine_observer.h"
-#include "server/request_sink.h"
-#include "server/serve_request.h"
 
 namespace beacon {
 
@@ -128,4 +128,4 @@ class GenerationEngine : public StepEngine {
 
 }  // namespace beacon
 
-#endif  // BEACON_SERVER_GENERATION_ENGINE_H_
+#endif  // BEACON_ENGINE_SERVING_GENERATION_ENGINE_H_

@@ -2,12 +2,12 @@
 // apart from any metrics library so the engine and its tests need none.
 // Implementations must be cheap and must not block: they run on the engine
 // thread inside a step.
-#ifndef BEACON_SERVER_ENGINE_OBSERVER_H_
-#define BEACON_SERVER_ENGINE_OBSERVER_H_
+#ifndef BEACON_ENGINE_SERVING_ENGINE_OBSERVER_H_
+#define BEACON_ENGINE_SERVING_ENGINE_OBSERVER_H_
 
 #include "absl/status/status.h"
+#include "engine/serving/request_sink.h"
 #include "scheduler/scheduler.h"
-#include "server/request_sink.h"
 
 namespace beacon {
 
@@ -28,4 +28,4 @@ class EngineObserver {
 
 }  // namespace beacon
 
-#endif  // BEACON_SERVER_ENGINE_OBSERVER_H_
+#endif  // BEACON_ENGINE_SERVING_ENGINE_OBSERVER_H_
