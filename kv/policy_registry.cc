@@ -51,9 +51,12 @@ constexpr std::array<KvPolicySpec, 7> kRegistry = {{
      nullptr, NewBeaconPolicy, [](const KvPolicyOptions& o) { return o.recent_queries + o.beacons; },
      [](const KvPolicyOptions& o) { return o.beacon_filter == BeaconFilter::kGlobal; }},
 }};
+// Row i has kind i (KvPolicySpecOf indexes by the enumerator). That every row
+// has a constructor is tests/kv/policy_registry_test.cc's to check: comparing
+// a function's address with null is not a constant expression under UBSan.
 static_assert([] {
   for (size_t i = 0; i < kRegistry.size(); ++i) {
-    if (static_cast<size_t>(kRegistry[i].kind) != i || kRegistry[i].create == nullptr) return false;
+    if (static_cast<size_t>(kRegistry[i].kind) != i) return false;
   }
   return true;
 }());
