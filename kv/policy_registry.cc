@@ -73,11 +73,11 @@ constexpr std::array<std::string_view, kRegistry.size()> kNames = [] {
   return n;
 }();
 
-std::string JoinNames(bool compressing_only) {
+std::string JoinNames(bool compressing_only, const char* separator) {
   std::string out;
   for (const KvPolicySpec& s : kRegistry) {
     if (compressing_only && s.kind == KvPolicyKind::kFull) continue;
-    absl::StrAppend(&out, out.empty() ? "" : ",", std::string(s.name));
+    absl::StrAppend(&out, out.empty() ? "" : separator, std::string(s.name));
   }
   return out;
 }
@@ -91,8 +91,8 @@ const KvPolicySpec& KvPolicySpecOf(KvPolicyKind kind) {
   return kRegistry[i < kRegistry.size() ? i : 0];
 }
 
-std::string CompressingPolicyNames() { return JoinNames(true); }
-std::string AllPolicyNames() { return JoinNames(false); }
+std::string CompressingPolicyNames() { return JoinNames(true, ","); }
+std::string AllPolicyNames() { return JoinNames(false, ","); }
 
 std::span<const KvPolicyKind> KvPolicyKinds() { return kKinds; }
 std::span<const std::string_view> KvPolicyNames() { return kNames; }
@@ -107,10 +107,8 @@ absl::StatusOr<KvPolicyKind> ParseKvPolicy(std::string_view name) {
     if (s.name == name) return s.kind;
   }
   // (Debian's abseil string_view is not std::string_view.)
-  std::string known;
-  for (const KvPolicySpec& s : kRegistry) absl::StrAppend(&known, known.empty() ? "" : ", ", std::string(s.name));
   return absl::InvalidArgumentError(
-      absl::StrCat("kv_policy: unknown policy '", std::string(name), "' (known: ", known, ")"));
+      absl::StrCat("kv_policy: unknown policy '", std::string(name), "' (known: ", JoinNames(false, ", "), ")"));
 }
 
 }  // namespace beacon

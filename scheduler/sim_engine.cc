@@ -87,6 +87,8 @@ absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcom
       bad = absl::FailedPreconditionError(absl::StrCat("run of finished id ", w.id));
     } else if (w.prefill) {
       Seq& s = it->second;
+      // Not a change of state: the slots the scheduler had adopted are already
+      // this sequence's; the chunk's bounds below count from past them.
       StartPastSharedPrefix(w.id, s);
       if (w.n_tokens < 1 || s.prefill_done + w.n_tokens > s.prefill_target) {
         bad = absl::InvalidArgumentError(
