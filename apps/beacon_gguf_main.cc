@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/gguf/gguf_file.h"
-#include "engine/gguf/gguf_types.h"
 #include "kernels/cpu/dtype.h"
+#include "model/gguf/gguf_file.h"
+#include "model/gguf/gguf_types.h"
 #include "util/cli_args.h"
 #include "util/run_main.h"
 

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "engine/model/hf_config.h"
+#include "model/hf_config.h"
 #include "planner/gpu_profile.h"
 #include "planner/plots.h"
 #include "planner/report.h"

@@ -14,9 +14,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/model/model_config.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
+#include "model/model_config.h"
 
 namespace beacon {
 

@@ -12,10 +12,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "engine/backend.h"
-#include "engine/model/weights.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/thread_pool.h"
+#include "model/weights.h"
 
 namespace beacon {
 

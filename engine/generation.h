@@ -22,14 +22,14 @@
 #include "engine/backend.h"
 #include "engine/finish_reason.h"
 #include "engine/logprobs.h"
-#include "engine/model/model_config.h"
 #include "engine/reasoning.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
 #include "kv/sequence_compressor.h"
+#include "model/model_config.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace beacon {
 

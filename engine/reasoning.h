@@ -30,7 +30,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace beacon {
 

@@ -2,7 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "engine/model/tokenizer_loader.h"
+#include "model/tokenizer_loader.h"
 #ifdef BEACON_HAVE_CUDA
 #include "engine/cuda/cuda_backend.h"
 #endif

@@ -13,10 +13,10 @@
 #include "absl/status/statusor.h"
 #include "engine/cpu_backend.h"
 #include "engine/cuda_options.h"
-#include "engine/model/model_loader.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kv/kv_cache.h"
+#include "model/model_loader.h"
+#include "model/tokenizer/tokenizer.h"
 
 namespace beacon {
 

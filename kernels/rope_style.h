@@ -1,4 +1,4 @@
-// The two RoPE pairings, shared by the model config (engine/model/), the CPU
+// The two RoPE pairings, shared by the model config (model/), the CPU
 // kernels and the CUDA kernels, so that one enum names them everywhere.
 //   kInterleaved: pairs (x[2i], x[2i + 1])          GPT-J; llama.cpp ROPE_TYPE_NORM
 //   kHalf:        pairs (x[i], x[i + head_dim / 2])  GPT-NeoX; HF rotate_half

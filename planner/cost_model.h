@@ -27,8 +27,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/model/model_config.h"
 #include "kv/kv_policy.h"
+#include "model/model_config.h"
 #include "planner/gpu_profile.h"
 
 namespace beacon::planner {

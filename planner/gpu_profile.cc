@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/model/hf_config.h"
+#include "model/hf_config.h"
 
 #ifndef BEACON_PLAN_SOURCE_DIR
 #define BEACON_PLAN_SOURCE_DIR "."

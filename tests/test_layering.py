@@ -12,12 +12,12 @@ the longest part of the table that is a prefix of its path on a '/'
 boundary; failing that, its top-level folder. A part's name on the right of
 a rule covers the part and every sub-part under it, and so does a file's
 own part: an include inside one's own part (sub-parts included) is free.
-Example: with a line `engine/tokenizer: util`, engine/tokenizer/ is a part
-of its own. Its files may include util/ and each other, but not engine/'s
-other files: engine/tokenizer/bpe_model.cc including engine/runtime.h is judged by
-the engine/tokenizer line (which would need `engine`), not by engine's.
-engine/runtime.cc including engine/tokenizer/tokenizer.h stays free, and every part
-that may include engine/ may include engine/tokenizer/ too. A sub-part named
+Example: with the line `model/tokenizer:`, model/tokenizer/ is a part of
+its own. Its files may include each other, but not model/'s other files:
+model/tokenizer/bpe_model.cc including model/weights.h is judged by the
+model/tokenizer line (which would need `model`), not by model's.
+model/gguf_tokenizer.cc including model/tokenizer/tokenizer.h stays free, and
+every part that may include model/ may include model/tokenizer/ too. A sub-part named
 in the table needs its own line and an existing folder, like a top-level one.
 
 Header rules. A line `!util/cli_args.h: apps tests` says only those parts

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates engine/tokenizer/unicode_tables.cc from Python's unicodedata.
+"""Generates model/tokenizer/unicode_tables.cc from Python's unicodedata.
 
 The tokenizer's pre-tokenizers need, per code point, its general category
 class (letter, number, punctuation, ...) and whether it is white space. This
@@ -11,9 +11,9 @@ Run it with the Python whose Unicode version the table should follow; the
 committed table was generated with Python 3.13 (Unicode 15.1), which matches
 the Unicode version of llama.cpp's own table (the tokenizer's oracle):
 
-    python3.13 tools/gen_unicode_tables.py > engine/tokenizer/unicode_tables.cc
+    python3.13 tools/gen_unicode_tables.py > model/tokenizer/unicode_tables.cc
 
-Flag values must agree with the kCp* constants in engine/tokenizer/unicode.h.
+Flag values must agree with the kCp* constants in model/tokenizer/unicode.h.
 """
 
 import sys
@@ -21,7 +21,7 @@ import unicodedata
 
 MAX_CODEPOINT = 0x110000
 
-# Must match engine/tokenizer/unicode.h.
+# Must match model/tokenizer/unicode.h.
 CP_UNDEFINED = 0x0001
 CP_NUMBER = 0x0002
 CP_LETTER = 0x0004
@@ -77,7 +77,7 @@ def main() -> None:
       % ".".join(map(str, sys.version_info[:3])))
     w("// (Unicode %s). Do not edit by hand: rerun the generator.\n" % unicodedata.unidata_version)
     w("//\n// Each entry is {first code point, flags}; a run lasts until the next entry.\n\n")
-    w('#include "engine/tokenizer/unicode.h"\n\n')
+    w('#include "model/tokenizer/unicode.h"\n\n')
     w("namespace beacon::unicode_internal {\n\n")
     w('const char kUnicodeVersion[] = "%s";\n\n' % unicodedata.unidata_version)
     w("const CodepointRange kCodepointRanges[] = {\n")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Chat-template fixtures: real model templates rendered by jinja2 as HF does.
 
-The oracle for engine/tokenizer/jinja/ (tests/engine/tokenizer/jinja/real_templates_test.cc).
+The oracle for model/tokenizer/jinja/ (tests/model/tokenizer/jinja/real_templates_test.cc).
 Writes, under tests/fixtures/chat_templates/ (committed, small; tests never download):
   <name>.jinja   the template, from the model file's `tokenizer.chat_template`
   cases.jsonl    one row per (template, conversation, add_generation_prompt):
@@ -90,7 +90,7 @@ SDIST_TEMPLATES = [
     ("microsoft-Phi-3.5-mini-instruct", "<s>", "<|endoftext|>"),
     ("mistralai-Mistral-Nemo-Instruct-2407", "<s>", "</s>"),
 ]
-# Not included, where our engine differs from jinja2 (engine/README.md):
+# Not included, where our engine differs from jinja2 (model/README.md):
 # ByteDance-Seed-OSS (a dict with integer keys: ours are JSON objects, string
 # keys only), meetkai-functionary-medium-v3.1 (`"..."|safe + s` escapes s:
 # jinja2's Markup, which we do not model), llama-cpp-deepseek-r1 (tojson of a

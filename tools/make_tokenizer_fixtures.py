@@ -2,7 +2,7 @@
 """Tokenizer fixtures: DeepSeek-R1-Distill-Qwen-7B's vocabulary as a vocab-only
 GGUF, and llama.cpp's token ids for chats and tricky texts on it.
 
-The oracle for tests/engine/tokenizer/r1_tokenizer_test.cc. Writes, under
+The oracle for tests/model/tokenizer/r1_tokenizer_test.cc. Writes, under
 tests/fixtures/tokenizers/ (committed; tests never download):
   r1-distill-qwen-7b-vocab.gguf  every general.*, tokenizer.* and qwen2.* KV
                                  pair of the model's GGUF, zero tensors (as

@@ -2,7 +2,7 @@
 // pass consumes.
 //
 // Every matrix is row-major [out_features][in_features] (the host layout of
-// engine/model/weights.h), converted to bf16 at load: GGUF quantised types
+// model/weights.h), converted to bf16 at load: GGUF quantised types
 // are dequantised on the host (DequantizeRow) and rounded once; BF16 sources
 // are copied bit for bit. Projections that read the same input are fused
 // into one matrix so each step runs one GEMM for them:
@@ -21,7 +21,7 @@
 
 #include "absl/status/status.h"
 #include "engine/cuda/device_memory.h"
-#include "engine/model/weights.h"
+#include "model/weights.h"
 
 namespace beacon {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "engine/gguf/gguf_file.h"
+#include "model/gguf/gguf_file.h"
 #include "nlohmann/json.hpp"
 
 namespace beacon {

@@ -6,8 +6,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/tokenizer/unicode.h"
 #include "kv/sequence_compressor.h"
+#include "model/tokenizer/unicode.h"
 
 namespace beacon {
 namespace {

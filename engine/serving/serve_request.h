@@ -18,11 +18,11 @@
 
 #include "absl/status/statusor.h"
 #include "engine/generation.h"
-#include "engine/model/model_config.h"
 #include "engine/reasoning.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "kv/kv_policy.h"
 #include "kv/kv_policy_limits.h"
+#include "model/model_config.h"
+#include "model/tokenizer/tokenizer.h"
 #include "scheduler/request.h"
 #include "util/utf8.h"
 

@@ -6,7 +6,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_format.h"
-#include "engine/tokenizer/unicode.h"
+#include "model/tokenizer/unicode.h"
 #include "server/grpc/grpc_convert.h"
 #include "server/ops/api_key.h"
 #include "util/log.h"

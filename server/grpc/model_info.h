@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/model/model_config.h"
 #include "engine/serving/serve_request.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "model/model_config.h"
+#include "model/tokenizer/tokenizer.h"
 #include "proto/beacon/v1/beacon.pb.h"
 #include "scheduler/scheduler.h"
 

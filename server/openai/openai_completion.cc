@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/tokenizer/unicode.h"
+#include "model/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
 #include "server/openai/completion_sink.h"
 #include "server/openai/openai_logprobs.h"

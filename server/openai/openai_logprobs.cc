@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "engine/tokenizer/unicode.h"
+#include "model/tokenizer/unicode.h"
 
 namespace beacon {
 namespace {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "engine/logprobs.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace beacon {

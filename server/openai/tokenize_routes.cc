@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/tokenizer/unicode.h"
+#include "model/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
 #include "server/http/json_fields.h"
 #include "server/http/json_limits.h"

@@ -14,7 +14,7 @@
 
 #include <memory>
 
-#include "engine/tokenizer/tokenizer.h"
+#include "model/tokenizer/tokenizer.h"
 #include "server/http/http_server.h"
 #include "server/openai/openai_routes.h"
 

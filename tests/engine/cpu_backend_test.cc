@@ -8,8 +8,8 @@
 #include <cmath>
 #include <memory>
 
-#include "engine/model/model_loader.h"
 #include "gtest/gtest.h"
+#include "model/model_loader.h"
 
 namespace beacon {
 namespace {

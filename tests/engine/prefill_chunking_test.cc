@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "engine/cpu_backend.h"
-#include "engine/model/model_loader.h"
 #include "gtest/gtest.h"
+#include "model/model_loader.h"
 
 namespace beacon {
 namespace {

@@ -12,8 +12,8 @@
 #include <memory>
 #include <string_view>
 
-#include "engine/gguf/gguf_file.h"
-#include "engine/model/gguf_loader.h"
+#include "model/gguf/gguf_file.h"
+#include "model/gguf_loader.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "engine/model/hf_config.h"
 #include "gtest/gtest.h"
+#include "model/hf_config.h"
 #include "planner/cost_model.h"
 #include "planner/gpu_profile.h"
 

@@ -1,5 +1,5 @@
 """The weights of a `dummy:<config.json>@SEED` model, rebuilt in NumPy from the
-determinism contract stated in engine/model/dummy_loader.cc, so that a dummy
+determinism contract stated in model/dummy_loader.cc, so that a dummy
 model's logits can be checked against a reference forward pass:
 
     key(N)     = mix(seed ^ fnv1a(N))             mix: the splitmix64 finaliser

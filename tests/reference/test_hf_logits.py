@@ -1,6 +1,6 @@
 """C++ engine logits on tiny HF checkpoints vs a NumPy forward pass with HF semantics.
 
-Checks the HF loading contract end to end (engine/model/hf_loader.cc): an HF
+Checks the HF loading contract end to end (model/hf_loader.cc): an HF
 Linear weight [out, in] is used as is (no transpose), Q/K are not permuted and
 RoPE rotates halves (`rotate_half`, as transformers' Llama/Qwen2/Qwen3 do),
 Qwen2 adds q/k/v biases, Qwen3 RMS-normalises each head of q and k before RoPE

@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/engine/gguf/gguf_builder.h"
+#include "tests/model/gguf/gguf_builder.h"
 
 namespace beacon {
 namespace {
