@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include "cli/loadtest/flags.h"
 #include "loadtest/client.h"
-#include "loadtest/options.h"
 #include "loadtest/report.h"
 #include "loadtest/runner.h"
 #include "loadtest/stats.h"

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "loadtest/options.h"
+#include "loadtest/config.h"
 #include "loadtest/stats.h"
 #include "loadtest/sweep.h"
 #include "nlohmann/json.hpp"

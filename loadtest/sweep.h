@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "loadtest/client.h"
-#include "loadtest/options.h"
+#include "loadtest/config.h"
 #include "loadtest/stats.h"
 
 namespace beacon::loadtest {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "loadtest/options.h"
+#include "loadtest/config.h"
 #include "loadtest/stats.h"
 #include "proto/beacon/v1/beacon.pb.h"
 

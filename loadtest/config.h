@@ -1,14 +1,13 @@
-// beacon-loadtest's command line: every option, its validation, and the
-// checks that need the server's ModelInfo. Bad arguments are INVALID_ARGUMENT
-// (or NOT_FOUND for an unreadable file) naming the option, never ignored.
-#ifndef BEACON_LOADTEST_OPTIONS_H_
-#define BEACON_LOADTEST_OPTIONS_H_
+// One beacon-loadtest run or sweep, as a typed config, and the checks that
+// need the server's ModelInfo. The command line becomes a Config in
+// cli/loadtest/flags.h (flags are parsed at the edge, never here).
+#ifndef BEACON_LOADTEST_CONFIG_H_
+#define BEACON_LOADTEST_CONFIG_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "loadtest/client.h"
 #include "loadtest/runner.h"
 #include "loadtest/stats.h"
@@ -41,10 +40,6 @@ struct Config {
   std::string command_line;            // for the JSON
 };
 
-// Parses argv (argv[1] may be the command: `run`, the default, `sweep`, or
-// `plot`).
-absl::StatusOr<Config> ParseConfig(int argc, char** argv);
-
 // Checks the configuration against the server: every KV policy of the mix is
 // allowed, budgets are within its range, a fixed prompt length fits the
 // context; fits the synthetic token-id range to the vocabulary.
@@ -54,14 +49,6 @@ absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* config);
 // answer's token count, by the server's tokenizer. Blocking; errors name the entry.
 absl::Status ApplyReferenceLengths(StreamClient* client, Config* config);
 
-// A sweep's level list: "1,2,4,8", or a range START:STOP:+STEP (additive) or
-// START:STOP:xFACTOR (geometric), e.g. "1:64:x2". Levels are > 0, ascending
-// and distinct; integers when `integer`. Errors name `flag`.
-absl::StatusOr<std::vector<double>> ParseLevels(absl::string_view spec, bool integer, absl::string_view flag);
-
-// The --help text (usage_text.cc).
-std::string UsageText();
-
 }  // namespace beacon::loadtest
 
-#endif  // BEACON_LOADTEST_OPTIONS_H_
+#endif  // BEACON_LOADTEST_CONFIG_H_

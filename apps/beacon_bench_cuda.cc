@@ -1,4 +1,6 @@
-// `beacon-bench cuda`: the table tools/gpu-check.sh prints (docs/performance.md).
+// `beacon-bench cuda`, the sub-command's main: its flags, then the table
+// tools/gpu-check.sh prints (docs/performance.md). Program code, so it lives in
+// apps/ with beacon_bench_main.cc (built into beacon-bench when CUDA is).
 #include <cstdio>
 #include <fstream>
 #include <string>

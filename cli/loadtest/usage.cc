@@ -1,7 +1,7 @@
 // beacon-loadtest --help: the text of every option (parsed in options.cc).
 #include <string>
 
-#include "loadtest/options.h"
+#include "cli/loadtest/flags.h"
 
 namespace beacon::loadtest {
 

@@ -1,6 +1,6 @@
-// beacon-loadtest's command line: good configurations parse; bad arguments
-// are INVALID_ARGUMENT naming the option.
-#include "loadtest/options.h"
+// beacon-loadtest's command line into a Config: good configurations parse;
+// bad arguments are INVALID_ARGUMENT naming the option.
+#include "cli/loadtest/flags.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ absl::StatusOr<Config> Parse(std::vector<std::string> args) {
   return ParseConfig(static_cast<int>(argv.size()), argv.data());
 }
 
-TEST(OptionsTest, RunDefaultsAndAClosedLoop) {
+TEST(LoadtestFlagsTest, RunDefaultsAndAClosedLoop) {
   absl::StatusOr<Config> c = Parse({"--concurrency", "4", "--requests", "12", "--prompt-len", "fixed:32",
                                     "--output-len", "uniform:8:24", "--ignore-eos", "--kv-mix", "full,beacon@64",
                                     "--slo", "tpot_ms=50", "--json", "out.json", "--warmup", "2", "--seed", "9"});
@@ -65,7 +65,7 @@ TEST(OptionsTest, RunDefaultsAndAClosedLoop) {
   EXPECT_EQ(c->plot_names, (std::vector<std::string>{"full", "beacon"}));
 }
 
-TEST(OptionsTest, SweepLevels) {
+TEST(LoadtestFlagsTest, SweepLevels) {
   absl::StatusOr<Config> c = Parse({"sweep", "--concurrency", "1,2,4,8", "--slo", "ttft_ms=900"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_TRUE(c->sweep);
@@ -85,7 +85,7 @@ TEST(OptionsTest, SweepLevels) {
   EXPECT_EQ(*ParseLevels("3", true, "--concurrency"), (std::vector<double>{3}));
 }
 
-TEST(OptionsTest, BadLevels) {
+TEST(LoadtestFlagsTest, BadLevels) {
   for (const char* spec :
        {"4,2", "1,1", "0,1", "1.5,2", "a", "1:8", "1:8:2", "8:1:x2", "1:8:x1", "1:8:+0", "1:2:3:4"}) {
     absl::StatusOr<std::vector<double>> l = ParseLevels(spec, true, "--concurrency");
@@ -95,7 +95,7 @@ TEST(OptionsTest, BadLevels) {
   EXPECT_TRUE(ParseLevels("0.5,1.5", false, "--rate").ok());
 }
 
-TEST(OptionsTest, BadArgumentsNameTheProblem) {
+TEST(LoadtestFlagsTest, BadArgumentsNameTheProblem) {
   struct Case {
     std::vector<std::string> args;
     const char* needle;
@@ -153,7 +153,7 @@ TEST(OptionsTest, BadArgumentsNameTheProblem) {
   }
 }
 
-TEST(OptionsTest, EnvironmentFillsUnsetOptionsAndTheCommandLineWins) {
+TEST(LoadtestFlagsTest, EnvironmentFillsUnsetOptionsAndTheCommandLineWins) {
   setenv("BEACON_LOADTEST_SERVER", "10.0.0.1:1234", 1);
   setenv("BEACON_LOADTEST_REQUESTS", "7", 1);
   absl::StatusOr<Config> c = Parse({"--concurrency", "1", "--requests", "3"});
@@ -162,60 +162,6 @@ TEST(OptionsTest, EnvironmentFillsUnsetOptionsAndTheCommandLineWins) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->client.server, "10.0.0.1:1234");
   EXPECT_EQ(c->load.requests, 3);
-}
-
-TEST(OptionsTest, ValidateLoad) {
-  LoadOptions o;
-  EXPECT_NE(ValidateLoad(o).message().find("--rate"), absl::string_view::npos);
-  o.concurrency = 2;
-  EXPECT_NE(ValidateLoad(o).message().find("--requests"), absl::string_view::npos);
-  o.requests = 3;
-  EXPECT_TRUE(ValidateLoad(o).ok());
-  o.rate = 1;
-  EXPECT_FALSE(ValidateLoad(o).ok());
-}
-
-v1::ModelInfo Info() {
-  v1::ModelInfo info;
-  info.set_context_length(2048);
-  info.set_vocab_size(49152);
-  info.set_kv_budget_min(32);
-  info.set_kv_budget_max(4096);
-  for (const char* p : {"full", "beacon", "streaming"}) {
-    v1::KvPolicyInfo* k = info.add_kv_policies();
-    k->set_name(p);
-    k->set_allowed(std::string(p) != "streaming");
-  }
-  return info;
-}
-
-TEST(OptionsTest, ApplyModelInfoChecksAgainstTheServer) {
-  Config c = *Parse({"--concurrency", "1", "--kv-mix", "full,beacon@64,default"});
-  ASSERT_TRUE(ApplyModelInfo(Info(), &c).ok());
-  EXPECT_EQ(c.workload.token_min, 1000);
-  EXPECT_EQ(c.workload.token_max, 40000);
-
-  c = *Parse({"--concurrency", "1", "--kv-policy", "streaming"});
-  EXPECT_NE(ApplyModelInfo(Info(), &c).message().find("'streaming' is not allowed"), absl::string_view::npos);
-  // The server's list is the registry: a name it does not list is unknown, and the error says what it serves.
-  c = *Parse({"--concurrency", "1", "--kv-mix", "full,lru"});
-  EXPECT_NE(
-      ApplyModelInfo(Info(), &c).message().find("unknown KV policy 'lru' (the server serves: default, full, beacon)"),
-      absl::string_view::npos)
-      << ApplyModelInfo(Info(), &c);
-  c = *Parse({"--concurrency", "1", "--kv-policy", "beacon", "--kv-budget", "16"});
-  EXPECT_NE(ApplyModelInfo(Info(), &c).message().find("outside the server's range [32, 4096]"),
-            absl::string_view::npos);
-  c = *Parse({"--concurrency", "1", "--prompt-len", "fixed:4096"});
-  EXPECT_NE(ApplyModelInfo(Info(), &c).message().find("context (2048"), absl::string_view::npos);
-
-  // A small vocabulary narrows the synthetic id range.
-  v1::ModelInfo small = Info();
-  small.set_vocab_size(512);
-  c = *Parse({"--concurrency", "1"});
-  ASSERT_TRUE(ApplyModelInfo(small, &c).ok());
-  EXPECT_EQ(c.workload.token_max, 512);
-  EXPECT_EQ(c.workload.token_min, 256);
 }
 
 }  // namespace
