@@ -1,5 +1,5 @@
 // Google Benchmark micro-benchmarks of the CPU kernels at the default model's
-// shapes (random weights), for tuning; whole-model figures come from
+// shapes and the 1.5B model's (random weights), for tuning; whole-model figures come from
 // beacon-bench. Reports weight bytes per second as "bytes_per_second".
 //
 //   beacon-kernels-bench [--benchmark_filter=REGEX] [--help]
@@ -87,6 +87,13 @@ BENCHMARK_CAPTURE(BM_MatMulPacked, q5_1_ffn_up, DType::kQ5_1, 1536, 576)->Apply(
 BENCHMARK_CAPTURE(BM_MatMulPacked, q4_k_ffn_down, DType::kQ4_K, 576, 1536)->Apply(Args);
 BENCHMARK_CAPTURE(BM_MatMulPacked, q5_k_ffn_down, DType::kQ5_K, 576, 1536)->Apply(Args);
 BENCHMARK_CAPTURE(BM_MatMulPacked, q6_k_ffn_down, DType::kQ6_K, 576, 1536)->Apply(Args);
+// Qwen2.5-1.5B's Q4_K_M shapes (issue 34): hidden 1536, FFN 8960, vocabulary
+// 151936. Each matrix is larger than the L2 cache, so these read DRAM as a
+// decode step does (the output matrix alone is 191 MB of Q6_K).
+BENCHMARK_CAPTURE(BM_MatMulPacked, qwen15b_q4_k_ffn_up, DType::kQ4_K, 8960, 1536)->Apply(Args);
+BENCHMARK_CAPTURE(BM_MatMulPacked, qwen15b_q4_k_ffn_down, DType::kQ4_K, 1536, 8960)->Apply(Args);
+BENCHMARK_CAPTURE(BM_MatMulPacked, qwen15b_q6_k_ffn_down, DType::kQ6_K, 1536, 8960)->Apply(Args);
+BENCHMARK_CAPTURE(BM_MatMulPacked, qwen15b_q6_k_output, DType::kQ6_K, 151936, 1536)->Apply(Args);
 
 // One decode step's attention for one KV head of the default model (3 query
 // heads of 64) over n_keys cached slots in blocks of 16, with the
