@@ -66,6 +66,7 @@ class PackedMatrix {
   size_t block_bytes() const { return BlockBytes(dtype_); }
   const uint8_t* group(int64_t g) const { return data_.get() + g * group_bytes_; }
   size_t bytes() const { return n_groups() * group_bytes_; }
+  size_t group_bytes() const { return group_bytes_; }
 
   static size_t BlockBytes(DType t) { return t == DType::kQ8_0 ? 608 : 320; }
 
