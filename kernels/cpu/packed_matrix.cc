@@ -16,24 +16,26 @@ namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
-// The packed bytes of one matrix, zeroed. A matrix of 2 MiB or more goes on
-// transparent huge pages where the kernel allows it (THP "madvise" mode, as
-// Debian ships it): a decode step streams every weight once, and on 4 KiB
-// pages the TLB walks and the prefetchers' stop at each page boundary cost
-// about a fifth of the read bandwidth (issue 34: 2 threads read 24 GB/s on 4
-// KiB pages, 30 GB/s on huge ones, on this project's Xeon machines). Where
-// THP is off, madvise fails and the pages stay small: same bytes, slower.
+// The packed bytes of one matrix, zeroed. A matrix of 2 MiB or more starts
+// on a 2 MiB boundary and its whole 2 MiB stretches go on transparent huge
+// pages where the kernel allows it (THP "madvise" mode, as Debian ships it):
+// a decode step streams every weight once, and on 4 KiB pages the TLB walks
+// and the prefetchers' stop at each page boundary cost about a fifth of the
+// read bandwidth (issue 34: 2 threads read 24 GB/s on 4 KiB pages, 30 GB/s on
+// huge ones, on this project's Xeon machines). The tail past the last whole
+// 2 MiB stays on 4 KiB pages, so no matrix is rounded up in resident memory
+// (rounding every one of the 1.5B model's 86 such matrices would cost 66 MB).
+// Where THP is off, madvise fails and the pages stay small: same bytes, slower.
 uint8_t* AllocatePacked(size_t bytes) {
   const bool huge = bytes >= kHugePage;
   const size_t align = huge ? kHugePage : 64;  // 64: every packed q[] row is one aligned AVX-512 load
-  const size_t size = (bytes + align - 1) / align * align;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(align, size));
-  if (p == nullptr) throw std::bad_alloc();  // as operator new would
+  void* p = nullptr;
+  if (posix_memalign(&p, align, (bytes + 63) / 64 * 64) != 0) throw std::bad_alloc();  // as operator new would
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (huge) madvise(p, size, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
+  if (huge) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
 #endif
   std::memset(p, 0, bytes);  // padding rows: zero weights, zero scales
-  return p;
+  return static_cast<uint8_t*>(p);
 }
 
 }  // namespace
