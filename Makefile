@@ -79,14 +79,21 @@ image-check: deps model
 bench: build model
 	$(BUILD_DIR)/bin/beacon-bench decode --model models/default.gguf
 
-# Coverage-guided fuzzing of the GGUF parser with libFuzzer (clang).
+# Coverage-guided fuzzing with libFuzzer (clang), each target for FUZZ_SECONDS
+# from its seed corpus (tests/fuzz/<target>_corpus; the GGUF one is tests/fuzz/corpus):
+# gguf (the GGUF reader and loader), jinja (the Jinja engine and chat templates).
+# Findings land in build-fuzz/; each becomes a regression input of its corpus.
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= gguf jinja
 fuzz: deps
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBEACON_FUZZ=ON -DBEACON_WITH_CUDA=OFF -DBEACON_WITH_SERVING=OFF
-	cmake --build build-fuzz --target gguf_fuzzer -j $(JOBS)
-	mkdir -p build-fuzz/corpus && cp -n tests/fuzz/corpus/* build-fuzz/corpus/ 2>/dev/null || true
-	build-fuzz/bin/gguf_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus
+	cmake --build build-fuzz --target $(addsuffix _fuzzer,$(FUZZ_TARGETS)) -j $(JOBS)
+	for t in $(FUZZ_TARGETS); do \
+	  seeds=tests/fuzz/$${t}_corpus; [ $$t = gguf ] && seeds=tests/fuzz/corpus; \
+	  mkdir -p build-fuzz/corpus-$$t && cp -n $$seeds/* build-fuzz/corpus-$$t/ 2>/dev/null; \
+	  (cd build-fuzz && bin/$${t}_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=65536 corpus-$$t) || exit 1; \
+	done
 
 # The llama.cpp oracle (llama-cpp-python, a source build of several minutes):
 # regenerates the tokenisation and greedy-continuation fixtures in tests/fixtures/.

@@ -81,6 +81,7 @@ int Generate(v1::BeaconService::Stub* stub, const cli::Args& args, const std::st
   if (args.Has("seed")) req.mutable_sampling()->set_seed(static_cast<uint64_t>(*args.Int("seed")));
   if (args.Has("kv-policy")) req.mutable_kv()->set_policy(args.Str("kv-policy"));
   if (args.Has("kv-budget")) req.mutable_kv()->set_budget(static_cast<int32_t>(*args.Int("kv-budget")));
+  if (args.Has("cache-salt")) req.set_cache_salt(args.Str("cache-salt"));
 
   grpc::ClientContext ctx;
   Authorize(args, &ctx);
@@ -146,6 +147,7 @@ int Main(int argc, char** argv) {
                "KEY=VALUE chat template variable (repeatable), e.g. enable_thinking=false for Qwen3");
   args.Declare("kv-policy", false, "", "KV policy of this request (default: the server's)");
   args.Declare("kv-budget", false, "", "KV budget of this request");
+  args.Declare("cache-salt", false, "", "prefix-cache partition of this request (vLLM's cache_salt)");
   args.Declare("timeout-s", false, "", "gRPC deadline in seconds");
   args.Declare("output-format", false, "text",
                "text (the answer on stdout, the figures on stderr) or jsonl (one JSON object per streamed message)");

@@ -1,7 +1,8 @@
 // beacon-serve: the BeaconKV serving process. Loads a model, starts the
 // engine loop (scheduler + KV + model on one thread), the beacon.v1 gRPC API
 // (with grpc.health.v1 and reflection) and the HTTP port (OpenAI API,
-// /health, /ready, /metrics), and drains gracefully on SIGTERM/SIGINT.
+// /health, /ready, /metrics), optionally an admin port (probes and metrics
+// only), and drains gracefully on SIGTERM/SIGINT.
 //
 // Every flag can also come from the environment: --kv-policy from
 // BEACON_KV_POLICY, --grpc-port from BEACON_GRPC_PORT, ... (flags win;
@@ -148,40 +149,57 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   return e;
 }
 
-// The HTTP routes: operational (/health, /ready, stats), the OpenAI API and
-// /metrics. /ready is false while draining or while the gRPC listener fails
-// its self-checks.
-Router MakeRoutes(const ServeConfig& c, Engine& e, const GrpcServiceOptions& gopts, const std::atomic<bool>& ready,
-                  GrpcFrontEnd* grpc_server) {
-  Router routes;
-  AddOperationalRoutes(
-      &routes, e.loop.get(),
-      [&ready, grpc_server]() -> absl::Status {
-        if (!ready.load()) return absl::UnavailableError("draining");
-        if (!grpc_server->serving()) {
-          return absl::UnavailableError("the gRPC listener does not answer its self-check (see the log)");
-        }
-        return absl::OkStatus();
-      },
-      c.api_key);
-  OpenAiOptions oai;
-  oai.served_model = c.served_model;
-  oai.limits = c.limits;
-  oai.api_key = c.api_key;
-  oai.on_rejected = gopts.on_rejected;
-  AddOpenAiRoutes(&routes, e.loop.get(), e.runtime->tokenizer(), oai);
-  // Prometheus scrapes without credentials unless --metrics-api-key is set
-  // (--api-key does not cover /metrics: scrapers rarely hold client keys).
+// Whether the replica can serve: not while draining, nor while the gRPC
+// listener fails its self-checks.
+Readiness ReplicaReadiness(const std::atomic<bool>& ready, GrpcFrontEnd* grpc_server) {
+  return [&ready, grpc_server]() -> absl::Status {
+    if (!ready.load()) return absl::UnavailableError("draining");
+    if (!grpc_server->serving()) {
+      return absl::UnavailableError("the gRPC listener does not answer its self-check (see the log)");
+    }
+    return absl::OkStatus();
+  };
+}
+
+// GET /metrics. Prometheus scrapes without credentials unless
+// --metrics-api-key is set (--api-key does not cover /metrics: scrapers
+// rarely hold client keys).
+void AddMetricsRoute(Router* routes, const ServeConfig& c, Engine& e) {
   ServerMetrics* metrics = e.metrics.get();
   EngineLoop* loop = e.loop.get();
-  routes.Handle(
+  routes->Handle(
       "GET", "/metrics",
       RequireApiKey(
-          c.metrics_api_key,
+          ApiKeys({c.metrics_api_key}),
           [metrics, loop](const HttpRequest&, HttpResponder& r) {
             r.Reply(HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", {}, metrics->Render(loop->Stats())});
           }),
       RouteKind::kProbe);
+}
+
+// The HTTP port's routes: operational (/health, /ready, stats), the OpenAI
+// API and /metrics.
+Router MakeRoutes(const ServeConfig& c, Engine& e, const GrpcServiceOptions& gopts, Readiness readiness) {
+  Router routes;
+  AddOperationalRoutes(&routes, e.loop.get(), std::move(readiness), ApiKeys(c.api_keys));
+  OpenAiOptions oai;
+  oai.served_model = c.served_model;
+  oai.limits = c.limits;
+  oai.api_keys = ApiKeys(c.api_keys);
+  oai.prefix_cache_salt_per_key = c.prefix_cache_salt_per_key;
+  oai.on_rejected = gopts.on_rejected;
+  AddOpenAiRoutes(&routes, e.loop.get(), e.runtime->tokenizer(), oai);
+  AddMetricsRoute(&routes, c, e);
+  return routes;
+}
+
+// The admin port's (--admin-port): the same probes and metrics, none of the
+// API, on a listener client traffic cannot fill (issue 35: a client flooding
+// the HTTP port from the address kubelet probes from would fail its probes).
+Router MakeAdminRoutes(const ServeConfig& c, Engine& e, Readiness readiness) {
+  Router routes;
+  AddOperationalRoutes(&routes, e.loop.get(), std::move(readiness), ApiKeys(c.api_keys));
+  AddMetricsRoute(&routes, c, e);
   return routes;
 }
 
@@ -245,7 +263,8 @@ int Main(int argc, char** argv) {
 
   GrpcServiceOptions gopts;
   gopts.limits = c.limits;
-  gopts.api_key = c.api_key;
+  gopts.api_keys = ApiKeys(c.api_keys);
+  gopts.prefix_cache_salt_per_key = c.prefix_cache_salt_per_key;
   ServerMetrics* metrics = e.metrics.get();
   gopts.on_rejected = [metrics](const absl::Status& s) { metrics->OnFrontEndRejected(s); };
   gopts.model_info = MakeModelInfo(c.model, e.runtime->config(), *e.runtime->tokenizer(), c.limits, c.scheduler,
@@ -262,15 +281,27 @@ int Main(int argc, char** argv) {
 
   std::atomic<bool> ready{true};  // false once a drain starts
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(c.http, MakeRoutes(c, e, gopts, ready, grpc_server));
+      HttpServer::Start(c.http, MakeRoutes(c, e, gopts, ReplicaReadiness(ready, grpc_server)));
+  std::unique_ptr<HttpServer> admin;
+  if (http.ok() && c.admin.has_value()) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> a =
+        HttpServer::Start(*c.admin, MakeAdminRoutes(c, e, ReplicaReadiness(ready, grpc_server)));
+    if (a.ok()) {
+      admin = *std::move(a);
+    } else {
+      (*http)->Stop();
+      http = absl::Status(a.status().code(), absl::StrCat("--admin-port: ", a.status().message()));
+    }
+  }
   if (!http.ok()) {
     grpc_server->Shutdown(std::chrono::system_clock::now());
     return Fail(http.status());
   }
+  const std::string admin_at = admin ? absl::StrCat(" admin=", c.admin->host, ":", admin->port()) : "";
   logging::Info(
-      "ready grpc=%s:%d http=%s:%d model=%s reasoning_parser=%s kv_policy=%s kv_pool_tokens=%d "
+      "ready grpc=%s:%d http=%s:%d%s model=%s reasoning_parser=%s kv_policy=%s kv_pool_tokens=%d "
       "kv_cache_dtype=%s kv_bytes_per_token=%d admission=%s prefix_cache=%s open_files_limit=%d (%.1f s)",
-      c.host, grpc_server->port(), c.host, (*http)->port(), c.model,
+      c.host, grpc_server->port(), c.host, (*http)->port(), admin_at, c.model,
       std::string(ReasoningParserName(c.limits.reasoning.parser)), std::string(c.limits.kv_default.policy_name()),
       e.pool_slots, std::string(KvCacheDTypeName(e.cache->dtype())), static_cast<int>(e.cache->BytesPerToken()),
       std::string(AdmissionModeName(c.scheduler.admission)), c.prefix_cache ? "on" : "off", nofile->soft,
@@ -282,6 +313,7 @@ int Main(int argc, char** argv) {
   Drain(c, loop, grpc_server, &ready);
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   (*http)->Stop();
+  if (admin) admin->Stop();
   loop->Stop();
   logging::Info("stopped");
   return 0;

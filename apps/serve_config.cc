@@ -6,7 +6,9 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "cli/device_flags.h"
 #include "cli/kv_flags.h"
@@ -97,13 +99,51 @@ absl::Status ParseHttpOptions(const cli::Args& args, const std::string& host, in
   return absl::OkStatus();
 }
 
+// The admin listener (--admin-*): probes and scrapes only, so its budget is
+// small and it has no per-client cap (kubelet probes come from one address).
+absl::Status ParseAdminOptions(const cli::Args& args, const std::string& host, std::optional<HttpServerOptions>* o) {
+  if (!args.Has("admin-port") || args.Str("admin-port").empty()) return absl::OkStatus();
+  int64_t port, conns;
+  if (absl::Status s = ParseInts(args, {{"admin-port", 0, &port}, {"admin-max-connections", 1, &conns}}); !s.ok()) {
+    return s;
+  }
+  if (port > 65535) return absl::InvalidArgumentError("--admin-port: must be <= 65535");
+  HttpServerOptions a;
+  a.host = args.Str("admin-host").empty() ? host : args.Str("admin-host");
+  a.port = static_cast<int>(port);
+  a.threads = 1;
+  a.max_body_bytes = 4096;  // its routes take no body
+  a.max_connections = static_cast<int>(std::min<int64_t>(conns, 1 << 16));
+  a.max_connections_per_client = 0;
+  a.probe_connections = 4;
+  a.header_timeout = std::chrono::seconds(5);
+  a.idle_timeout = std::chrono::seconds(30);
+  *o = a;
+  return absl::OkStatus();
+}
+
 // --api-key / --api-key-file, and TLS (--tls-cert with --tls-key).
 absl::Status ParseSecurity(const cli::Args& args, ServeConfig* c) {
-  c->api_key = args.Str("api-key");
+  for (const std::string& key : args.All("api-key")) {  // repeatable: a tenant each
+    if (!key.empty()) c->api_keys.push_back(key);
+  }
   if (args.Has("api-key-file")) {
-    absl::StatusOr<std::string> key = ReadFile("api-key-file", args.Str("api-key-file"));
-    if (!key.ok()) return key.status();
-    c->api_key = std::string(absl::StripAsciiWhitespace(*key));
+    // One key per line (a tenant each); blank lines and '#' comments skipped.
+    absl::StatusOr<std::string> file = ReadFile("api-key-file", args.Str("api-key-file"));
+    if (!file.ok()) return file.status();
+    size_t keys = 0;
+    for (absl::string_view line : absl::StrSplit(*file, '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (line.empty() || line.front() == '#') continue;
+      c->api_keys.emplace_back(line);
+      ++keys;
+    }
+    if (keys == 0) return absl::InvalidArgumentError("--api-key-file: the file holds no key");
+  }
+  c->prefix_cache_salt_per_key = args.Flag("prefix-cache-salt-per-key");
+  if (c->prefix_cache_salt_per_key && c->api_keys.empty()) {
+    return absl::InvalidArgumentError(
+        "--prefix-cache-salt-per-key: needs API keys (--api-key or --api-key-file) to tell tenants apart");
   }
   c->metrics_api_key = args.Str("metrics-api-key");
   absl::StatusOr<MetricsNaming> naming = ParseMetricsNaming(args.Str("metrics-prefix"));
@@ -145,6 +185,11 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("host", false, "0.0.0.0", "address to listen on (gRPC and HTTP)");
   a->Declare("grpc-port", false, "50051", "gRPC port (0 = pick a free one; the chosen port is logged)");
   a->Declare("http-port", false, "8080", "HTTP port: OpenAI API, /metrics, /health, /ready (0 = pick a free one)");
+  a->Declare("admin-port", false, "",
+             "also serve /health, /ready and /metrics on this port, apart from client traffic, for probes and "
+             "scrapers (0 = pick a free one; default: off)");
+  a->Declare("admin-host", false, "", "address of the admin port (default: --host)");
+  a->Declare("admin-max-connections", false, "16", "connections the admin port serves at once; beyond them 503");
   a->Declare("threads", false, "0", "CPU threads of the engine (0 = all)");
   a->Declare("log-level", false, "info",
              "trace, debug (also each request's arrival), info (one line per request), "
@@ -197,8 +242,14 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("drain-delay-s", false, "0",
              "on SIGTERM, seconds to keep accepting requests after /ready turns 503 (for load balancers "
              "that poll /ready; Kubernetes uses a preStop sleep instead)");
-  a->Declare("api-key", false, "", "require 'authorization: Bearer KEY' (gRPC metadata / HTTP header)");
-  a->Declare("api-key-file", false, "", "read the API key from this file");
+  a->Declare("api-key", false, "",
+             "require 'authorization: Bearer KEY' (gRPC metadata / HTTP header); repeat it for several keys");
+  a->Declare("api-key-file", false, "",
+             "read API keys from this file, one per line (each a tenant; '#' comments); with --api-key, both are "
+             "accepted");
+  a->Declare("prefix-cache-salt-per-key", true, "false",
+             "requests under different API keys never share prefix-cache blocks (so one tenant cannot time "
+             "another's prompts); a request's cache_salt further splits its key's share");
   a->Declare("metrics-api-key", false, "",
              "require 'authorization: Bearer KEY' on /metrics (default: /metrics is open, as for scrapers)");
   a->Declare("metrics-prefix", false, "beacon",
@@ -250,6 +301,7 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   c.host = args.Str("host");
   if (absl::Status s = ParseGrpcOptions(args, c.host, grpc_port, &c.grpc); !s.ok()) return s;
   if (absl::Status s = ParseHttpOptions(args, c.host, http_port, &c.http); !s.ok()) return s;
+  if (absl::Status s = ParseAdminOptions(args, c.host, &c.admin); !s.ok()) return s;
 
   c.scheduler.max_running = static_cast<int32_t>(max_running);
   c.scheduler.max_waiting = static_cast<int32_t>(max_waiting);

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/runtime.h"
@@ -36,7 +38,12 @@ struct ServeConfig {
   ServeLimits limits;        // request validation, KV defaults and limits
   GrpcFrontEndOptions grpc;  // credentials included
   HttpServerOptions http;
-  std::string api_key;                                    // empty: no authentication
+  // --admin-port: /health, /ready and /metrics on a listener of their own,
+  // with its own small connection budget, for probes and scrapers (absent:
+  // off; they stay on the HTTP port either way).
+  std::optional<HttpServerOptions> admin;
+  std::vector<std::string> api_keys;                      // none: no authentication
+  bool prefix_cache_salt_per_key = false;                 // --prefix-cache-salt-per-key
   std::string metrics_api_key;                            // empty: /metrics is open
   MetricsNaming metrics_naming = MetricsNaming::kBeacon;  // --metrics-prefix (server/ops/metric_names.h)
   int64_t kv_pool_tokens = 0;

@@ -88,7 +88,7 @@ void KvCacheManager::OnRan(KvSeqId id, int32_t prompt_done, bool prefilling) {
   const int32_t n =
       CacheablePromptBlocks(s.spec.kv, prompt, std::min(prompt_done, prompt), s.kv->num_slots(), BlockSize());
   if (n > s.indexed) {  // new whole prompt blocks written: index them
-    prefix_cache_->Insert(s.spec.prompt, s.kv->block_ids(), n);
+    prefix_cache_->Insert(s.spec.prompt, s.kv->block_ids(), n, s.spec.cache_partition);
     s.indexed = n;
   }
 }
@@ -129,7 +129,7 @@ KvCacheManager::Source KvCacheManager::FindSource(KvSeqId id) const {
     }
   }
   if (prefix_cache_ == nullptr) return src;
-  src.match = prefix_cache_->Find(s.spec.prompt, want);
+  src.match = prefix_cache_->Find(s.spec.prompt, want, s.spec.cache_partition);
   src.probe.blocks = src.match.blocks();
   src.probe.idle = src.match.idle;
   return src;

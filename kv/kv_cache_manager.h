@@ -51,6 +51,10 @@ struct KvSeqSpec {
   // A sample group's first member, whose prompt blocks this one takes
   // before it ever runs; 0 (or the sequence's own id): no group.
   KvSeqId group = 0;
+  // The prefix-cache partition its prompt blocks are found and indexed in
+  // (PrefixCache: kSharedPartition, or the request's tenant). A sample
+  // group's members share their first member's blocks whatever it is.
+  uint64_t cache_partition = kSharedPartition;
 };
 
 // What a sequence holding no KV could take by reference now (Probe).

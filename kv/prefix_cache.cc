@@ -48,6 +48,13 @@ uint64_t PrefixCache::ChainHash(uint64_t parent, std::span<const int32_t> block_
   return h;
 }
 
+uint64_t PrefixCache::Root(uint64_t partition) const {
+  if (partition == kSharedPartition) return salt_;
+  // Two rounds, so that no partition's root is another's chain hash by
+  // construction (a collision is still only a miss: Lookup compares).
+  return SplitMix64(SplitMix64(salt_ ^ 0x74656e616e74ull) ^ partition);  // "tenant"
+}
+
 const PrefixCache::Entry* PrefixCache::Lookup(uint64_t hash, uint64_t parent,
                                               std::span<const int32_t> block_tokens) const {
   auto it = entries_.find(hash);
@@ -59,10 +66,10 @@ const PrefixCache::Entry* PrefixCache::Lookup(uint64_t hash, uint64_t parent,
   return &e;
 }
 
-PrefixMatch PrefixCache::Find(std::span<const int32_t> tokens, int32_t max_blocks) const {
+PrefixMatch PrefixCache::Find(std::span<const int32_t> tokens, int32_t max_blocks, uint64_t partition) const {
   PrefixMatch m;
   const int32_t n = std::min<int32_t>(max_blocks, static_cast<int32_t>(tokens.size()) / block_size_);
-  uint64_t parent = salt_;
+  uint64_t parent = Root(partition);
   for (int32_t b = 0; b < n; ++b) {
     const std::span<const int32_t> bt = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
     const uint64_t h = ChainHash(parent, bt);
@@ -82,10 +89,11 @@ std::vector<BlockHandle> PrefixCache::Take(const PrefixMatch& match) {
   return out;
 }
 
-void PrefixCache::Insert(std::span<const int32_t> tokens, std::span<const int32_t> block_ids, int32_t n_blocks) {
+void PrefixCache::Insert(std::span<const int32_t> tokens, std::span<const int32_t> block_ids, int32_t n_blocks,
+                         uint64_t partition) {
   assert(tokens.size() >= static_cast<size_t>(n_blocks) * block_size_ &&
          block_ids.size() >= static_cast<size_t>(n_blocks));
-  uint64_t parent = salt_;
+  uint64_t parent = Root(partition);
   for (int32_t b = 0; b < n_blocks; ++b) {
     const std::span<const int32_t> bt = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
     const uint64_t h = ChainHash(parent, bt);

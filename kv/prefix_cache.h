@@ -7,7 +7,15 @@
 // the first block's parent being the cache's `salt`, which the owner derives
 // from everything else that changes the KV (model, KV dtype, RoPE settings):
 // two blocks match only with the same tokens at the same positions after
-// the same prefix. Entries also keep their tokens and parent hash, and a
+// the same prefix.
+//
+// Partitions (issue 35): a lookup or insert names a partition, and a
+// partition other than kSharedPartition roots its chains at a hash of
+// (salt, partition), so its blocks are found only under the same partition.
+// The server makes one partition per tenant (the client's `cache_salt`,
+// its API key under --prefix-cache-salt-per-key): whether a prefix is
+// cached, which its time to first token tells, then says nothing about
+// another tenant's prompts (vLLM's cache_salt). Entries also keep their tokens and parent hash, and a
 // lookup compares them, so a 64-bit hash collision is a miss, never a
 // wrong block.
 //
@@ -38,6 +46,9 @@ namespace beacon {
 
 // What a lookup found: the leading blocks in the cache, and how many of
 // those are idle (taking them removes them from the pool's free count).
+// The partition every request without a tenant shares.
+inline constexpr uint64_t kSharedPartition = 0;
+
 struct PrefixMatch {
   std::vector<int32_t> block_ids;
   int32_t idle = 0;
@@ -53,16 +64,18 @@ class PrefixCache : public BlockReclaimListener {
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   // The longest run of `tokens`' leading full blocks that is cached, at most
-  // `max_blocks` of them. Takes nothing.
-  PrefixMatch Find(std::span<const int32_t> tokens, int32_t max_blocks) const;
+  // `max_blocks` of them, within `partition`. Takes nothing.
+  PrefixMatch Find(std::span<const int32_t> tokens, int32_t max_blocks, uint64_t partition = kSharedPartition) const;
   // Handles on a Find result's blocks (REQUIRES nothing was allocated since
   // the Find: an idle block could have been reclaimed).
   std::vector<BlockHandle> Take(const PrefixMatch& match);
   // Indexes `block_ids[i]` as holding tokens [i * bs, (i + 1) * bs) for
   // i < n_blocks (REQUIRES tokens.size() >= n_blocks * bs and every block
   // held). Blocks already indexed are skipped; a block whose content another
-  // block already holds stays uncached (the first copy serves).
-  void Insert(std::span<const int32_t> tokens, std::span<const int32_t> block_ids, int32_t n_blocks);
+  // block already holds stays uncached (the first copy serves). The blocks
+  // are found only by lookups in the same `partition`.
+  void Insert(std::span<const int32_t> tokens, std::span<const int32_t> block_ids, int32_t n_blocks,
+              uint64_t partition = kSharedPartition);
 
   // Forgets every entry (blocks idle now become free).
   void Clear();
@@ -81,6 +94,8 @@ class PrefixCache : public BlockReclaimListener {
     std::vector<int32_t> tokens;  // block_size ids
   };
   uint64_t ChainHash(uint64_t parent, std::span<const int32_t> block_tokens) const;
+  // The parent of a partition's first block: the salt itself when shared.
+  uint64_t Root(uint64_t partition) const;
   // The entry for (parent, block_tokens) if cached with exactly that content.
   const Entry* Lookup(uint64_t hash, uint64_t parent, std::span<const int32_t> block_tokens) const;
 

@@ -51,6 +51,7 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   spec.kv = request.options.kv;
   spec.prompt_logprobs = request.options.prompt_logprobs >= 0;
   spec.group = request.group;
+  spec.cache_partition = request.cache_partition;
   if (absl::Status st = kv_.Add(id, std::move(spec)); !st.ok()) return st;
   absl::StatusOr<std::unique_ptr<Generation>> gen =
       Generation::CreateOn(tokenizer_, kv_.kv(id), config_, std::move(request.prompt), std::move(request.options));

@@ -1,11 +1,14 @@
 #include "engine/serving/serve_request.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kv/prefix_cache.h"
 #include "kv/sequence_compressor.h"
 #include "model/tokenizer/unicode.h"
 
@@ -149,6 +152,25 @@ absl::StatusOr<std::vector<int32_t>> TokenizeChecked(const ServeRequest& r, cons
   return Invalid("input", "unknown kind");
 }
 
+// The prefix-cache partition of the request's (cache_salt, tenant).
+absl::StatusOr<uint64_t> CachePartition(const ServeRequest& r, const ServeLimits& limits) {
+  if (!r.cache_salt.has_value() && r.tenant == 0) return kSharedPartition;
+  uint64_t salt_hash = 0;
+  if (r.cache_salt.has_value()) {
+    if (r.cache_salt->empty()) return Invalid("cache_salt", "is empty (leave it out to share the prefix cache)");
+    if (static_cast<int64_t>(r.cache_salt->size()) > limits.max_cache_salt_bytes) {
+      return Invalid("cache_salt",
+                     absl::StrCat("is ", r.cache_salt->size(), " bytes; at most ", limits.max_cache_salt_bytes));
+    }
+    // A process-local hash is enough: the cache lives as long as the process.
+    salt_hash = std::hash<std::string_view>()(*r.cache_salt);
+  }
+  // The presence bit keeps "no salt" apart from a salt that hashes to 0.
+  const uint64_t parts[] = {r.tenant, r.cache_salt.has_value() ? 1u : 0u, salt_hash};
+  const uint64_t partition = PrefixCacheSalt(parts);
+  return partition == kSharedPartition ? 1 : partition;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer,
@@ -261,6 +283,10 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   p.options.reasoning = *reasoning;
   // Sampling ranges and stop token ids (names the field).
   if (absl::Status s = p.options.Validate(tokenizer.vocab_size()); !s.ok()) return s;
+
+  absl::StatusOr<uint64_t> partition = CachePartition(r, limits);
+  if (!partition.ok()) return partition.status();
+  p.cache_partition = *partition;
 
   p.samples = static_cast<int32_t>(r.n);
   // Samples draw with seed + i: the seed is fixed here so that all share it.

@@ -74,6 +74,16 @@ struct ServeRequest {
   std::optional<int64_t> max_reasoning_tokens;
   std::optional<std::string> kv_policy;
   std::optional<int64_t> kv_budget;
+  // Prefix-cache isolation (vLLM's cache_salt): a request takes cached prompt
+  // blocks only from requests with the same salt and tenant, so another
+  // tenant cannot tell from its time to first token whether this prompt was
+  // sent. Absent with tenant 0: the partition every such request shares.
+  // 1 to ServeLimits::max_cache_salt_bytes bytes, compared as bytes.
+  std::optional<std::string> cache_salt;
+  // Set by the front end, never read from the client: the tenant of the API
+  // key the request came with under --prefix-cache-salt-per-key
+  // (ApiKeys::Tenant), else 0.
+  uint64_t tenant = 0;
   // Integer fields the client sent that do not fit int64 (JSON only), by
   // field name ("max_tokens", "kv_budget"), with the digits as sent: the
   // field itself then holds INT64_MAX (or INT64_MIN), outside every range,
@@ -112,6 +122,7 @@ struct ServeLimits {
   int32_t max_logit_bias = 1024;                    // logit_bias entries
   int32_t max_logprobs = kMaxTopLogprobs;           // alternatives per position (--max-logprobs)
   int32_t max_n = 64;                               // samples per request (n)
+  int32_t max_cache_salt_bytes = 256;               // cache_salt
   LogprobsMode logprobs_mode = LogprobsMode::kRaw;  // --logprobs-mode
   DefaultSampling defaults;                         // --generation-config
   KvPolicyOptions kv_default;                       // --kv-policy and its settings
@@ -135,6 +146,9 @@ struct PreparedRequest {
   int32_t sample_index = 0;
   int32_t samples = 1;
   RequestId group = 0;  // set by EngineLoop::SubmitGroup: sample 0's id
+  // The prefix-cache partition of (cache_salt, tenant): kSharedPartition
+  // when both are absent (kv/prefix_cache.h).
+  uint64_t cache_partition = 0;
 };
 
 // INVALID_ARGUMENT naming the field (and the value or count, and the limit)

@@ -116,6 +116,7 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
   r.skip_special_tokens = !out.has_skip_special_tokens() || out.skip_special_tokens();
   if (q.kv().has_policy()) r.kv_policy = q.kv().policy();
   if (q.kv().has_budget()) r.kv_budget = q.kv().budget();
+  if (q.has_cache_salt()) r.cache_salt = q.cache_salt();
   return r;
 }
 

@@ -293,13 +293,15 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
 BeaconGrpcService::BeaconGrpcService(EngineLoop* loop, const Tokenizer* tokenizer, GrpcServiceOptions options)
     : loop_(loop), tokenizer_(tokenizer), options_(std::move(options)) {}
 
-grpc::Status BeaconGrpcService::Authorize(const grpc::CallbackServerContext* context) const {
-  if (options_.api_key.empty()) return grpc::Status::OK;
+std::string_view BeaconGrpcService::Authorization(const grpc::CallbackServerContext* context) {
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
-  if (it != md.end() && BearerMatches(std::string_view(it->second.data(), it->second.size()), options_.api_key)) {
-    return grpc::Status::OK;
-  }
+  return it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+}
+
+grpc::Status BeaconGrpcService::Authorize(const grpc::CallbackServerContext* context) const {
+  if (options_.api_keys.empty()) return grpc::Status::OK;
+  if (options_.api_keys.Match(Authorization(context)) >= 0) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "missing or wrong API key: send metadata 'authorization: Bearer <key>'");
 }
@@ -312,6 +314,8 @@ grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::Ca
     return new ErrorStream(auth);
   }
   ServeRequest r = FromProto(*request);
+  if (options_.prefix_cache_salt_per_key)
+    r.tenant = options_.api_keys.Tenant(options_.api_keys.Match(Authorization(context)));
   r.arrival = SchedClock::now();
   r.deadline = SteadyDeadline(context->deadline());
   if (r.request_id.empty()) r.request_id = NewRequestId();

@@ -16,18 +16,24 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "engine/serving/engine_loop.h"
 #include "engine/serving/serve_request.h"
 #include "proto/beacon/v1/beacon.grpc.pb.h"
+#include "server/ops/api_key.h"
 
 namespace beacon {
 
 struct GrpcServiceOptions {
   ServeLimits limits;
   v1::ModelInfo model_info;
-  // When non-empty, every call must carry `authorization: Bearer <api_key>`.
-  std::string api_key;
+  // When not empty, every call must carry `authorization: Bearer <key>`
+  // with one of the keys.
+  ApiKeys api_keys;
+  // --prefix-cache-salt-per-key: a Generate's tenant is its API key's
+  // (ServeRequest::tenant), so tenants never share prefix-cache blocks.
+  bool prefix_cache_salt_per_key = false;
   // Called (any thread) for each Generate refused before it reached the
   // engine: bad input, unauthenticated, draining. For metrics; may be empty.
   std::function<void(const absl::Status&)> on_rejected;
@@ -50,6 +56,8 @@ class BeaconGrpcService final : public v1::BeaconService::CallbackService {
  private:
   // UNAUTHENTICATED unless the call carries the API key (or none is set).
   grpc::Status Authorize(const grpc::CallbackServerContext* context) const;
+  // The call's `authorization` metadata, empty when absent.
+  static std::string_view Authorization(const grpc::CallbackServerContext* context);
 
   EngineLoop* loop_;
   const Tokenizer* tokenizer_;

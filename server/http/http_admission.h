@@ -35,7 +35,8 @@ class AdmissionTicket {
   ~AdmissionTicket() { Release(); }
 
   Slot slot() const { return slot_; }
-  // For kRejected: the 503's message, naming the limit.
+  // For kRejected, and for a non-probe request on kReserve: the 503's
+  // message, naming the limit.
   const std::string& refusal() const { return refusal_; }
 
  private:
@@ -44,6 +45,7 @@ class AdmissionTicket {
 
   ConnectionLimits* limits_ = nullptr;  // null: holds nothing
   Slot slot_ = Slot::kRejected;
+  bool over_cap_ = false;  // a reserve slot taken by a client over its cap
   std::string client_;
   std::string refusal_;
 };
@@ -56,9 +58,12 @@ class ConnectionLimits {
       : max_connections_(max_connections), max_per_client_(max_per_client), probe_connections_(probe_connections) {}
 
   // Admits a connection from `client` (a peer address; empty when unknown,
-  // then not counted per client). In order: a client already holding
-  // max_per_client connections is rejected; else a max_connections slot;
-  // else a probe-reserve slot; else rejected.
+  // then not counted per client). A client already holding max_per_client
+  // connections gets a probe-reserve slot (its probes are answered, nothing
+  // else: a kubelet often probes from its clients' address), while clients
+  // over their caps hold less than a quarter of the reserve (at least one
+  // slot); else it is rejected. Any other: a
+  // max_connections slot; else a probe-reserve slot; else rejected.
   AdmissionTicket Admit(std::string client) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Connections holding `slot` (kNormal or kReserve) now.
@@ -68,7 +73,7 @@ class ConnectionLimits {
 
  private:
   friend class AdmissionTicket;
-  void Release(Slot slot, const std::string& client) ABSL_LOCKS_EXCLUDED(mu_);
+  void Release(Slot slot, bool over_cap, const std::string& client) ABSL_LOCKS_EXCLUDED(mu_);
 
   const int max_connections_;
   const int max_per_client_;
@@ -76,6 +81,7 @@ class ConnectionLimits {
   mutable Mutex mu_;
   int normal_ ABSL_GUARDED_BY(mu_) = 0;
   int reserve_ ABSL_GUARDED_BY(mu_) = 0;
+  int over_cap_reserve_ ABSL_GUARDED_BY(mu_) = 0;  // of reserve_, taken by clients over their caps
   std::unordered_map<std::string, int> per_client_ ABSL_GUARDED_BY(mu_);  // only addresses holding some
 };
 

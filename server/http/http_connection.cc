@@ -183,7 +183,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec) return FailRequest(ec);
     // The probe reserve serves probes only: no other route's body is read.
     if (slot_ == Slot::kReserve && !IsProbe(server_->router, parser_->get())) {
-      return SendInline(JsonError(503, "too many connections", "server_error"), false);
+      return SendInline(JsonError(503, ticket_.refusal(), "server_error"), false);
     }
     // The body is due within idle_timeout; the probe reserve's by the request's deadline.
     auto read_body = [self = shared_from_this()](bool ok) {

@@ -231,6 +231,9 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
     parsed->serve.request_id = absl::StrFormat("%s-%016x", chat ? "chatcmpl" : "cmpl", rng());
   }
   parsed->serve.arrival = SchedClock::now();
+  if (options_->prefix_cache_salt_per_key) {
+    parsed->serve.tenant = options_->api_keys.Tenant(options_->api_keys.Match(req.header("authorization")));
+  }
   absl::StatusOr<PreparedRequest> prepared = PrepareRequest(parsed->serve, *tokenizer_, options_->limits);
   if (!prepared.ok()) return Refuse(prepared.status(), parsed->serve.request_id, resp);
   if (!parsed->user.empty()) {

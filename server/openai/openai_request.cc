@@ -358,6 +358,10 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
   }
   if (absl::Status s = GetServerChecked(j, "kv_budget", &r, &budget); !s.ok()) return s;
   r.kv_budget = budget;
+  if (auto it = j.find("cache_salt"); it != j.end() && !it->is_null()) {  // vLLM's; PrepareRequest bounds it
+    if (!it->is_string()) return FieldError("cache_salt", "must be a string");
+    r.cache_salt = it->get<std::string>();
+  }
   // Reasoning models: extra template variables and the thinking limit
   // (PrepareRequest checks both against the model).
   if (auto it = j.find("chat_template_kwargs"); it != j.end() && !it->is_null()) {

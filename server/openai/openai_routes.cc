@@ -37,11 +37,11 @@ void AddOpenAiRoutes(Router* router, EngineLoop* loop, const Tokenizer* tokenize
                                 std::pair{"/v1/chat/completions", OpenAiEndpoint::kChatCompletions}}) {
     CompletionHandler h(loop, tokenizer, opts.get(), endpoint);
     router->Handle("POST", path,
-                   RequireApiKey(opts->api_key, [h, opts](const HttpRequest& q, HttpResponder& r) { h(q, r); }));
+                   RequireApiKey(opts->api_keys, [h, opts](const HttpRequest& q, HttpResponder& r) { h(q, r); }));
   }
   AddTokenizeRoutes(router, tokenizer, opts);
   router->Handle(
-      "GET", "/v1/models", RequireApiKey(opts->api_key, [opts](const HttpRequest&, HttpResponder& r) {
+      "GET", "/v1/models", RequireApiKey(opts->api_keys, [opts](const HttpRequest&, HttpResponder& r) {
         const DefaultSampling& d = opts->limits.defaults;
         json model = {{"id", opts->served_model},
                       {"object", "model"},

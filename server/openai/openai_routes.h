@@ -23,13 +23,17 @@
 #include "engine/serving/serve_request.h"
 #include "server/http/http_server.h"
 #include "server/http/json_limits.h"
+#include "server/ops/api_key.h"
 
 namespace beacon {
 
 struct OpenAiOptions {
   std::string served_model;  // the id clients use ("model")
   ServeLimits limits;
-  std::string api_key;     // empty: no authentication
+  ApiKeys api_keys;  // empty: no authentication
+  // --prefix-cache-salt-per-key: each request's tenant is its API key's
+  // (ServeRequest::tenant), so tenants never share prefix-cache blocks.
+  bool prefix_cache_salt_per_key = false;
   JsonLimits json_limits;  // nesting depth and value count of a request body
   // Requests refused before the engine (metrics); may be empty.
   std::function<void(const absl::Status&)> on_rejected;

@@ -119,7 +119,7 @@ void AddTokenizeRoutes(Router* router, const Tokenizer* tokenizer, std::shared_p
     const Fn fn = route.second;  // a variable the lambda can capture (clang: not a structured binding)
     router->Handle(
         "POST", route.first,
-        RequireApiKey(options->api_key, [tokenizer, options, fn](const HttpRequest& q, HttpResponder& r) {
+        RequireApiKey(options->api_keys, [tokenizer, options, fn](const HttpRequest& q, HttpResponder& r) {
           if (absl::Status s = CheckJsonContentType(q); !s.ok()) {
             return (void)r.Reply(OpenAiError(415, std::string(s.message())));
           }

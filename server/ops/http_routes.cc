@@ -5,10 +5,10 @@
 
 namespace beacon {
 
-HttpHandler RequireApiKey(const std::string& api_key, HttpHandler handler) {
-  if (api_key.empty()) return handler;
-  return [api_key, handler = std::move(handler)](const HttpRequest& req, HttpResponder& resp) {
-    if (!BearerMatches(req.header("authorization"), api_key)) {
+HttpHandler RequireApiKey(const ApiKeys& keys, HttpHandler handler) {
+  if (keys.empty()) return handler;
+  return [keys, handler = std::move(handler)](const HttpRequest& req, HttpResponder& resp) {
+    if (!keys.Allows(req.header("authorization"))) {
       HttpResponse r =
           JsonError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error");
       r.headers.push_back({"WWW-Authenticate", "Bearer"});
@@ -19,7 +19,7 @@ HttpHandler RequireApiKey(const std::string& api_key, HttpHandler handler) {
   };
 }
 
-void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const std::string& api_key) {
+void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const ApiKeys& api_keys) {
   router->Handle(
       "GET", "/health",
       [](const HttpRequest&, HttpResponder& r) {
@@ -38,7 +38,7 @@ void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness,
         r.Reply(HttpResponse{503, "application/json", {}, body.dump()});
       },
       RouteKind::kProbe);
-  router->Handle("GET", "/v1/engine/stats", RequireApiKey(api_key, [loop](const HttpRequest&, HttpResponder& r) {
+  router->Handle("GET", "/v1/engine/stats", RequireApiKey(api_keys, [loop](const HttpRequest&, HttpResponder& r) {
                    const LoopStats s = loop->Stats();
                    nlohmann::json j = {
                        {"running", s.running},

@@ -12,12 +12,13 @@
 #include "absl/status/status.h"
 #include "engine/serving/engine_loop.h"
 #include "server/http/http_server.h"
+#include "server/ops/api_key.h"
 
 namespace beacon {
 
-// Wraps `handler` so that, when `api_key` is non-empty, a request without
-// `Authorization: Bearer <api_key>` gets 401 in OpenAI's error shape.
-HttpHandler RequireApiKey(const std::string& api_key, HttpHandler handler);
+// Wraps `handler` so that, when `keys` is not empty, a request without
+// `Authorization: Bearer <one of the keys>` gets 401 in OpenAI's error shape.
+HttpHandler RequireApiKey(const ApiKeys& keys, HttpHandler handler);
 
 // Whether the replica can serve now: OK, or UNAVAILABLE with the reason
 // ("draining", "gRPC listener not accepting connections"). Called on an HTTP
@@ -29,7 +30,7 @@ using Readiness = std::function<absl::Status()>;
 //   503 with {"status":"not_ready","reason":...}.
 // GET /v1/engine/stats: LoopStats as JSON (guarded by the API key).
 // `loop` must outlive the server.
-void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const std::string& api_key);
+void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const ApiKeys& api_keys);
 
 }  // namespace beacon
 

@@ -1,7 +1,7 @@
 """deploy/k8s: every overlay (and the base with each component) renders with
 `kubectl kustomize`; the rendered core objects validate strictly against the
 Kubernetes JSON schemas, offline (PyPI kubernetes-validate), at the oldest
-and the newest supported version; the custom resources (ServiceMonitor,
+and the newest supported version; the custom resources (PodMonitor,
 ScaledObject, InferencePool, HTTPRoute), whose schemas kubernetes-validate
 does not have, are checked structurally: their required fields, and that
 every reference among the objects resolves (selectors match the pods, named
@@ -34,7 +34,7 @@ from kubernetes_validate import utils as kv_utils  # noqa: E402
 # Oldest supported: grpc probes are GA from 1.27, and every API used here
 # (apps/v1, policy/v1, autoscaling/v2) is older.
 K8S_VERSIONS = ["1.28.0", kv_utils.latest_version()]
-CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("keda.sh/v1alpha1", "ScaledObject"),
+CRD_KINDS = {("monitoring.coreos.com/v1", "PodMonitor"), ("keda.sh/v1alpha1", "ScaledObject"),
              ("inference.networking.k8s.io/v1", "InferencePool"),
              ("gateway.networking.k8s.io/v1", "HTTPRoute")}
 SIGNALS = {"beacon_num_requests_waiting", "beacon_kv_cache_usage_perc"}
@@ -73,7 +73,7 @@ def test_render_every_overlay():
     assert set(COMPONENTS) >= {"hpa", "keda", "inference-gateway"}, COMPONENTS
     for name, objs in rendered().items():
         kinds = {o["kind"] for o in objs}
-        assert {"Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "ServiceMonitor",
+        assert {"Deployment", "Service", "PodDisruptionBudget", "ConfigMap", "PodMonitor",
                 "PersistentVolumeClaim"} <= kinds, (name, kinds)
         if name.startswith("overlays/"):
             assert all(o["metadata"].get("namespace") == "beacon" for o in objs
@@ -113,20 +113,15 @@ def test_core_objects_validate_strictly():
           f"structural only (CRDs): {sorted(k for _, k in crds)}")
 
 
-def _service_for(objs, selector):
-    svcs = [s for s in find(objs, "Service") if matches(selector, s["metadata"].get("labels", {}))]
-    assert len(svcs) == 1, f"{len(svcs)} Services match {selector}"
-    return svcs[0]
-
-
-def _check_service_monitor(objs, sm):
-    spec = sm["spec"]
-    svc = _service_for(objs, spec["selector"]["matchLabels"])
-    pod_labels = serve(objs)["spec"]["template"]["metadata"]["labels"]
-    assert matches(svc["spec"]["selector"], pod_labels), "the monitored Service does not select the pods"
-    ports = {p["name"] for p in svc["spec"]["ports"]}
-    for ep in spec["endpoints"]:
-        assert ep["port"] in ports and ep.get("path", "/metrics") == "/metrics", ep
+def _check_pod_monitor(objs, pm):
+    spec = pm["spec"]
+    d = serve(objs)
+    assert matches(spec["selector"]["matchLabels"], d["spec"]["template"]["metadata"]["labels"]), \
+        "the PodMonitor does not select the pods"
+    for ep in spec["podMetricsEndpoints"]:
+        # The admin port (--admin-port): client traffic cannot crowd the scrape out.
+        assert ep["port"] == "admin" and ep.get("path", "/metrics") == "/metrics", ep
+        port_number(container(d, "beacon-serve"), "admin")
         relabel = {r.get("targetLabel"): r.get("replacement") for r in ep.get("relabelings", [])}
         # deploy/prometheus/rules.yml's BeaconDown alert selects job="beacon".
         assert relabel.get("job") == "beacon", ep
@@ -176,7 +171,7 @@ def test_crd_objects_structurally():
     gateway_forms = set()
     for name, objs in rendered().items():
         namespace = "beacon" if name != "base" else None
-        _check_service_monitor(objs, one(objs, "ServiceMonitor"))
+        _check_pod_monitor(objs, one(objs, "PodMonitor"))
         if find(objs, "ScaledObject"):
             _check_scaled_object(objs, one(objs, "ScaledObject"), namespace or "beacon")
         if find(objs, "HorizontalPodAutoscaler"):
@@ -267,9 +262,13 @@ def test_config_matches_server():
         assert int(config["BEACON_GRPC_PORT"]) == grpc_port and int(config["BEACON_HTTP_PORT"]) == http_port
         assert config["BEACON_HOST"] == "0.0.0.0"
         assert c["livenessProbe"]["grpc"]["port"] == grpc_port
+        # Probes on the admin port, which no Service exposes (issue 35).
+        admin_port = port_number(c, "admin")
+        assert int(config["BEACON_ADMIN_PORT"]) == admin_port
         assert c["readinessProbe"]["httpGet"]["path"] == "/ready"
-        assert c["readinessProbe"]["httpGet"]["port"] in ("http", http_port)
+        assert c["readinessProbe"]["httpGet"]["port"] in ("admin", admin_port)
         assert c["startupProbe"]["httpGet"]["path"] == "/health"
+        assert c["startupProbe"]["httpGet"]["port"] in ("admin", admin_port)
         # BEACON_* service-link variables would be read as flags.
         assert pod["enableServiceLinks"] is False
         # Engine threads: the CPU request (0 = "all" would count the node's cores).

@@ -121,6 +121,29 @@ TEST_F(KvCacheManagerTest, PromptBlocksAreIndexedAsWrittenAndTakenByAnother) {
   EXPECT_EQ(m_.Probe(3).idle, 2);
 }
 
+// A sequence of one prefix-cache partition never takes another's blocks,
+// and still takes its own partition's.
+TEST_F(KvCacheManagerTest, PartitionsKeepTenantsApart) {
+  m_.EnablePrefixCache(7);
+  const std::vector<int32_t> p = Prompt(40);
+  KvSeqSpec a = Spec(p);
+  a.cache_partition = 101;
+  ASSERT_TRUE(m_.Add(1, a).ok());
+  Append(&m_, 1, 40);
+  m_.OnRan(1, 40, /*prefilling=*/false);
+  EXPECT_EQ(m_.prefix_cache()->num_blocks(), 2);
+
+  KvSeqSpec b = Spec(p);
+  b.cache_partition = 202;
+  ASSERT_TRUE(m_.Add(2, b).ok());
+  EXPECT_EQ(m_.Probe(2).blocks, 0);
+  ASSERT_TRUE(m_.Add(3, Spec(p)).ok());  // the shared partition: nothing either
+  EXPECT_EQ(m_.Probe(3).blocks, 0);
+  ASSERT_TRUE(m_.Add(4, a).ok());  // the same tenant: its blocks
+  EXPECT_EQ(m_.Probe(4).blocks, 2);
+  EXPECT_EQ(m_.Adopt(4, 40), 32);
+}
+
 TEST_F(KvCacheManagerTest, NothingIsSharedThatWouldChangeTheOutput) {
   m_.EnablePrefixCache(7);
   const std::vector<int32_t> p = Prompt(40);

@@ -68,6 +68,32 @@ TEST(PrefixCache, ABlockIsIdentifiedByEverythingBeforeIt) {
   EXPECT_NE(PrefixCacheSalt(std::vector<uint64_t>{1, 2}), PrefixCacheSalt(std::vector<uint64_t>{2, 1}));
 }
 
+// Partitions (issue 35): a tenant's blocks are found only by that tenant,
+// the shared partition's only by requests without one.
+TEST(PrefixCache, APartitionFindsOnlyItsOwnBlocks) {
+  BlockPool pool(16);
+  PrefixCache cache(&pool, kBs, 7);
+  std::vector<BlockHandle> shared = RunAndInsert(&pool, &cache, Tokens(8));
+  EXPECT_EQ(cache.Find(Tokens(8), 100, /*partition=*/11).blocks(), 0);
+  EXPECT_EQ(cache.Find(Tokens(8), 100, /*partition=*/12).blocks(), 0);
+
+  // Tenant 11 computes the same prompt itself: its own copies, kept apart.
+  std::vector<BlockHandle> t11 = *pool.Allocate(2);
+  const std::vector<int32_t> ids = {t11[0].id(), t11[1].id()};
+  cache.Insert(Tokens(8), ids, 2, /*partition=*/11);
+  EXPECT_EQ(cache.num_blocks(), 4);
+  PrefixMatch m = cache.Find(Tokens(8), 100, 11);
+  ASSERT_EQ(m.blocks(), 2);
+  EXPECT_EQ(m.block_ids[0], t11[0].id());
+  EXPECT_EQ(m.block_ids[1], t11[1].id());
+  EXPECT_EQ(cache.Find(Tokens(8), 100, 12).blocks(), 0);  // another tenant: nothing
+  PrefixMatch s = cache.Find(Tokens(8), 100);             // no tenant: the shared copies
+  ASSERT_EQ(s.blocks(), 2);
+  EXPECT_EQ(s.block_ids[0], shared[0].id());
+  // A partition is no prefix: its first block is not the shared chain's.
+  EXPECT_EQ(cache.Find(Tokens(4), 100, 11).block_ids, std::vector<int32_t>{t11[0].id()});
+}
+
 TEST(PrefixCache, ReleasedBlocksStayReusableAndCountAsFree) {
   BlockPool pool(8);
   PrefixCache cache(&pool, kBs, 7);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kv/prefix_cache.h"
 #include "kv/sequence_compressor.h"
 #include "tests/engine/default_model.h"
 
@@ -244,6 +245,36 @@ TEST_F(PrepareRequestTest, OperatorCanForbidPolicies) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->options.kv.policy, KvPolicyKind::kSnapKv);
   EXPECT_EQ(p->options.kv.budget, 256);  // the operator's budget
+}
+
+// cache_salt and the API key's tenant pick the prefix-cache partition:
+// none of either is the shared one; any difference is another partition.
+TEST_F(PrepareRequestTest, CacheSaltAndTenantPickThePartition) {
+  auto partition = [&](std::optional<std::string> salt, uint64_t tenant) {
+    ServeRequest r = Text("hi");
+    r.cache_salt = std::move(salt);
+    r.tenant = tenant;
+    absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? p->cache_partition : kSharedPartition;
+  };
+  EXPECT_EQ(partition(std::nullopt, 0), kSharedPartition);
+  const uint64_t a = partition("tenant-a", 0);
+  EXPECT_NE(a, kSharedPartition);
+  EXPECT_EQ(partition("tenant-a", 0), a);  // the same salt: the same partition
+  EXPECT_NE(partition("tenant-b", 0), a);
+  const uint64_t key7 = partition(std::nullopt, 7);
+  EXPECT_NE(key7, kSharedPartition);
+  EXPECT_NE(key7, a);
+  EXPECT_NE(partition("tenant-a", 7), a);  // the key splits a salt's share
+  EXPECT_NE(partition("tenant-a", 7), key7);
+  EXPECT_NE(partition("tenant-a", 7), partition("tenant-a", 8));
+
+  ServeRequest r = Text("hi");
+  r.cache_salt = "";
+  ExpectInvalid(r, "cache_salt");
+  r.cache_salt = std::string(static_cast<size_t>(limits_.max_cache_salt_bytes) + 1, 's');
+  ExpectInvalid(r, "cache_salt");
 }
 
 TEST(Utf8Test, Validity) {

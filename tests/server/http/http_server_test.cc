@@ -483,6 +483,35 @@ TEST(HttpServerTest, PerClientCapRefusesOnlyThatClientsExtraConnection) {
   EXPECT_TRUE(EventuallyServed(port, Get("/hello")));
 }
 
+// A kubelet probe often shares its address with client traffic (SNAT): a
+// client at its cap still gets probes answered from the reserve (issue 35),
+// and anything else on such a connection gets the per-client 503.
+TEST(HttpServerTest, PerClientCapStillAnswersProbesFromTheReserve) {
+  Router r;
+  r.Handle("GET", "/health", Echo(), RouteKind::kProbe);
+  r.Handle("GET", "/hello", Echo());
+  HttpServerOptions options;
+  options.max_connections = 8;
+  options.max_connections_per_client = 2;
+  options.probe_connections = 2;
+  auto server = StartServer(std::move(r), options);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  RawClient slow1(port), slow2(port);  // the address's two, held by a slow client
+  ASSERT_TRUE(slow1.Send("GET /hello HTTP/1.1\r\n") && slow2.Send("GET /hello HTTP/1.1\r\n"));
+  EXPECT_TRUE(EventuallyServed(port, Get("/health")));  // the probe: 200 (closed after)
+  RawClient over(port);
+  auto refused = over.RoundTrip(Get("/hello"));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_THAT(refused->body, HasSubstr("max_connections_per_client is 2"));
+  // Another address is untouched.
+  RawClient other(port, "127.0.0.2");
+  auto served = other.RoundTrip(Get("/hello"));
+  ASSERT_TRUE(served);
+  EXPECT_EQ(served->status, 200);
+}
+
 TEST(HttpServerTest, ProbesAreServedWhenSlowClientsHoldEveryConnection) {
   Router r;
   r.Handle("GET", "/health", Echo(), RouteKind::kProbe);

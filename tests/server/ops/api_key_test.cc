@@ -33,5 +33,31 @@ TEST(BearerMatchesTest, NeedsTheSchemeAndTheExactKey) {
   EXPECT_FALSE(BearerMatches("Basic k-123", "k-123"));
 }
 
+TEST(ApiKeysTest, MatchNamesTheKeyAndEmptyKeysAreDropped) {
+  const ApiKeys none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(none.Allows(""));
+  EXPECT_EQ(none.Match("Bearer x"), -1);
+
+  const ApiKeys keys({"k-alpha", "", "k-beta"});
+  EXPECT_EQ(keys.size(), 2);
+  EXPECT_EQ(keys.Match("Bearer k-alpha"), 0);
+  EXPECT_EQ(keys.Match("Bearer k-beta"), 1);
+  EXPECT_EQ(keys.Match("Bearer k-gamma"), -1);
+  EXPECT_EQ(keys.Match("Bearer "), -1);  // the dropped empty key lets nothing in
+  EXPECT_FALSE(keys.Allows(""));
+  EXPECT_TRUE(keys.Allows("Bearer k-beta"));
+}
+
+TEST(ApiKeysTest, TenantsAreNonzeroDistinctAndIndependentOfOrder) {
+  const ApiKeys ab({"k-alpha", "k-beta"});
+  const ApiKeys ba({"k-beta", "k-alpha"});
+  EXPECT_NE(ab.Tenant(0), 0u);
+  EXPECT_NE(ab.Tenant(0), ab.Tenant(1));
+  EXPECT_EQ(ab.Tenant(0), ba.Tenant(1));
+  EXPECT_EQ(ab.Tenant(1), ba.Tenant(0));
+  EXPECT_EQ(ab.Tenant(-1), 0u);  // no key matched: no tenant
+}
+
 }  // namespace
 }  // namespace beacon

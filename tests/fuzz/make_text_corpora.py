@@ -1,0 +1,113 @@
+"""Writes the seed corpora of the text fuzz targets from the real fixtures.
+Deterministic; rerun after the fixtures change:
+    python3 tests/fuzz/make_text_corpora.py
+
+- jinja_corpus/ (jinja_fuzzer.cc): each chat template of
+  tests/fixtures/chat_templates (mode byte 0x00, then the source), and the
+  message lists and template variables of a spread of its cases.jsonl (mode
+  byte 0x01, then the byte that picks the template, 0x80 set for a generation
+  prompt, then the JSON).
+- tokenizer_corpus/ (tokenizer_fuzzer.cc): the texts of
+  tests/fixtures/tokenizers/r1-distill-qwen-7b.jsonl (flag byte: parse_special
+  as the fixture encodes them), and their llama.cpp ids as two-byte token ids
+  (flag byte 0x08).
+- openai_corpus/ (openai_fuzzer.cc): request bodies of both endpoints using
+  every field family the reader knows, the chat ones carrying the message
+  lists of the chat-template cases.
+"""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "fixtures")
+
+
+def fresh(name):
+    out = os.path.join(HERE, name)
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        os.unlink(os.path.join(out, f))
+    return out
+
+
+def write(out, name, data):
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)
+
+
+def chat_cases():
+    return [json.loads(line) for line in open(os.path.join(FIXTURES, "chat_templates", "cases.jsonl"))]
+
+
+def jinja():
+    out = fresh("jinja_corpus")
+    tdir = os.path.join(FIXTURES, "chat_templates")
+    names = sorted(f for f in os.listdir(tdir) if f.endswith(".jinja"))
+    for i, name in enumerate(names):
+        with open(os.path.join(tdir, name), "rb") as f:
+            write(out, f"source-{i:02d}", b"\x00" + f.read())
+    seen, written = set(), 0
+    for case in chat_cases():
+        v = case["vars"]
+        kwargs = {k: x for k, x in v.items() if k not in ("messages", "add_generation_prompt", "bos_token", "eos_token")}
+        doc = json.dumps({"messages": v.get("messages", []), "kwargs": kwargs}, ensure_ascii=False, sort_keys=True)
+        if doc in seen:
+            continue
+        seen.add(doc)
+        pick = (written % len(names)) | (0x80 if v.get("add_generation_prompt") else 0)
+        write(out, f"client-{written:03d}", b"\x01" + bytes([pick]) + doc.encode())
+        written += 1
+        if written == 64:
+            break
+    return len(names) + written
+
+
+def tokenizer():
+    out = fresh("tokenizer_corpus")
+    n = 0
+    for i, line in enumerate(open(os.path.join(FIXTURES, "tokenizers", "r1-distill-qwen-7b.jsonl"))):
+        case = json.loads(line)
+        write(out, f"text-{i:02d}", bytes([1 if case["special"] else 0]) + case["text"].encode())
+        # The fuzzer maps two bytes v to id (3 v) mod vocab: invert it for ids that are multiples of 3 or
+        # not; any ids do, these are only seeds near real sequences.
+        write(out, f"ids-{i:02d}", b"\x08" + b"".join(struct.pack("<H", (t // 3) & 0xFFFF) for t in case["ids"]))
+        n += 2
+    return n
+
+
+def openai():
+    out = fresh("openai_corpus")
+    bodies = [
+        (0, {"model": "default", "prompt": "Once upon a time", "max_tokens": 16}),
+        (0, {"prompt": [1, 2, 3, 4], "max_tokens": 8, "temperature": 0, "logprobs": 2, "echo": True}),
+        (0, {"prompt": ["a"], "n": 2, "seed": 7, "stop": ["\n", "."], "stream": True,
+             "stream_options": {"include_usage": True, "continuous_usage_stats": True}}),
+        (0, {"prompt": "x", "logit_bias": {"15": -100, "16": 5}, "min_tokens": 2, "ignore_eos": True,
+             "stop_token_ids": [151643], "include_stop_str_in_output": True, "skip_special_tokens": False,
+             "return_tokens_as_token_ids": True, "prompt_logprobs": 1, "request_id": "r-1"}),
+        (0, {"prompt": "y", "kv_policy": "beacon", "kv_budget": 64, "time_limit_ms": 1000, "cache_salt": "tenant-a",
+             "top_k": 40, "top_p": 0.9, "min_p": 0.05, "repetition_penalty": 1.1, "presence_penalty": 0.5,
+             "frequency_penalty": 0.5, "best_of": 1, "user": "u"}),
+        (1, {"messages": [{"role": "user", "content": "Hi"}], "max_completion_tokens": 32,
+             "chat_template_kwargs": {"enable_thinking": False}, "max_reasoning_tokens": 16, "logprobs": True,
+             "top_logprobs": 3, "tools": [], "tool_choice": "none", "response_format": {"type": "text"}}),
+        (1, {"messages": [{"role": "user", "content": [{"type": "text", "text": "parts"}]},
+                          {"role": "assistant", "content": "ok", "reasoning_content": "thought"}],
+             "add_generation_prompt": False}),
+    ]
+    for i, case in enumerate(chat_cases()[:48]):
+        msgs = case["vars"].get("messages")
+        if isinstance(msgs, list):
+            bodies.append((1, {"messages": msgs, "max_tokens": 8}))
+    for i, (chat, body) in enumerate(bodies):
+        write(out, f"body-{i:03d}", bytes([chat]) + json.dumps(body, ensure_ascii=False).encode())
+    return len(bodies)
+
+
+def main():
+    print(f"jinja {jinja()}, tokenizer {tokenizer()}, openai {openai()} seeds")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+// libFuzzer target for the tokenizer (model/tokenizer/): encoding arbitrary
+// bytes, and the streaming detokenizer over arbitrary token ids. Both see a
+// client's input: prompt text of any bytes, and the ids of a token-id prompt
+// or of whatever the model samples.
+//
+// The tokenizer is a real one: DeepSeek-R1-Distill-Qwen-7B's vocabulary
+// (tests/fixtures/tokenizers, the Qwen2 byte-level BPE with 151K ids and its
+// added tokens). The first byte holds flags (bit 0 parse_special, bit 1
+// add_bos, bit 2 render_special, bit 3: the rest is token ids, two bytes
+// each, instead of text). Properties checked, beyond "no crash":
+//   - every id Encode returns is inside the vocabulary;
+//   - byte-level BPE loses nothing: without special parsing, Decode(Encode(t))
+//     == t for every text t (bytes, valid UTF-8 or not);
+//   - the streaming detokenizer emits valid UTF-8 only, and everything it
+//     emits equals the whole sequence's Decode with invalid sequences
+//     replaced (SanitizeUtf8 of it), however the ids split characters.
+// A property that fails aborts, so libFuzzer records the input.
+//
+// Built with -fsanitize=fuzzer,address,undefined by `make fuzz`;
+// replay_main.cc drives the same entry point over tests/fuzz/tokenizer_corpus.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/tokenizer/tokenizer.h"
+#include "model/tokenizer/unicode.h"
+#include "model/tokenizer_loader.h"
+#include "util/utf8.h"
+
+#ifndef BEACON_SOURCE_DIR
+#error "BEACON_SOURCE_DIR must name the source tree (the tokenizer fixture is read from it)"
+#endif
+
+namespace {
+
+const beacon::Tokenizer& Tok() {
+  static const std::unique_ptr<beacon::Tokenizer> tok = [] {
+    auto data = beacon::LoadTokenizerData(BEACON_SOURCE_DIR "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf");
+    if (!data.ok()) {
+      std::fprintf(stderr, "tokenizer fixture: %s\n", data.status().ToString().c_str());
+      std::abort();
+    }
+    auto t = beacon::Tokenizer::Create(*std::move(data));
+    if (!t.ok()) {
+      std::fprintf(stderr, "tokenizer: %s\n", t.status().ToString().c_str());
+      std::abort();
+    }
+    return *std::move(t);
+  }();
+  return *tok;
+}
+
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "property failed: %s\n", what);
+    std::abort();
+  }
+}
+
+void FuzzText(std::string_view text, bool parse_special, bool add_bos, bool render_special) {
+  const beacon::Tokenizer& tok = Tok();
+  const std::vector<int32_t> ids = tok.Encode(text, parse_special, add_bos);
+  for (int32_t id : ids) Check(id >= 0 && id < tok.vocab_size(), "Encode returned an id outside the vocabulary");
+  if (!parse_special && !add_bos) {
+    Check(tok.Decode(ids, /*render_special=*/true) == text, "Decode(Encode(text)) != text");
+  }
+  volatile size_t sink = tok.Decode(ids, render_special).size();
+  (void)sink;
+}
+
+void FuzzIds(std::string_view bytes, bool render_special) {
+  const beacon::Tokenizer& tok = Tok();
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+    const uint32_t v =
+        static_cast<uint8_t>(bytes[i]) | (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8);
+    ids.push_back(static_cast<int32_t>((v * 3u) % static_cast<uint32_t>(tok.vocab_size())));  // spread over 151K ids
+  }
+  beacon::IncrementalDetokenizer detok(&tok, render_special);
+  std::string streamed;
+  for (int32_t id : ids) {
+    const std::string delta = detok.Push(id);
+    Check(beacon::IsValidUtf8(delta), "a streamed delta is not valid UTF-8");
+    streamed += delta;
+  }
+  const std::string tail = detok.Flush();
+  Check(beacon::IsValidUtf8(tail), "the flushed tail is not valid UTF-8");
+  streamed += tail;
+  Check(streamed == beacon::SanitizeUtf8(tok.Decode(ids, render_special)),
+        "the streamed text differs from the whole sequence's decoding");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t flags = data[0];
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (flags & 8) {
+    FuzzIds(rest, (flags & 4) != 0);
+  } else {
+    FuzzText(rest, (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0);
+  }
+  return 0;
+}
