@@ -81,10 +81,12 @@ bench: build model
 
 # Coverage-guided fuzzing with libFuzzer (clang), each target for FUZZ_SECONDS
 # from its seed corpus (tests/fuzz/<target>_corpus; the GGUF one is tests/fuzz/corpus):
-# gguf (the GGUF reader and loader), jinja (the Jinja engine and chat templates).
+# gguf (the GGUF reader and loader), jinja (the Jinja engine and chat templates),
+# tokenizer (encoding and the streaming detokenizer), openai (the OpenAI request
+# reader up to the prepared request), model_files (safetensors and config.json).
 # Findings land in build-fuzz/; each becomes a regression input of its corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= gguf jinja
+FUZZ_TARGETS ?= gguf jinja tokenizer openai model_files
 fuzz: deps
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBEACON_FUZZ=ON -DBEACON_WITH_CUDA=OFF -DBEACON_WITH_SERVING=OFF

@@ -8,6 +8,7 @@
 // BEACON_KV_POLICY, --grpc-port from BEACON_GRPC_PORT, ... (flags win;
 // apps/serve_config.h).
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "apps/serve_config.h"
+#include "engine/fault_injection.h"
 #include "engine/runtime.h"
 #include "engine/serving/generation_config.h"
 #include "kv/kv_policy_limits.h"
@@ -94,6 +96,7 @@ void CheckOpenFileLimit(const OpenFileLimit& nofile, const HttpServerOptions& ht
 // The model and what is built on it, in the order they depend on each other.
 struct Engine {
   std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<FailingStepsBackend> drill;  // --debug-fail-steps-after
   std::unique_ptr<KvCache> cache;
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<EngineLoop> loop;
@@ -144,15 +147,23 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   e.metrics = std::make_unique<ServerMetrics>(minfo);
   std::optional<uint64_t> salt;
   if (c->prefix_cache) salt = GenerationEngine::PrefixCacheSaltFor(c->model, config, *e.cache);
-  e.loop = std::make_unique<EngineLoop>(e.runtime->backend(), e.cache.get(), e.runtime->tokenizer(), config,
-                                        c->scheduler, e.metrics.get(), salt);
+  Backend* backend = e.runtime->backend();
+  if (c->debug_fail_steps_after >= 0) {
+    logging::Warn("failure drill: every engine step after the first %lld fails (--debug-fail-steps-after)",
+                  static_cast<long long>(c->debug_fail_steps_after));
+    e.drill = std::make_unique<FailingStepsBackend>(backend, c->debug_fail_steps_after);
+    backend = e.drill.get();
+  }
+  e.loop = std::make_unique<EngineLoop>(backend, e.cache.get(), e.runtime->tokenizer(), config, c->scheduler,
+                                        e.metrics.get(), salt);
   return e;
 }
 
-// Whether the replica can serve: not while draining, nor while the gRPC
-// listener fails its self-checks.
-Readiness ReplicaReadiness(const std::atomic<bool>& ready, GrpcFrontEnd* grpc_server) {
-  return [&ready, grpc_server]() -> absl::Status {
+// Whether the replica can serve: not once the engine is broken, nor while
+// draining, nor while the gRPC listener fails its self-checks.
+Readiness ReplicaReadiness(const std::atomic<bool>& ready, GrpcFrontEnd* grpc_server, const EngineLoop* loop) {
+  return [&ready, grpc_server, loop]() -> absl::Status {
+    if (loop->failed()) return loop->failure();
     if (!ready.load()) return absl::UnavailableError("draining");
     if (!grpc_server->serving()) {
       return absl::UnavailableError("the gRPC listener does not answer its self-check (see the log)");
@@ -226,6 +237,25 @@ void Drain(const ServeConfig& c, EngineLoop* loop, GrpcFrontEnd* grpc_server, st
   }
 }
 
+// The engine is broken (EngineLoop, "Engine failure"): every request has
+// ended with its error. Stop being ready, give the front ends a moment to
+// write those errors, and exit 1 so that the orchestrator restarts the
+// replica; a drain would only wait on an engine that cannot run.
+int ExitBroken(EngineLoop* loop, GrpcFrontEnd* grpc_server, HttpServer* http, HttpServer* admin,
+               std::atomic<bool>* ready) {
+  ready->store(false);
+  grpc_server->SetServingStatus(false);
+  logging::Error("%s: exiting with status 1 so that this replica is restarted", loop->failure().message());
+  const auto end = Clock::now() + std::chrono::seconds(2);
+  while (loop->Stats().inflight > 0 && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // handlers write the errors
+  grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  http->Stop();
+  if (admin != nullptr) admin->Stop();
+  loop->Stop();
+  return 1;
+}
+
 int Main(int argc, char** argv) {
   // Signals are taken synchronously by the main thread (sigwait below); every
   // thread started from here on inherits the mask.
@@ -233,6 +263,7 @@ int Main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGUSR1);  // the engine loop's "broken" (EngineLoop::SetFailurePolicy)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   cli::Args args;
@@ -270,6 +301,12 @@ int Main(int argc, char** argv) {
   gopts.model_info = MakeModelInfo(c.model, e.runtime->config(), *e.runtime->tokenizer(), c.limits, c.scheduler,
                                    c.kv_block_size, e.pool_slots);
   EngineLoop* loop = e.loop.get();
+  // A broken engine wakes the main thread, which exits non-zero (below).
+  std::atomic<bool> engine_broken{false};
+  loop->SetFailurePolicy(c.max_failed_steps, [&engine_broken](const absl::Status&) {
+    engine_broken.store(true);
+    kill(getpid(), SIGUSR1);
+  });
   const Tokenizer* tokenizer = e.runtime->tokenizer();
   absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> grpc_fe = GrpcFrontEnd::Start(c.grpc, [loop, tokenizer, &gopts]() {
     std::vector<std::unique_ptr<grpc::Service>> services;
@@ -281,11 +318,11 @@ int Main(int argc, char** argv) {
 
   std::atomic<bool> ready{true};  // false once a drain starts
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(c.http, MakeRoutes(c, e, gopts, ReplicaReadiness(ready, grpc_server)));
+      HttpServer::Start(c.http, MakeRoutes(c, e, gopts, ReplicaReadiness(ready, grpc_server, loop)));
   std::unique_ptr<HttpServer> admin;
   if (http.ok() && c.admin.has_value()) {
     absl::StatusOr<std::unique_ptr<HttpServer>> a =
-        HttpServer::Start(*c.admin, MakeAdminRoutes(c, e, ReplicaReadiness(ready, grpc_server)));
+        HttpServer::Start(*c.admin, MakeAdminRoutes(c, e, ReplicaReadiness(ready, grpc_server, loop)));
     if (a.ok()) {
       admin = *std::move(a);
     } else {
@@ -308,7 +345,10 @@ int Main(int argc, char** argv) {
       std::chrono::duration<double>(Clock::now() - t0).count());
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  do {
+    sigwait(&signals, &sig);
+  } while (sig == SIGUSR1 && !engine_broken.load());  // another process's SIGUSR1: ignored
+  if (engine_broken.load()) return ExitBroken(loop, grpc_server, http->get(), admin.get(), &ready);
   logging::Info("%s: draining (%d s at most)", sig == SIGTERM ? "SIGTERM" : "SIGINT", c.drain_timeout_s);
   Drain(c, loop, grpc_server, &ready);
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

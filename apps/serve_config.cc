@@ -247,6 +247,11 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("api-key-file", false, "",
              "read API keys from this file, one per line (each a tenant; '#' comments); with --api-key, both are "
              "accepted");
+  a->Declare("max-failed-steps", false, "3",
+             "engine steps failing in a row after which the engine counts as broken: /ready turns 503 and the "
+             "process exits 1 for its orchestrator to restart it (0 = never)");
+  a->Declare("debug-fail-steps-after", false, "",
+             "failure drill: every engine step after the first N fails as a device error would (default: off)");
   a->Declare("prefix-cache-salt-per-key", true, "false",
              "requests under different API keys never share prefix-cache blocks (so one tenant cannot time "
              "another's prompts); a request's cache_salt further splits its key's share");
@@ -308,6 +313,14 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   c.scheduler.max_step_tokens = static_cast<int32_t>(step_tokens);
   c.scheduler.prefill_chunk = static_cast<int32_t>(chunk);
   c.prefix_cache = args.Flag("prefix-cache");
+  int64_t max_failed = 0;
+  if (absl::Status s = ParseInts(args, {{"max-failed-steps", 0, &max_failed}}); !s.ok()) return s;
+  c.max_failed_steps = static_cast<int32_t>(std::min<int64_t>(max_failed, 1 << 30));
+  if (args.Has("debug-fail-steps-after") && !args.Str("debug-fail-steps-after").empty()) {
+    if (absl::Status s = ParseInts(args, {{"debug-fail-steps-after", 0, &c.debug_fail_steps_after}}); !s.ok()) {
+      return s;
+    }
+  }
   absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
   if (!mode.ok()) return mode.status();
   c.scheduler.admission = *mode;

@@ -49,6 +49,11 @@ struct ServeConfig {
   int64_t kv_pool_tokens = 0;
   int32_t kv_block_size = 16;
   bool prefix_cache = true;  // --prefix-cache
+  // Engine failure (EngineLoop::SetFailurePolicy): failed steps in a row
+  // after which the process exits 1 (0: never); and the failure drill
+  // (engine/fault_injection.h): steps after which every step fails (-1: off).
+  int32_t max_failed_steps = 3;
+  int64_t debug_fail_steps_after = -1;
   int64_t drain_timeout_s = 0;
   int64_t drain_delay_s = 0;
 };

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Builds and runs the CPU kernel, kv, scheduler, engine and server tests under
-# a sanitizer (make sanitize; part of make test, so CI runs both variants).
+# Builds and runs the CPU kernel, kv, scheduler, engine, serving, cli and
+# server tests under a sanitizer (make sanitize; part of make test, so CI runs
+# both variants), and under AddressSanitizer + UBSan also the parsers of
+# untrusted input and what reads model files: GGUF, tokenizer, Jinja, model
+# (config.json, safetensors) and the load tester's (issue 35).
 #
 #   tools/sanitize.sh address build-asan   # AddressSanitizer + UBSan, GCC
 #   tools/sanitize.sh thread build-tsan    # ThreadSanitizer, clang (+ -Wthread-safety as errors)
@@ -15,6 +18,14 @@ kind=${1:?address or thread}
 dir=${2:?build directory}
 cd "$(dirname "$0")/.."
 targets=(kernels_cpu_tests kv_tests scheduler_tests engine_tests serving_tests cli_tests server_tests)
+# The parsers' and model readers' tests run single-threaded code, where
+# ThreadSanitizer finds nothing, so only ASan takes them all. TSan takes the
+# tokenizer tests: one of them encodes, streams and renders chat templates from
+# four threads at once, as the server's front-end threads share one tokenizer.
+case "$kind" in
+  address) targets+=(gguf_tests tokenizer_tests jinja_tests model_tests loadtest_tests loadtest_cli_tests) ;;
+  thread) targets+=(tokenizer_tests) ;;
+esac
 # The engine tests that decode hundreds of steps on the real model
 # (CompressionTest, PreemptTest: 90 s in Release, 4x under ASan, 10x under
 # TSan) are left out of both: they run the same forward pass, compression

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "util/log.h"
 
@@ -74,8 +75,17 @@ EngineLoop::EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokeni
 
 EngineLoop::~EngineLoop() { Stop(); }
 
-absl::StatusOr<RequestId> EngineLoop::Submit(PreparedRequest request, std::shared_ptr<RequestSink> sink) {
+absl::Status EngineLoop::Accepting() const {
+  if (failed_.load()) {
+    return absl::UnavailableError(
+        absl::StrCat(failure().message(), ": this replica cannot serve; send the request to another"));
+  }
   if (draining_.load()) return absl::UnavailableError("the server is draining: send the request to another replica");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RequestId> EngineLoop::Submit(PreparedRequest request, std::shared_ptr<RequestSink> sink) {
+  if (absl::Status s = Accepting(); !s.ok()) return s;
   const RequestId id = next_id_.fetch_add(1);
   {
     MutexLock lock(&mu_);
@@ -89,7 +99,7 @@ absl::StatusOr<RequestId> EngineLoop::Submit(PreparedRequest request, std::share
 
 absl::StatusOr<RequestId> EngineLoop::SubmitGroup(std::vector<PreparedRequest> samples,
                                                   std::vector<std::shared_ptr<RequestSink>> sinks) {
-  if (draining_.load()) return absl::UnavailableError("the server is draining: send the request to another replica");
+  if (absl::Status s = Accepting(); !s.ok()) return s;
   const size_t n = samples.size();
   const RequestId first = next_id_.fetch_add(n);
   {
@@ -104,6 +114,44 @@ absl::StatusOr<RequestId> EngineLoop::SubmitGroup(std::vector<PreparedRequest> s
   }
   cv_.Signal();
   return first;
+}
+
+void EngineLoop::SetFailurePolicy(int32_t max_failed_steps, std::function<void(const absl::Status&)> on_failed) {
+  MutexLock lock(&mu_);
+  max_failed_steps_ = max_failed_steps;
+  on_failed_ = std::move(on_failed);
+}
+
+absl::Status EngineLoop::failure() const {
+  MutexLock lock(&mu_);
+  return failure_;
+}
+
+void EngineLoop::AfterStep(const StepReport& report) {
+  if (report.engine_status.ok()) {
+    if (report.ran) failed_steps_ = 0;
+    return;
+  }
+  // The step's requests ended with finish_reason error (each has its own
+  // record, with its id); this line says why the step failed.
+  logging::Error("engine step failed (%d requests ended with an error): %s", report.finished,
+                 report.engine_status.ToString());
+  ++failed_steps_;
+  std::function<void(const absl::Status&)> on_failed;
+  absl::Status failure;
+  {
+    MutexLock lock(&mu_);
+    if (failed_.load() || max_failed_steps_ <= 0 || failed_steps_ < max_failed_steps_) return;
+    failure_ = absl::UnavailableError(absl::StrCat("the engine failed ", failed_steps_,
+                                                   failed_steps_ == 1 ? " step" : " steps in a row",
+                                                   " (the last: ", report.engine_status.message(), ")"));
+    failed_.store(true);
+    failure = failure_;
+    on_failed = on_failed_;
+  }
+  logging::Error("%s: the engine cannot continue; ending every request", failure.message());
+  scheduler_.AbortAll(RequestState::kFinishedError);
+  if (on_failed) on_failed(failure);
 }
 
 void EngineLoop::Cancel(RequestId id) { Post(CancelCmd{id}); }
@@ -139,6 +187,12 @@ LoopStats EngineLoop::Stats() const {
 }
 
 void EngineLoop::Handle(SubmitCmd& c) {
+  if (failed_.load()) {  // queued before the engine broke
+    const absl::Status s = Accepting();
+    if (observer_ != nullptr) observer_->OnRejected(s);
+    CountingSink(std::move(c.sink), c.request.request_id, &inflight_, &finished_, &rejected_).OnRejected(s);
+    return;
+  }
   SchedRequest r;
   r.id = c.id;
   r.prompt_tokens = static_cast<int32_t>(c.request.prompt.size());
@@ -215,12 +269,7 @@ void EngineLoop::Run() {
       if (observer_ != nullptr && report.ran) {
         observer_->OnStep(report, std::chrono::duration<double>(SchedClock::now() - t0).count());
       }
-      if (!report.engine_status.ok()) {
-        // The step's requests ended with finish_reason error (each has its
-        // own record, with its id); this line says why the step failed.
-        logging::Error("engine step failed (%d requests ended with an error): %s", report.finished,
-                       report.engine_status.ToString());
-      }
+      AfterStep(report);
     }
     PublishStats(&report);
     if (scheduler_.HasWork() && !report.ran) {

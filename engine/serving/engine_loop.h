@@ -6,6 +6,16 @@
 // next step runs), then runs one scheduler step; with nothing to do it
 // sleeps on a condition variable.
 //
+// Engine failure (issue 35). A step that fails (a device error, an
+// allocation failure) ends the requests in it with finish_reason error and
+// the engine's message; the next step may succeed, and the loop goes on.
+// After SetFailurePolicy's number of failed steps in a row the engine counts
+// as broken: every request still queued ends with the same error, new ones
+// are refused UNAVAILABLE, failure() says why (readiness reports it), and
+// the owner hears it once (beacon-serve exits non-zero so that its
+// orchestrator restarts the replica, rather than staying up, ready in name,
+// failing everything sent to it).
+//
 // Thread ownership: Submit/Cancel/BeginDrain/Stats from any thread; the rest
 // of the state belongs to the loop thread.
 #ifndef BEACON_ENGINE_SERVING_ENGINE_LOOP_H_
@@ -14,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -87,6 +98,15 @@ class EngineLoop {
 
   LoopStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // After `max_failed_steps` failed steps in a row (0: never) the engine is
+  // broken (see "Engine failure" above); `on_failed` then runs once, on the
+  // loop thread, with failure(). Call before the first Submit.
+  void SetFailurePolicy(int32_t max_failed_steps, std::function<void(const absl::Status&)> on_failed)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // OK, or UNAVAILABLE saying why the engine stopped serving.
+  absl::Status failure() const ABSL_LOCKS_EXCLUDED(mu_);
+  bool failed() const { return failed_.load(); }
+
  private:
   struct SubmitCmd {
     RequestId id;
@@ -104,6 +124,11 @@ class EngineLoop {
   // Runs engine and sink callbacks, which may call Cancel(): never under mu_.
   void Handle(SubmitCmd& c) ABSL_LOCKS_EXCLUDED(mu_);
   void PublishStats(const StepReport* report) ABSL_LOCKS_EXCLUDED(mu_);
+  // Counts a step's outcome; on the policy's count of failures in a row,
+  // marks the engine broken and ends what is queued.
+  void AfterStep(const StepReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  // UNAVAILABLE for new requests while draining, broken or stopped; OK else.
+  absl::Status Accepting() const ABSL_LOCKS_EXCLUDED(mu_);
 
   GenerationEngine engine_;
   Scheduler scheduler_;
@@ -114,6 +139,11 @@ class EngineLoop {
   std::deque<Command> inbox_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   LoopStats stats_ ABSL_GUARDED_BY(mu_);
+  int32_t max_failed_steps_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void(const absl::Status&)> on_failed_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> failed_{false};
+  int32_t failed_steps_ = 0;  // in a row; the loop thread's
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int32_t> inflight_{0};

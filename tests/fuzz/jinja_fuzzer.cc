@@ -31,6 +31,7 @@
 
 #include "model/tokenizer/chat_template.h"
 #include "model/tokenizer/jinja/template.h"
+#include "tests/fuzz/json_depth.h"
 
 #ifndef BEACON_SOURCE_DIR
 #error "BEACON_SOURCE_DIR must name the source tree (the real chat templates are read from it)"
@@ -39,8 +40,6 @@
 namespace {
 
 using beacon::jinja::Json;
-
-constexpr int kMaxJsonDepth = 64;  // the server's JsonLimits default
 
 const beacon::jinja::RenderLimits& Limits() {
   static const beacon::jinja::RenderLimits limits{/*max_call_depth=*/20, /*max_iterations=*/20'000,
@@ -81,30 +80,6 @@ const Json& Conversation() {
   return vars;
 }
 
-// Nesting depth of a JSON text's brackets, outside strings; stops counting
-// past `limit`.
-int Depth(std::string_view text, int limit) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    if (c == ']' || c == '}') --depth;
-    if (deepest > limit) break;
-  }
-  return deepest;
-}
-
 void FuzzSource(std::string_view source) {
   absl::StatusOr<beacon::jinja::Template> t = beacon::jinja::Template::Parse(source);
   if (!t.ok()) return;
@@ -113,7 +88,7 @@ void FuzzSource(std::string_view source) {
 }
 
 void FuzzClientSide(uint8_t pick, std::string_view text) {
-  if (Depth(text, kMaxJsonDepth) > kMaxJsonDepth) return;
+  if (beacon::fuzz::JsonDepth(text) > beacon::fuzz::kMaxJsonDepth) return;
   const Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return;
   Json messages = doc, kwargs = Json::object();

@@ -1,4 +1,4 @@
-"""Writes the seed corpora of the text fuzz targets from the real fixtures.
+"""Writes the seed corpora of the fuzz targets other than GGUF's (make_corpus.py).
 Deterministic; rerun after the fixtures change:
     python3 tests/fuzz/make_text_corpora.py
 
@@ -14,6 +14,11 @@ Deterministic; rerun after the fixtures change:
 - openai_corpus/ (openai_fuzzer.cc): request bodies of both endpoints using
   every field family the reader knows, the chat ones carrying the message
   lists of the chat-template cases.
+- model_files_corpus/ (model_files_fuzzer.cc): small safetensors files in the
+  layout transformers writes (mode byte 0x00: F32, F16, BF16 and I64 tensors,
+  __metadata__, an empty tensor), and config.json files as the families we
+  load publish them (mode byte 0x01: Llama, Qwen2, Qwen3, Gemma 3, with RoPE
+  scaling and sliding windows).
 """
 import json
 import os
@@ -105,8 +110,56 @@ def openai():
     return len(bodies)
 
 
+def safetensors(tensors, metadata=None):
+    """The bytes of a .safetensors file: tensors is [(name, dtype, shape, raw bytes)]."""
+    header, data = {}, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # transformers pads the header to 8 bytes
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def model_files():
+    out = fresh("model_files_corpus")
+    f32 = struct.pack("<6f", 0.5, -1.0, 2.0, 0.0, 3.25, -0.125)
+    files = {
+        "st-f32": safetensors([("model.embed_tokens.weight", "F32", [2, 3], f32)], {"format": "pt"}),
+        "st-mixed": safetensors([("a", "BF16", [4], bytes(range(8))), ("b", "F16", [2, 2], bytes(range(8, 16))),
+                                 ("c", "I64", [1], struct.pack("<q", 7)), ("empty", "F32", [0], b"")]),
+        "st-3d": safetensors([("model.layers.0.mlp.up_proj.weight", "F32", [1, 2, 3], f32)]),
+    }
+    llama = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+             "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+             "vocab_size": 256, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+             "hidden_act": "silu", "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+             "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
+    qwen2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 1536,
+             "intermediate_size": 8960, "num_attention_heads": 12, "num_key_value_heads": 2, "num_hidden_layers": 28,
+             "vocab_size": 151936, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+             "sliding_window": 131072, "use_sliding_window": False, "hidden_act": "silu",
+             "tie_word_embeddings": True, "rope_scaling": None}
+    qwen3 = dict(qwen2, architectures=["Qwen3ForCausalLM"], model_type="qwen3", head_dim=128,
+                 rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    gemma3 = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 640,
+              "intermediate_size": 2048, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+              "num_hidden_layers": 18, "vocab_size": 262144, "max_position_embeddings": 32768,
+              "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "sliding_window": 512,
+              "layer_types": ["sliding_attention"] * 5 + ["full_attention"], "query_pre_attn_scalar": 256,
+              "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": None}
+    for name, cfg in (("llama", llama), ("qwen2", qwen2), ("qwen3", qwen3), ("gemma3", gemma3)):
+        files[f"config-{name}"] = json.dumps(cfg, indent=2).encode()
+    for name, data in files.items():
+        write(out, name, (b"\x01" if name.startswith("config") else b"\x00") + data)
+    return len(files)
+
+
 def main():
-    print(f"jinja {jinja()}, tokenizer {tokenizer()}, openai {openai()} seeds")
+    print(f"jinja {jinja()}, tokenizer {tokenizer()}, openai {openai()}, model_files {model_files()} seeds")
 
 
 if __name__ == "__main__":

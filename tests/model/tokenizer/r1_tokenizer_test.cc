@@ -7,6 +7,7 @@
 // (make tokenizer-fixtures).
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -83,6 +84,37 @@ TEST_F(R1Tokenizer, ThinkTagsAreSingleTokens) {
   EXPECT_FALSE(tokenizer_->IsEndOfGeneration(open));
   EXPECT_FALSE(tokenizer_->IsEndOfGeneration(close));
   EXPECT_EQ(tokenizer_->Decode({open, close}), "<think></think>");
+}
+
+// The server's front-end threads share one tokenizer (PrepareRequest runs on
+// whichever thread took the request): encoding, decoding, streaming and the
+// chat template from several threads at once give what one thread alone
+// gives. Under ThreadSanitizer (tools/sanitize.sh) this is also the race
+// check of the tokenizer and the Jinja renderer.
+TEST_F(R1Tokenizer, ConcurrentUseGivesWhatOneThreadGives) {
+  ASSERT_NE(tokenizer_, nullptr);
+  const auto rows = testing::ReadJsonl(testing::FixturePath("tokenizers/r1-distill-qwen-7b.jsonl"));
+  ASSERT_FALSE(rows.empty());
+  const std::vector<ChatMessage> chat = {{"system", "Be brief."}, {"user", "What is 2 + 2?"}};
+  auto work = [&](std::vector<std::string>* out) {
+    for (const auto& row : rows) {
+      const std::string text = row.at("text").get<std::string>();
+      const std::vector<int32_t> ids = tokenizer_->Encode(text, row.at("special").get<bool>(), false);
+      IncrementalDetokenizer detok(tokenizer_, /*render_special=*/true);
+      std::string streamed;
+      for (int32_t id : ids) streamed += detok.Push(id);
+      out->push_back(streamed + detok.Flush());
+      absl::StatusOr<std::string> rendered = tokenizer_->ApplyChatTemplate(chat, true);
+      out->push_back(rendered.ok() ? *rendered : rendered.status().ToString());
+    }
+  };
+  std::vector<std::string> alone;
+  work(&alone);
+  std::vector<std::vector<std::string>> got(4);
+  std::vector<std::thread> threads;
+  for (auto& g : got) threads.emplace_back(work, &g);
+  for (auto& t : threads) t.join();
+  for (const auto& g : got) EXPECT_EQ(g, alone);
 }
 
 }  // namespace

@@ -1,0 +1,82 @@
+"""A broken engine, end to end (issue 35): beacon-serve under the failure drill
+(--debug-fail-steps-after N: every engine step after the first N fails as a
+device error would) with --max-failed-steps 2.
+
+- The request whose step fails first ends with a clear error (HTTP 500 naming
+  the engine's failure); the server stays up and ready after one failure.
+- The second failed step in a row breaks the engine: its request ends with the
+  error too, /ready on the admin port turns 503 naming the failure, new
+  requests are refused 503, and the process exits with status 1 within
+  seconds (so that an orchestrator restarts it), never hanging with /ready 200.
+
+Env: BEACON_BIN, BEACON_MODEL, BEACON_SOURCE_DIR.
+"""
+import json
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_util import Server  # noqa: E402
+
+
+def post(port, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", data=json.dumps(body).encode(),
+                                 method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def get(port, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def main():
+    # Two steps run: the first request's prefill and one decode. Its third step fails.
+    flags = ("--debug-fail-steps-after", "2", "--max-failed-steps", "2", "--admin-port", "0")
+    body = {"prompt": "Count: one, two,", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    with Server(*flags) as srv:
+        admin = int(re.search(r" admin=\S+:(\d+)", srv.read_log()).group(1))
+        assert "failure drill" in srv.read_log()
+        status, reply = post(srv.http_port, body)
+        assert status == 500, (status, reply)
+        assert "injected device failure on step 3" in reply["error"]["message"], reply
+        # One failure is not a broken engine: still ready, still up.
+        assert get(admin, "/ready")[0] == 200
+        assert srv.proc.poll() is None
+        status, reply = post(srv.http_port, body)  # its first step is the second failure in a row
+        assert status == 500 and "injected device failure on step 4" in reply["error"]["message"], (status, reply)
+        # The engine breaks right after that step; poll /ready and a new request until the process exits.
+        seen = []
+        deadline = time.time() + 15
+        while srv.proc.poll() is None and time.time() < deadline:
+            try:
+                seen.append((get(admin, "/ready"), post(srv.http_port, body)))
+            except (urllib.error.URLError, ConnectionError, OSError):
+                break  # the listeners closed: the process is on its way out
+            time.sleep(0.02)
+        srv.proc.wait(15)
+        assert srv.proc.returncode == 1, (srv.proc.returncode, srv.read_log()[-3000:])
+        broken = next(i for i, ((status, _), _) in enumerate(seen) if status == 503)  # at most a poll late
+        assert broken <= 1, seen[:3]
+        for (ready, why), (status, reply) in seen[broken:]:
+            assert ready == 503 and "failed 2 steps in a row" in why["reason"], why
+            assert status == 503 and "cannot serve" in reply["error"]["message"], reply
+        log = srv.read_log()
+        assert "exiting with status 1" in log, log[-2000:]
+    print(f"engine failure: OK (two 500s naming the failure, then {len(seen) - broken} /ready answers 503 and as "
+          f"many requests refused 503 until the process exited with status 1)")
+
+
+if __name__ == "__main__":
+    main()
