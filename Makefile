@@ -83,13 +83,14 @@ bench: build model
 # from its seed corpus (tests/fuzz/<target>_corpus; the GGUF one is tests/fuzz/corpus):
 # gguf (the GGUF reader and loader), jinja (the Jinja engine and chat templates),
 # tokenizer (encoding and the streaming detokenizer), openai (the OpenAI request
-# reader up to the prepared request), model_files (safetensors and config.json).
+# reader up to the prepared request), grpc (the beacon.v1 request conversion, the
+# same), model_files (safetensors and config.json).
 # Findings land in build-fuzz/; each becomes a regression input of its corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= gguf jinja tokenizer openai model_files
+FUZZ_TARGETS ?= gguf jinja tokenizer openai grpc model_files
 fuzz: deps
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBEACON_FUZZ=ON -DBEACON_WITH_CUDA=OFF -DBEACON_WITH_SERVING=OFF
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBEACON_FUZZ=ON -DBEACON_WITH_CUDA=OFF
 	cmake --build build-fuzz --target $(addsuffix _fuzzer,$(FUZZ_TARGETS)) -j $(JOBS)
 	for t in $(FUZZ_TARGETS); do \
 	  seeds=tests/fuzz/$${t}_corpus; [ $$t = gguf ] && seeds=tests/fuzz/corpus; \

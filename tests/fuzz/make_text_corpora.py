@@ -14,6 +14,11 @@ Deterministic; rerun after the fixtures change:
 - openai_corpus/ (openai_fuzzer.cc): request bodies of both endpoints using
   every field family the reader knows, the chat ones carrying the message
   lists of the chat-template cases.
+- grpc_corpus/ (grpc_fuzzer.cc): beacon.v1 GenerateRequest messages in
+  protobuf's wire format (first byte 0x00) using every field, the chat ones
+  carrying the chat-template cases' message lists, and TokenizeRequest
+  messages (0x01). The stubs are generated from proto/ with grpc_tools (the
+  project's .venv has it).
 - model_files_corpus/ (model_files_fuzzer.cc): small safetensors files in the
   layout transformers writes (mode byte 0x00: F32, F16, BF16 and I64 tensors,
   __metadata__, an empty tensor), and config.json files as the families we
@@ -23,6 +28,9 @@ Deterministic; rerun after the fixtures change:
 import json
 import os
 import struct
+import subprocess
+import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "fixtures")
@@ -110,6 +118,43 @@ def openai():
     return len(bodies)
 
 
+def grpc():
+    out = fresh("grpc_corpus")
+    root = os.path.join(HERE, "..", "..")
+    stubs = tempfile.mkdtemp(prefix="beacon-stubs-")
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{root}/proto", f"--python_out={stubs}",
+                    f"{root}/proto/beacon/v1/beacon.proto"], check=True)
+    sys.path.insert(0, stubs)
+    from beacon.v1 import beacon_pb2 as pb  # noqa: E402
+    msgs = [
+        pb.GenerateRequest(text="Once upon a time", stopping=pb.StoppingCriteria(max_tokens=16)),
+        pb.GenerateRequest(request_id="r-1", tokens=pb.TokenIds(ids=[1, 2, 3, 151643]),
+                           sampling=pb.SamplingParams(temperature=0.7, top_p=0.9, top_k=40, min_p=0.05,
+                                                      repetition_penalty=1.1, presence_penalty=0.5,
+                                                      frequency_penalty=0.5, seed=7, n=2,
+                                                      logit_bias={15: -100.0, 16: 5.0}),
+                           stopping=pb.StoppingCriteria(max_tokens=8, stop=["\n"], stop_token_ids=[151643],
+                                                        ignore_eos=True, time_limit_ms=1000, min_tokens=2,
+                                                        include_stop_str_in_output=True, max_reasoning_tokens=4),
+                           kv=pb.KvOptions(policy="beacon", budget=64),
+                           output=pb.OutputOptions(logprobs=2, prompt_logprobs=1, skip_special_tokens=False),
+                           cache_salt="tenant-a"),
+    ]
+    for case in chat_cases()[:32]:
+        m = case["vars"].get("messages")
+        if not isinstance(m, list) or not all(isinstance(x, dict) and isinstance(x.get("content"), str) for x in m):
+            continue
+        chat = pb.ChatInput(messages=[pb.ChatMessage(role=str(x.get("role", "")), content=x["content"]) for x in m])
+        msgs.append(pb.GenerateRequest(chat=chat, stopping=pb.StoppingCriteria(max_tokens=8)))
+    for i, m in enumerate(msgs):
+        write(out, f"generate-{i:03d}", b"\x00" + m.SerializeToString())
+    toks = [pb.TokenizeRequest(text="Hello, world"),
+            pb.TokenizeRequest(chat=pb.ChatInput(messages=[pb.ChatMessage(role="user", content="Hi")]))]
+    for i, m in enumerate(toks):
+        write(out, f"tokenize-{i:03d}", b"\x01" + m.SerializeToString())
+    return len(msgs) + len(toks)
+
+
 def safetensors(tensors, metadata=None):
     """The bytes of a .safetensors file: tensors is [(name, dtype, shape, raw bytes)]."""
     header, data = {}, b""
@@ -159,7 +204,8 @@ def model_files():
 
 
 def main():
-    print(f"jinja {jinja()}, tokenizer {tokenizer()}, openai {openai()}, model_files {model_files()} seeds")
+    print(f"jinja {jinja()}, tokenizer {tokenizer()}, openai {openai()}, grpc {grpc()}, "
+          f"model_files {model_files()} seeds")
 
 
 if __name__ == "__main__":
