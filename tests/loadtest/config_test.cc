@@ -9,16 +9,12 @@
 
 #include "cli/loadtest/flags.h"
 #include "loadtest/runner.h"
+#include "tests/cli/loadtest/parse_args.h"
 
 namespace beacon::loadtest {
 namespace {
 
-absl::StatusOr<Config> Parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "beacon-loadtest");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  return ParseConfig(static_cast<int>(argv.size()), argv.data());
-}
+using testing::Parse;
 
 TEST(LoadtestConfigTest, ValidateLoad) {
   LoadOptions o;

@@ -8,16 +8,12 @@
 #include <cstdlib>
 
 #include "loadtest/runner.h"
+#include "tests/cli/loadtest/parse_args.h"
 
 namespace beacon::loadtest {
 namespace {
 
-absl::StatusOr<Config> Parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "beacon-loadtest");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  return ParseConfig(static_cast<int>(argv.size()), argv.data());
-}
+using testing::Parse;
 
 TEST(LoadtestFlagsTest, RunDefaultsAndAClosedLoop) {
   absl::StatusOr<Config> c = Parse({"--concurrency", "4", "--requests", "12", "--prompt-len", "fixed:32",
