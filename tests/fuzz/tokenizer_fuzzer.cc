@@ -31,31 +31,12 @@
 
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/unicode.h"
-#include "model/tokenizer_loader.h"
+#include "tests/fuzz/fuzz_fixtures.h"
 #include "util/utf8.h"
-
-#ifndef BEACON_SOURCE_DIR
-#error "BEACON_SOURCE_DIR must name the source tree (the tokenizer fixture is read from it)"
-#endif
 
 namespace {
 
-const beacon::Tokenizer& Tok() {
-  static const std::unique_ptr<beacon::Tokenizer> tok = [] {
-    auto data = beacon::LoadTokenizerData(BEACON_SOURCE_DIR "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf");
-    if (!data.ok()) {
-      std::fprintf(stderr, "tokenizer fixture: %s\n", data.status().ToString().c_str());
-      std::abort();
-    }
-    auto t = beacon::Tokenizer::Create(*std::move(data));
-    if (!t.ok()) {
-      std::fprintf(stderr, "tokenizer: %s\n", t.status().ToString().c_str());
-      std::abort();
-    }
-    return *std::move(t);
-  }();
-  return *tok;
-}
+const beacon::Tokenizer& Tok() { return beacon::fuzz::R1Tokenizer(); }
 
 void Check(bool ok, const char* what) {
   if (!ok) {

@@ -1,0 +1,43 @@
+// The request readers' fuzz targets (openai, grpc): a server's limits, small
+// enough that a fuzzed request stays cheap, with the R1 tokenizer's reasoning
+// parser on; and what every prepared request must hold for the engine.
+#ifndef BEACON_TESTS_FUZZ_FUZZ_SERVE_LIMITS_H_
+#define BEACON_TESTS_FUZZ_FUZZ_SERVE_LIMITS_H_
+
+#include <cstdint>
+#include <cstdlib>
+
+#include "engine/reasoning.h"
+#include "engine/serving/serve_request.h"
+#include "kv/kv_policy.h"
+#include "tests/fuzz/fuzz_fixtures.h"
+
+namespace beacon::fuzz {
+
+inline const ServeLimits& FuzzServeLimits() {
+  static const ServeLimits limits = [] {
+    ServeLimits l;
+    l.context_length = 4096;
+    l.default_max_tokens = 64;
+    l.kv_default = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+    l.kv_default.budget = 256;
+    l.kv_limits.min_budget = 32;
+    l.kv_limits.max_budget = 2048;
+    if (auto r = ResolveReasoningParser("auto", R1Tokenizer()); r.ok()) l.reasoning = *r;
+    return l;
+  }();
+  return limits;
+}
+
+// What the engine relies on: a prompt of at least one id, inside the
+// vocabulary, shorter than the context. Aborts (a finding) otherwise.
+inline void CheckPrepared(const PreparedRequest& p) {
+  for (int32_t id : p.prompt) {
+    if (id < 0 || id >= R1Tokenizer().vocab_size()) std::abort();
+  }
+  if (p.prompt.empty() || static_cast<int32_t>(p.prompt.size()) >= FuzzServeLimits().context_length) std::abort();
+}
+
+}  // namespace beacon::fuzz
+
+#endif  // BEACON_TESTS_FUZZ_FUZZ_SERVE_LIMITS_H_
