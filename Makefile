@@ -88,6 +88,7 @@ bench: build model
 # Findings land in build-fuzz/; each becomes a regression input of its corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= gguf jinja tokenizer openai grpc model_files
+FUZZ_FLAGS ?= -timeout=10 -rss_limit_mb=2048
 fuzz: deps
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBEACON_FUZZ=ON -DBEACON_WITH_CUDA=OFF
@@ -95,7 +96,8 @@ fuzz: deps
 	for t in $(FUZZ_TARGETS); do \
 	  seeds=tests/fuzz/$${t}_corpus; [ $$t = gguf ] && seeds=tests/fuzz/corpus; \
 	  mkdir -p build-fuzz/corpus-$$t && cp -n $$seeds/* build-fuzz/corpus-$$t/ 2>/dev/null; \
-	  (cd build-fuzz && bin/$${t}_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=65536 corpus-$$t) || exit 1; \
+	  (cd build-fuzz && bin/$${t}_fuzzer -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(FUZZ_FLAGS) \
+	    -artifact_prefix=art-$$t- corpus-$$t) || exit 1; \
 	done
 
 # The llama.cpp oracle (llama-cpp-python, a source build of several minutes):
