@@ -39,6 +39,14 @@ def main():
         expect_error("beacon-run", ["--model", truncated, "--prompt", "hi"], "truncated.gguf")
         expect_error("beacon-run", ["--model", not_gguf, "--prompt", "hi"], "text.gguf")
         expect_error("beacon-run", ["--model", "dummy:" + bad_cfg, "--prompt", "hi"], "gpt_neox")
+        # beacon-serve's start-up checks (issue 35): refused before the model loads, naming the flag.
+        comments_only = os.path.join(tmp, "keys")
+        with open(comments_only, "w") as g:
+            g.write("# no key yet\n\n")
+        expect_error("beacon-serve", ["--model", MODEL, "--prefix-cache-salt-per-key"], "needs API keys", code=2)
+        expect_error("beacon-serve", ["--model", MODEL, "--api-key-file", comments_only], "holds no key", code=2)
+        expect_error("beacon-serve", ["--model", MODEL, "--admin-port", "70000"], "--admin-port", code=2)
+        expect_error("beacon-serve", ["--model", MODEL, "--max-failed-steps", "-1"], "--max-failed-steps", code=2)
         expect_error("beacon-run", ["--model", MODEL], "prompt is empty", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--output-format", "xml"], "output-format", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--max-tokens", "0"], "max_tokens", code=2)
