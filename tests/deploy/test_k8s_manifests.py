@@ -261,7 +261,6 @@ def test_config_matches_server():
         grpc_port, http_port = port_number(c, "grpc"), port_number(c, "http")
         assert int(config["BEACON_GRPC_PORT"]) == grpc_port and int(config["BEACON_HTTP_PORT"]) == http_port
         assert config["BEACON_HOST"] == "0.0.0.0"
-        assert c["livenessProbe"]["grpc"]["port"] == grpc_port
         # Probes on the admin port, which no Service exposes (issue 35).
         admin_port = port_number(c, "admin")
         assert int(config["BEACON_ADMIN_PORT"]) == admin_port
@@ -269,6 +268,8 @@ def test_config_matches_server():
         assert c["readinessProbe"]["httpGet"]["port"] in ("admin", admin_port)
         assert c["startupProbe"]["httpGet"]["path"] == "/health"
         assert c["startupProbe"]["httpGet"]["port"] in ("admin", admin_port)
+        assert c["livenessProbe"]["httpGet"]["path"] == "/health"
+        assert c["livenessProbe"]["httpGet"]["port"] in ("admin", admin_port)
         # BEACON_* service-link variables would be read as flags.
         assert pod["enableServiceLinks"] is False
         # Engine threads: the CPU request (0 = "all" would count the node's cores).
