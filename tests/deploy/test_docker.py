@@ -208,7 +208,8 @@ def test_runtime_stage():
                 assert flag in flags, f"{name}: {k} is no beacon-serve flag"
         assert env["BEACON_HOST"] == "0.0.0.0" and env["BEACON_MODEL"].startswith("/models/")
         assert exec_form(get("VOLUME")[-1]) == ["/models"]
-        assert sorted(get("EXPOSE")[-1].split()) == sorted([env["BEACON_GRPC_PORT"], env["BEACON_HTTP_PORT"]])
+        assert sorted(get("EXPOSE")[-1].split()) == sorted([env["BEACON_GRPC_PORT"], env["BEACON_HTTP_PORT"],
+                                                        env["BEACON_ADMIN_PORT"]])
         assert get("STOPSIGNAL") == ["SIGTERM"]
         assert exec_form(get("ENTRYPOINT")[-1]) == ["/usr/local/bin/beacon-serve"]
         assert any("runtime-packages.txt" in a and "apt-get install" in a for a in get("RUN"))
