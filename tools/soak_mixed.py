@@ -337,6 +337,8 @@ def main():
         generated = metric(text, "beacon_generation_tokens_total")
         per_request = metric(text, "beacon_request_generation_tokens_sum")
         summary["tokens"] = {"counter": generated, "per_request_sum": per_request, "client_usage": t.usage_tokens}
+        summary["engine"] = {k: metric(text, f"beacon_{k}_total") for k in
+                             ("preemptions", "kv_evictions", "prefix_cache_hits", "prefix_cache_queries")}
         if generated != per_request or t.usage_tokens > (generated or 0):
             t.fail(f"token counters disagree: {summary['tokens']}")
         warm = [s["rss_kib"] for s in samples if s["t"] >= a.duration / 5]
