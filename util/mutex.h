@@ -1,6 +1,7 @@
-// beacon::Mutex, MutexLock and CondVar: the part of absl::Mutex's interface
-// the server uses, with Abseil's thread-safety attributes, over std::mutex
-// and std::condition_variable.
+// beacon::Mutex, MutexLock, CondVar and Notification: the part of
+// absl::Mutex's (and absl::Notification's) interface the server and its tests
+// use, with Abseil's thread-safety attributes, over std::mutex and
+// std::condition_variable.
 //
 // Why not absl::Mutex itself: Debian's Abseil is not built with
 // ThreadSanitizer, so TSan cannot see absl::Mutex lock and unlock (its own
@@ -88,6 +89,37 @@ class CondVar {
 
  private:
   std::condition_variable cv_;
+};
+
+// As absl::Notification, which has the same blind spot under TSan (its wait
+// is absl::Mutex): Notify() once, and every write before it is visible to a
+// thread whose wait returned true. Tests hand results from the engine's
+// thread to theirs with it.
+class Notification {
+ public:
+  void Notify() {
+    MutexLock lock(&mu_);
+    notified_ = true;
+    cv_.SignalAll();
+  }
+  bool HasBeenNotified() const {
+    MutexLock lock(&mu_);
+    return notified_;
+  }
+  // False when `timeout` passed first.
+  bool WaitForNotificationWithTimeout(absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    MutexLock lock(&mu_);
+    while (!notified_) {
+      if (cv_.WaitWithDeadline(&mu_, deadline)) return notified_;
+    }
+    return true;
+  }
+
+ private:
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace beacon

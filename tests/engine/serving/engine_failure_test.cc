@@ -12,13 +12,13 @@
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "engine/fault_injection.h"
 #include "engine/serving/engine_loop.h"
 #include "engine/serving/serve_request.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/default_model.h"
+#include "util/mutex.h"
 
 namespace beacon {
 namespace {
@@ -41,7 +41,7 @@ class Result : public RequestSink {
   int32_t tokens = 0;
   StreamFinal final;
   absl::Status rejected;
-  absl::Notification done;
+  Notification done;
 };
 
 class EngineFailureTest : public ::testing::Test {
@@ -106,7 +106,7 @@ TEST_F(EngineFailureTest, FailedStepsInARowBreakTheEngineOnce) {
   FailingStepsBackend drill(rt_->backend(), 0);  // every step fails
   EngineLoop loop(&drill, cache_.get(), rt_->tokenizer(), rt_->config(), SchedulerConfig{});
   std::atomic<int> heard{0};
-  absl::Notification broken;
+  Notification broken;
   absl::Status heard_status;
   loop.SetFailurePolicy(3, [&](const absl::Status& s) {
     heard_status = s;
