@@ -23,6 +23,15 @@ void QueryRotator::Rotate(const float* q, int32_t position, float* out) const {
   Rope(out, head_dim_, position, rope_.inv_freq.data(), interleaved_, rope_.attention_factor);
 }
 
+void QueryRotator::Table(int32_t position, float* cs) const {
+  RopeCosSin(head_dim_, position, rope_.inv_freq.data(), rope_.attention_factor, cs);
+}
+
+void QueryRotator::Apply(const float* q, const float* cs, float* out) const {
+  if (out != q) std::memcpy(out, q, sizeof(float) * head_dim_);
+  RopeRotate(out, head_dim_, cs, interleaved_);
+}
+
 RecentQueryRing::RecentQueryRing(int capacity, int n_heads, int head_dim)
     : capacity_(capacity),
       n_heads_(n_heads),

@@ -21,6 +21,13 @@ class QueryRotator {
   explicit QueryRotator(const PolicyModelInfo& model);
   // out = RoPE(q, position), as the forward pass rotates; out may equal q.
   void Rotate(const float* q, int32_t position, float* out) const;
+  // Rotate in two halves, for callers that rotate many queries at few
+  // positions: the cos/sin table of `position` (head_dim floats), then
+  // out = RoPE(q) with that table. Bit for bit what Rotate gives; the table
+  // costs head_dim / 2 double-precision cos and sin, the rotation none.
+  void Table(int32_t position, float* cs) const;
+  void Apply(const float* q, const float* cs, float* out) const;
+  int head_dim() const { return head_dim_; }
 
  private:
   int head_dim_;

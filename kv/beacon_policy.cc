@@ -84,6 +84,8 @@ struct ScoreScratch {
   std::vector<int> beacon_idx;
   std::vector<float> queries, scratch;
   std::vector<int32_t> query_pos;
+  // RoPE tables: one per ring entry, then the current position's.
+  std::vector<float> cs;
 };
 
 class BeaconPolicy : public KvPolicy {
@@ -192,18 +194,27 @@ class BeaconPolicy : public KvPolicy {
     // their own positions, then its beacons at the current position.
     queries.clear();
     query_pos.clear();
+    // The group's heads share the ring's positions and the current one: one
+    // RoPE table per position, not per rotated query (the tables' cos and
+    // sin were most of an eviction's rotation cost; issue 34).
+    const int ring = l.ring->size();
+    std::vector<float>& cs = tls.cs;
+    cs.resize(static_cast<size_t>(ring + 1) * d);
+    for (int j = 0; j < ring; ++j) rotator_.Table(l.ring->position(j), cs.data() + static_cast<size_t>(j) * d);
+    const float* now_cs = cs.data() + static_cast<size_t>(ring) * d;
+    rotator_.Table(position, cs.data() + static_cast<size_t>(ring) * d);
     for (int g = 0; g < group; ++g) {
       const int h = kv_head * group + g;
       l.fps[h].Beacons(&beacon_idx);
       const size_t at = queries.size();
-      queries.resize(at + (l.ring->size() + beacon_idx.size()) * d);
+      queries.resize(at + (ring + beacon_idx.size()) * d);
       float* out = queries.data() + at;
-      for (int j = 0; j < l.ring->size(); ++j, out += d) {
-        rotator_.Rotate(l.ring->query(j, h), l.ring->position(j), out);
+      for (int j = 0; j < ring; ++j, out += d) {
+        rotator_.Apply(l.ring->query(j, h), cs.data() + static_cast<size_t>(j) * d, out);
         query_pos.push_back(l.ring->position(j));
       }
       for (int b : beacon_idx) {
-        rotator_.Rotate(l.fps[h].point(b), position, out);
+        rotator_.Apply(l.fps[h].point(b), now_cs, out);
         out += d;
         query_pos.push_back(position);  // a beacon stands at the current position: every key is older
       }

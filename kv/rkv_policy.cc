@@ -90,11 +90,13 @@ class RkvPolicy final : public KvPolicy {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     rotated_.resize(static_cast<size_t>(group) * d);
     logits_.resize(past);
+    cs_.resize(d);
     for (int j = 0; j < r.size(); ++j) {
       const int32_t qpos = r.position(j);
+      rotator_.Table(qpos, cs_.data());  // one table for the group's heads
       for (int i = 0; i < group; ++i) {
         const int h = kv_head * group + i;
-        rotator_.Rotate(r.query(j, h), qpos, rotated_.data() + static_cast<size_t>(i) * d);
+        rotator_.Apply(r.query(j, h), cs_.data(), rotated_.data() + static_cast<size_t>(i) * d);
       }
       float mx = -std::numeric_limits<float>::infinity();
       for (int32_t s = 0; s < past; ++s) {
@@ -154,7 +156,7 @@ class RkvPolicy final : public KvPolicy {
   QueryRotator rotator_;
   std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
-  std::vector<float> importance_, redundancy_, unit_, row_, logits_, rotated_;
+  std::vector<float> importance_, redundancy_, unit_, row_, logits_, rotated_, cs_;
   std::vector<float> keys_;  // Score's keys as f32, [slot][head_dim]
 };
 

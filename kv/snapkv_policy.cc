@@ -76,12 +76,15 @@ class SnapKvPolicy final : public KvPolicy {
     keys.GatherF32(kv_head, &keys_);  // f32 rows on either cache type
     std::fill(scores, scores + n, 0.0f);
 
+    // One RoPE table per ring position, shared by the group's heads.
+    cs_.resize(static_cast<size_t>(r.size()) * d);
+    for (int j = 0; j < r.size(); ++j) rotator_.Table(r.position(j), cs_.data() + static_cast<size_t>(j) * d);
     for (int i = 0; i < group; ++i) {
       const int h = kv_head * group + i;
       std::fill(head_sum_.begin(), head_sum_.end(), 0.0f);
       for (int j = 0; j < r.size(); ++j) {
         const int32_t qpos = r.position(j);
-        rotator_.Rotate(r.query(j, h), qpos, rotated_.data());
+        rotator_.Apply(r.query(j, h), cs_.data() + static_cast<size_t>(j) * d, rotated_.data());
         float mx = -std::numeric_limits<float>::infinity();
         for (int32_t s = 0; s < n; ++s) {
           if (key_pos_[s] > qpos) continue;
@@ -114,7 +117,7 @@ class SnapKvPolicy final : public KvPolicy {
   std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
   std::vector<int32_t> key_pos_;
-  std::vector<float> head_sum_, probs_, rotated_, keys_;
+  std::vector<float> head_sum_, probs_, rotated_, keys_, cs_;
 };
 
 }  // namespace

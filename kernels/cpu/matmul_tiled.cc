@@ -22,6 +22,37 @@ inline V Load(const float* p) { return _mm512_loadu_ps(p); }
 inline V Zero() { return _mm512_setzero_ps(); }
 inline V Fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 inline float Reduce(V v) { return _mm512_reduce_add_ps(v); }
+
+// The 16 sums of a 4x4 tile's accumulators acc[i][j] (numbered k = 4i + j
+// below) in one vector: lane 4j + i holds the sum of acc[i][j], so quarter j holds
+// rows 0..3 of token j. Bit-identical to Reduce on each accumulator: that
+// reduction adds lanes (l, l + 8), then (l, l + 4), (l, l + 2) and (l, l + 1),
+// and each step below adds the same pairs, two accumulators per vector, with
+// shuffles instead of one extract chain per accumulator (IEEE addition is
+// commutative, so only the pairing matters). On the scoring shape of an
+// eviction (hundreds of queries against a 16-slot block, d = 128) the 16
+// separate reductions cost as many instructions as the FMAs they finish.
+inline V ReduceTile(const V (&acc)[4][4]) {
+  V w[8], x[4], y[2];
+  for (int m = 0; m < 8; ++m) {  // lanes (l, l + 8): 8-lane halves of accumulators 2m, 2m + 1
+    const V a = acc[m / 2][2 * (m % 2)], b = acc[m / 2][2 * (m % 2) + 1];
+    w[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  for (int n = 0; n < 4; ++n) {  // (l, l + 4): quarter q of x[n] belongs to accumulator 4n + q
+    const V a = w[2 * n], b = w[2 * n + 1];
+    x[n] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  for (int p = 0; p < 2; ++p) {  // (l, l + 2), within each quarter
+    const V a = x[2 * p], b = x[2 * p + 1];
+    y[p] = _mm512_add_ps(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // (l, l + 1): element e of quarter q is accumulator 4e + q.
+  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
 #else
 using V = __m256;
 constexpr int kLanes = 8;
@@ -142,9 +173,17 @@ void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int6
           for (int j = 0; j < kTokTile; ++j) acc[i][j] = Fma(wv, xv[j], acc[i][j]);
         }
       }
+#if defined(__AVX512F__)
+      static_assert(kTiledRowTile == 4 && kTokTile == 4, "ReduceTile sums a 4x4 tile");
+      alignas(64) float sums[16];  // [token][row]
+      _mm512_store_ps(sums, ReduceTile(acc));
+      auto sum = [&](int i, int j) { return sums[4 * j + i]; };
+#else
+      auto sum = [&](int i, int j) { return Reduce(acc[i][j]); };
+#endif
       for (int i = 0; i < nr; ++i) {
         for (int j = 0; j < nt; ++j) {
-          float s = Reduce(acc[i][j]);
+          float s = sum(i, j);
           for (int64_t c = vec_cols; c < cols; ++c) s += wr[i][c] * xr[j][c];
           y[(t0 + j) * y_stride + (r0 + i - row_begin)] = s;
         }

@@ -40,6 +40,38 @@ TEST_P(QueryRotatorTest, MatchesNaiveRope) {
   }
 }
 
+// The two-part form the policies use when many queries share a position
+// (issue 34) must be Rotate bit for bit, in place or not, on a scaled table
+// too: the eviction scores must not move with it.
+TEST_P(QueryRotatorTest, TableThenApplyIsRotateBitForBit) {
+  const bool interleaved = GetParam();
+  const int d = 64;
+  PolicyModelInfo m = kvtest::SmallModel(interleaved);
+  m.head_dim = d;
+  m.rope_theta = 1e6f;
+  for (bool scaled : {false, true}) {
+    if (scaled)
+      m.rope = MakeRopeTable(1e6f, d, {.type = RopeScalingType::kYarn, .factor = 4.0f, .original_context = 64});
+    const QueryRotator rot(m);
+    ASSERT_EQ(rot.head_dim(), d);
+    std::mt19937 rng(scaled ? 5 : 3);
+    std::vector<float> cs(d);
+    for (int32_t pos : {0, 3, 513, 32768, 131071}) {
+      rot.Table(pos, cs.data());
+      for (int k = 0; k < 3; ++k) {  // one table, several queries
+        const std::vector<float> q = kvtest::RandomVector(d, rng);
+        std::vector<float> want(d), got(d);
+        rot.Rotate(q.data(), pos, want.data());
+        rot.Apply(q.data(), cs.data(), got.data());
+        EXPECT_EQ(got, want) << "pos " << pos << " scaled " << scaled;
+        std::vector<float> inplace = q;
+        rot.Apply(inplace.data(), cs.data(), inplace.data());
+        EXPECT_EQ(inplace, want);
+      }
+    }
+  }
+}
+
 TEST_P(QueryRotatorTest, StylesDiffer) {
   // Guards the naive reference itself: the two pairings are different maps.
   const std::vector<float> q = {1, 2, 3, 4, 5, 6, 7, 8};

@@ -191,6 +191,43 @@ TEST(MatMulRowsTiled, MatchesF32ReferenceForEveryType) {
   }
 }
 
+// The tiled path's exact arithmetic with AVX-512 (issue 34): each (row,
+// token) sum is 16 per-lane FMA chains over the columns, then the lanes
+// added in the pairs _mm512_reduce_add_ps uses, (l, l + 8), (l, l + 4),
+// (l, l + 2), (l, l + 1). The tile's one-shuffle reduction must give these
+// bits exactly (eviction scores and the f32 layers rely on the results not
+// moving); a wrong pairing or lane order fails here, not within a tolerance.
+// Rows 13 and tokens 7 leave partial tiles both ways; d = 128 and 80 columns.
+TEST(MatMulRowsTiled, SumsBitIdenticalToPerAccumulatorReduction) {
+#if defined(__AVX512F__)
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd;
+  for (int64_t cols : {128, 80}) {
+    const int64_t rows = 13, n_tokens = 7, vec = cols / 16 * 16;
+    std::vector<float> w(rows * cols), x(n_tokens * cols), y(n_tokens * rows, NAN);
+    for (float& v : w) v = nd(rng);
+    for (float& v : x) v = nd(rng);
+    MatMulRowsTiled(MatrixView{DType::kF32, rows, cols, w.data()}, x.data(), n_tokens, 0, rows, y.data(), rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        float lane[16] = {};
+        for (int64_t c = 0; c < vec; c += 16) {
+          for (int l = 0; l < 16; ++l) lane[l] = std::fma(w[r * cols + c + l], x[t * cols + c + l], lane[l]);
+        }
+        for (int half = 8; half >= 1; half /= 2) {
+          for (int l = 0; l < half; ++l) lane[l] = lane[l] + lane[l + half];
+        }
+        float want = lane[0];
+        for (int64_t c = vec; c < cols; ++c) want += w[r * cols + c] * x[t * cols + c];
+        EXPECT_EQ(y[t * rows + r], want) << "cols " << cols << " row " << r << " token " << t;
+      }
+    }
+  }
+#else
+  GTEST_SKIP() << "built without AVX-512: the tiled path reduces each accumulator alone";
+#endif
+}
+
 }  // namespace
 }  // namespace beacon
 
