@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_tiled.h"
 #include "kernels/cpu/packed_matrix.h"
 
 namespace beacon {
@@ -65,6 +66,31 @@ void BM_MatMulPacked(benchmark::State& state, DType t, int64_t rows, int64_t col
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * w.size());
 }
+
+// An eviction's scoring logits for one (layer, KV head) of the 1.5B model
+// under BeaconKV's defaults (issue 34): 6 query heads x (16 recent + 16
+// beacons) = 192 queries against 384 cached bf16 keys of d = 128, one
+// 16-slot cache block at a time as kv/attention_scoring.cc calls it. One
+// thread; an eviction runs 28 x 2 of these on the pool. Reports MAC/s.
+void BM_ScoringLogits(benchmark::State& state) {
+  constexpr int64_t kQueries = 192, kSlots = 384, kD = 128, kBlock = 16;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd;
+  std::vector<uint16_t> keys(kSlots * kD);
+  for (auto& k : keys) k = Fp32ToBf16(nd(rng));
+  std::vector<float> q(kQueries * kD), logits(kQueries * kSlots);
+  for (float& v : q) v = nd(rng);
+  for (auto _ : state) {
+    for (int64_t s0 = 0; s0 < kSlots; s0 += kBlock) {
+      MatMulRowsTiled(MatrixView{DType::kBF16, kBlock, kD, keys.data() + s0 * kD}, q.data(), kQueries, 0, kBlock,
+                      logits.data() + s0, kSlots);
+    }
+    benchmark::DoNotOptimize(logits.data());
+  }
+  state.counters["MAC/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * kQueries * kSlots * kD, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ScoringLogits);
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) {

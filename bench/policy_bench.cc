@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <vector>
 
 #include "engine/generation.h"
 #include "kv/sequence_compressor.h"
@@ -46,52 +48,97 @@ class TimedPolicy : public KvPolicy {
 
 }  // namespace
 
-absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions& options, int32_t prompt_len,
-                                              int32_t steps, bool policy_pool) {
+absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions& options,
+                                              const PolicyBenchShape& shape, bool policy_pool) {
   const ModelConfig& cfg = rt->config();
-  auto compressor = SequenceCompressor::Create(options, PolicyInfoFor(cfg), prompt_len);
-  if (!compressor.ok()) return compressor.status();
-  if (policy_pool)
-    (*compressor)->set_thread_pool(rt->backend()->host_pool());  // as serving does (GenerationEngine::Add)
-  const int64_t peak = SequenceCompressor::PeakSlots(options, prompt_len, steps + 1);
-  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(peak + 16);
+  const int32_t batch = shape.batch, steps = shape.steps;
+  if (batch < 1 || shape.stagger < 0 || shape.prompt_len < 1 || steps < 1) {
+    return absl::InvalidArgumentError("policy bench: batch, prompt length and steps must be >= 1, stagger >= 0");
+  }
+  const int32_t prompt_len = shape.prompt_len;
+  std::vector<int32_t> pos(batch, prompt_len);  // each sequence's next position
+  std::vector<std::unique_ptr<SequenceCompressor>> compressors;
+  int64_t slots = 16;
+  for (int32_t b = 0; b < batch; ++b) {
+    auto made = SequenceCompressor::Create(options, PolicyInfoFor(cfg), prompt_len);
+    if (!made.ok()) return made.status();
+    if (policy_pool) (*made)->set_thread_pool(rt->backend()->host_pool());  // as serving does (GenerationEngine::Add)
+    compressors.push_back(*std::move(made));
+    slots += SequenceCompressor::PeakSlots(options, prompt_len, b * shape.stagger + steps + 1) + 16;
+  }
+  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
   if (!made.ok()) return made.status();
   std::unique_ptr<KvCache> cache = *std::move(made);
-  SequenceKv seq(cache.get());
-  TimedPolicy timed((*compressor)->policy());
-  KvPolicy* policy = options.compresses() ? &timed : nullptr;
+  std::vector<SequenceKv> seqs;
+  seqs.reserve(batch);
+  std::vector<std::unique_ptr<TimedPolicy>> timed;
+  std::vector<KvPolicy*> policies;
+  for (int32_t b = 0; b < batch; ++b) {
+    seqs.emplace_back(cache.get());
+    timed.push_back(std::make_unique<TimedPolicy>(compressors[b]->policy()));
+    policies.push_back(options.compresses() ? timed.back().get() : nullptr);
+  }
+  auto observed = [&] {
+    double s = 0;
+    for (const auto& t : timed) s += t->seconds();
+    return s;
+  };
+  auto evictions = [&] {
+    int64_t n = 0;
+    for (const auto& c : compressors) n += c->evictions();
+    return n;
+  };
 
-  std::vector<int32_t> prompt(prompt_len);
-  for (int32_t i = 0; i < prompt_len; ++i) prompt[i] = (i * 31 + 7) % cfg.vocab_size;
   std::vector<float> logits;
-  auto argmax = [&] { return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()); };
-  ForwardEntry e{&seq, prompt, 0, false, policy};
-  if (absl::Status s = rt->backend()->Forward(std::span(&e, 1), &logits); !s.ok()) return s;
+  auto argmax = [&](int32_t row) {
+    const float* r = logits.data() + static_cast<size_t>(row) * cfg.vocab_size;
+    return static_cast<int32_t>(std::max_element(r, r + cfg.vocab_size) - r);
+  };
+  std::vector<std::vector<int32_t>> last(batch);
+  // Prefills and head starts, one sequence at a time (not timed).
+  for (int32_t b = 0; b < batch; ++b) {
+    std::vector<int32_t> prompt(prompt_len);
+    for (int32_t i = 0; i < prompt_len; ++i) prompt[i] = (b * 131 + i * 31 + 7) % cfg.vocab_size;
+    ForwardEntry e{&seqs[b], prompt, 0, false, policies[b]};
+    if (absl::Status s = rt->backend()->Forward(std::span(&e, 1), &logits); !s.ok()) return s;
+    last[b] = {argmax(0)};
+    for (int32_t j = 0; j < b * shape.stagger; ++j) {
+      ForwardEntry d{&seqs[b], last[b], pos[b], false, policies[b]};
+      if (absl::Status s = rt->backend()->Forward(std::span(&d, 1), &logits); !s.ok()) return s;
+      last[b] = {argmax(0)};
+      compressors[b]->AfterDecodeStep(&seqs[b], ++pos[b]);
+    }
+  }
 
   PolicyBenchResult r;
-  const double observe_before = timed.seconds();
-  std::vector<int32_t> last = {argmax()};
+  const double observe_before = observed();
+  const int64_t evictions_before_timing = evictions();
+  std::vector<ForwardEntry> entries(batch);
   for (int32_t i = 0; i < steps; ++i) {
-    ForwardEntry d{&seq, last, prompt_len + i, false, policy};
-    const double observed_before = timed.seconds();
-    const int64_t evictions_before = (*compressor)->evictions();
+    for (int32_t b = 0; b < batch; ++b) entries[b] = ForwardEntry{&seqs[b], last[b], pos[b], false, policies[b]};
+    const double observed_before = observed();
+    const int64_t evictions_before = evictions();
     const auto t0 = Clock::now();
-    if (absl::Status s = rt->backend()->Forward(std::span(&d, 1), &logits); !s.ok()) return s;
+    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
     const auto t1 = Clock::now();
-    last = {argmax()};
+    for (int32_t b = 0; b < batch; ++b) last[b] = {argmax(b)};
     const auto t1b = Clock::now();
-    (*compressor)->AfterDecodeStep(&seq, prompt_len + i + 1);
+    for (int32_t b = 0; b < batch; ++b) compressors[b]->AfterDecodeStep(&seqs[b], ++pos[b]);
     const auto t2 = Clock::now();
     r.decode_s += std::chrono::duration<double>(t1 - t0).count();
     const double evict_s = std::chrono::duration<double>(t2 - t1b).count();
     r.evict_s += evict_s;
-    r.per_step.AddStep(timed.seconds() - observed_before + evict_s, (*compressor)->evictions() - evictions_before);
+    const int64_t made_now = evictions() - evictions_before;
+    r.per_step.AddStep(observed() - observed_before + evict_s, made_now);
+    r.whole_step.AddStep(std::chrono::duration<double>(t2 - t0).count(), made_now);
   }
   r.steps = steps;
-  r.observe_s = timed.seconds() - observe_before;
-  r.evictions = (*compressor)->evictions();
-  r.peak_slots = seq.peak_slots();
-  seq.Release();
+  r.observe_s = observed() - observe_before;
+  r.evictions = evictions() - evictions_before_timing;
+  for (SequenceKv& s : seqs) {
+    r.peak_slots = std::max(r.peak_slots, s.peak_slots());
+    s.Release();
+  }
   return r;
 }
 

@@ -24,18 +24,37 @@ struct PolicyBenchResult {
   double evict_s = 0;    // inside evictions (score + select + compact)
   int32_t peak_slots = 0;
   // Per step: observation (the step's ObserveQuery / ObserveAttention time)
-  // plus the step's eviction, and the evictions made.
+  // plus the step's eviction, and the evictions made (summed over the batch).
   PolicyStepStats per_step;
+  // Per step: the whole step's wall time (the batch's forward pass, its
+  // greedy picks and every sequence's eviction work), what a client's
+  // inter-token latency is made of: the p99 / p50 of the issue 34 target.
+  PolicyStepStats whole_step;
   double observe_share() const { return observe_s / (decode_s - observe_s); }
   double evict_share() const { return evict_s / (decode_s - observe_s); }
 };
 
-// Decodes `steps` greedy tokens after a `prompt_len`-token prompt for one
-// sequence under `options`. `policy_pool`: the compressor gets the
-// runtime's CPU pool, as in serving; false runs the policy single-threaded
-// (the comparison beacon-bench policy --policy-pool both prints).
-absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions& options, int32_t prompt_len,
-                                              int32_t steps, bool policy_pool = true);
+// How BenchPolicy runs: one sequence by default; `batch` sequences decode
+// in one forward pass per step, each after its own prompt of prompt_len
+// tokens, and sequence b with a head start of b * stagger decode steps run
+// alone before the timed steps, as if it had arrived that much earlier.
+// stagger 0 puts every sequence's evictions on the same step (the worst
+// case for a step's latency); interval / batch spreads them as arrivals at
+// different times do in serving. (Longer prompts would not: the kept prompt
+// moves the bound with it, so the eviction steps stay where they were.)
+struct PolicyBenchShape {
+  int32_t prompt_len = 32;
+  int32_t steps = 1024;
+  int32_t batch = 1;
+  int32_t stagger = 0;
+};
+
+// Decodes `steps` greedy tokens for each sequence of `shape` under
+// `options`. `policy_pool`: each compressor gets the runtime's CPU pool, as
+// in serving; false runs the policy single-threaded (the comparison
+// beacon-bench policy --policy-pool both prints).
+absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions& options,
+                                              const PolicyBenchShape& shape, bool policy_pool = true);
 
 }  // namespace beacon
 

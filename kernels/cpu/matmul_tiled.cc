@@ -141,51 +141,65 @@ void MatMulRowsTiled(const MatrixView& w, const float* x, int64_t n_tokens, int6
   const int64_t cols = w.cols;
   const int64_t vec_cols = cols / kLanes * kLanes;
   const size_t row_bytes = DTypeRowBytes(w.dtype, cols);
+  // Rows converted together: as many 4-row tiles as fit 16 KiB of f32 (at
+  // most 4), so every token tile is read once per group instead of once per
+  // 4 rows. Narrow matrices gain: an eviction's scoring runs 192 queries (96
+  // KiB, more than L1) against each 16-slot block of d = 128 keys, and read
+  // them from L2 four times per block before. Wide ones keep 4-row groups.
+  // The order of the sums within a (row, token) is unchanged: bit-identical.
+  const int group_tiles =
+      static_cast<int>(std::clamp<int64_t>(16384 / (kTiledRowTile * cols * int64_t{sizeof(float)}), 1, 4));
+  const int group_rows = group_tiles * kTiledRowTile;
   thread_local std::vector<float> tile;
-  tile.resize(kTiledRowTile * cols);
+  tile.resize(static_cast<size_t>(group_rows) * cols);
 
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kTiledRowTile) {
-    const int nr = static_cast<int>(std::min<int64_t>(kTiledRowTile, row_end - r0));
-    const float* wr[kTiledRowTile];
-    for (int i = 0; i < kTiledRowTile; ++i) {
-      const int64_t r = r0 + std::min(i, nr - 1);  // pad a short tile by repeating its last row
+  for (int64_t g0 = row_begin; g0 < row_end; g0 += group_rows) {
+    const int gr = static_cast<int>(std::min<int64_t>(group_rows, row_end - g0));
+    // wr[i]: row g0 + i as f32; a short last 4-row tile repeats its last row.
+    const float* wr[4 * kTiledRowTile];
+    for (int i = 0; i < group_rows; ++i) {
+      const int64_t r = g0 + std::min(i, gr - 1);
       const uint8_t* src = static_cast<const uint8_t*>(w.data) + row_bytes * r;
       if (w.dtype == DType::kF32) {
         wr[i] = reinterpret_cast<const float*>(src);
       } else {
-        if (i < nr) DequantizeRowFast(w.dtype, src, tile.data() + i * cols, cols);
-        wr[i] = tile.data() + std::min(i, nr - 1) * cols;
+        if (i < gr) DequantizeRowFast(w.dtype, src, tile.data() + i * cols, cols);
+        wr[i] = tile.data() + std::min(i, gr - 1) * cols;
       }
     }
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokTile) {
       const int nt = static_cast<int>(std::min<int64_t>(kTokTile, n_tokens - t0));
       const float* xr[kTokTile];
       for (int j = 0; j < kTokTile; ++j) xr[j] = x + (t0 + std::min(j, nt - 1)) * cols;
-      V acc[kTiledRowTile][kTokTile];
-      for (auto& row : acc) {
-        for (V& a : row) a = Zero();
-      }
-      for (int64_t c = 0; c < vec_cols; c += kLanes) {
-        V xv[kTokTile];
-        for (int j = 0; j < kTokTile; ++j) xv[j] = Load(xr[j] + c);
-        for (int i = 0; i < kTiledRowTile; ++i) {
-          const V wv = Load(wr[i] + c);
-          for (int j = 0; j < kTokTile; ++j) acc[i][j] = Fma(wv, xv[j], acc[i][j]);
+      for (int r0 = 0; r0 < gr; r0 += kTiledRowTile) {
+        const int nr = std::min(kTiledRowTile, gr - r0);
+        const float* const* wt = wr + r0;
+        V acc[kTiledRowTile][kTokTile];
+        for (auto& row : acc) {
+          for (V& a : row) a = Zero();
         }
-      }
+        for (int64_t c = 0; c < vec_cols; c += kLanes) {
+          V xv[kTokTile];
+          for (int j = 0; j < kTokTile; ++j) xv[j] = Load(xr[j] + c);
+          for (int i = 0; i < kTiledRowTile; ++i) {
+            const V wv = Load(wt[i] + c);
+            for (int j = 0; j < kTokTile; ++j) acc[i][j] = Fma(wv, xv[j], acc[i][j]);
+          }
+        }
 #if defined(__AVX512F__)
-      static_assert(kTiledRowTile == 4 && kTokTile == 4, "ReduceTile sums a 4x4 tile");
-      alignas(64) float sums[16];  // [token][row]
-      _mm512_store_ps(sums, ReduceTile(acc));
-      auto sum = [&](int i, int j) { return sums[4 * j + i]; };
+        static_assert(kTiledRowTile == 4 && kTokTile == 4, "ReduceTile sums a 4x4 tile");
+        alignas(64) float sums[16];  // [token][row]
+        _mm512_store_ps(sums, ReduceTile(acc));
+        auto sum = [&](int i, int j) { return sums[4 * j + i]; };
 #else
-      auto sum = [&](int i, int j) { return Reduce(acc[i][j]); };
+        auto sum = [&](int i, int j) { return Reduce(acc[i][j]); };
 #endif
-      for (int i = 0; i < nr; ++i) {
-        for (int j = 0; j < nt; ++j) {
-          float s = sum(i, j);
-          for (int64_t c = vec_cols; c < cols; ++c) s += wr[i][c] * xr[j][c];
-          y[(t0 + j) * y_stride + (r0 + i - row_begin)] = s;
+        for (int i = 0; i < nr; ++i) {
+          for (int j = 0; j < nt; ++j) {
+            float s = sum(i, j);
+            for (int64_t c = vec_cols; c < cols; ++c) s += wt[i][c] * xr[j][c];
+            y[(t0 + j) * y_stride + (g0 + r0 + i - row_begin)] = s;
+          }
         }
       }
     }
