@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/key_logits.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_tiled.h"
 #include "kernels/cpu/packed_matrix.h"
@@ -72,6 +73,7 @@ void BM_MatMulPacked(benchmark::State& state, DType t, int64_t rows, int64_t col
 // beacons) = 192 queries against 384 cached bf16 keys of d = 128, one
 // 16-slot cache block at a time as kv/attention_scoring.cc calls it. One
 // thread; an eviction runs 28 x 2 of these on the pool. Reports MAC/s.
+// transposed:0 is the register-tiled kernel, 1 key_logits.h's.
 void BM_ScoringLogits(benchmark::State& state) {
   constexpr int64_t kQueries = 192, kSlots = 384, kD = 128, kBlock = 16;
   std::mt19937 rng(3);
@@ -80,17 +82,26 @@ void BM_ScoringLogits(benchmark::State& state) {
   for (auto& k : keys) k = Fp32ToBf16(nd(rng));
   std::vector<float> q(kQueries * kD), logits(kQueries * kSlots);
   for (float& v : q) v = nd(rng);
+  const bool transposed = state.range(0) == 1;
+  if (transposed && !KeyBlockLogitsSupported(DType::kBF16, kD)) {
+    state.SkipWithError("KeyBlockLogits needs AVX-512");
+    return;
+  }
   for (auto _ : state) {
     for (int64_t s0 = 0; s0 < kSlots; s0 += kBlock) {
-      MatMulRowsTiled(MatrixView{DType::kBF16, kBlock, kD, keys.data() + s0 * kD}, q.data(), kQueries, 0, kBlock,
-                      logits.data() + s0, kSlots);
+      if (transposed) {
+        KeyBlockLogits(DType::kBF16, keys.data() + s0 * kD, kBlock, kD, q.data(), kQueries, logits.data() + s0, kSlots);
+      } else {
+        MatMulRowsTiled(MatrixView{DType::kBF16, kBlock, kD, keys.data() + s0 * kD}, q.data(), kQueries, 0, kBlock,
+                        logits.data() + s0, kSlots);
+      }
     }
     benchmark::DoNotOptimize(logits.data());
   }
   state.counters["MAC/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * kQueries * kSlots * kD, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_ScoringLogits);
+BENCHMARK(BM_ScoringLogits)->ArgName("transposed")->Arg(0)->Arg(1);
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) {

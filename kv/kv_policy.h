@@ -182,8 +182,9 @@ class KvPolicy {
   void set_thread_pool(ThreadPool* pool) { pool_ = pool; }
   ThreadPool* thread_pool() const { return pool_; }
   // True when Score may run concurrently for different (layer, KV head)
-  // pairs (and with no other call in flight): SequenceCompressor then
-  // scores every pair of an eviction in parallel before compacting.
+  // pairs (and with no other call in flight), and OnCompacted for different
+  // layers likewise: SequenceCompressor then scores every pair of an
+  // eviction in parallel, then compacts the layers in parallel.
   virtual bool concurrent_scoring() const { return false; }
 
   // Every token run (prefill and decode), every layer: the pre-RoPE query

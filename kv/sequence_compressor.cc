@@ -71,10 +71,13 @@ void SequenceCompressor::EvictOnHost(SequenceKv* kv, int32_t n_keep, int32_t nex
   KvCache* cache = kv->cache();
   if (pool_ != nullptr && pool_->n_threads() > 1 && policy_->concurrent_scoring()) {
     // Score and select every (layer, KV head) in parallel, then compact
-    // layer by layer. Equivalent to the serial loop below: scoring layer l
-    // reads only layer l's keys and policy state, which compacting another
-    // layer does not touch (a concurrent_scoring policy promises that its
-    // OnCompacted(l) changes nothing Score(l', ...) reads for l' != l).
+    // the layers in parallel. Equivalent to the serial loop below: scoring
+    // layer l reads only layer l's keys and policy state, which compacting
+    // another layer does not touch (a concurrent_scoring policy promises
+    // that its OnCompacted(l) changes nothing Score(l', ...) or
+    // OnCompacted(l') reads or writes for l' != l), and CompactLayer(l)
+    // moves only layer l's slots. (Compacting was 0.8-1.9 ms of a 1.5B
+    // eviction on the driving thread alone; issue 34.)
     const int n_kv = model_.n_kv_heads;
     const int64_t pairs = int64_t{model_.n_layers} * n_kv;
     all_scores_.resize(static_cast<size_t>(pairs) * n);
@@ -89,10 +92,12 @@ void SequenceCompressor::EvictOnHost(SequenceKv* kv, int32_t n_keep, int32_t nex
         SelectKeep(scores, keys, h, protection_, n_keep, &all_keep_[l][h]);
       }
     });
-    for (int l = 0; l < model_.n_layers; ++l) {
-      CompactLayer(cache, *kv, l, all_keep_[l]);
-      policy_->OnCompacted(l, all_keep_[l]);
-    }
+    pool_->ParallelFor(model_.n_layers, 1, [&](int64_t begin, int64_t end, int) {
+      for (int64_t l = begin; l < end; ++l) {
+        CompactLayer(cache, *kv, static_cast<int>(l), all_keep_[l]);
+        policy_->OnCompacted(static_cast<int>(l), all_keep_[l]);
+      }
+    });
     return;
   }
   for (int l = 0; l < model_.n_layers; ++l) {

@@ -278,9 +278,10 @@ INSTANTIATE_TEST_SUITE_P(All, BeaconPolicyTest,
                          ParamName);
 
 // With a 2-thread pool the compressor scores every (layer, KV head) in
-// parallel and the policy runs its FPS shrinks in parallel: the kept
-// slots and their keys equal the serial run's exactly (and ThreadSanitizer
-// watches the concurrent Score calls in the TSan build).
+// parallel, compacts the layers in parallel, and the policy runs its FPS
+// shrinks in parallel: the kept slots and their keys equal the serial run's
+// exactly (and ThreadSanitizer watches the concurrent Score and compaction
+// calls in the TSan build).
 TEST(BeaconPolicy, ParallelEvictionAndShrinksEqualTheSerialRun) {
   for (bool small : {false, true}) {
     KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
