@@ -139,6 +139,11 @@ int PolicyMain(const cli::Args& args) {
                          .steps = static_cast<int32_t>(*steps),
                          .batch = static_cast<int32_t>(*batch),
                          .stagger = static_cast<int32_t>(*stagger < 0 ? *interval / *batch : *stagger)};
+  const std::string phase = args.Str("eviction-phase");
+  if (phase != "spread" && phase != "aligned") {
+    return Fail(absl::InvalidArgumentError("--eviction-phase must be spread or aligned"));
+  }
+  shape.spread_phase = phase == "spread";
   std::vector<KvPolicyOptions> policies;
   for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
     absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
@@ -157,10 +162,10 @@ int PolicyMain(const cli::Args& args) {
   if (!rt.ok()) return Fail(rt.status());
   std::printf(
       "model %s, prompt %lld, %lld decode steps, budget %lld, interval %lld, threads %d, batch %d "
-      "(head starts %d steps apart)\n",
+      "(head starts %d steps apart, eviction phases %s)\n",
       ro.model.c_str(), static_cast<long long>(*prompt_len), static_cast<long long>(*steps),
       static_cast<long long>(*budget), static_cast<long long>(*interval), (*rt)->pool()->n_threads(), shape.batch,
-      shape.stagger);
+      shape.stagger, phase.c_str());
   std::printf("%-14s %10s %10s %12s %12s %12s %10s\n", "policy", "step ms", "evictions", "observe/step", "evict/step",
               "total", "peak KV");
   const std::string pool_mode = args.Str("policy-pool");
@@ -191,6 +196,7 @@ int PolicyMain(const cli::Args& args) {
                                  {"per_step", PolicyStepJson(r->per_step)},
                                  {"batch", shape.batch},
                                  {"stagger", shape.stagger},
+                                 {"eviction_phase", phase},
                                  {"whole_step", PolicyStepJson(r->whole_step)}});
       std::fflush(stdout);
       per_step.emplace_back(label, r->per_step);
@@ -371,8 +377,11 @@ void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
       args->Declare("decode-steps", false, "1024", "decode steps per policy");
       args->Declare("batch", false, "1", "sequences decoding together, one forward pass per step");
       args->Declare("stagger", false, "-1",
-                    "prompt tokens between consecutive sequences' prompts (-1: interval / batch, so their "
-                    "evictions fall on different steps; 0: all on the same step)");
+                    "decode steps of head start between consecutive sequences (-1: interval / batch, so their "
+                    "evictions fall on different steps; 0: all start together)");
+      args->Declare("eviction-phase", false, "spread",
+                    "spread: each sequence's first eviction moved by its prompt's phase, as beacon-serve does; "
+                    "aligned: all on the published schedule (with --stagger 0, all evict on the same step)");
       args->Declare("policy-pool", false, "on",
                     "on (the compressor uses the CPU pool, as serving does), off, or both (a /serial row too)");
     } else {

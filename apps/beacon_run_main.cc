@@ -19,6 +19,7 @@
 #include "cli/tokenizer_flags.h"
 #include "engine/batch_runner.h"
 #include "engine/runtime.h"
+#include "kv/eviction_schedule.h"
 #include "nlohmann/json.hpp"
 #include "util/cli_args.h"
 #include "util/run_main.h"
@@ -249,6 +250,13 @@ int Main(int argc, char** argv) {
   if (absl::Status s = opts->Validate((*rt)->config().vocab_size); !s.ok()) return Fail(s);
   absl::StatusOr<std::vector<int32_t>> ids = PromptIds(**rt, *prompt, args);
   if (!ids.ok()) return Fail(ids.status());
+  // The phase beacon-serve would give this prompt (one sample), so both
+  // give it the same text.
+  absl::StatusOr<bool> spread = ParseSpreadEvictionPhase(args);
+  if (!spread.ok()) return Fail(spread.status());
+  if (*spread && opts->kv.compresses()) {
+    opts->kv.eviction_phase = EvictionSchedule::SpreadPhase(*ids, 0, 1, opts->kv.interval);
+  }
   if (absl::Status s = Generate(rt->get(), *std::move(ids), *opts, static_cast<int32_t>(*chunk), format == "jsonl");
       !s.ok()) {
     return Fail(s);

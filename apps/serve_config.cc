@@ -175,6 +175,9 @@ absl::Status ParseKvLimits(const cli::Args& args, int64_t min_budget, int64_t ma
   limits->kv_limits.allowed_policies = *std::move(allowed);
   limits->kv_limits.min_budget = static_cast<int32_t>(min_budget);
   limits->kv_limits.max_budget = static_cast<int32_t>(max_budget);
+  absl::StatusOr<bool> spread = ParseSpreadEvictionPhase(args);
+  if (!spread.ok()) return spread.status();
+  limits->spread_eviction_phase = *spread;
   return limits->kv_limits.Validate();
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/generation.h"
+#include "kv/eviction_schedule.h"
 #include "kv/sequence_compressor.h"
 
 namespace beacon {
@@ -57,10 +58,17 @@ absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions
   }
   const int32_t prompt_len = shape.prompt_len;
   std::vector<int32_t> pos(batch, prompt_len);  // each sequence's next position
+  std::vector<std::vector<int32_t>> prompts(batch, std::vector<int32_t>(prompt_len));
+  for (int32_t b = 0; b < batch; ++b) {
+    for (int32_t i = 0; i < prompt_len; ++i) prompts[b][i] = (b * 131 + i * 31 + 7) % cfg.vocab_size;
+  }
   std::vector<std::unique_ptr<SequenceCompressor>> compressors;
   int64_t slots = 16;
   for (int32_t b = 0; b < batch; ++b) {
-    auto made = SequenceCompressor::Create(options, PolicyInfoFor(cfg), prompt_len);
+    KvPolicyOptions o = options;
+    if (shape.spread_phase && o.compresses())
+      o.eviction_phase = EvictionSchedule::SpreadPhase(prompts[b], 0, 1, o.interval);
+    auto made = SequenceCompressor::Create(o, PolicyInfoFor(cfg), prompt_len);
     if (!made.ok()) return made.status();
     if (policy_pool) (*made)->set_thread_pool(rt->backend()->host_pool());  // as serving does (GenerationEngine::Add)
     compressors.push_back(*std::move(made));
@@ -97,9 +105,7 @@ absl::StatusOr<PolicyBenchResult> BenchPolicy(Runtime* rt, const KvPolicyOptions
   std::vector<std::vector<int32_t>> last(batch);
   // Prefills and head starts, one sequence at a time (not timed).
   for (int32_t b = 0; b < batch; ++b) {
-    std::vector<int32_t> prompt(prompt_len);
-    for (int32_t i = 0; i < prompt_len; ++i) prompt[i] = (b * 131 + i * 31 + 7) % cfg.vocab_size;
-    ForwardEntry e{&seqs[b], prompt, 0, false, policies[b]};
+    ForwardEntry e{&seqs[b], prompts[b], 0, false, policies[b]};
     if (absl::Status s = rt->backend()->Forward(std::span(&e, 1), &logits); !s.ok()) return s;
     last[b] = {argmax(0)};
     for (int32_t j = 0; j < b * shape.stagger; ++j) {

@@ -42,11 +42,18 @@ struct PolicyBenchResult {
 // case for a step's latency); interval / batch spreads them as arrivals at
 // different times do in serving. (Longer prompts would not: the kept prompt
 // moves the bound with it, so the eviction steps stay where they were.)
+//
+// spread_phase gives each sequence the eviction phase beacon-serve gives a
+// request (EvictionSchedule::SpreadPhase of its prompt; --kv-eviction-phase
+// spread, the server's default): with stagger 0 that is a burst of requests
+// admitted on one step, as serving runs it. Off, every sequence evicts on
+// the published schedule (--kv-eviction-phase aligned).
 struct PolicyBenchShape {
   int32_t prompt_len = 32;
   int32_t steps = 1024;
   int32_t batch = 1;
   int32_t stagger = 0;
+  bool spread_phase = false;
 };
 
 // Decodes `steps` greedy tokens for each sequence of `shape` under

@@ -29,6 +29,20 @@ inline void DeclareKvFlags(cli::Args* args, const std::string& default_policy) {
   args->Declare("kv-pool-kernel", false, "", "max-pool kernel over token order (odd, 1 = off)");
   args->Declare("kv-lambda", false, "", "importance weight against redundancy (rkv)");
   args->Declare("kv-seed", false, "", "seed of the random policy");
+  args->Declare("kv-eviction-phase", false, "spread",
+                "spread: a request's first eviction comes 0..interval-1 steps early, by a hash of its prompt (and "
+                "sample), so requests admitted together evict on different steps; aligned: the published schedule");
+}
+
+// --kv-eviction-phase: true for spread (EvictionSchedule::SpreadPhase),
+// false for aligned. beacon-run and beacon-serve give the same prompt the
+// same phase, so they give it the same text.
+inline absl::StatusOr<bool> ParseSpreadEvictionPhase(const cli::Args& args) {
+  const std::string phase = args.Str("kv-eviction-phase");
+  if (phase != "spread" && phase != "aligned") {
+    return absl::InvalidArgumentError("--kv-eviction-phase: '" + phase + "' must be spread or aligned");
+  }
+  return phase == "spread";
 }
 
 // --kv-* flags over the chosen policy's published defaults.

@@ -73,6 +73,9 @@ struct KvPolicyOptions {
   int32_t budget = 512;         // slots kept per KV head after an eviction: generated
                                 // tokens only when keep_prompt, all tokens otherwise
   int32_t interval = 128;       // decode steps between evictions
+  int32_t eviction_phase = 0;   // per request, in [0, interval): the first eviction comes this
+                                // many steps early (EvictionSchedule::SpreadPhase; 0 = the
+                                // published schedule); later ones every `interval`
   int32_t sinks = 4;            // first tokens always kept (attention sinks)
   int32_t window = 32;          // most recent slots always kept
   bool keep_prompt = true;      // never evict prompt tokens

@@ -38,6 +38,9 @@ absl::Status KvPolicyOptions::Validate() const {
   };
   if (budget < 1) return bad("kv_budget", budget, "must be >= 1");
   if (interval < 1) return bad("kv_interval", interval, "must be >= 1");
+  if (eviction_phase < 0 || eviction_phase >= interval) {
+    return bad("kv_eviction_phase", eviction_phase, absl::StrCat("must be in [0, kv_interval = ", interval, ")"));
+  }
   if (sinks < 0) return bad("kv_sinks", sinks, "must be >= 0");
   if (window < 0) return bad("kv_window", window, "must be >= 0");
   if (!keep_prompt && sinks + window > budget) {

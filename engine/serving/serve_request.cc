@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kv/eviction_schedule.h"
 #include "kv/prefix_cache.h"
 #include "kv/sequence_compressor.h"
 #include "model/tokenizer/unicode.h"
@@ -293,6 +294,11 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   if (p.samples > 1 && !p.options.sampling.seed.has_value()) {
     p.options.sampling.seed = RandomSeed();
   }
+  // The phase moves only the first eviction, never the peak.
+  p.spread_eviction_phase = limits.spread_eviction_phase && p.options.kv.compresses();
+  if (p.spread_eviction_phase) {
+    p.options.kv.eviction_phase = EvictionSchedule::SpreadPhase(p.prompt, 0, p.samples, p.options.kv.interval);
+  }
   p.peak_slots = static_cast<int32_t>(
       std::min<int64_t>(SequenceCompressor::PeakSlots(p.options.kv, n_prompt, max_tokens), limits.context_length));
   p.arrival = r.arrival;
@@ -308,6 +314,10 @@ std::vector<PreparedRequest> ExpandSamples(const PreparedRequest& request) {
   for (size_t i = 0; i < out.size(); ++i) {
     out[i].sample_index = static_cast<int32_t>(i);
     if (i > 0) out[i].options.sampling.seed = *request.options.sampling.seed + i;  // wraps like uint64
+    if (request.spread_eviction_phase) {
+      out[i].options.kv.eviction_phase = EvictionSchedule::SpreadPhase(request.prompt, static_cast<int32_t>(i),
+                                                                       request.samples, request.options.kv.interval);
+    }
   }
   return out;
 }

@@ -127,6 +127,11 @@ struct ServeLimits {
   DefaultSampling defaults;                         // --generation-config
   KvPolicyOptions kv_default;                       // --kv-policy and its settings
   KvPolicyLimits kv_limits;
+  // --kv-eviction-phase spread: each compressing request gets its own
+  // eviction phase (EvictionSchedule::SpreadPhase of its prompt and sample
+  // index), so requests admitted together do not all evict on one step.
+  // Off (aligned): every request evicts on the published schedule.
+  bool spread_eviction_phase = true;
   // --reasoning-parser, resolved for the model: chat requests have their
   // reasoning split from the answer (engine/reasoning.h).
   ReasoningSyntax reasoning;
@@ -145,7 +150,8 @@ struct PreparedRequest {
   // runs the prompt and the others share its prompt blocks.
   int32_t sample_index = 0;
   int32_t samples = 1;
-  RequestId group = 0;  // set by EngineLoop::SubmitGroup: sample 0's id
+  bool spread_eviction_phase = false;  // ServeLimits's: ExpandSamples gives each sample its phase
+  RequestId group = 0;                 // set by EngineLoop::SubmitGroup: sample 0's id
   // The prefix-cache partition of (cache_salt, tenant): kSharedPartition
   // when both are absent (kv/prefix_cache.h).
   uint64_t cache_partition = 0;
@@ -167,7 +173,8 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, cons
                                                const ServeLimits& limits);
 
 // The `samples` requests of a prepared one: copies with sample_index i and
-// seed + i (the seed drawn by PrepareRequest when the request gave none).
+// seed + i (the seed drawn by PrepareRequest when the request gave none),
+// and, when the phase is spread, sample i's eviction phase.
 std::vector<PreparedRequest> ExpandSamples(const PreparedRequest& request);
 
 // The token ids of a text or chat input, as PrepareRequest would make them.

@@ -47,6 +47,8 @@ def main():
         expect_error("beacon-serve", ["--model", MODEL, "--api-key-file", comments_only], "holds no key", code=2)
         expect_error("beacon-serve", ["--model", MODEL, "--admin-port", "70000"], "--admin-port", code=2)
         expect_error("beacon-serve", ["--model", MODEL, "--max-failed-steps", "-1"], "--max-failed-steps", code=2)
+        expect_error("beacon-serve", ["--model", MODEL, "--kv-eviction-phase", "random"], "--kv-eviction-phase",
+                     code=2)
         expect_error("beacon-run", ["--model", MODEL], "prompt is empty", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--output-format", "xml"], "output-format", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--max-tokens", "0"], "max_tokens", code=2)
@@ -72,6 +74,8 @@ def main():
                                     "--kv-beacon-filter", "some"], "--kv-beacon-filter", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
                                     "--kv-beacon-prompt-queries=yes"], "--kv-beacon-prompt-queries", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
+                                    "--kv-eviction-phase", "late"], "--kv-eviction-phase", code=2)
         expect_error("beacon-logits", ["--model", MODEL, "--token-ids", "1,x", "--out", os.path.join(tmp, "o")], "bad id")
         expect_error("beacon-bench", ["decode", "--model", MODEL, "--batches", "0"], "--batches")
 

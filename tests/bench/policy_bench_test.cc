@@ -2,7 +2,7 @@
 // whole-step latency figures are only worth their p99 if the sequences'
 // evictions fall where the shape says. With no stagger every sequence
 // evicts on the same steps; with prompts interval / batch apart, no two
-// sequences evict on one step.
+// sequences evict on one step; nor with each its own eviction phase.
 #include "bench/policy_bench.h"
 
 #include "gtest/gtest.h"
@@ -47,6 +47,24 @@ TEST(PolicyBenchTest, StaggeredPromptsSpreadTheEvictions) {
   EXPECT_EQ(EvictionSteps(r->whole_step), r->evictions);  // one sequence per eviction step
   // Every whole step costs at least its policy work.
   EXPECT_GE(r->whole_step.Steady().max_s, r->per_step.Steady().max_s);
+}
+
+TEST(PolicyBenchTest, SpreadPhasesSpreadABurst) {
+  // Three sequences start together (stagger 0), as a burst of requests
+  // admitted on one step; each gets its prompt's eviction phase, as
+  // beacon-serve gives it. Their phases differ, so no two evict on one step.
+  Runtime* rt = testing::DefaultModel();
+  if (rt == nullptr) GTEST_SKIP() << "models/default.gguf missing";
+  absl::StatusOr<PolicyBenchResult> r = BenchPolicy(
+      rt, Beacon(), PolicyBenchShape{.prompt_len = 16, .steps = 120, .batch = 3, .stagger = 0, .spread_phase = true});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_GT(r->evictions, 3);
+  EXPECT_EQ(EvictionSteps(r->whole_step), r->evictions);
+  // The phase never raises the peak.
+  absl::StatusOr<PolicyBenchResult> aligned =
+      BenchPolicy(rt, Beacon(), PolicyBenchShape{.prompt_len = 16, .steps = 120, .batch = 3, .stagger = 0});
+  ASSERT_TRUE(aligned.ok()) << aligned.status();
+  EXPECT_EQ(r->peak_slots, aligned->peak_slots);
 }
 
 TEST(PolicyBenchTest, RefusesAnEmptyShape) {

@@ -21,6 +21,15 @@ PROMPTS = [
 ]
 
 
+def spread_phase(ids, interval):
+    """EvictionSchedule::SpreadPhase for one sample: FNV-1a over the ids' little-endian bytes."""
+    h = 0xcbf29ce484222325
+    for i in ids:
+        for b in (i & 0xFFFFFFFF).to_bytes(4, "little"):
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h % interval
+
+
 def test_greedy_matches_beacon_run(srv):
     n = 96
     for policy_flags, kv in ((["--kv-policy", "full"], pb.KvOptions(policy="full")),
@@ -34,10 +43,16 @@ def test_greedy_matches_beacon_run(srv):
         assert last.kv.policy == kv.policy
         if kv.policy == "beacon":
             # keep_prompt: bound = prompt + 32; an eviction each time the cache
-            # reaches bound + 16 slots (decode step k sees prompt + k - 1).
-            first = 32 + 16 + 1
+            # reaches bound + 16 slots (decode step k sees prompt + k - 1),
+            # the first one `phase` steps early (--kv-eviction-phase spread,
+            # the default: a hash of the prompt's ids, EvictionSchedule::SpreadPhase).
+            prompt_ids = srv.stub.Tokenize(pb.TokenizeRequest(chat=pb.ChatInput(
+                messages=[pb.ChatMessage(role="user", content=PROMPTS[0])]))).ids
+            phase = spread_phase(prompt_ids, 16)
+            first = 32 + 16 - phase + 1
             assert last.kv.evictions == (n - first) // 16 + 1 and last.kv.budget == 32, last.kv
-            assert last.kv.evicted_tokens == 16 * last.kv.evictions, last.kv
+            # Each eviction drops 16 slots, the first only 16 - phase.
+            assert last.kv.evicted_tokens == 16 * last.kv.evictions - phase, last.kv
             assert last.kv.peak_cached_tokens <= last.usage.prompt_tokens + 32 + 16, last.kv
 
 

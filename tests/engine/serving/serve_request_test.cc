@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kv/eviction_schedule.h"
 #include "kv/prefix_cache.h"
 #include "kv/sequence_compressor.h"
 #include "tests/engine/default_model.h"
@@ -87,6 +88,44 @@ TEST_F(PrepareRequestTest, CompressingFootprintIsConstantInOutputLength) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->peak_slots, b->peak_slots);
   EXPECT_EQ(a->peak_slots, static_cast<int32_t>(a->prompt.size()) + 256 + limits_.kv_default.interval);
+}
+
+TEST_F(PrepareRequestTest, EachRequestAndSampleHasItsOwnEvictionPhase) {
+  ServeRequest r = Text("Twelve apples, three eaten: how many are left?");
+  r.max_tokens = 500;
+  absl::StatusOr<PreparedRequest> a = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  absl::StatusOr<PreparedRequest> b = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const int32_t interval = a->options.kv.interval;
+  EXPECT_EQ(a->options.kv.eviction_phase, EvictionSchedule::SpreadPhase(a->prompt, 0, 1, interval));
+  EXPECT_EQ(a->options.kv.eviction_phase, b->options.kv.eviction_phase);  // the same request, the same phase
+  // The phase never changes what admission reserves.
+  KvPolicyOptions aligned = a->options.kv;
+  aligned.eviction_phase = 0;
+  EXPECT_EQ(a->peak_slots, SequenceCompressor::PeakSlots(aligned, static_cast<int32_t>(a->prompt.size()), 500));
+
+  // n = 4: each sample its own phase, a quarter of the interval apart.
+  r.n = 4;
+  absl::StatusOr<PreparedRequest> g = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<PreparedRequest> samples = ExpandSamples(*g);
+  ASSERT_EQ(samples.size(), 4u);
+  for (int32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(samples[i].options.kv.eviction_phase, EvictionSchedule::SpreadPhase(g->prompt, i, 4, interval)) << i;
+    EXPECT_TRUE(samples[i].options.kv.Validate().ok());
+  }
+  EXPECT_NE(samples[0].options.kv.eviction_phase, samples[1].options.kv.eviction_phase);
+
+  // Aligned (--kv-eviction-phase aligned), or a policy that never evicts: 0.
+  limits_.spread_eviction_phase = false;
+  for (const PreparedRequest& s : ExpandSamples(*PrepareRequest(r, *rt_->tokenizer(), limits_))) {
+    EXPECT_EQ(s.options.kv.eviction_phase, 0);
+  }
+  limits_.spread_eviction_phase = true;
+  r.kv_policy = "full";
+  for (const PreparedRequest& s : ExpandSamples(*PrepareRequest(r, *rt_->tokenizer(), limits_))) {
+    EXPECT_EQ(s.options.kv.eviction_phase, 0);
+  }
 }
 
 TEST_F(PrepareRequestTest, ChatUsesTheTemplate) {
