@@ -95,10 +95,19 @@ void GroupRowDot(DType t, const QuantGroupFormat& f, const uint8_t* row, const Q
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 
-inline __m512i Bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
+// acc += the 16 rows' u8 weights w . the 4 s8 activations at x, broadcast to
+// every lane. The broadcast is the instruction's own memory operand
+// ({1to16}): GCC 12 does not fold _mm512_set1_epi32 into vpdpbusd and
+// issues a vpbroadcastd before each one, and at batch 16-64, where the
+// kernel is bound by instructions rather than bytes, those were as many
+// instructions as the dot products (issue 34: perf annotate of the 1.5B
+// model's Q4_K matrices at batch 64).
+inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* x) {
+  // GCC and Clang both take this (AT&T operand order: source, then the
+  // accumulator last).
+  using Word = int32_t __attribute__((may_alias));  // the operand names x's own bytes
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const Word*>(x)));
+  return acc;
 }
 
 inline __m512i LoadScales(const uint8_t* p) {
@@ -172,11 +181,11 @@ void GroupTile(const uint8_t* grp, int64_t n_sb, const QuantizedRows& xq, int64_
         if constexpr (L.n_sc == 2) {  // a scale per half: keep the halves apart
           // One chain per half: the NT tokens of the tile are independent
           // chains already, and fewer live registers avoid spills at NT = 8.
-          __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], Bcast4(x));
-          __m512i hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[4], Bcast4(x + 16));
+          __m512i lo = DpbusdBcast(_mm512_setzero_si512(), w[0], x);
+          __m512i hi = DpbusdBcast(_mm512_setzero_si512(), w[4], x + 16);
           for (int k = 1; k < 4; ++k) {
-            lo = _mm512_dpbusd_epi32(lo, w[k], Bcast4(x + 4 * k));
-            hi = _mm512_dpbusd_epi32(hi, w[k + 4], Bcast4(x + 16 + 4 * k));
+            lo = DpbusdBcast(lo, w[k], x + 4 * k);
+            hi = DpbusdBcast(hi, w[k + 4], x + 16 + 4 * k);
           }
           if constexpr (F.zero != 0) {
             lo = _mm512_sub_epi32(lo, _mm512_set1_epi32(F.zero * is[0]));
@@ -188,8 +197,8 @@ void GroupTile(const uint8_t* grp, int64_t n_sb, const QuantizedRows& xq, int64_
           // (the tile's NT tokens are the independent chains the core overlaps)
           // The chain starts at -zero * isum: the zero point costs no extra op.
           __m512i p = _mm512_set1_epi32(-F.zero * (is[0] + is[1]));
-          for (int k = 0; k < 4; ++k) p = _mm512_dpbusd_epi32(p, w[k], Bcast4(x + 4 * k));
-          for (int k = 4; k < 8; ++k) p = _mm512_dpbusd_epi32(p, w[k], Bcast4(x + 16 + 4 * (k - 4)));
+          for (int k = 0; k < 4; ++k) p = DpbusdBcast(p, w[k], x + 4 * k);
+          for (int k = 4; k < 8; ++k) p = DpbusdBcast(p, w[k], x + 16 + 4 * (k - 4));
           if constexpr (kSingle) {
             out[i] = _mm512_fmadd_ps(ToFloat(p), _mm512_mul_ps(d, xd), out[i]);
           } else {
