@@ -23,6 +23,5 @@ for phase in aligned spread; do
   nice -n 19 .venv/bin/python tools/reasoning_eval.py run "${common[@]}" --variant "phase-$phase" \
     --server-flag=--kv-eviction-phase="$phase" --server-log "$LOGS/serve-phase-$phase.log" --cells beacon:64
 done
-.venv/bin/python tools/reasoning_eval.py summary "$R/records.jsonl" > "$R/summary-phase.md.tmp" &&
-  mv "$R/summary-phase.md.tmp" "$R/summary-phase.md"
+SUMMARY_ONLY=1 "$R/run.sh"
 echo "phase: done"

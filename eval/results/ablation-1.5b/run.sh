@@ -49,10 +49,17 @@ summary() {
     echo "| u256 | --kv-fps-bound 256 | the FPS bound alone |"
     echo "| global | --kv-beacon-filter global | the paper's global-query filter |"
     echo "| pool7 | --kv-pool-kernel 7 | max-pooling over token order (SnapKV's and R-KV's 7) |"
+    echo "| phase-aligned, phase-spread | --kv-eviction-phase aligned / spread | the per-request eviction phase (run-phase.sh; binary b2c402b, the others 2ad2ded) |"
     echo
     .venv/bin/python tools/reasoning_eval.py summary "$R/records.jsonl"
   } > "$R/summary.md.tmp" && mv "$R/summary.md.tmp" "$R/summary.md"
 }
+
+# SUMMARY_ONLY=1: rewrite summary.md from the records and stop (run-phase.sh).
+if [ -n "${SUMMARY_ONLY:-}" ]; then
+  summary
+  exit 0
+fi
 
 one 16 "" full
 one 16 "" beacon:64
