@@ -15,7 +15,10 @@
 // Measures, in one run, this machine's memory bandwidth (a streaming copy of
 // a buffer far larger than the caches) and decode throughput at each batch
 // size; prints the batch-1 fraction of the bandwidth roofline (weight bytes
-// read per token / step time against that bandwidth).
+// read per token / step time against that bandwidth), and for every batch the
+// fraction of the compute roofline (the matrices' multiply-adds per second
+// against this machine's int8 dot-product peak, bench/int8_peak.h), which is
+// what bounds batched steps.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -29,6 +32,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/bandwidth.h"
 #include "bench/growth_bench.h"
+#include "bench/int8_peak.h"
 #include "bench/policy_bench.h"
 #include "bench/prefill_bench.h"
 #include "engine/runtime.h"
@@ -465,6 +469,12 @@ int Main(int argc, char** argv) {
   // The read-only limit on huge pages, as the packed weights are stored: the
   // physical bound a decode step (which only reads weights) is held to.
   const double bw_read = MeasureReadBandwidth((*rt)->pool(), size_t{1} << 30);
+  // The compute limit of batched steps: a token costs one multiply-add per
+  // matrix element, at best at the int8 dot product's peak (the quantised
+  // kernels' instruction). Meaningful for quantised models; float matrices
+  // run on FMAs instead.
+  const double macs_per_token = static_cast<double>((*rt)->weights().StreamedWeightElements());
+  const Int8DotPeak int8 = MeasureInt8DotPeak((*rt)->pool());
   std::printf("model %s: %d layers, hidden %d, weights read per step %.1f MB (%s matrices)\n", ro.model.c_str(),
               (*rt)->config().n_layers, (*rt)->config().hidden, weight_bytes / 1e6,
               std::string(DTypeName((*rt)->weights().layers[0].wq.dtype)).c_str());
@@ -472,13 +482,15 @@ int Main(int argc, char** argv) {
       "threads %d, streaming copy bandwidth %.2f GB/s (1 GiB, read+write), %.2f GB/s (weight-sized); "
       "read %.2f GB/s (1 GiB, huge pages)\n",
       (*rt)->pool()->n_threads(), bw / 1e9, bw_model / 1e9, bw_read / 1e9);
+  std::printf("int8 dot peak %.1f G MAC/s (%s, %d threads); %.3f G multiply-adds per token in the matrices\n",
+              int8.macs_per_second / 1e9, int8.instruction.c_str(), (*rt)->pool()->n_threads(), macs_per_token / 1e9);
   const std::string kv_type(KvCacheDTypeName(ro.kv_cache_dtype));
   const double kv_bytes_per_token = 2.0 * (*rt)->config().n_layers * (*rt)->config().n_kv_heads *
                                     static_cast<double>(DTypeRowBytes(ro.kv_cache_dtype, (*rt)->config().head_dim));
   std::printf("KV cache %s, %.0f bytes per token; context %lld tokens at the first timed step\n", kv_type.c_str(),
               kv_bytes_per_token, static_cast<long long>(*prompt_len + 1));
-  std::printf("%6s %10s %12s %10s %14s %11s\n", "batch", "step ms", "tokens/s", "roofline", "roofline(wsz)",
-              "read roof");
+  std::printf("%6s %10s %12s %10s %14s %11s %10s\n", "batch", "step ms", "tokens/s", "roofline", "roofline(wsz)",
+              "read roof", "int8 roof");
   nlohmann::json out = {{"model", ro.model},
                         {"kv_cache_dtype", kv_type},
                         {"kv_bytes_per_token", kv_bytes_per_token},
@@ -487,6 +499,9 @@ int Main(int argc, char** argv) {
                         {"copy_bandwidth_gbps", bw / 1e9},
                         {"copy_bandwidth_weight_sized_gbps", bw_model / 1e9},
                         {"read_bandwidth_huge_pages_gbps", bw_read / 1e9},
+                        {"int8_dot_peak_gmacs", int8.macs_per_second / 1e9},
+                        {"int8_dot_instruction", int8.instruction},
+                        {"macs_per_token", macs_per_token},
                         {"weight_bytes", weight_bytes}};
   for (int b : batches) {
     absl::StatusOr<DecodeResult> r = BenchDecode(rt->get(), b, static_cast<int>(*prompt_len), static_cast<int>(*steps));
@@ -496,14 +511,18 @@ int Main(int argc, char** argv) {
     const double frac = roof_ms / r->step_ms;
     const double frac_model = weight_bytes / bw_model * 1e3 / r->step_ms;
     const double frac_read = weight_bytes / bw_read * 1e3 / r->step_ms;
-    std::printf("%6d %10.2f %12.1f %9.0f%% %13.0f%% %10.0f%%\n", b, r->step_ms, r->tokens_per_second, frac * 100,
-                frac_model * 100, frac_read * 100);
+    // The compute roofline: the step's multiply-adds at the int8 peak.
+    const double frac_int8 =
+        int8.macs_per_second > 0 ? r->tokens_per_second * macs_per_token / int8.macs_per_second : 0.0;
+    std::printf("%6d %10.2f %12.1f %9.0f%% %13.0f%% %10.0f%% %9.0f%%\n", b, r->step_ms, r->tokens_per_second,
+                frac * 100, frac_model * 100, frac_read * 100, frac_int8 * 100);
     out["decode"].push_back({{"batch", b},
                              {"step_ms", r->step_ms},
                              {"tokens_per_second", r->tokens_per_second},
                              {"roofline_fraction", frac},
                              {"roofline_fraction_weight_sized", frac_model},
-                             {"read_roofline_fraction", frac_read}});
+                             {"read_roofline_fraction", frac_read},
+                             {"int8_roofline_fraction", frac_int8}});
   }
   if (!args.Str("contexts").empty()) {
     // Batch-1 steps at each context, in rounds that visit every context in

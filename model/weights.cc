@@ -16,4 +16,14 @@ size_t ModelWeights::StreamedWeightBytes() const {
   return total;
 }
 
+int64_t ModelWeights::StreamedWeightElements() const {
+  int64_t total = output.rows * output.cols;
+  for (const LayerWeights& l : layers) {
+    for (const Tensor* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      total += t->rows * t->cols;
+    }
+  }
+  return total;
+}
+
 }  // namespace beacon

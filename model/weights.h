@@ -55,6 +55,9 @@ struct ModelWeights {
   // Bytes of all matrices the forward pass reads once per step (what bounds
   // batch-1 decode by memory bandwidth). Counts `output` once even when tied.
   size_t StreamedWeightBytes() const;
+  // Elements of those same matrices: the multiply-adds one token costs in
+  // them (beacon-bench's compute roofline for batched decode).
+  int64_t StreamedWeightElements() const;
 };
 
 }  // namespace beacon

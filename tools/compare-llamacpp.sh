@@ -129,22 +129,36 @@ if b1:
 def fmt(x, spec):
     return format(x, spec) if x is not None else "-"
 
+def pct(x):
+    return f"{x * 100:.0f}%" if x is not None else None
+
+# Both engines against the compute roofline of batched steps: the matrices'
+# multiply-adds per second over this machine's int8 dot-product peak, as
+# beacon-bench measured it in the same run (bench/int8_peak.h).
+peak = (beacon.get("int8_dot_peak_gmacs") or 0) * 1e9
+macs = beacon.get("macs_per_token") or 0
+def int8_share(tps):
+    return tps * macs / peak if tps and peak and macs else None
+
 rows = []
 if batches:
     print(f"decode tokens/s, threads {beacon.get('threads')} (beacon) / {llama.get('threads')} (llama.cpp "
           f"{llama.get('llama_cpp_version')}, kv {'unified' if llama.get('kv_unified') else 'per-seq'}, "
           f"flash-attn {llama.get('flash_attn')}, OMP_WAIT_POLICY {llama.get('omp_wait_policy')})")
     print(f"{'batch':>6} {'beacon tok/s':>13} {'llama.cpp tok/s':>16} {'beacon/llama':>13} "
-          f"{'beacon ms':>10} {'llama ms':>9}")
+          f"{'beacon ms':>10} {'llama ms':>9} {'beacon int8':>12} {'llama int8':>11}")
     for b in batches:
         rb, rl = by_batch_b.get(b), by_batch_l.get(b)
         tb = rb["tokens_per_second"] if rb else None
         tl = rl["tokens_per_second"] if rl else None
         ratio = tb / tl if tb and tl else None
         print(f"{b:>6} {fmt(tb, '13.1f')} {fmt(tl, '16.1f')} {fmt(ratio, '12.2f') + ('x' if ratio else ''):>13} "
-              f"{fmt(rb['step_ms'] if rb else None, '10.2f')} {fmt(rl['step_ms'] if rl else None, '9.2f')}")
+              f"{fmt(rb['step_ms'] if rb else None, '10.2f')} {fmt(rl['step_ms'] if rl else None, '9.2f')} "
+              f"{fmt(pct(int8_share(tb)), '>12')} {fmt(pct(int8_share(tl)), '>11')}")
         rows.append({"batch": b, "beacon_tokens_per_second": tb, "llamacpp_tokens_per_second": tl,
                      "ratio_beacon_over_llamacpp": ratio,
+                     "beacon_int8_roofline_fraction": int8_share(tb),
+                     "llamacpp_int8_roofline_fraction": int8_share(tl),
                      "beacon_step_ms": rb["step_ms"] if rb else None,
                      "llamacpp_step_ms": rl["step_ms"] if rl else None})
     if roof is not None:
@@ -152,6 +166,9 @@ if batches:
               f"(copy bandwidth {beacon.get('copy_bandwidth_gbps', 0):.2f} GB/s)")
     else:
         print("beacon batch-1 roofline fraction: - (no batch-1 result)")
+    if peak and macs:
+        print(f"int8 columns: the matrices' multiply-adds ({macs / 1e9:.3f} G a token) per second against the "
+              f"int8 dot peak, {peak / 1e9:.1f} G MAC/s ({beacon.get('int8_dot_instruction')}, measured this run)")
     noisy = [r["batch"] for r in llama.get("decode", [])
              if r.get("step_ms_median") and r["step_ms"] > 1.5 * r["step_ms_median"]]
     if noisy:

@@ -98,6 +98,8 @@ TEST_F(GgufLoaderTest, LoadsTinyLlama) {
   const size_t q8_row = 64 / 32 * 34;
   const size_t per_layer = q8_row * (64 + 32 + 32 + 96 + 96) + (96 / 32 * 34) * 64 + q8_row * 64;
   EXPECT_EQ(w.StreamedWeightBytes(), 2 * per_layer + 40 * q8_row);
+  // The same matrices' elements: a token's multiply-adds in them.
+  EXPECT_EQ(w.StreamedWeightElements(), 2 * (64 * (64 + 32 + 32 + 64 + 96 + 96) + 96 * 64) + 40 * 64);
 
   ASSERT_TRUE((*m)->tokenizer.has_value());
   const TokenizerData& tok = *(*m)->tokenizer;
