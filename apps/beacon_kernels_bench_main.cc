@@ -73,7 +73,8 @@ void BM_MatMulPacked(benchmark::State& state, DType t, int64_t rows, int64_t col
 // beacons) = 192 queries against 384 cached bf16 keys of d = 128, one
 // 16-slot cache block at a time as kv/attention_scoring.cc calls it. One
 // thread; an eviction runs 28 x 2 of these on the pool. Reports MAC/s.
-// transposed:0 is the register-tiled kernel, 1 key_logits.h's.
+// kernel:0 is the register-tiled kernel, 1 key_logits.h's f32 one, 2 its
+// bf16 one (vdpbf16ps, the queries rounded to bf16).
 void BM_ScoringLogits(benchmark::State& state) {
   constexpr int64_t kQueries = 192, kSlots = 384, kD = 128, kBlock = 16;
   std::mt19937 rng(3);
@@ -82,14 +83,25 @@ void BM_ScoringLogits(benchmark::State& state) {
   for (auto& k : keys) k = Fp32ToBf16(nd(rng));
   std::vector<float> q(kQueries * kD), logits(kQueries * kSlots);
   for (float& v : q) v = nd(rng);
-  const bool transposed = state.range(0) == 1;
+  const int kernel = static_cast<int>(state.range(0));
+  const bool transposed = kernel == 1;
   if (transposed && !KeyBlockLogitsSupported(DType::kBF16, kD)) {
     state.SkipWithError("KeyBlockLogits needs AVX-512");
     return;
   }
+  if (kernel == 2 && !KeyBlockLogitsBf16Supported(kD)) {
+    state.SkipWithError("KeyBlockLogitsBf16 needs AVX-512 BF16");
+    return;
+  }
+  std::vector<uint16_t> q_bf16(q.size());
   for (auto _ : state) {
+    // The bf16 kernel's query rounding is part of its cost: once per call,
+    // as kv/attention_scoring.cc does it.
+    if (kernel == 2) Fp32ToBf16Row(q.data(), kQueries * kD, q_bf16.data());
     for (int64_t s0 = 0; s0 < kSlots; s0 += kBlock) {
-      if (transposed) {
+      if (kernel == 2) {
+        KeyBlockLogitsBf16(keys.data() + s0 * kD, kBlock, kD, q_bf16.data(), kQueries, logits.data() + s0, kSlots);
+      } else if (transposed) {
         KeyBlockLogits(DType::kBF16, keys.data() + s0 * kD, kBlock, kD, q.data(), kQueries, logits.data() + s0, kSlots);
       } else {
         MatMulRowsTiled(MatrixView{DType::kBF16, kBlock, kD, keys.data() + s0 * kD}, q.data(), kQueries, 0, kBlock,
@@ -101,7 +113,7 @@ void BM_ScoringLogits(benchmark::State& state) {
   state.counters["MAC/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * kQueries * kSlots * kD, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_ScoringLogits)->ArgName("transposed")->Arg(0)->Arg(1);
+BENCHMARK(BM_ScoringLogits)->ArgName("kernel")->Arg(0)->Arg(1)->Arg(2);
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/cpu/dtype.h"
 #include "kernels/cpu/key_logits.h"
 #include "kernels/cpu/matmul_tiled.h"
 #include "kernels/cpu/ops.h"
@@ -70,14 +71,26 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
   scratch->resize(static_cast<size_t>(n_queries) * n);
   float* logits = scratch->data();
   // Keys are contiguous within a cache block: each block is a small matrix
-  // (f32 or bf16, the cache's type), multiplied with all queries at once:
-  // transposed, FMAs only, where the build has AVX-512 (key_logits.h; about
-  // 2x the register-tiled kernel on an eviction's shape), else tiled.
+  // (f32 or bf16, the cache's type), multiplied with all queries at once.
+  // A bf16 cache where the build has AVX-512 BF16: bf16 products with the
+  // queries rounded to bf16 (key_logits.h; twice the f32 kernel's rate, the
+  // logits half an eviction's cost on the 1.5B model; issue 34). Else
+  // transposed with f32 FMAs where the build has AVX-512 (about 2x the
+  // register-tiled kernel on an eviction's shape), else tiled.
   const int bs = keys.block_size();
+  const bool bf16 = keys.dtype() == DType::kBF16 && bs <= kKeyLogitsMaxRows && KeyBlockLogitsBf16Supported(d);
   const bool transposed = bs <= kKeyLogitsMaxRows && KeyBlockLogitsSupported(keys.dtype(), d);
+  thread_local std::vector<uint16_t> queries_bf16;
+  if (bf16) {
+    queries_bf16.resize(static_cast<size_t>(n_queries) * d);
+    Fp32ToBf16Row(queries, static_cast<int64_t>(n_queries) * d, queries_bf16.data());
+  }
   for (int32_t s0 = 0; s0 < n; s0 += bs) {
     const int32_t rows = std::min<int32_t>(bs, n - s0);
-    if (transposed) {
+    if (bf16) {
+      KeyBlockLogitsBf16(static_cast<const uint16_t*>(keys.key_data(kv_head, s0)), rows, d, queries_bf16.data(),
+                         n_queries, logits + s0, n);
+    } else if (transposed) {
       KeyBlockLogits(keys.dtype(), keys.key_data(kv_head, s0), rows, d, queries, n_queries, logits + s0, n);
     } else {
       MatMulRowsTiled(MatrixView{keys.dtype(), rows, d, keys.key_data(kv_head, s0)}, queries, n_queries, 0, rows,

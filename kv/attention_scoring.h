@@ -65,6 +65,10 @@ class RecentQueryRing {
 // causal, as the query's own attention was: slot s is visible to query j
 // only when its position is <= query_positions[j]; a query that sees no
 // slot adds nothing. `scratch` is resized as needed.
+// Precision: q . k in f32 from the cache's stored keys; for a bf16 cache on
+// a build with AVX-512 BF16 the queries are rounded to bf16 first and the
+// products summed by vdpbf16ps (kernels/cpu/key_logits.h), so scores there
+// equal those of the bf16-rounded queries to f32 rounding.
 void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
                      float* scores, std::vector<float>* scratch, const int32_t* query_positions = nullptr);
 

@@ -72,4 +72,65 @@ void KeyBlockLogits(DType, const void*, int, int, const float*, int64_t, float*,
 
 #endif
 
+bool KeyBlockLogitsBf16Supported(int d) {
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+  return d > 0 && d % 32 == 0 && d <= kMaxD;
+#else
+  (void)d;
+  return false;
+#endif
+}
+
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+
+namespace {
+
+// kt[p][s] = key s's elements 2p and 2p + 1 as one 32-bit pair (the low
+// half the even element, as they lie in memory), zero past `rows`.
+void TransposePairs(const uint16_t* keys, int rows, int d, uint32_t* kt) {
+  std::memset(kt, 0, sizeof(uint32_t) * (d / 2) * kKeyLogitsMaxRows);
+  for (int s = 0; s < rows; ++s) {
+    const uint16_t* k = keys + static_cast<size_t>(s) * d;
+    for (int p = 0; p < d / 2; ++p) std::memcpy(kt + p * kKeyLogitsMaxRows + s, k + 2 * p, sizeof(uint32_t));
+  }
+}
+
+// acc += for each lane, the key pair times the query pair at q (broadcast).
+inline __m512 DotPair(__m512 acc, __m512i k, const uint16_t* q) {
+  uint32_t pair;
+  std::memcpy(&pair, q, sizeof(pair));
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(k), (__m512bh)_mm512_set1_epi32(static_cast<int>(pair)));
+}
+
+template <int NQ>
+void TileBf16(const uint32_t* kt, int d, const uint16_t* q, float* out, int64_t ld, __mmask16 mask) {
+  __m512 acc[NQ];
+  for (int j = 0; j < NQ; ++j) acc[j] = _mm512_setzero_ps();
+  for (int p = 0; p < d / 2; ++p) {
+    const __m512i k = _mm512_load_si512(kt + p * kKeyLogitsMaxRows);
+    for (int j = 0; j < NQ; ++j) acc[j] = DotPair(acc[j], k, q + j * d + 2 * p);
+  }
+  for (int j = 0; j < NQ; ++j) _mm512_mask_storeu_ps(out + j * ld, mask, acc[j]);
+}
+
+}  // namespace
+
+void KeyBlockLogitsBf16(const uint16_t* keys, int rows, int d, const uint16_t* queries, int64_t n_queries,
+                        float* logits, int64_t ld) {
+  alignas(64) uint32_t kt[kMaxD / 2 * kKeyLogitsMaxRows];
+  TransposePairs(keys, rows, d, kt);
+  const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1);
+  int64_t q = 0;
+  for (; q + kQueryTile <= n_queries; q += kQueryTile) {
+    TileBf16<kQueryTile>(kt, d, queries + q * d, logits + q * ld, ld, mask);
+  }
+  for (; q < n_queries; ++q) TileBf16<1>(kt, d, queries + q * d, logits + q * ld, ld, mask);
+}
+
+#else
+
+void KeyBlockLogitsBf16(const uint16_t*, int, int, const uint16_t*, int64_t, float*, int64_t) {}
+
+#endif
+
 }  // namespace beacon

@@ -33,6 +33,28 @@ bool KeyBlockLogitsSupported(DType t, int d);
 void KeyBlockLogits(DType t, const void* keys, int rows, int d, const float* queries, int64_t n_queries, float* logits,
                     int64_t ld);
 
+// ---- bf16 products (AVX-512 BF16: vdpbf16ps) ----
+// For a bf16 cache the keys are bf16 already; with the queries rounded to
+// bf16 too, one vdpbf16ps does 32 multiply-adds where an f32 FMA does 16,
+// and the products themselves are exact in f32. What changes is the
+// rounding of each query element (to 8 significant bits, round to nearest
+// even) and the order of the f32 sums: each lane adds its key's two
+// products of a pair per instruction, pairs in order over d, with
+// denormals flushed (the instruction's fixed DAZ/FTZ). Per pair the order
+// is the instruction's; it is the same for every query, block and thread,
+// so scores still do not depend on the batch.
+
+// True when KeyBlockLogitsBf16 runs in this build (AVX-512 BF16; d a
+// multiple of 32, at most 512).
+bool KeyBlockLogitsBf16Supported(int d);
+
+// logits[q * ld + s] = sum_c query_q[c] * key(s)[c] in f32 from bf16
+// operands, for s < rows, q < n_queries; keys: rows x d bf16, row-major;
+// queries: n_queries x d bf16 (Fp32ToBf16Row's rounding, dtype.h).
+// REQUIRES KeyBlockLogitsBf16Supported(d), 1 <= rows <= kKeyLogitsMaxRows.
+void KeyBlockLogitsBf16(const uint16_t* keys, int rows, int d, const uint16_t* queries, int64_t n_queries,
+                        float* logits, int64_t ld);
+
 }  // namespace beacon
 
 #endif  // BEACON_KERNELS_CPU_KEY_LOGITS_H_

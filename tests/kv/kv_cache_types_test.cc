@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -12,7 +13,9 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cpu/key_logits.h"
 #include "kernels/cpu/quantize.h"
+#include "kv/attention_scoring.h"
 #include "kv/compaction.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_policy.h"
@@ -131,7 +134,10 @@ TEST_P(KvCacheTypesTest, GatherWidensEveryHeadRow) {
 
 // Each key-reading policy scores the twins alike: to float rounding (the
 // tiled product may contract differently on the two types) and with the
-// same ranking of slots.
+// same ranking of slots. Where a bf16 cache is scored in bf16 (its queries
+// rounded to 8 significant bits; Bf16CacheScoresTheBf16RoundedQueries below
+// pins that exactly), alike to 1% and with the same top slots bar a near-tie
+// or two.
 TEST_P(KvCacheTypesTest, PoliciesScoreTheTwinsAlike) {
   PolicyModelInfo m;
   m.n_layers = 2;
@@ -164,8 +170,58 @@ TEST_P(KvCacheTypesTest, PoliciesScoreTheTwinsAlike) {
         std::vector<float> a(n), b(n);
         (*p16)->Score(l, h, KeysView(t.c16.get(), t.s16.get(), l), 3 * n, a.data());
         (*p32)->Score(l, h, KeysView(t.c32.get(), t.s32.get(), l), 3 * n, b.data());
+        const bool rounds = GetParam() == DType::kBF16 && KeyBlockLogitsBf16Supported(m.head_dim);
         for (int32_t s = 0; s < n; ++s) {
-          ASSERT_NEAR(a[s], b[s], 1e-5 * (1 + std::fabs(b[s]))) << name << " layer " << l << " head " << h;
+          const double tol = rounds ? 1e-2 * std::fabs(b[s]) + 1e-5 : 1e-5 * (1 + std::fabs(b[s]));
+          ASSERT_NEAR(a[s], b[s], tol) << name << " layer " << l << " head " << h;
+        }
+        // The budget's worth of best slots: what an eviction keeps.
+        auto top = [&](const std::vector<float>& v) {
+          std::vector<int32_t> idx(n);
+          for (int32_t s = 0; s < n; ++s) idx[s] = s;
+          std::stable_sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) { return v[x] > v[y]; });
+          idx.resize(o->budget);
+          std::sort(idx.begin(), idx.end());
+          return idx;
+        };
+        std::vector<int32_t> ta = top(a), tb = top(b), common;
+        std::set_intersection(ta.begin(), ta.end(), tb.begin(), tb.end(), std::back_inserter(common));
+        EXPECT_GE(common.size(), rounds ? o->budget - 2u : static_cast<size_t>(o->budget))
+            << name << " layer " << l << " head " << h;
+      }
+    }
+  }
+}
+
+// AttentionScores on a bf16 cache is AttentionScores on the f32 twin of the
+// bf16-rounded queries where the build scores in bf16 (AVX-512 BF16,
+// attention_scoring.h), and of the queries themselves elsewhere: to f32
+// rounding, for every aggregate, with and without the causal mask.
+TEST(KvCacheTypes, Bf16CacheScoresTheBf16RoundedQueries) {
+  std::mt19937 rng(9);
+  const int32_t n = 45;
+  Twins t(n, rng, 4, DType::kBF16);
+  const int d = 32, n_queries = 11;
+  std::vector<float> q(n_queries * d), q_seen(q.size());
+  std::normal_distribution<float> nd;
+  for (float& v : q) v = 2.0f * nd(rng);
+  std::vector<int32_t> pos(n_queries);
+  for (int j = 0; j < n_queries; ++j) pos[j] = 11 * j;  // some see every slot, some a prefix
+  const bool rounds = KeyBlockLogitsBf16Supported(d);
+  for (size_t i = 0; i < q.size(); ++i) q_seen[i] = rounds ? Bf16ToFp32(Fp32ToBf16(q[i])) : q[i];
+  std::vector<float> scratch;
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 2; ++h) {
+      for (ScoreAggregate agg : {ScoreAggregate::kMax, ScoreAggregate::kSum}) {
+        for (const int32_t* qp : std::vector<const int32_t*>{nullptr, pos.data()}) {
+          std::vector<float> a(n), b(n);
+          AttentionScores(q.data(), n_queries, KeysView(t.c16.get(), t.s16.get(), l), h, agg, a.data(), &scratch, qp);
+          AttentionScores(q_seen.data(), n_queries, KeysView(t.c32.get(), t.s32.get(), l), h, agg, b.data(), &scratch,
+                          qp);
+          for (int32_t s = 0; s < n; ++s) {
+            ASSERT_NEAR(a[s], b[s], 2e-6 * (1 + std::fabs(b[s])))
+                << "layer " << l << " head " << h << " slot " << s << (qp ? " causal" : "");
+          }
         }
       }
     }
