@@ -50,6 +50,7 @@ summary() {
     echo "| global | --kv-beacon-filter global | the paper's global-query filter |"
     echo "| pool7 | --kv-pool-kernel 7 | max-pooling over token order (SnapKV's and R-KV's 7) |"
     echo "| phase-aligned, phase-spread | --kv-eviction-phase aligned / spread | the per-request eviction phase (run-phase.sh; binary b2c402b, the others 2ad2ded) |"
+    echo "| bf16-scoring | (none) | eviction scoring in bf16 on the bf16 cache (run-bf16.sh; binary c94e5ca; pairs with phase-spread) |"
     echo
     .venv/bin/python tools/reasoning_eval.py summary "$R/records.jsonl"
   } > "$R/summary.md.tmp" && mv "$R/summary.md.tmp" "$R/summary.md"
