@@ -63,7 +63,7 @@ void KeysView::GatherF32(int kv_head, std::vector<float>* out) const {
 }
 
 void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
-                     float* scores, std::vector<float>* scratch, const int32_t* query_positions) {
+                     float* scores, std::vector<float>* scratch, const int32_t* query_positions, bool bf16_products) {
   const int32_t n = keys.n_slots();
   if (n <= 0) return;
   const int d = keys.head_dim();
@@ -78,7 +78,8 @@ void AttentionScores(const float* queries, int n_queries, const KeysView& keys, 
   // transposed with f32 FMAs where the build has AVX-512 (about 2x the
   // register-tiled kernel on an eviction's shape), else tiled.
   const int bs = keys.block_size();
-  const bool bf16 = keys.dtype() == DType::kBF16 && bs <= kKeyLogitsMaxRows && KeyBlockLogitsBf16Supported(d);
+  const bool bf16 =
+      bf16_products && keys.dtype() == DType::kBF16 && bs <= kKeyLogitsMaxRows && KeyBlockLogitsBf16Supported(d);
   const bool transposed = bs <= kKeyLogitsMaxRows && KeyBlockLogitsSupported(keys.dtype(), d);
   thread_local std::vector<uint16_t> queries_bf16;
   if (bf16) {

@@ -66,11 +66,15 @@ class RecentQueryRing {
 // only when its position is <= query_positions[j]; a query that sees no
 // slot adds nothing. `scratch` is resized as needed.
 // Precision: q . k in f32 from the cache's stored keys; for a bf16 cache on
-// a build with AVX-512 BF16 the queries are rounded to bf16 first and the
-// products summed by vdpbf16ps (kernels/cpu/key_logits.h), so scores there
-// equal those of the bf16-rounded queries to f32 rounding.
+// a build with AVX-512 BF16, unless `bf16_products` is false, the queries
+// are rounded to bf16 first and the products summed by vdpbf16ps
+// (kernels/cpu/key_logits.h), so scores there equal those of the
+// bf16-rounded queries to f32 rounding. BeaconKV passes false when its
+// state keeps f32 queries (beacon_bf16_state off: a measurement of what
+// rounding changes, which must not round elsewhere).
 void AttentionScores(const float* queries, int n_queries, const KeysView& keys, int kv_head, ScoreAggregate aggregate,
-                     float* scores, std::vector<float>* scratch, const int32_t* query_positions = nullptr);
+                     float* scores, std::vector<float>* scratch, const int32_t* query_positions = nullptr,
+                     bool bf16_products = true);
 
 // In place: scores[s] = max of scores over [s - kernel/2, s + kernel/2]
 // (clipped at the ends). kernel <= 1 leaves scores unchanged.

@@ -222,7 +222,7 @@ class BeaconPolicy : public KvPolicy {
     const int n_queries = static_cast<int>(query_pos.size());
     if (n_queries > 0) {
       AttentionScores(queries.data(), n_queries, keys, kv_head, ScoreAggregate::kMax, scores, &scratch,
-                      query_pos.data());
+                      query_pos.data(), /*bf16_products=*/options_.beacon_bf16_state);
     }
     MaxPool1D(scores, n, options_.pool_kernel);
   }

@@ -222,8 +222,54 @@ TEST(KvCacheTypes, Bf16CacheScoresTheBf16RoundedQueries) {
             ASSERT_NEAR(a[s], b[s], 2e-6 * (1 + std::fabs(b[s])))
                 << "layer " << l << " head " << h << " slot " << s << (qp ? " causal" : "");
           }
+          // bf16_products = false: the queries as given, on every build.
+          AttentionScores(q.data(), n_queries, KeysView(t.c16.get(), t.s16.get(), l), h, agg, a.data(), &scratch, qp,
+                          /*bf16_products=*/false);
+          AttentionScores(q.data(), n_queries, KeysView(t.c32.get(), t.s32.get(), l), h, agg, b.data(), &scratch, qp);
+          for (int32_t s = 0; s < n; ++s) {
+            ASSERT_NEAR(a[s], b[s], 2e-6 * (1 + std::fabs(b[s]))) << "f32 products, layer " << l << " slot " << s;
+          }
         }
       }
+    }
+  }
+}
+
+// BeaconKV with its f32 state (beacon_bf16_state off, the measurement of
+// what rounding changes) rounds nowhere: it scores a bf16 cache as the f32
+// twin of the same stored keys, to f32 rounding, on every build.
+TEST(KvCacheTypes, BeaconWithF32StateScoresInF32) {
+  PolicyModelInfo m;
+  m.n_layers = 2;
+  m.n_heads = 4;
+  m.n_kv_heads = 2;
+  m.head_dim = 32;
+  std::mt19937 rng(8);
+  const int32_t n = 60;
+  Twins t(n, rng, 4, DType::kBF16);
+  absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName("beacon");
+  ASSERT_TRUE(o.ok());
+  o->budget = 16;
+  o->window = 8;
+  o->recent_queries = 8;
+  o->beacon_bf16_state = false;
+  auto p16 = CreateKvPolicy(*o, m), p32 = CreateKvPolicy(*o, m);
+  ASSERT_TRUE(p16.ok() && p32.ok());
+  std::normal_distribution<float> nd;
+  for (int32_t pos = 0; pos < n; ++pos) {
+    for (int l = 0; l < 2; ++l) {
+      std::vector<float> q(4 * 32);
+      for (float& x : q) x = nd(rng);
+      (*p16)->ObserveQuery(l, q.data(), 3 * pos);
+      (*p32)->ObserveQuery(l, q.data(), 3 * pos);
+    }
+  }
+  for (int l = 0; l < 2; ++l) {
+    for (int h = 0; h < 2; ++h) {
+      std::vector<float> a(n), b(n);
+      (*p16)->Score(l, h, KeysView(t.c16.get(), t.s16.get(), l), 3 * n, a.data());
+      (*p32)->Score(l, h, KeysView(t.c32.get(), t.s32.get(), l), 3 * n, b.data());
+      for (int32_t s = 0; s < n; ++s) ASSERT_NEAR(a[s], b[s], 1e-5 * (1 + std::fabs(b[s]))) << l << " " << h;
     }
   }
 }
