@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -132,6 +133,59 @@ TEST_P(KvCacheTypesTest, GatherWidensEveryHeadRow) {
   }
 }
 
+// The twins' scores under one policy `o` (2 layers, 4 query heads over 2
+// KV heads of 32): both policies observe the same 60 positions' queries,
+// then score their own twin; one (typed, f32) pair per (layer, KV head).
+PolicyModelInfo TwinModel() {
+  PolicyModelInfo m;
+  m.n_layers = 2;
+  m.n_heads = 4;
+  m.n_kv_heads = 2;
+  m.head_dim = 32;
+  return m;
+}
+
+std::vector<std::pair<std::vector<float>, std::vector<float>>> ScoreTwins(const KvPolicyOptions& o, DType type,
+                                                                          uint32_t seed) {
+  const PolicyModelInfo m = TwinModel();
+  std::mt19937 rng(seed);
+  const int32_t n = 60;
+  Twins t(n, rng, 4, type);
+  auto p16 = CreateKvPolicy(o, m), p32 = CreateKvPolicy(o, m);
+  EXPECT_TRUE(p16.ok() && p32.ok());
+  if (!p16.ok() || !p32.ok()) return {};
+  std::normal_distribution<float> nd;
+  for (int32_t pos = 0; pos < n; ++pos) {
+    for (int l = 0; l < m.n_layers; ++l) {
+      std::vector<float> q(m.n_heads * m.head_dim);
+      for (float& x : q) x = nd(rng);
+      (*p16)->ObserveQuery(l, q.data(), 3 * pos);
+      (*p32)->ObserveQuery(l, q.data(), 3 * pos);
+    }
+  }
+  std::vector<std::pair<std::vector<float>, std::vector<float>>> out;
+  for (int l = 0; l < m.n_layers; ++l) {
+    for (int h = 0; h < m.n_kv_heads; ++h) {
+      std::vector<float> a(n), b(n);
+      (*p16)->Score(l, h, KeysView(t.c16.get(), t.s16.get(), l), 3 * n, a.data());
+      (*p32)->Score(l, h, KeysView(t.c32.get(), t.s32.get(), l), 3 * n, b.data());
+      out.emplace_back(std::move(a), std::move(b));
+    }
+  }
+  return out;
+}
+
+// The `k` best slots of v (ties: the lower slot), ascending: what an
+// eviction to budget k keeps.
+std::vector<int32_t> TopSlots(const std::vector<float>& v, int k) {
+  std::vector<int32_t> idx(v.size());
+  for (size_t s = 0; s < v.size(); ++s) idx[s] = static_cast<int32_t>(s);
+  std::stable_sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) { return v[x] > v[y]; });
+  idx.resize(k);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
 // Each key-reading policy scores the twins alike: to float rounding (the
 // tiled product may contract differently on the two types) and with the
 // same ranking of slots. Where a bf16 cache is scored in bf16 (its queries
@@ -139,56 +193,25 @@ TEST_P(KvCacheTypesTest, GatherWidensEveryHeadRow) {
 // pins that exactly), alike to 1% and with the same top slots bar a near-tie
 // or two.
 TEST_P(KvCacheTypesTest, PoliciesScoreTheTwinsAlike) {
-  PolicyModelInfo m;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.head_dim = 32;
+  const bool rounds = GetParam() == DType::kBF16 && KeyBlockLogitsBf16Supported(TwinModel().head_dim);
   for (const char* name : {"snapkv", "rkv", "beacon", "h2o"}) {
-    std::mt19937 rng(7);
-    const int32_t n = 60;
-    Twins t(n, rng, 4, GetParam());
     absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName(name);
     ASSERT_TRUE(o.ok());
     o->budget = 16;
     o->window = 8;
     o->sinks = 2;
     o->recent_queries = 8;
-    auto p16 = CreateKvPolicy(*o, m), p32 = CreateKvPolicy(*o, m);
-    ASSERT_TRUE(p16.ok() && p32.ok()) << name;
-    std::normal_distribution<float> nd;
-    for (int32_t pos = 0; pos < n; ++pos) {
-      for (int l = 0; l < 2; ++l) {
-        std::vector<float> q(4 * 32);
-        for (float& x : q) x = nd(rng);
-        (*p16)->ObserveQuery(l, q.data(), 3 * pos);
-        (*p32)->ObserveQuery(l, q.data(), 3 * pos);
+    int i = 0;
+    for (const auto& [a, b] : ScoreTwins(*o, GetParam(), 7)) {
+      for (size_t s = 0; s < a.size(); ++s) {
+        const double tol = rounds ? 1e-2 * std::fabs(b[s]) + 1e-5 : 1e-5 * (1 + std::fabs(b[s]));
+        ASSERT_NEAR(a[s], b[s], tol) << name << " (layer, head) " << i;
       }
-    }
-    for (int l = 0; l < 2; ++l) {
-      for (int h = 0; h < 2; ++h) {
-        std::vector<float> a(n), b(n);
-        (*p16)->Score(l, h, KeysView(t.c16.get(), t.s16.get(), l), 3 * n, a.data());
-        (*p32)->Score(l, h, KeysView(t.c32.get(), t.s32.get(), l), 3 * n, b.data());
-        const bool rounds = GetParam() == DType::kBF16 && KeyBlockLogitsBf16Supported(m.head_dim);
-        for (int32_t s = 0; s < n; ++s) {
-          const double tol = rounds ? 1e-2 * std::fabs(b[s]) + 1e-5 : 1e-5 * (1 + std::fabs(b[s]));
-          ASSERT_NEAR(a[s], b[s], tol) << name << " layer " << l << " head " << h;
-        }
-        // The budget's worth of best slots: what an eviction keeps.
-        auto top = [&](const std::vector<float>& v) {
-          std::vector<int32_t> idx(n);
-          for (int32_t s = 0; s < n; ++s) idx[s] = s;
-          std::stable_sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) { return v[x] > v[y]; });
-          idx.resize(o->budget);
-          std::sort(idx.begin(), idx.end());
-          return idx;
-        };
-        std::vector<int32_t> ta = top(a), tb = top(b), common;
-        std::set_intersection(ta.begin(), ta.end(), tb.begin(), tb.end(), std::back_inserter(common));
-        EXPECT_GE(common.size(), rounds ? o->budget - 2u : static_cast<size_t>(o->budget))
-            << name << " layer " << l << " head " << h;
-      }
+      std::vector<int32_t> ta = TopSlots(a, o->budget), tb = TopSlots(b, o->budget), common;
+      std::set_intersection(ta.begin(), ta.end(), tb.begin(), tb.end(), std::back_inserter(common));
+      EXPECT_GE(common.size(), static_cast<size_t>(rounds ? o->budget - 2 : o->budget))
+          << name << " (layer, head) " << i;
+      ++i;
     }
   }
 }
@@ -239,38 +262,16 @@ TEST(KvCacheTypes, Bf16CacheScoresTheBf16RoundedQueries) {
 // what rounding changes) rounds nowhere: it scores a bf16 cache as the f32
 // twin of the same stored keys, to f32 rounding, on every build.
 TEST(KvCacheTypes, BeaconWithF32StateScoresInF32) {
-  PolicyModelInfo m;
-  m.n_layers = 2;
-  m.n_heads = 4;
-  m.n_kv_heads = 2;
-  m.head_dim = 32;
-  std::mt19937 rng(8);
-  const int32_t n = 60;
-  Twins t(n, rng, 4, DType::kBF16);
   absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName("beacon");
   ASSERT_TRUE(o.ok());
   o->budget = 16;
   o->window = 8;
   o->recent_queries = 8;
   o->beacon_bf16_state = false;
-  auto p16 = CreateKvPolicy(*o, m), p32 = CreateKvPolicy(*o, m);
-  ASSERT_TRUE(p16.ok() && p32.ok());
-  std::normal_distribution<float> nd;
-  for (int32_t pos = 0; pos < n; ++pos) {
-    for (int l = 0; l < 2; ++l) {
-      std::vector<float> q(4 * 32);
-      for (float& x : q) x = nd(rng);
-      (*p16)->ObserveQuery(l, q.data(), 3 * pos);
-      (*p32)->ObserveQuery(l, q.data(), 3 * pos);
-    }
-  }
-  for (int l = 0; l < 2; ++l) {
-    for (int h = 0; h < 2; ++h) {
-      std::vector<float> a(n), b(n);
-      (*p16)->Score(l, h, KeysView(t.c16.get(), t.s16.get(), l), 3 * n, a.data());
-      (*p32)->Score(l, h, KeysView(t.c32.get(), t.s32.get(), l), 3 * n, b.data());
-      for (int32_t s = 0; s < n; ++s) ASSERT_NEAR(a[s], b[s], 1e-5 * (1 + std::fabs(b[s]))) << l << " " << h;
-    }
+  const auto twins = ScoreTwins(*o, DType::kBF16, 8);
+  ASSERT_EQ(twins.size(), 4u);
+  for (const auto& [a, b] : twins) {
+    for (size_t s = 0; s < a.size(); ++s) ASSERT_NEAR(a[s], b[s], 1e-5 * (1 + std::fabs(b[s]))) << s;
   }
 }
 
