@@ -28,10 +28,10 @@ TEST(Int8DotPeakTest, NamesTheBuildsInstructionAndMeasuresIt) {
   EXPECT_GT(peak.macs_per_second, 0.0);
 }
 
-TEST(Int8DotPeakTest, EveryThreadOfThePoolTakesPart) {
-  // Two threads' rate against one: not a timing bound (a shared machine may
-  // run them on one core), only that a two-thread pool measures and still
-  // reports the same instruction.
+TEST(Int8DotPeakTest, APoolOfTwoMeasuresTheSameInstruction) {
+  // No rate is compared (a shared machine may run both threads on one
+  // core): a two-thread pool claims the chunks on both threads, reports the
+  // same instruction and a rate exactly when one thread does.
   ThreadPool one(1), two(2);
   const Int8DotPeak a = MeasureInt8DotPeak(&one), b = MeasureInt8DotPeak(&two);
   EXPECT_EQ(a.instruction, b.instruction);
