@@ -152,6 +152,20 @@ def test_cells():
         raise AssertionError(bad)
 
 
+def test_accuracy_by_chain_length():
+    # Thirds of full's chain lengths; each cell is read on full's problems in each third, so a policy
+    # that fails only the long chains shows it, and a record full lacks (index 9) counts nowhere.
+    full = [_rec("full", 0, 0, i, i != 8, tokens=100 * (1 + i // 3)) for i in range(9)]
+    beacon = [_rec("beacon", 64, 16, i, i < 3, tokens=50) for i in range(10)]
+    text = re_eval.summarize(full + beacon)
+    assert "thirds of its 9 chains" in text, text
+    assert "| policy | budget | interval | window | chain < 200 | chain 200-299 | chain >= 300 |" in text, text
+    assert "| full | - | - | - | 100% (3/3) | 100% (3/3) | 67% (2/3) |" in text, text
+    assert "| beacon | 64 | 16 | default | 100% (3/3) | 0% (0/3) | 0% (0/3) |" in text, text
+    # Too few full chains to cut in thirds: no table.
+    assert "chain length" not in re_eval.summarize(full[:2] + beacon[:2])
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

@@ -250,6 +250,39 @@ def _f(x, d=1):
     return "" if x is None else f"{x:.{d}f}"
 
 
+def _by_chain_length(cells, full, ordered, label):
+    """Accuracy in thirds of the full cache's chain lengths: each problem falls in the third of its
+    full-cache chain, so every cell is read on the same problems per third. A loss to full that grows
+    from the short third to the long one says the budget, held against the chain, runs short; a flat
+    loss says the policy's choices do. (Length is also difficulty: full's own accuracy falls too.)"""
+    lengths = sorted(r["completion_tokens"] for r in full.values())
+    n = len(lengths)
+    if n < 3:
+        return []
+    cuts = (lengths[n // 3], lengths[2 * n // 3])
+
+    def third(i):
+        tokens = full[i]["completion_tokens"]
+        return 0 if tokens < cuts[0] else 1 if tokens < cuts[1] else 2
+
+    heads = (f"chain < {cuts[0]}", f"chain {cuts[0]}-{cuts[1] - 1}", f"chain >= {cuts[1]}")
+    lines = [f"Accuracy by the full cache's chain length (thirds of its {n} chains, in tokens; a cell counts "
+             "only the problems full has):\n",
+             "| policy | budget | interval | window | " + " | ".join(heads) + " |",
+             "|---|---|---|---|---|---|---|"]
+    for c in ordered:
+        tally = [[0, 0] for _ in heads]
+        for i, r in cells[c].items():
+            if i in full:
+                tally[third(i)][0] += bool(r["correct"])
+                tally[third(i)][1] += 1
+        window = "-" if c[0] == "full" else (c[3] if c[3] is not None else "default")
+        shares = [f"{100 * k / t:.0f}% ({k}/{t})" if t else "" for k, t in tally]
+        lines.append(f"| {label(c)} | {c[1] or '-'} | {c[2] or '-'} | {window} | " + " | ".join(shares) + " |")
+    lines.append("")
+    return lines
+
+
 def summarize(records):
     """Markdown tables: per cell, then paired comparisons with full and between the
     policies of one (budget, interval), each family of tests Holm-corrected."""
@@ -331,6 +364,8 @@ def summarize(records):
             for p, pa in zip(pairs, padj):
                 lines.append(f"| {p[0]} | {p[1]} | {p[2]} | {p[3]}:{p[4]} | {_fmt_p(p[5])} | {_fmt_p(pa)} |")
             lines.append("")
+        if full is not None:
+            lines += _by_chain_length(cells, full, sorted(cells, key=sort_cell), label)
     return "\n".join(lines)
 
 
