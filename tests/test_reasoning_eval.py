@@ -161,7 +161,7 @@ def test_accuracy_by_chain_length():
     assert "thirds of its 9 chains" in text, text
     assert "| policy | budget | interval | window | chain < 200 | chain 200-299 | chain >= 300 |" in text, text
     assert "| full | - | - | - | 100% (3/3) | 100% (3/3) | 67% (2/3) |" in text, text
-    assert "| beacon | 64 | 16 | default | 100% (3/3) | 0% (0/3) | 0% (0/3) |" in text, text
+    assert "| beacon | 64 | 16 | default | 100% (3/3), 0:0 | 0% (0/3), 3:0 | 0% (0/3), 2:0 |" in text, text
     # Too few full chains to cut in thirds: no table.
     assert "chain length" not in re_eval.summarize(full[:2] + beacon[:2])
 

@@ -254,7 +254,8 @@ def _by_chain_length(cells, full, ordered, label):
     """Accuracy in thirds of the full cache's chain lengths: each problem falls in the third of its
     full-cache chain, so every cell is read on the same problems per third. A loss to full that grows
     from the short third to the long one says the budget, held against the chain, runs short; a flat
-    loss says the policy's choices do. (Length is also difficulty: full's own accuracy falls too.)"""
+    loss says the policy's choices do. (Length is also difficulty: full's own accuracy falls too.)
+    Beside each share, the paired count against full in that third: lost:gained."""
     lengths = sorted(r["completion_tokens"] for r in full.values())
     n = len(lengths)
     if n < 3:
@@ -267,17 +268,21 @@ def _by_chain_length(cells, full, ordered, label):
 
     heads = (f"chain < {cuts[0]}", f"chain {cuts[0]}-{cuts[1] - 1}", f"chain >= {cuts[1]}")
     lines = [f"Accuracy by the full cache's chain length (thirds of its {n} chains, in tokens; a cell counts "
-             "only the problems full has):\n",
+             "only the problems full has; lost:gained against full in that third):\n",
              "| policy | budget | interval | window | " + " | ".join(heads) + " |",
              "|---|---|---|---|---|---|---|"]
     for c in ordered:
-        tally = [[0, 0] for _ in heads]
+        tally = [[0, 0, 0, 0] for _ in heads]  # right, problems, lost, gained
         for i, r in cells[c].items():
             if i in full:
-                tally[third(i)][0] += bool(r["correct"])
-                tally[third(i)][1] += 1
+                t = tally[third(i)]
+                t[0] += bool(r["correct"])
+                t[1] += 1
+                t[2] += bool(full[i]["correct"] and not r["correct"])
+                t[3] += bool(r["correct"] and not full[i]["correct"])
         window = "-" if c[0] == "full" else (c[3] if c[3] is not None else "default")
-        shares = [f"{100 * k / t:.0f}% ({k}/{t})" if t else "" for k, t in tally]
+        shares = [(f"{100 * k / t:.0f}% ({k}/{t})" + ("" if c[0] == "full" else f", {lost}:{gained}")) if t else ""
+                  for k, t, lost, gained in tally]
         lines.append(f"| {label(c)} | {c[1] or '-'} | {c[2] or '-'} | {window} | " + " | ".join(shares) + " |")
     lines.append("")
     return lines
