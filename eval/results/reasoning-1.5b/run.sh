@@ -22,6 +22,10 @@ common=(--model models/qwen2.5-coder-1.5b.gguf --family gsm_symbolic --seed 1 --
 # when the CPU left in the session could not run 200 of each (the issue's floor is 100). They pair with
 # full, beacon and rkv on those 100 problems.
 N32=${N32:-100}
+# The "128" stage (2026-12-03): what budget BeaconKV needs to come near full on these chains, and
+# whether the policy still matters there: beacon and streaming at budget 128, interval 16 (~50% of the
+# mean chain; at most 144 generated slots), problems 0-99 (N128).
+N128=${N128:-100}
 
 run() {  # [N=problems] run INTERVAL WINDOW CELL... (WINDOW "": the server's default window, 32)
   local interval=$1 window=$2
@@ -66,7 +70,8 @@ run 16 "" full
 # 4. "64w8": the ablations' best variant (window 8, seed 2: 48% vs the default's 42%, p = 0.11)
 #    confirmed on this seed before it may become a default; snapkv and rkv too, since a smaller
 #    protected window is a setting every scoring policy has, not a BeaconKV idea.
-# STAGES picks the rows: "64" (every policy at 64/16), "64w8", "32" (every policy at 32/8, window 8);
+# STAGES picks the rows: "64" (every policy at 64/16), "64w8", "32" (every policy at 32/8, window 8),
+# "128" (beacon and streaming at 128/16, after the rest);
 # the background queue runs the 64 row, the ablations (../ablation-1.5b/run.sh), 64w8, the 32 row.
 for stage in ${STAGES:-64 32}; do
   case $stage in
@@ -74,6 +79,7 @@ for stage in ${STAGES:-64 32}; do
     64w8) for p in beacon snapkv rkv; do run 16 8 "$p:64"; done ;;
     32) for p in beacon rkv; do run 8 8 "$p:32"; done
         for p in snapkv h2o streaming random; do N=$N32 run 8 8 "$p:32"; done ;;
+    128) for p in beacon streaming; do N=$N128 run 16 "" "$p:128"; done ;;
     *) echo "run.sh: unknown stage $stage" >&2; exit 2 ;;
   esac
 done
