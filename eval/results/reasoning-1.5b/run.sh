@@ -26,6 +26,7 @@ N32=${N32:-100}
 # whether the policy still matters there: beacon and streaming at budget 128, interval 16 (~50% of the
 # mean chain; at most 144 generated slots), problems 0-99 (N128).
 N128=${N128:-100}
+# Then beacon alone at budget 96 (37% of the mean chain, at most 112 generated slots), between the two.
 
 run() {  # [N=problems] run INTERVAL WINDOW CELL... (WINDOW "": the server's default window, 32)
   local interval=$1 window=$2
@@ -71,7 +72,7 @@ run 16 "" full
 #    confirmed on this seed before it may become a default; snapkv and rkv too, since a smaller
 #    protected window is a setting every scoring policy has, not a BeaconKV idea.
 # STAGES picks the rows: "64" (every policy at 64/16), "64w8", "32" (every policy at 32/8, window 8),
-# "128" (beacon and streaming at 128/16, after the rest);
+# "128" (beacon and streaming at 128/16, after the rest), "96" (beacon at 96/16);
 # the background queue runs the 64 row, the ablations (../ablation-1.5b/run.sh), 64w8, the 32 row.
 for stage in ${STAGES:-64 32}; do
   case $stage in
@@ -80,6 +81,7 @@ for stage in ${STAGES:-64 32}; do
     32) for p in beacon rkv; do run 8 8 "$p:32"; done
         for p in snapkv h2o streaming random; do N=$N32 run 8 8 "$p:32"; done ;;
     128) for p in beacon streaming; do N=$N128 run 16 "" "$p:128"; done ;;
+    96) N=$N128 run 16 "" beacon:96 ;;
     *) echo "run.sh: unknown stage $stage" >&2; exit 2 ;;
   esac
 done
