@@ -290,7 +290,8 @@ def _by_chain_length(cells, full, ordered, label):
 
 def summarize(records):
     """Markdown tables: per cell, then paired comparisons with full and between the
-    policies of one (budget, interval), each family of tests Holm-corrected."""
+    policies of one (budget, interval), each family of tests Holm-corrected, then
+    every cell's accuracy in thirds of the full cache's chain length."""
     groups = collections.defaultdict(dict)  # (model, family, seed, max_tokens) -> {cell: {index: record}}
     for r in records:
         g = (r["model"], r["family"], r["seed"], r["max_tokens"])
