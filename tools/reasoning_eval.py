@@ -33,9 +33,16 @@ the default). The OpenAI API's responses carry no KV figures; with `--api
 openai` they are read from the server's "finished:" log line of the request
 (only when this script started the server; with --url they are left null).
 
+`--task recap --k K` (issue 45) puts K problems in one prompt and scores the
+final recap line that lists every answer in order (tools/chain_task.py; its
+tables: tools/recap_summary.py); one record per chain. Every record of either
+task names how it was made: commit, binary_sha256, server_cmd, server_env and
+the request's resolved kv_options (tools/eval_provenance.py). A records file
+whose earlier rows name another binary is refused unless --allow-mixed-binaries.
+
 Nothing here imports reasoning_gym or grpc at import time: the pure functions
 (extraction, McNemar, Holm, the summary) are tested without them
-(tests/test_reasoning_eval.py).
+(tests/test_reasoning_eval.py, tests/test_chain_task.py).
 """
 import argparse
 import collections
@@ -54,6 +61,9 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = os.path.join(ROOT, "tools")
+if TOOLS not in sys.path:  # chain_task, recap_summary and eval_provenance sit beside this file
+    sys.path.insert(0, TOOLS)
 INSTRUCTION = ('Solve the problem step by step. End your reply with a final line of the form "Answer: N", '
                "where N is the final answer.")
 # In the tables' order: beacon first among the compressing policies, so pairs read "beacon vs peer".
@@ -198,8 +208,10 @@ def cell_of(policy, budget, interval, window=None):
 
 
 def record_key(r):
+    """A record's identity: resumption skips what the file has. `task` and `k` are absent (None) on
+    the single-problem task's records, so those written before the recap task key alike."""
     return (r["model"], r["family"], r["seed"], r["index"], r["policy"], r["budget"], r["interval"], r.get("window"),
-            r["max_tokens"], r.get("variant"))
+            r["max_tokens"], r.get("variant"), r.get("task"), r.get("k"))
 
 
 def load_records(path):
@@ -421,6 +433,13 @@ class Grpc:
         self.stub = beacon_pb2_grpc.BeaconServiceStub(self.channel)
         self.grpc = grpc
 
+    def model_info(self):
+        """{policy: what a request naming it (and no budget) runs with}, from GetModelInfo."""
+        info = self.stub.GetModelInfo(self.pb.GetModelInfoRequest(), timeout=60)
+        return {p.name: {"allowed": p.allowed, "budget": p.budget, "interval": p.interval, "sinks": p.sinks,
+                         "window": p.window, "keep_prompt": p.keep_prompt, "recent_queries": p.recent_queries,
+                         "beacons": p.beacons} for p in info.kv_policies}
+
     def chat(self, content, policy, budget, max_tokens, request_id):
         pb = self.pb
         kv = pb.KvOptions(policy=policy)
@@ -498,6 +517,7 @@ class Server:
 
     def __init__(self, binary, model, log_path, flags):
         args = [binary, "--model", model, "--host", "127.0.0.1", "--grpc-port", "0", "--http-port", "0", *flags]
+        self.args = args
         print("[reasoning_eval] starting: " + " ".join(args), file=sys.stderr, flush=True)
         self.log_path = log_path
         self.log = open(log_path, "ab")
@@ -533,27 +553,81 @@ class Server:
 # run
 
 
+def _task_items(args, problems):
+    """{index: (prompt, golds)} of the run: one problem per index (task single), or chain `index`
+    of k problems (task recap, chain_task.chain_indices)."""
+    out = {}
+    for i in range(args.start, args.start + args.n):
+        if args.task == "recap":
+            import chain_task  # noqa: PLC0415 (imports this module)
+            entries = [problems[j] for j in chain_task.chain_indices(i, args.k)]
+            out[i] = (chain_task.build_prompt([e["question"] for e in entries], args.instruction or
+                                              chain_task.INSTRUCTION), [e["answer"] for e in entries])
+        else:
+            out[i] = (problems[i]["question"] + "\n\n" + (args.instruction or INSTRUCTION), None)
+    return out
+
+
+def _provenance(args, server, client):
+    """(fields every record carries, {(policy, budget): resolved kv_options}) of this run
+    (tools/eval_provenance.py)."""
+    import eval_provenance as prov  # noqa: PLC0415
+    fields = {"commit": None, "commit_source": None, "binary_sha256": None, "server_cmd": None, "server_env": None}
+    if server is not None:
+        binary = server.args[0]
+        commit, source = prov.binary_commit(os.path.dirname(binary), ROOT)
+        fields.update(commit=commit, commit_source=source, binary_sha256=prov.sha256_file(binary),
+                      server_cmd=server.args, server_env=prov.server_env(os.environ))
+    info = client.model_info() if isinstance(client, Grpc) else {}
+    options = {}
+    for policy, budget in [parse_cell(c) for c in args.cells]:
+        if server is not None:
+            o = prov.resolve_kv_options(policy, budget, prov.parse_server_flags(server.args, os.environ))
+            o["checked_by_server"] = prov.check_against_server(o, info.get(policy))
+            o["source"] = "server flags over the defaults of kv/kv_policy.h and kv/policy_registry.cc"
+        else:  # attached: only what the server reports
+            o = {"policy": policy, "budget": budget or 0, **{k: v for k, v in info.get(policy, {}).items()
+                                                             if k not in ("allowed", "budget")},
+                 "source": "GetModelInfo of the attached server" if info else "unknown (attached, OpenAI API)"}
+        options[(policy, budget or 0)] = o
+    return fields, options
+
+
 def run(args):
     cells = [parse_cell(c) for c in args.cells]
     for p, b in cells:
         if p != "full" and b is None:
             sys.exit(f"cell {p} needs a budget (policy:budget)")
-    ds, problems = make_problems(args.family, args.seed, args.start + args.n)
+    recap = args.task == "recap"
+    if recap and args.k < 1:
+        sys.exit("--task recap needs --k >= 1")
+    ds, problems = make_problems(args.family, args.seed, (args.start + args.n) * (args.k if recap else 1))
+    if recap and not (args.family in NUMERIC_FAMILIES or all(_looks_numeric(e["answer"]) for e in problems)):
+        sys.exit(f"--task recap needs numeric answers; {args.family} has others")
+    items = _task_items(args, problems)
     model_name = os.path.basename(args.model) if args.model else args.model_name
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     done = {record_key(r) for r in load_records(args.out)}
     interval = args.interval
+    task_fields = {"task": "recap", "k": args.k} if recap else {}
     todo = []
     for policy, budget in cells:
         pol, bud, itv, win = cell_of(policy, budget or 0, interval, args.kv_window)
         for i in range(args.start, args.start + args.n):
-            key = (model_name, args.family, args.seed, i, pol, bud, itv, win, args.max_tokens, args.variant)
+            key = record_key({"model": model_name, "family": args.family, "seed": args.seed, "index": i, "policy": pol,
+                              "budget": bud, "interval": itv, "window": win, "max_tokens": args.max_tokens,
+                              "variant": args.variant, **task_fields})
             if key not in done:
                 todo.append((pol, bud, itv, win, i))
     print(f"[reasoning_eval] {len(todo)} requests to run, {len(cells) * args.n - len(todo)} already recorded",
           file=sys.stderr, flush=True)
     if not todo:
         return
+    import eval_provenance as prov  # noqa: PLC0415
+    binary = os.path.join(args.bin, "beacon-serve")
+    refusal = prov.check_binaries(args.out, None if args.url else prov.sha256_file(binary), args.allow_mixed_binaries)
+    if refusal:
+        sys.exit(refusal)
     server = None
     try:
         if args.url:
@@ -563,10 +637,11 @@ def run(args):
             flags = ["--threads", str(args.threads), "--kv-interval", str(interval), *args.server_flag]
             if args.kv_window is not None:
                 flags += ["--kv-window", str(args.kv_window)]
-            server = Server(os.path.join(args.bin, "beacon-serve"), args.model, log_path, flags)
+            server = Server(binary, args.model, log_path, flags)
             target = (f"127.0.0.1:{server.grpc_port}" if args.api == "grpc"
                       else f"http://127.0.0.1:{server.http_port}")
         client = Grpc(target) if args.api == "grpc" else OpenAi(target, log_path)
+        provenance, kv_options = _provenance(args, server, client)
         lock = threading.Lock()
         counts = collections.Counter()
         t0 = time.time()
@@ -574,22 +649,31 @@ def run(args):
 
         def one(item):
             pol, bud, itv, win, i = item
-            entry = problems[i]
-            rid = f"re-{args.family}-{args.seed}-{i}-{pol}-{bud}-{itv}-{win or 'w'}-{os.getpid()}"
-            content = entry["question"] + "\n\n" + args.instruction
+            content, golds = items[i]
+            tag = f"recap{args.k}-" if recap else ""
+            rid = f"re-{tag}{args.family}-{args.seed}-{i}-{pol}-{bud}-{itv}-{win or 'w'}-{os.getpid()}"
             t = time.time()
             out = client.chat(content, pol, bud, args.max_tokens, rid)
-            extracted, how, correct = score(ds, entry, args.family, out["text"])
-            rec = {"model": model_name, "family": args.family, "seed": args.seed, "index": i,
-                   "id": f"{args.family}/{args.seed}/{i}", "policy": pol, "budget": bud, "interval": itv,
-                   "window": win, "max_tokens": args.max_tokens, "api": args.api, "gold": str(entry["answer"]),
-                   "extracted": extracted, "extracted_by": how, "correct": correct,
-                   "finish_reason": out["finish_reason"], "prompt_tokens": out["prompt_tokens"],
-                   "completion_tokens": out["completion_tokens"], "cached_tokens": out.get("cached_tokens"),
-                   "peak_cached_tokens": out.get("peak_cached_tokens"), "evictions": out.get("evictions"),
-                   "evicted_tokens": out.get("evicted_tokens"), "reserved_tokens": out.get("reserved_tokens"),
-                   "preemptions": out.get("preemptions"), "wall_s": round(time.time() - t, 2),
-                   "text": out["text"]}
+            if out.get("kv_policy") is not None and (out["kv_policy"], out["kv_budget"]) != (pol, bud):
+                raise RuntimeError(f"request {rid} ran as {out['kv_policy']}:{out['kv_budget']}, not {pol}:{bud}")
+            rec = {"model": model_name, "family": args.family, "seed": args.seed, "index": i, **task_fields}
+            if recap:
+                import chain_task  # noqa: PLC0415
+                scored = chain_task.score_chain(golds, out["text"], out["finish_reason"])
+                rec.update(id=f"recap{args.k}/{args.family}/{args.seed}/{i}", policy=pol, budget=bud, interval=itv,
+                           window=win, max_tokens=args.max_tokens, api=args.api, **scored)
+                extracted, correct = f"{scored['n_correct']}/{args.k}", scored["correct"]
+            else:
+                extracted, how, correct = score(ds, problems[i], args.family, out["text"])
+                rec.update(id=f"{args.family}/{args.seed}/{i}", policy=pol, budget=bud, interval=itv, window=win,
+                           max_tokens=args.max_tokens, api=args.api, gold=str(problems[i]["answer"]),
+                           extracted=extracted, extracted_by=how, correct=correct)
+            rec.update({"finish_reason": out["finish_reason"], "prompt_tokens": out["prompt_tokens"],
+                        "completion_tokens": out["completion_tokens"], "cached_tokens": out.get("cached_tokens"),
+                        "peak_cached_tokens": out.get("peak_cached_tokens"), "evictions": out.get("evictions"),
+                        "evicted_tokens": out.get("evicted_tokens"), "reserved_tokens": out.get("reserved_tokens"),
+                        "preemptions": out.get("preemptions"), "wall_s": round(time.time() - t, 2),
+                        **provenance, "kv_options": kv_options[(pol, bud)], "text": out["text"]})
             if args.variant:
                 rec["variant"] = args.variant
                 rec["server_flags"] = args.server_flag
@@ -601,7 +685,8 @@ def run(args):
                 counts[(pol, bud, itv, win)] += 1
                 tokens[0] += out["completion_tokens"]
                 el = time.time() - t0
-                print(f"[reasoning_eval] {pol}:{bud}@{itv}{'/w' + str(win) if win else ''} #{i} gold={rec['gold']} got={extracted} "
+                gold = "" if recap else f" gold={rec['gold']}"
+                print(f"[reasoning_eval] {pol}:{bud}@{itv}{'/w' + str(win) if win else ''} #{i}{gold} got={extracted} "
                       f"{'ok' if correct else 'WRONG'} {out['completion_tokens']} tok {out['finish_reason']} "
                       f"evictions={rec['evictions']} peak={rec['peak_cached_tokens']} | "
                       f"{sum(counts.values())}/{len(todo)} done, {tokens[0] / el:.1f} tok/s",
@@ -625,6 +710,17 @@ def run(args):
     finally:
         if server is not None:
             server.close()
+
+
+def summary_text(records):
+    """The single-problem task's tables (summarize, unchanged), then the recap task's."""
+    single = [r for r in records if r.get("task") != "recap"]
+    recap = [r for r in records if r.get("task") == "recap"]
+    parts = [summarize(single)] if single or not recap else []
+    if recap:
+        import recap_summary  # noqa: PLC0415 (imports this module)
+        parts.append(recap_summary.summarize_recap(recap))
+    return "\n".join(parts)
 
 
 def main(argv=None):
@@ -652,7 +748,14 @@ def main(argv=None):
     r.add_argument("--variant", help="a name for --server-flag's settings (ablations): recorded, and part of the "
                    "cell, so one records file holds several settings of one policy")
     r.add_argument("--server-log", help="beacon-serve's log (default: serve.log beside --out)")
-    r.add_argument("--instruction", default=INSTRUCTION)
+    r.add_argument("--instruction", help="what follows the problem(s) (default: the task's own; recap: "
+                   "chain_task.INSTRUCTION, with {k} and {example} filled in)")
+    r.add_argument("--task", choices=("single", "recap"), default="single",
+                   help="single: one problem per request; recap: --k problems per request, scored by the final "
+                   "recap line (tools/chain_task.py); -n and --start count chains")
+    r.add_argument("--k", type=int, default=0, help="problems per chain (--task recap)")
+    r.add_argument("--allow-mixed-binaries", action="store_true",
+                   help="append to a records file whose earlier rows name another beacon-serve binary")
     r.add_argument("--out", required=True, help="records JSONL (appended; existing records are skipped)")
     s = sub.add_parser("summary", help="tables of a records file")
     s.add_argument("records")
@@ -663,7 +766,7 @@ def main(argv=None):
             ap.error("run needs --model (start a server) or --url (attach)")
         run(args)
     else:
-        text = summarize(load_records(args.records))
+        text = summary_text(load_records(args.records))
         print(text)
         if args.markdown:
             with open(args.markdown, "w") as f:
