@@ -401,6 +401,12 @@ void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
     args->Declare("prompt-len", false, "256", "prompt tokens per request (throughput)");
     args->Declare("output-len", false, "8192", "output tokens per request (throughput)");
     args->Declare("throughput-steps", false, "512", "timed decode steps per policy (throughput)");
+    args->Declare("parts", false, "decode,overhead,throughput", "which benchmarks run, comma-separated");
+    args->Declare("profile", true, "",
+                  "after each timing, one more decode step (and one eviction) in a profiled range for "
+                  "`ncu --profile-from-start off` (bench/cuda_profile.h; tools/ncu_summary.py reads the CSV)");
+    args->Declare("cuda-graphs", true, "true", "replay CUDA graphs for all-decode steps");
+    args->Declare("cuda-max-splits", false, "16", "split-K partitions per token and KV head in decode attention");
     args->Refuse("prompt-tokens", "--prompt-tokens was renamed --prompt-len (a count)");
     args->Refuse("output-tokens", "--output-tokens was renamed --output-len (a count)");
   }

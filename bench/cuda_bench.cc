@@ -119,7 +119,10 @@ absl::StatusOr<double> DeviceCopyBandwidth() {
 }
 
 absl::StatusOr<CudaDecodeResult> BenchCudaDecode(Runtime* rt, int batch, int32_t context, int steps,
-                                                 const KvPolicyOptions& policy) {
+                                                 const KvPolicyOptions& policy, ProfileRanges* profile,
+                                                 const std::string& label) {
+  auto* cuda = dynamic_cast<CudaBackend*>(rt->backend());
+  if (cuda == nullptr) return absl::FailedPreconditionError("the CUDA benchmarks need the CUDA backend");
   absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(int64_t{batch} * (context + steps + 48));
   if (!made.ok()) return made.status();
   std::unique_ptr<KvCache> cache = *std::move(made);
@@ -136,11 +139,20 @@ absl::StatusOr<CudaDecodeResult> BenchCudaDecode(Runtime* rt, int batch, int32_t
   }
   int64_t slots = 0;
   for (const BenchSeq& s : seqs) slots += s.kv->num_slots();
+  if (absl::Status st = cuda->TimeSteps(true); !st.ok()) return st;
   const auto t0 = Clock::now();
   for (int i = 0; i < steps; ++i) {
     if (absl::Status st = DecodeStep(rt, seqs, &out); !st.ok()) return st;
   }
   const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double device_ms = cuda->timed_steps() > 0 ? cuda->device_ms_total() / cuda->timed_steps() : 0;
+  if (absl::Status st = cuda->TimeSteps(false); !st.ok()) return st;
+  if (profile != nullptr && profile->enabled()) {
+    // A replayed graph, as in the timed steps; the profiler sees its kernels.
+    if (absl::Status st = profile->Begin(label, cuda->stream()); !st.ok()) return st;
+    if (absl::Status st = DecodeStep(rt, seqs, &out); !st.ok()) return st;
+    if (absl::Status st = profile->End(); !st.ok()) return st;
+  }
   int64_t slots_after = 0;
   for (BenchSeq& s : seqs) {
     slots_after += s.kv->num_slots();
@@ -148,14 +160,16 @@ absl::StatusOr<CudaDecodeResult> BenchCudaDecode(Runtime* rt, int batch, int32_t
   }
   CudaDecodeResult r;
   r.step_ms = sec / steps * 1e3;
-  const auto* cuda = dynamic_cast<const CudaBackend*>(rt->backend());
-  const double weight_bytes =
-      cuda != nullptr ? static_cast<double>(cuda->weights().streamed_bytes()) : rt->weights().StreamedWeightBytes();
+  r.device_step_ms = device_ms;
+  const double weight_bytes = static_cast<double>(cuda->weights().streamed_bytes());
   r.bytes_per_step = weight_bytes + KvReadBytes(rt->config(), (slots + slots_after) / 2);
   return r;
 }
 
-absl::StatusOr<EvictionCost> BenchEviction(Runtime* rt, const KvPolicyOptions& policy, int32_t slots) {
+absl::StatusOr<EvictionCost> BenchEviction(Runtime* rt, const KvPolicyOptions& policy, int32_t slots,
+                                           ProfileRanges* profile) {
+  auto* cuda = dynamic_cast<CudaBackend*>(rt->backend());
+  if (cuda == nullptr) return absl::FailedPreconditionError("the CUDA benchmarks need the CUDA backend");
   absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots + 64);
   if (!made.ok()) return made.status();
   std::unique_ptr<KvCache> cache = *std::move(made);
@@ -166,9 +180,16 @@ absl::StatusOr<EvictionCost> BenchEviction(Runtime* rt, const KvPolicyOptions& p
   for (int r = 0; r < reps; ++r) {
     const int32_t have = s->kv->num_slots();
     if (absl::Status st = Prefill(rt, &*s, s->position, slots - have, 7 + r); !st.ok()) return st;
+    const bool profiled = profile != nullptr && r == reps - 1;
+    if (profiled) {
+      if (absl::Status st = profile->Begin("evict", cuda->stream()); !st.ok()) return st;
+    }
     const auto t0 = Clock::now();
     s->compressor->Evict(s->kv.get(), s->position);
     total += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (profiled) {
+      if (absl::Status st = profile->End(); !st.ok()) return st;
+    }
     if (s->kv->num_slots() >= slots) return absl::InternalError("the eviction evicted nothing");
   }
   s->kv->Release();

@@ -12,8 +12,10 @@
 #define BEACON_BENCH_CUDA_BENCH_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "bench/cuda_profile.h"
 #include "engine/runtime.h"
 #include "kv/kv_policy.h"
 
@@ -23,19 +25,26 @@ namespace beacon {
 absl::StatusOr<double> DeviceCopyBandwidth();
 
 struct CudaDecodeResult {
-  double step_ms = 0;
+  double step_ms = 0;         // wall time per step, as a caller of the backend sees it
+  double device_step_ms = 0;  // the step's device work alone (CudaBackend::TimeSteps)
   double bytes_per_step = 0;  // weights + KV read
 };
-// Greedy decode of `batch` sequences of `context` cached slots, `steps` timed steps.
+// Greedy decode of `batch` sequences of `context` cached slots, `steps` timed
+// steps; then, when `profile` is enabled, one more step in a profiled range
+// named `label`.
 absl::StatusOr<CudaDecodeResult> BenchCudaDecode(Runtime* rt, int batch, int32_t context, int steps,
-                                                 const KvPolicyOptions& policy);
+                                                 const KvPolicyOptions& policy, ProfileRanges* profile = nullptr,
+                                                 const std::string& label = "");
 
 struct EvictionCost {
   double evict_ms = 0;  // one eviction of one sequence, synchronised
   int32_t slots_before = 0;
 };
-// One eviction of a beacon sequence holding `slots` slots down to its budget.
-absl::StatusOr<EvictionCost> BenchEviction(Runtime* rt, const KvPolicyOptions& policy, int32_t slots);
+// One eviction of a beacon sequence holding `slots` slots down to its budget
+// (the mean of 3); the last one in a profiled range named "evict" when
+// `profile` is enabled.
+absl::StatusOr<EvictionCost> BenchEviction(Runtime* rt, const KvPolicyOptions& policy, int32_t slots,
+                                           ProfileRanges* profile = nullptr);
 
 struct ThroughputResult {
   int concurrency = 0;

@@ -78,10 +78,25 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
 
 CudaBackend::~CudaBackend() {
   DropGraphs();
+  TimeSteps(false).IgnoreError();
   if (stream_ != nullptr) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
   }
+}
+
+absl::Status CudaBackend::TimeSteps(bool on) {
+  if (!on) {
+    if (step_begin_ != nullptr) cudaEventDestroy(step_begin_);
+    if (step_end_ != nullptr) cudaEventDestroy(step_end_);
+    step_begin_ = step_end_ = nullptr;
+    return absl::OkStatus();
+  }
+  if (step_begin_ == nullptr) BEACON_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_begin_));
+  if (step_end_ == nullptr) BEACON_CUDA_RETURN_IF_ERROR(cudaEventCreate(&step_end_));
+  device_ms_total_ = 0;
+  timed_steps_ = 0;
+  return absl::OkStatus();
 }
 
 absl::Status CudaBackend::ReservePolicyStates(const KvPolicyOptions& options, int32_t max_sequences) {
@@ -354,6 +369,10 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
       !s.ok()) {
     return fail(s);
   }
+  const bool timed = step_begin_ != nullptr;
+  if (timed) {
+    if (absl::Status s = CudaStatus(cudaEventRecord(step_begin_, stream_), "timing the step"); !s.ok()) return fail(s);
+  }
   // One upload of the plan (and the observe entries) through pinned memory.
   std::memcpy(meta_host_.get(), plan_.packed.data(), plan_.packed.size() * sizeof(int32_t));
   absl::Status s = CudaStatus(cudaMemcpyAsync(meta_.get(), meta_host_.get(), plan_.packed.size() * sizeof(int32_t),
@@ -392,8 +411,16 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
           "copying logits");
     }
   }
+  if (s.ok() && timed) s = CudaStatus(cudaEventRecord(step_end_, stream_), "timing the step");
   if (s.ok()) s = CudaStatus(cudaStreamSynchronize(stream_), "running the forward step");
   if (!s.ok()) return fail(s);
+  if (timed) {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, step_begin_, step_end_) == cudaSuccess) {
+      device_ms_total_ += ms;
+      ++timed_steps_;
+    }
+  }
   if (returns_tokens) tokens->assign(tokens_host_.as<int32_t>(), tokens_host_.as<int32_t>() + plan_.n_rows);
   for (const ForwardEntry& en : batch) en.kv->CommitSlots(en.kv->num_slots() + static_cast<int32_t>(en.tokens.size()));
   for (size_t i = 0; i < observe_states_.size(); ++i) observe_states_[i]->Observed(observe_[i].n_tokens);

@@ -91,6 +91,13 @@ class CudaBackend : public Backend {
   int64_t graphs_captured() const { return graphs_captured_; }
   int64_t graph_replays() const { return graph_replays_; }
   std::string device_name() const { return device_name_; }
+  // Device time of each step, from a CUDA event before its uploads to one
+  // after its read-back (so the host's share of a step, its validation,
+  // plan building and synchronisation, is the wall time minus this).
+  // Off by default: two event records a step. For benchmarks.
+  absl::Status TimeSteps(bool on);
+  double device_ms_total() const { return device_ms_total_; }
+  int64_t timed_steps() const { return timed_steps_; }
 
  private:
   // One group of beacon sequences sharing dims: entries [offset, offset+count)
@@ -176,6 +183,11 @@ class CudaBackend : public Backend {
   std::map<std::string, cudaGraphExec_t> graphs_;
   std::set<std::string> seen_shapes_;  // run once directly, captured on the second step
   int64_t graphs_captured_ = 0, graph_replays_ = 0;
+
+  // TimeSteps: events around a step's device work, and their running sum.
+  cudaEvent_t step_begin_ = nullptr, step_end_ = nullptr;
+  double device_ms_total_ = 0;
+  int64_t timed_steps_ = 0;
 };
 
 // Runtime's entry point (engine/runtime.cc).

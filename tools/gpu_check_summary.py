@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The table tools/gpu-check.sh prints last: issue 44's targets against what its run measured.
+
+    tools/python tools/gpu_check_summary.py WORK_DIR     (the folder gpu-check.sh wrote, or its unpacked tarball)
+
+Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
+(tools/gpu_torch_peer.py --json), long-32k.json and serve*.json where present; a missing file is a
+missing row, never an error. Every ratio comes from files of the same run.
+"""
+import glob
+import json
+import os
+import sys
+
+# Issue 44's targets.
+ROOF_B1 = 0.80       # batch 1: of the HBM roofline
+PEER_RATIO = 1.5     # batch 16 and 64: tokens/s over the PyTorch peer's
+B64_OVER_B1 = 1.6    # step time at batch 64 over batch 1 (Qwen3-4B, 1K)
+OVERHEAD = 0.03      # BeaconKV at batch 16: of the decode step
+TPUT_8K, TPUT_32K = 3.0, 4.3
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def mark(ok):
+    return "met" if ok else "NOT met"
+
+
+def tests_line(work):
+    t = load(os.path.join(work, "cuda_tests.json"))
+    if t is None:
+        return "cuda_tests: no results"
+    failed = [f"{s['name']}.{c['name']}" for s in t.get("testsuites", []) for c in s.get("testsuite", [])
+              if c.get("failures")]
+    skipped = sum(1 for s in t.get("testsuites", []) for c in s.get("testsuite", [])
+                  if c.get("result") == "SKIPPED" or c.get("status") == "NOTRUN")
+    line = f"cuda_tests: {t.get('tests', 0)} tests, {len(failed)} failed, {skipped} skipped"
+    return "\n".join([line] + [f"  FAILED {f}" for f in failed])
+
+
+def shape_rows(work):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(work, "bench-*.json"))):
+        cfg = os.path.basename(path)[len("bench-"):-len(".json")]
+        bench = load(path) or {}
+        peer = {r["batch"]: r for r in load(os.path.join(work, f"peer-{cfg}.json")) or []}
+        decode = {d["batch"]: d for d in bench.get("decode", [])}
+        for b, d in sorted(decode.items()):
+            p = peer.get(b)
+            rows.append(dict(config=cfg, batch=b, context=d["context"], step_ms=d["step_ms"],
+                             device_ms=d.get("device_step_ms"), roofline=d["roofline_fraction"],
+                             peer_ms=p["step_ms"] if p else None))
+        rows.append(dict(config=cfg, bench=bench))
+    return rows
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    work = argv[0]
+    print(tests_line(work))
+    print(f"\n{'shape':<28} {'batch':>5} {'step ms':>8} {'device':>8} {'roofline':>8} {'peer ms':>8} "
+          f"{'speed/peer':>10}  target")
+    for r in shape_rows(work):
+        if "bench" in r:
+            b = r["bench"]
+            o = b.get("beacon_overhead")
+            if o:
+                print(f"{r['config']}: BeaconKV overhead at batch {o['batch']}: {100 * o['overhead']:.2f}% "
+                      f"(target <= {100 * OVERHEAD:.0f}%: {mark(o['overhead'] <= OVERHEAD)})")
+            if "throughput_ratio" in b:
+                print(f"{r['config']}: throughput beacon/full at a fixed pool, "
+                      f"{b.get('throughput_output_len', 8192)} outputs: {b['throughput_ratio']:.2f}x "
+                      f"(target >= {TPUT_8K}x: {mark(b['throughput_ratio'] >= TPUT_8K)})")
+            dec = {d["batch"]: d["step_ms"] for d in b.get("decode", [])}
+            if r["config"] == "qwen3-4b" and 1 in dec and 64 in dec:
+                ratio = dec[64] / dec[1]
+                print(f"{r['config']}: batch-64 step / batch-1 step {ratio:.2f} (target <= {B64_OVER_B1}: "
+                      f"{mark(ratio <= B64_OVER_B1)})")
+            continue
+        speed = r["peer_ms"] / r["step_ms"] if r["peer_ms"] else None
+        if r["batch"] == 1:
+            target = f">= {100 * ROOF_B1:.0f}% roofline: {mark(r['roofline'] >= ROOF_B1)}"
+        else:
+            target = f">= {PEER_RATIO}x peer: {mark(speed is not None and speed >= PEER_RATIO)}"
+        dev = f"{r['device_ms']:.3f}" if r["device_ms"] else "-"
+        print(f"{r['config'] + ' @' + str(r['context']):<28} {r['batch']:>5} {r['step_ms']:>8.3f} {dev:>8} "
+              f"{100 * r['roofline']:>7.1f}% {r['peer_ms'] if r['peer_ms'] is None else round(r['peer_ms'], 3)!s:>8} "
+              f"{'-' if speed is None else f'{speed:.2f}x':>10}  {target}")
+    long = load(os.path.join(work, "long-32k.json"))
+    if long and "throughput_ratio" in long:
+        print(f"32K outputs (R1-Distill-Qwen-7B shape): beacon/full {long['throughput_ratio']:.2f}x "
+              f"(target >= {TPUT_32K}x: {mark(long['throughput_ratio'] >= TPUT_32K)})")
+    serve = load(os.path.join(work, "serve.json"))
+    if serve:
+        print(f"beacon-serve --device cuda: {'ok' if serve.get('ok') else 'FAILED'} "
+              f"(blocks used after full/beacon: {serve.get('blocks_used_after_full')}/"
+              f"{serve.get('blocks_used_after_beacon')}, server exit {serve.get('server_exit')})")
+        tput = {}
+        for policy in ("full", "beacon"):
+            s = (load(os.path.join(work, f"serve-{policy}.json")) or {}).get("summary")
+            if not s:
+                continue
+            tput[policy] = s["output_throughput"]
+            print(f"  {policy:<6}: {s['succeeded']}/{s['requests']} ok, {s['failed']} failed; "
+                  f"{s['output_throughput']:.0f} output tok/s; TTFT p50/p99 {s['ttft_ms']['median']:.0f}/"
+                  f"{s['ttft_ms']['p99']:.0f} ms; ITL p50/p99 {s['itl_ms']['median']:.1f}/{s['itl_ms']['p99']:.1f} ms")
+        if len(tput) == 2 and tput["full"] > 0:
+            print(f"  beacon/full output throughput on the same pool: {tput['beacon'] / tput['full']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
