@@ -24,6 +24,9 @@ def test_no_heavy_imports():
 
 
 def test_prompt_is_deterministic_and_complete():
+    assert chain_task.INSTRUCTION == chain_task.PROMPTS[chain_task.DEFAULT_PROMPT]
+    for name, instruction in chain_task.PROMPTS.items():  # each names the recap's format
+        assert "RECAP: N1; N2; N3" in chain_task.build_prompt(QUESTIONS, instruction), name
     a = chain_task.build_prompt(QUESTIONS)
     assert a == chain_task.build_prompt(list(QUESTIONS)), "same questions, same prompt"
     assert a.startswith("Problem 1:\nTom has 3 apples")
@@ -108,7 +111,8 @@ def test_score_chain():
 def _chain(policy, budget, index, correct, k=4, tokens=1200, finish="stop", inline=None):
     answers = [{"position": p + 1, "gold": str(p), "recap": str(p) if correct[p] else "99",
                 "inline": str(p) if inline is None else inline[p], "correct": correct[p]} for p in range(k)]
-    return {"model": "m.gguf", "family": "gsm_symbolic", "seed": 1, "task": "recap", "k": k, "index": index,
+    return {"model": "m.gguf", "family": "gsm_symbolic", "seed": 1, "task": "recap", "k": k, "prompt": "brief",
+            "index": index,
             "policy": policy, "budget": budget, "interval": 0 if policy == "full" else 16, "max_tokens": 3000,
             "answers": answers, "correct": all(correct), "n_correct": sum(correct), "recap_found": True,
             "completion_tokens": tokens, "finish_reason": finish, "prompt_tokens": 500,
@@ -121,7 +125,10 @@ def test_recap_summary():
     beacon = [_chain("beacon", 128, i, [i >= 3, i >= 3, True, i % 2 == 0]) for i in range(10)]
     h2o = [_chain("h2o", 128, i, [False] * 4, finish="length") for i in range(10)]
     text = recap_summary.summarize_recap(full + beacon + h2o)
-    assert "### recap of 4 x gsm_symbolic, seed 1, m.gguf, max_tokens 3000" in text, text
+    assert "### recap of 4 x gsm_symbolic, seed 1, m.gguf, max_tokens 3000, prompt brief" in text, text
+    # Another prompt is another group: its cells never pair with these.
+    other = recap_summary.summarize_recap(full + [dict(r, prompt="steps") for r in beacon])
+    assert other.count("### recap of 4 x") == 2 and "| beacon | 128 | 16 | default | 40 | 6:0" not in other, other
     assert "| full | - | - | - | 10 | 87.5% (35/40) | 50.0% (5/10) | 100.0% (40/40) | 87.5% (35/40) |" in text, text
     assert "| beacon | 128 | 16 | default | 10 | 72.5% (29/40) | 30.0% (3/10) |" in text, text
     assert "| h2o | 128 | 16 | default | 10 | 0.0% (0/40) | 0.0% (0/10) |" in text and "| 100.0% (10/10) |" in text
@@ -144,6 +151,9 @@ def test_summary_text_keeps_the_single_task_apart():
     assert both.startswith(rev.summarize([single])) and "### recap of 4 x" in both
     # A recap record and a single record of the same index and cell key apart (both resume).
     assert rev.record_key(single) != rev.record_key(dict(single, task="recap", k=4))
+    # Recap records of two prompts key apart.
+    r = _chain("full", 0, 0, [True] * 4)
+    assert rev.record_key(r) != rev.record_key(dict(r, prompt="steps"))
 
 
 def test_resolve_kv_options():

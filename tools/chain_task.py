@@ -24,13 +24,27 @@ import re
 
 import reasoning_eval as rev
 
-# The instruction follows the problems (the single-problem task's order: the question, then what to do).
-INSTRUCTION = ("Solve the {k} problems above one after another, in order. For each problem, write "
-               '"Problem i" on a line of its own, solve it step by step, and end its solution with a line '
-               '"Answer i: N", where N is its final answer (a number).\n'
-               "After the last problem, end your reply with one final line that lists all {k} answers in "
-               "order, separated by semicolons, exactly in this form:\n"
-               "RECAP: {example}")
+# The instruction follows the problems (the single-problem task's order: the question, then what to
+# do). Named, because a prompt is part of what a record measured: records carry its name ("prompt")
+# and key on it. "brief" (the first pilot): the model answers each problem in a few lines, shorter
+# and less often right than alone. "steps" asks for the single task's "Step 1:, Step 2:" working.
+PROMPTS = {
+    "brief": ("Solve the {k} problems above one after another, in order. For each problem, write "
+              '"Problem i" on a line of its own, solve it step by step, and end its solution with a line '
+              '"Answer i: N", where N is its final answer (a number).\n'
+              "After the last problem, end your reply with one final line that lists all {k} answers in "
+              "order, separated by semicolons, exactly in this form:\n"
+              "RECAP: {example}"),
+    "steps": ("Solve the {k} problems above one after another, in order, each as carefully as if it were "
+              'the only one. For each problem, write "Problem i" on a line of its own, then solve it step by '
+              'step ("Step 1:", "Step 2:", ...), showing every calculation, and end its solution with a line '
+              '"Answer i: N", where N is its final answer (a number).\n'
+              "After the last problem, end your reply with one final line that lists all {k} answers in "
+              "order, separated by semicolons, exactly in this form:\n"
+              "RECAP: {example}"),
+}
+DEFAULT_PROMPT = "brief"
+INSTRUCTION = PROMPTS[DEFAULT_PROMPT]
 
 
 def chain_indices(chain, k):

@@ -203,10 +203,11 @@ def cell_of(policy, budget, interval, window=None):
 
 
 def record_key(r):
-    """A record's identity: resumption skips what the file has. `task` and `k` are absent (None) on
-    the single-problem task's records, so those written before the recap task key alike."""
+    """A record's identity: resumption skips what the file has. `task`, `k` and `prompt` (the recap
+    prompt's name) are absent (None) on the single-problem task's records, so those written before
+    the recap task key alike."""
     return (r["model"], r["family"], r["seed"], r["index"], r["policy"], r["budget"], r["interval"], r.get("window"),
-            r["max_tokens"], r.get("variant"), r.get("task"), r.get("k"))
+            r["max_tokens"], r.get("variant"), r.get("task"), r.get("k"), r.get("prompt"))
 
 
 def load_records(path):
@@ -423,7 +424,7 @@ def _task_items(args, problems):
             import chain_task  # noqa: PLC0415 (imports this module)
             entries = [problems[j] for j in chain_task.chain_indices(i, args.k)]
             out[i] = (chain_task.build_prompt([e["question"] for e in entries], args.instruction or
-                                              chain_task.INSTRUCTION), [e["answer"] for e in entries])
+                                              chain_task.PROMPTS[args.prompt]), [e["answer"] for e in entries])
         else:
             out[i] = (problems[i]["question"] + "\n\n" + (args.instruction or INSTRUCTION), None)
     return out
@@ -462,6 +463,10 @@ def run(args):
     recap = args.task == "recap"
     if recap and args.k < 1:
         sys.exit("--task recap needs --k >= 1")
+    if recap:
+        import chain_task  # noqa: PLC0415 (imports this module)
+        if args.prompt not in chain_task.PROMPTS:
+            sys.exit(f"--prompt {args.prompt}: not one of {', '.join(chain_task.PROMPTS)}")
     ds, problems = make_problems(args.family, args.seed, (args.start + args.n) * (args.k if recap else 1))
     if recap and not (args.family in NUMERIC_FAMILIES or all(_looks_numeric(e["answer"]) for e in problems)):
         sys.exit(f"--task recap needs numeric answers; {args.family} has others")
@@ -470,7 +475,8 @@ def run(args):
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     done = {record_key(r) for r in load_records(args.out)}
     interval = args.interval
-    task_fields = {"task": "recap", "k": args.k} if recap else {}
+    # --instruction replaces a named prompt: such records name no prompt ("custom"), so keep them apart.
+    task_fields = {"task": "recap", "k": args.k, "prompt": "custom" if args.instruction else args.prompt} if recap else {}
     todo = []
     for policy, budget in cells:
         pol, bud, itv, win = cell_of(policy, budget or 0, interval, args.kv_window)
@@ -615,6 +621,8 @@ def main(argv=None):
                    help="single: one problem per request; recap: --k problems per request, scored by the final "
                    "recap line (tools/chain_task.py); -n and --start count chains")
     r.add_argument("--k", type=int, default=0, help="problems per chain (--task recap)")
+    r.add_argument("--prompt", default="brief", help="the recap task's instruction, by name (tools/chain_task.py "
+                   "PROMPTS; recorded, and part of the cell)")
     r.add_argument("--allow-mixed-binaries", action="store_true",
                    help="append to a records file whose earlier rows name another beacon-serve binary")
     r.add_argument("--out", required=True, help="records JSONL (appended; existing records are skipped)")

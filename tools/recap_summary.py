@@ -16,11 +16,11 @@ import reasoning_eval as rev
 
 
 def _cells(records):
-    """{(model, family, seed, k, max_tokens): {cell: {chain index: record}}}; a cell is
+    """{(model, family, seed, k, max_tokens, prompt): {cell: {chain index: record}}}; a cell is
     (policy, budget, interval, window, variant), as reasoning_eval.summarize files them."""
     groups = collections.defaultdict(dict)
     for r in records:
-        g = (r["model"], r["family"], r["seed"], r["k"], r["max_tokens"])
+        g = (r["model"], r["family"], r["seed"], r["k"], r["max_tokens"], r.get("prompt") or "")
         c = (r["policy"], r["budget"], r["interval"], r.get("window"), r.get("variant"))
         groups[g].setdefault(c, {})[r["index"]] = r
     return groups
@@ -71,10 +71,11 @@ def summarize_recap(records):
     groups = _cells(records)
     for g in sorted(groups):
         cells = groups[g]
-        model, family, seed, k, max_tokens = g
+        model, family, seed, k, max_tokens, prompt = g
         ordered = sorted(cells, key=_sort_cell)
         full = cells.get(("full", 0, 0, None, None))
-        lines.append(f"### recap of {k} x {family}, seed {seed}, {model}, max_tokens {max_tokens}\n")
+        lines.append(f"### recap of {k} x {family}, seed {seed}, {model}, max_tokens {max_tokens}"
+                     f"{', prompt ' + prompt if prompt else ''}\n")
         lines.append("| policy | budget | interval | window | chains | per answer | all correct | solved inline "
                      "| recalled as written | mean chain | truncated | no recap | evictions/seq | peak KV slots "
                      "(mean / max) |")
