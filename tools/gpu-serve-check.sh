@@ -20,7 +20,11 @@
 #
 # Environment: LAUNCH (a loader prefix for bundled binaries), SERVE_POOL
 # (default 20480 slots = 16 x (256 + 1024)), SERVE_BUDGET (256),
-# SERVE_REQUESTS (96 per run), SERVE_OUTPUT (1024), SERVE_CONCURRENCY (64).
+# SERVE_REQUESTS (96 per run), SERVE_OUTPUT (1024), SERVE_CONCURRENCY (64);
+# SERVE_DEVICE (cuda) and SERVE_MODEL (the 7B-shape dummy) to rehearse the
+# script on a CPU with a tiny model:
+#   SERVE_DEVICE=cpu SERVE_MODEL=dummy:$PWD/tests/data/tiny-r1-qwen2.json SERVE_REQUESTS=16 SERVE_OUTPUT=128 \
+#     tools/gpu-serve-check.sh build/bin /tmp/serve-rehearsal
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=$1 work=$2
@@ -28,10 +32,12 @@ read -r -a launch <<< "${LAUNCH:-}"
 pool=${SERVE_POOL:-20480} budget=${SERVE_BUDGET:-256} requests=${SERVE_REQUESTS:-96}
 output=${SERVE_OUTPUT:-1024} conc=${SERVE_CONCURRENCY:-64}
 grpc=127.0.0.1:50151 http=127.0.0.1:18151
-model="dummy:$(pwd)/configs/deepseek-r1-distill-qwen-7b.json"
+model=${SERVE_MODEL:-"dummy:$(pwd)/configs/deepseek-r1-distill-qwen-7b.json"}
+device=${SERVE_DEVICE:-cuda}
+mkdir -p "$work"
 vocab=tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf
 
-"${launch[@]}" "$bin/beacon-serve" --device cuda --model "$model" --tokenizer "$vocab" --host 127.0.0.1 \
+"${launch[@]}" "$bin/beacon-serve" --device "$device" --model "$model" --tokenizer "$vocab" --host 127.0.0.1 \
   --grpc-port 50151 --http-port 18151 --kv-pool-tokens "$pool" --max-running 256 --max-tokens-limit 4096 \
   --log-level info > "$work/serve.log" 2>&1 &
 server=$!
@@ -45,9 +51,9 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 get "http://$http/ready" > /dev/null || { echo "gpu-serve-check: not ready after 120 s"; tail -20 "$work/serve.log"; exit 1; }
-echo "beacon-serve ready on the GPU ($(grep -m1 -o 'device[^,]*' "$work/serve.log" || true))"
+echo "beacon-serve ready (--device $device)"
 
-blocks_used() { get "http://$http/metrics" | awk '/^beacon_kv_blocks_used /{print $2}'; }
+blocks_used() { get "http://$http/metrics" | awk '/^beacon_kv_blocks_used[{ ]/{print $NF}'; }
 rc=0
 declare -A used
 for policy in full beacon; do
@@ -68,7 +74,7 @@ wait "$server"
 exit_rc=$?
 trap - EXIT
 [ "$exit_rc" = 0 ] || rc=1
-printf '{"pool_tokens": %s, "budget": %s, "requests": %s, "output_len": %s, "concurrency": %s, "blocks_used_after_full": "%s", "blocks_used_after_beacon": "%s", "server_exit": %s, "ok": %s}\n' \
-  "$pool" "$budget" "$requests" "$output" "$conc" "${used[full]:-}" "${used[beacon]:-}" "$exit_rc" \
+printf '{"device": "%s", "pool_tokens": %s, "budget": %s, "requests": %s, "output_len": %s, "concurrency": %s, "blocks_used_after_full": "%s", "blocks_used_after_beacon": "%s", "server_exit": %s, "ok": %s}\n' \
+  "$device" "$pool" "$budget" "$requests" "$output" "$conc" "${used[full]:-}" "${used[beacon]:-}" "$exit_rc" \
   "$([ $rc = 0 ] && echo true || echo false)" > "$work/serve.json"
 exit $rc

@@ -101,7 +101,7 @@ def main(argv=None):
               f"(target >= {TPUT_32K}x: {mark(long['throughput_ratio'] >= TPUT_32K)})")
     serve = load(os.path.join(work, "serve.json"))
     if serve:
-        print(f"beacon-serve --device cuda: {'ok' if serve.get('ok') else 'FAILED'} "
+        print(f"beacon-serve --device {serve.get('device', 'cuda')}: {'ok' if serve.get('ok') else 'FAILED'} "
               f"(blocks used after full/beacon: {serve.get('blocks_used_after_full')}/"
               f"{serve.get('blocks_used_after_beacon')}, server exit {serve.get('server_exit')})")
         tput = {}
