@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The recap task's pilot (issue 45): the full cache only, to choose k (README.md beside this file).
+# Resumable: rerun after an interruption and it skips what pilot.jsonl has.
+# Launched in the background as
+#   setsid nohup eval/results/recap-1.5b/run-pilot.sh > /tmp/recap-1.5b/pilot.log 2>&1 < /dev/null &
+set -u
+cd "$(dirname "$0")/../../.."
+R=eval/results/recap-1.5b
+LOGS=${LOGS:-/tmp/recap-1.5b}  # beacon-serve's log (not committed)
+mkdir -p "$LOGS"
+# The binary is pinned (a copy of build/bin/beacon-serve and its commit), so later builds of the tree
+# do not change it under the run; each record names its sha256 and the records file refuses another.
+# A tree with uncommitted changes to tracked files makes COMMIT "<sha>+dirty", the diff kept beside it.
+BIN=${BIN:-build/eval-bin-recap}
+if [ ! -x "$BIN/beacon-serve" ]; then
+  mkdir -p "$BIN" && cp build/bin/beacon-serve "$BIN/"
+  if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    echo "$(git rev-parse HEAD)+dirty" > "$BIN/COMMIT" && git diff HEAD > "$BIN/DIRTY.diff"
+  else
+    git rev-parse HEAD > "$BIN/COMMIT"
+  fi
+fi
+# Chains 0..N-1 of gsm_symbolic seed 1 (chain c holds problems c*k .. c*k+k-1): the evaluation seed, so
+# the chosen k's full-cache chains pair with the grid's cells.
+# PROMPT names the instruction (tools/chain_task.py PROMPTS): brief (the first pilot, k 4 and 6), then steps.
+N=${N:-12}
+PROMPT=${PROMPT:-brief}
+for k in ${KS:-4 6}; do
+  nice -n 19 .venv/bin/python tools/reasoning_eval.py run --task recap --k "$k" --prompt "$PROMPT" --model models/qwen2.5-coder-1.5b.gguf \
+    --family gsm_symbolic --seed 1 -n "$N" --max-tokens 3000 --concurrency 8 --bin "$BIN" --interval 16 \
+    --server-log "$LOGS/serve-pilot.log" --out "$R/pilot.jsonl" --cells full
+  .venv/bin/python tools/reasoning_eval.py summary "$R/pilot.jsonl" --markdown "$R/pilot-summary.md" > /dev/null
+done
+echo "run-pilot.sh: done"
