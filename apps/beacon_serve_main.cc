@@ -128,6 +128,9 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   absl::StatusOr<std::unique_ptr<KvCache>> cache = e.runtime->MakeKvCache(c->kv_pool_tokens, c->kv_block_size);
   if (!cache.ok()) return cache.status();
   e.cache = *std::move(cache);
+  // kv_budget_bytes converts with the model's shape and the cache's rows.
+  c->limits.kv_model = PolicyInfoFor(config);
+  c->limits.kv_row_bytes = static_cast<int64_t>(e.cache->shape().row_bytes());
   if (absl::Status s = ReserveBeaconStates(e.runtime->backend(), c->limits, c->scheduler.max_running); !s.ok()) {
     return s;
   }

@@ -1,10 +1,12 @@
 #include "kv/policy_registry.h"
 
+#include <algorithm>
 #include <array>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kv/policies.h"
+#include "kv/policy_bytes.h"
 
 namespace beacon {
 namespace {
@@ -24,6 +26,11 @@ std::unique_ptr<KvPolicy> NewFullPolicy(const KvPolicyOptions&, const PolicyMode
 
 int32_t RecentQueries(const KvPolicyOptions& o) { return o.recent_queries; }
 bool Always(const KvPolicyOptions&) { return true; }
+// SnapKV keeps its observation window's own KV (the concatenation with
+// k_cur in its Algorithm 1) and scores only the keys before it.
+int32_t ObservationWindow(const KvPolicyOptions& o) { return o.recent_queries; }
+// H2O: "the heavy-hitter and recent budgets are equal" (its experiments' 50%/50% split).
+int32_t HalfTheBudget(const KvPolicyOptions& o) { return o.budget / 2; }
 
 // The registry. A new policy: an enumerator in kv_policy.h, its constructor
 // in policies.h and its own file, and one row here (docs/development.md).
@@ -32,24 +39,25 @@ constexpr std::array<KvPolicySpec, 7> kRegistry = {{
     {KvPolicyKind::kStreaming, "streaming", "attention sinks and the most recent tokens (StreamingLLM)", nullptr,
      NewStreamingPolicy},
     {KvPolicyKind::kH2o, "h2o", "heavy hitters: attention accumulated over decode steps (H2O)", nullptr, NewH2oPolicy,
-     nullptr, Always},
+     nullptr, Always, false, HalfTheBudget, AccumulatorStateBytes},
     {KvPolicyKind::kSnapKv, "snapkv", "attention of the last recent queries, max-pooled (SnapKV)",
      [](KvPolicyOptions* o) {
        o->recent_queries = 32;  // SnapKV: observation window 32
        o->pool_kernel = 7;      // pooling kernel 5-7
      },
-     NewSnapKvPolicy, RecentQueries},
+     NewSnapKvPolicy, RecentQueries, nullptr, false, ObservationWindow, QueryRingStateBytes},
     {KvPolicyKind::kRkv, "rkv", "attention importance minus key redundancy (R-KV)",
      [](KvPolicyOptions* o) {
        o->recent_queries = 8;  // R-KV: 8 recent queries, max-pool 7, lambda 0.1
        o->pool_kernel = 7;
        o->lambda = 0.1f;
      },
-     NewRkvPolicy, RecentQueries, nullptr, /*key_redundancy=*/true},
+     NewRkvPolicy, RecentQueries, nullptr, /*key_redundancy=*/true, nullptr, QueryRingStateBytes},
     {KvPolicyKind::kRandom, "random", "seeded random scores: the null baseline", nullptr, NewRandomPolicy},
     {KvPolicyKind::kBeacon, "beacon", "recent queries and FPS-chosen beacon queries over the whole history (BeaconKV)",
      nullptr, NewBeaconPolicy, [](const KvPolicyOptions& o) { return o.recent_queries + o.beacons; },
-     [](const KvPolicyOptions& o) { return o.beacon_filter == BeaconFilter::kGlobal; }},
+     [](const KvPolicyOptions& o) { return o.beacon_filter == BeaconFilter::kGlobal; }, false, nullptr,
+     BeaconStateBytes},
 }};
 // Row i has kind i (KvPolicySpecOf indexes by the enumerator). That every row
 // has a constructor is tests/kv/policy_registry_test.cc's to check: comparing
@@ -89,6 +97,15 @@ std::span<const KvPolicySpec> KvPolicyRegistry() { return kRegistry; }
 const KvPolicySpec& KvPolicySpecOf(KvPolicyKind kind) {
   const size_t i = static_cast<size_t>(kind);
   return kRegistry[i < kRegistry.size() ? i : 0];
+}
+
+int32_t ProtectedWindow(const KvPolicyOptions& o) {
+  const KvPolicySpec& spec = KvPolicySpecOf(o.policy);
+  if (spec.protected_window == nullptr) return o.window;
+  // What validation lets the window take: the budget, less the sinks when
+  // the budget counts them (keep_prompt off).
+  const int32_t most = std::max(o.window, o.keep_prompt ? o.budget : o.budget - o.sinks);
+  return std::clamp(spec.protected_window(o), o.window, most);
 }
 
 std::string CompressingPolicyNames() { return JoinNames(true, ","); }

@@ -39,6 +39,17 @@ struct KvPolicySpec {
   int32_t (*scoring_queries)(const KvPolicyOptions& o) = nullptr;
   bool (*observes_attention)(const KvPolicyOptions& o) = nullptr;
   bool key_redundancy = false;
+  // The newest slots the policy always keeps, when its paper fixes them
+  // otherwise than `window` (null: o.window): SnapKV keeps its observation
+  // window, H2O splits its budget evenly between recent and heavy slots
+  // (docs/fidelity.md "Peers against their papers"). Called with validated
+  // options; ProtectedWindow clamps the result to [o.window, the budget less
+  // the sinks it counts].
+  int32_t (*protected_window)(const KvPolicyOptions& o) = nullptr;
+  // Bytes of one sequence's policy state beside its KV slots when it holds
+  // `slots` slots per KV head (kv/policy_bytes.h says what is counted);
+  // affine in `slots`. Null: none.
+  int64_t (*state_bytes)(const KvPolicyOptions& o, const PolicyModelInfo& m, int32_t slots) = nullptr;
 };
 
 // Every row, in KvPolicyKind order (row i has kind i: checked at compile time).
@@ -50,6 +61,11 @@ const KvPolicySpec& KvPolicySpecOf(KvPolicyKind kind);
 std::string CompressingPolicyNames();
 // Every name, comma-separated: flag help and error messages.
 std::string AllPolicyNames();
+
+// The newest slots `o`'s policy always keeps: its row's protected_window
+// within [o.window, o.budget] (o.budget - o.sinks without keep_prompt, whose
+// budget counts the sinks), else o.window. REQUIRES validated options.
+int32_t ProtectedWindow(const KvPolicyOptions& o);
 
 }  // namespace beacon
 

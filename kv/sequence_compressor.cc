@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kv/compaction.h"
+#include "kv/policy_registry.h"
 #include "util/log.h"
 
 namespace beacon {
@@ -29,8 +30,11 @@ SequenceCompressor::SequenceCompressor(const KvPolicyOptions& options, const Pol
   // past a short prompt are extra, and budget >= window is all validation
   // can ask without the prompt. So sinks beyond bound - window are not
   // protected; the newest window (the current token included) always is.
-  protection_.sinks = std::min(options.sinks, std::max(0, schedule_.bound() - options.window));
-  protection_.window = options.window;
+  // The window is the policy's (ProtectedWindow: SnapKV's observation
+  // window, H2O's recent half of the budget), at least options.window.
+  const int32_t window = ProtectedWindow(options);
+  protection_.sinks = std::min(options.sinks, std::max(0, schedule_.bound() - window));
+  protection_.window = window;
   policy_->SetPromptLength(prompt_len);
   policy_->SetProtectedLead(options.keep_prompt ? std::max(prompt_len, protection_.sinks) : protection_.sinks);
   keep_.resize(model.n_kv_heads);

@@ -5,22 +5,30 @@
 //
 // Score of slot s of KV head g (group G = n_heads / n_kv_heads, observation
 // window = the last R = recent_queries queries, each rotated at its own
-// position p_j):
-//   a_h[s]  = sum_j softmax_s( q_j,h . k_s / sqrt(d) ),  keys with
-//             position > p_j masked out (the causal mask the query had)
-//   a_h     = maxpool_k(a_h) over the slots outside the protected window
+// position p_j; V_s = the window's queries that see s, p_j >= pos(s)):
+//   a_h[s]  = (1/|V_s|) sum_{j in V_s} softmax_s( q_j,h . k_s / sqrt(d) )
+//   a_h     = maxpool_k(a_h) over the slots outside the observation window
 //   score[s] = (1/G) sum_{h in group(g)} a_h[s]
-// Following the reference code read for this (FasterDecoding/SnapKV
-// snapkv/monkeypatch/snapkv_utils.py, and NVIDIA/kvpress
-// kvpress/presses/snapkv_press.py):
-//  - the softmax runs over all cached keys under the causal mask, and the
-//    window queries' probabilities are summed (SnapKV; kvpress takes the mean,
-//    which ranks the same);
-//  - pooling runs over the "past" only (keys before the observation window,
-//    here the protected recent `window`), so the window's large
-//    self-attention does not bleed into its neighbours. SnapKV offers avg and
-//    max pooling; we use max (pool_kernel, 7 by default for snapkv), as R-KV
-//    and the published settings do (docs/design.md);
+// Following the paper's Algorithm 1 and the reference code read for this
+// (FasterDecoding/SnapKV snapkv/monkeypatch/snapkv_utils.py, and
+// NVIDIA/kvpress kvpress/presses/snapkv_press.py):
+//  - the observation window's own KV is kept (Algorithm 1 concatenates the
+//    selected past with the window), so the protected window is the
+//    observation window (ProtectedWindow, policy_registry.h): at least R
+//    slots, and the scored keys are those before it;
+//  - the softmax runs over all cached keys under the causal mask. The paper
+//    sums the window's votes over keys every window query sees. Here the
+//    protected window is shorter than R only when the budget is, and then a
+//    scored key may be seen by fewer than R window queries, so the votes are
+//    averaged over the queries that see the key (kvpress takes the mean
+//    too): that ranks as the paper's sum wherever every query sees every
+//    scored key, and does not under-score a recent key fewer queries could
+//    see (issue 45);
+//  - pooling runs over the "past" only (keys before the observation window),
+//    so the window's large self-attention does not bleed into its
+//    neighbours. SnapKV offers avg and max pooling; we use max (pool_kernel,
+//    7 by default for snapkv), as R-KV and the published settings do
+//    (docs/design.md);
 //  - original SnapKV has no GQA rule (it repeats K/V per query head); kvpress
 //    averages the pooled per-query-head scores over the group
 //    (FasterDecoding/SnapKV issue 22), which we follow, since the engine keeps
@@ -42,6 +50,7 @@
 #include "kv/attention_scoring.h"
 #include "kv/kv_policy.h"
 #include "kv/policies.h"
+#include "kv/policy_registry.h"
 
 namespace beacon {
 namespace {
@@ -51,7 +60,7 @@ class SnapKvPolicy final : public KvPolicy {
   SnapKvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m)
       : model_(m),
         capacity_(o.recent_queries),
-        window_(o.window),
+        window_(ProtectedWindow(o)),
         pool_kernel_(o.pool_kernel),
         rotator_(m),
         rings_(m.n_layers, RecentQueryRing(capacity_, m.n_heads, m.head_dim)) {}
@@ -71,6 +80,7 @@ class SnapKvPolicy final : public KvPolicy {
     key_pos_.resize(n);
     for (int32_t s = 0; s < n; ++s) key_pos_[s] = keys.position(kv_head, s);
     head_sum_.resize(n);
+    seen_by_.resize(n);
     probs_.resize(n);
     rotated_.resize(d);
     keys.GatherF32(kv_head, &keys_);  // f32 rows on either cache type
@@ -82,6 +92,7 @@ class SnapKvPolicy final : public KvPolicy {
     for (int i = 0; i < group; ++i) {
       const int h = kv_head * group + i;
       std::fill(head_sum_.begin(), head_sum_.end(), 0.0f);
+      std::fill(seen_by_.begin(), seen_by_.end(), 0);
       for (int j = 0; j < r.size(); ++j) {
         const int32_t qpos = r.position(j);
         rotator_.Apply(r.query(j, h), cs_.data() + static_cast<size_t>(j) * d, rotated_.data());
@@ -100,8 +111,14 @@ class SnapKvPolicy final : public KvPolicy {
         }
         const float inv = 1.0f / total;
         for (int32_t s = 0; s < n; ++s) {
-          if (key_pos_[s] <= qpos) head_sum_[s] += probs_[s] * inv;
+          if (key_pos_[s] <= qpos) {
+            head_sum_[s] += probs_[s] * inv;
+            ++seen_by_[s];
+          }
         }
+      }
+      for (int32_t s = 0; s < n; ++s) {
+        if (seen_by_[s] > 0) head_sum_[s] /= static_cast<float>(seen_by_[s]);
       }
       MaxPool1D(head_sum_.data(), past, pool_kernel_);
       for (int32_t s = 0; s < n; ++s) scores[s] += head_sum_[s] / static_cast<float>(group);
@@ -116,7 +133,7 @@ class SnapKvPolicy final : public KvPolicy {
   QueryRotator rotator_;
   std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
-  std::vector<int32_t> key_pos_;
+  std::vector<int32_t> key_pos_, seen_by_;
   std::vector<float> head_sum_, probs_, rotated_, keys_, cs_;
 };
 

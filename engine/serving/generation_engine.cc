@@ -7,6 +7,7 @@
 
 #include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
+#include "kv/policy_bytes.h"
 
 namespace beacon {
 namespace {
@@ -219,6 +220,9 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   }
   f.kv.reserved_tokens = request.reserved_blocks * kv_.BlockSize();
   f.kv.preemptions = s.preemptions;
+  const PolicyModelInfo model = PolicyInfoFor(config_);
+  f.kv.bytes_per_slot = KvBytesPerSlot(model, static_cast<int64_t>(cache_->shape().row_bytes()));
+  f.kv.state_bytes = PolicyStateBytes(kv, model, f.kv.peak_cached_tokens);
   std::shared_ptr<RequestSink> sink = std::move(s.sink);
   seqs_.erase(it);
   kv_.Remove(request.id);  // frees the KV blocks

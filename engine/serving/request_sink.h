@@ -26,6 +26,10 @@ struct RequestKvStats {
   int64_t evicted_tokens = 0;
   int32_t reserved_tokens = 0;  // KV slots admission set aside (reserve mode)
   int32_t preemptions = 0;
+  // Memory in bytes (kv/policy_bytes.h): one KV slot (K, V and position of
+  // every layer and KV head), and the policy's own state at the peak.
+  int64_t bytes_per_slot = 0;
+  int64_t state_bytes = 0;
 };
 
 struct StreamFinal {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kv/eviction_schedule.h"
+#include "kv/policy_bytes.h"
 #include "kv/prefix_cache.h"
 #include "kv/sequence_compressor.h"
 #include "model/tokenizer/unicode.h"
@@ -154,6 +155,28 @@ absl::StatusOr<std::vector<int32_t>> TokenizeChecked(const ServeRequest& r, cons
 }
 
 // The prefix-cache partition of the request's (cache_salt, tenant).
+// kv_budget_bytes as a slot budget for the request's policy: the slots that
+// remain after the policy's own state (kv/policy_bytes.h). The result still
+// goes through ResolveRequestKvOptions's range check, and what it refuses
+// names kv_budget_bytes here.
+absl::StatusOr<int32_t> BudgetFromBytes(const ServeRequest& r, const ServeLimits& limits) {
+  if (r.kv_budget.has_value()) return Invalid("kv_budget_bytes", "is given with kv_budget; give one of them");
+  if (limits.kv_row_bytes <= 0) return Invalid("kv_budget_bytes", "is not taken by this server");
+  absl::StatusOr<KvPolicyOptions> policy =
+      ResolveRequestKvOptions(limits.kv_default, limits.kv_limits, r.kv_policy, std::nullopt);
+  if (!policy.ok()) return policy.status();
+  if (!policy->compresses()) return Invalid("kv_budget_bytes", "needs a compressing kv_policy (full keeps everything)");
+  absl::StatusOr<int32_t> slots =
+      BudgetForBytes(*policy, limits.kv_model, limits.kv_row_bytes, *r.kv_budget_bytes, limits.kv_limits.min_budget);
+  if (!slots.ok()) return slots.status();  // names kv_budget_bytes, the state and the bytes needed
+  if (*slots > limits.kv_limits.max_budget) {
+    return Invalid("kv_budget_bytes",
+                   absl::StrCat(*r.kv_budget_bytes, " bytes give ", *slots,
+                                " slots, past the server's kv_budget maximum ", limits.kv_limits.max_budget));
+  }
+  return *slots;
+}
+
 absl::StatusOr<uint64_t> CachePartition(const ServeRequest& r, const ServeLimits& limits) {
   if (!r.cache_salt.has_value() && r.tenant == 0) return kSharedPartition;
   uint64_t salt_hash = 0;
@@ -255,6 +278,11 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
                                                limits.kv_limits.min_budget, ", ", limits.kv_limits.max_budget, "]"));
     }
     budget = static_cast<int32_t>(*r.kv_budget);
+  }
+  if (r.kv_budget_bytes.has_value()) {
+    absl::StatusOr<int32_t> from_bytes = BudgetFromBytes(r, limits);
+    if (!from_bytes.ok()) return from_bytes.status();
+    budget = *from_bytes;
   }
   absl::StatusOr<KvPolicyOptions> kv =
       ResolveRequestKvOptions(limits.kv_default, limits.kv_limits, r.kv_policy, budget);

@@ -74,6 +74,8 @@ struct ServeRequest {
   std::optional<int64_t> max_reasoning_tokens;
   std::optional<std::string> kv_policy;
   std::optional<int64_t> kv_budget;
+  // The budget in bytes, KV slots and policy state together (kv/policy_bytes.h); not with kv_budget.
+  std::optional<int64_t> kv_budget_bytes;
   // Prefix-cache isolation (vLLM's cache_salt): a request takes cached prompt
   // blocks only from requests with the same salt and tenant, so another
   // tenant cannot tell from its time to first token whether this prompt was
@@ -127,6 +129,11 @@ struct ServeLimits {
   DefaultSampling defaults;                         // --generation-config
   KvPolicyOptions kv_default;                       // --kv-policy and its settings
   KvPolicyLimits kv_limits;
+  // What kv_budget_bytes converts with (kv/policy_bytes.h): the model's
+  // shape and the bytes of one head's K row in the cache; row bytes 0: the
+  // server takes no byte budgets.
+  PolicyModelInfo kv_model;
+  int64_t kv_row_bytes = 0;
   // --kv-eviction-phase spread: each compressing request gets its own
   // eviction phase (EvictionSchedule::SpreadPhase of its prompt and sample
   // index), so requests admitted together do not all evict on one step.

@@ -116,6 +116,7 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
   r.skip_special_tokens = !out.has_skip_special_tokens() || out.skip_special_tokens();
   if (q.kv().has_policy()) r.kv_policy = q.kv().policy();
   if (q.kv().has_budget()) r.kv_budget = q.kv().budget();
+  if (q.kv().has_budget_bytes()) r.kv_budget_bytes = q.kv().budget_bytes();
   if (q.has_cache_salt()) r.cache_salt = q.cache_salt();
   return r;
 }
@@ -172,6 +173,8 @@ void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
   kv->set_evicted_tokens(f.kv.evicted_tokens);
   kv->set_reserved_tokens(f.kv.reserved_tokens);
   kv->set_preemptions(f.kv.preemptions);
+  kv->set_bytes_per_slot(f.kv.bytes_per_slot);
+  kv->set_state_bytes(f.kv.state_bytes);
 }
 
 grpc::Status ToGrpc(const absl::Status& s) {

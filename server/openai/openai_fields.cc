@@ -64,6 +64,7 @@ constexpr OpenAiField kFields[] = {
     // This server's.
     {"kv_policy", OpenAiField::kBoth},
     {"kv_budget", OpenAiField::kBoth},
+    {"kv_budget_bytes", OpenAiField::kBoth},
     {"cache_salt", OpenAiField::kBoth},
     {"time_limit_ms", OpenAiField::kBoth},
     {"max_reasoning_tokens", OpenAiField::kChat},

@@ -73,7 +73,7 @@ absl::Status GetInt(const json& j, const char* field, int64_t lo, int64_t hi, st
 }
 
 // An integer field whose range only the server knows (max_tokens,
-// kv_budget): passed on, as sent, to PrepareRequest's range check.
+// kv_budget, kv_budget_bytes): passed on, as sent, to PrepareRequest's range check.
 absl::Status GetServerChecked(const json& j, const char* field, ServeRequest* r, std::optional<int64_t>* out) {
   absl::StatusOr<std::optional<SentInt>> v = ReadInt(j, field);
   if (!v.ok()) return v.status();
@@ -358,6 +358,9 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
   }
   if (absl::Status s = GetServerChecked(j, "kv_budget", &r, &budget); !s.ok()) return s;
   r.kv_budget = budget;
+  std::optional<int64_t> budget_bytes;
+  if (absl::Status s = GetServerChecked(j, "kv_budget_bytes", &r, &budget_bytes); !s.ok()) return s;
+  r.kv_budget_bytes = budget_bytes;
   if (auto it = j.find("cache_salt"); it != j.end() && !it->is_null()) {  // vLLM's; PrepareRequest bounds it
     if (!it->is_string()) return FieldError("cache_salt", "must be a string");
     r.cache_salt = it->get<std::string>();

@@ -26,8 +26,11 @@ std::vector<int32_t> SequencePositions(int32_t prompt, int32_t n, int max_gap, s
   return p;
 }
 
+// H2O splits its budget evenly between the recent window and the heavy
+// hitters (its paper's 50%/50%); the others protect the operator's window.
 NaiveProtection ProtectionOf(const KvPolicyOptions& o, int32_t prompt) {
-  return NaiveProtection{prompt, o.keep_prompt, o.sinks, o.window};
+  const int32_t window = o.policy == KvPolicyKind::kH2o ? std::max(o.window, o.budget / 2) : o.window;
+  return NaiveProtection{prompt, o.keep_prompt, o.sinks, window};
 }
 
 std::unique_ptr<SequenceCompressor> MakeCompressor(const KvPolicyOptions& o, const PolicyModelInfo& m, int32_t prompt) {
@@ -221,6 +224,13 @@ TEST(H2oPolicy, AccumulatesAttentionAndRemapsThroughEvictions) {
   evict_and_check("first eviction");
   // Heads now hold different tokens; accumulators must have followed them.
   EXPECT_NE(seq.Positions(0, 0), seq.Positions(0, 1));
+  // Recent and heavy split the budget 1:1: the newest budget / 2 = 10 tokens
+  // are kept in every head, not only the operator's window of 4.
+  for (int h = 0; h < m.n_kv_heads; ++h) {
+    const std::vector<int32_t> kept = seq.Positions(0, h);
+    for (int32_t p = next - 10; p < next; ++p)
+      EXPECT_TRUE(std::count(kept.begin(), kept.end(), p)) << "h" << h << " p" << p;
+  }
   decode(25);
   evict_and_check("second eviction");
   decode(13);

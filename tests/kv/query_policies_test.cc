@@ -27,19 +27,26 @@ struct Query {
   int32_t position;
 };
 
-// SnapKV: per query head, the sum over the window's queries of the causal
-// softmax over all slots; max-pooled over the slots before the protected
-// window; averaged over the GQA group.
+// SnapKV's protected window: its observation window (Algorithm 1 keeps the
+// window's KV), at least the operator's window and at most the budget.
+int32_t SnapKvWindow(const KvPolicyOptions& o) {
+  return std::min(std::max(o.window, o.recent_queries), std::max(o.window, o.budget - (o.keep_prompt ? 0 : o.sinks)));
+}
+
+// SnapKV: per query head, the mean over the window's queries that see a slot
+// of their causal softmax over all slots (the paper's sum / R where every
+// query sees every scored slot); max-pooled over the slots before the
+// protected window; averaged over the GQA group.
 std::vector<double> NaiveSnapKv(const PolicyModelInfo& m, const KvPolicyOptions& o, const std::vector<Query>& window_q,
                                 const kvtest::TestSequence& seq, int layer, int g) {
   const KeysView keys = seq.keys(layer);
   const int32_t n = keys.n_slots();
   const int d = m.head_dim, group = m.group();
-  const int32_t past = std::max(0, n - o.window);
+  const int32_t past = std::max(0, n - SnapKvWindow(o));
   std::vector<double> score(n, 0.0);
   for (int i = 0; i < group; ++i) {
     const int h = g * group + i;
-    std::vector<double> sum(n, 0.0);
+    std::vector<double> sum(n, 0.0), voters(n, 0.0);
     for (const Query& q : window_q) {
       const std::vector<double> rq = NaiveRope(&q.q[h * d], d, q.position, m.rope_theta, m.rope_interleaved);
       std::vector<double> logits(n);
@@ -49,8 +56,12 @@ std::vector<double> NaiveSnapKv(const PolicyModelInfo& m, const KvPolicyOptions&
         visible[s] = keys.position(g, s) <= q.position;
       }
       const std::vector<double> p = NaiveSoftmax(logits, visible);
-      for (int32_t s = 0; s < n; ++s) sum[s] += p[s];
+      for (int32_t s = 0; s < n; ++s) {
+        sum[s] += p[s];
+        voters[s] += visible[s];
+      }
     }
+    for (int32_t s = 0; s < n; ++s) sum[s] /= std::max(1.0, voters[s]);
     const std::vector<double> pooled =
         NaiveMaxPool(std::vector<double>(sum.begin(), sum.begin() + past), o.pool_kernel);
     std::copy(pooled.begin(), pooled.end(), sum.begin());
@@ -115,11 +126,11 @@ std::vector<double> NaiveRkv(const PolicyModelInfo& m, const KvPolicyOptions& o,
   return score;
 }
 
-// (policy, interleaved RoPE, lambda)
-class QueryPolicyTest : public ::testing::TestWithParam<std::tuple<std::string, bool, float>> {};
+// (policy, interleaved RoPE, lambda, SnapKV's observation window R)
+class QueryPolicyTest : public ::testing::TestWithParam<std::tuple<std::string, bool, float, int>> {};
 
 TEST_P(QueryPolicyTest, ScoresAndKeptSetMatchNaiveReference) {
-  const auto& [name, interleaved, lambda] = GetParam();
+  const auto& [name, interleaved, lambda, snap_r] = GetParam();
   const PolicyModelInfo m = kvtest::SmallModel(interleaved);
   std::mt19937 rng(name == "rkv" ? 51 : 52);
   KvPolicyOptions o = *KvPolicyOptions::DefaultsForName(name);
@@ -127,7 +138,10 @@ TEST_P(QueryPolicyTest, ScoresAndKeptSetMatchNaiveReference) {
   o.budget = 24;
   o.sinks = 2;
   o.window = 5;  // fewer than the window queries: the causal mask matters
-  if (name == "snapkv") o.recent_queries = 9;
+  // SnapKV protects its observation window: R = 9 of a budget of 24 (every
+  // scored slot seen by every window query), or R = 30 past the budget (the
+  // window is the budget, and the 6 newest scored slots have fewer voters).
+  if (name == "snapkv") o.recent_queries = snap_r;
   const int32_t prompt = 8, n = 72;
   auto comp = SequenceCompressor::Create(o, m, prompt);
   ASSERT_TRUE(comp.ok()) << comp.status();
@@ -158,7 +172,7 @@ TEST_P(QueryPolicyTest, ScoresAndKeptSetMatchNaiveReference) {
   }
 
   const int32_t next = pos.back() + 1;
-  const kvtest::NaiveProtection prot{prompt, o.keep_prompt, o.sinks, o.window};
+  const kvtest::NaiveProtection prot{prompt, o.keep_prompt, o.sinks, name == "snapkv" ? SnapKvWindow(o) : o.window};
   std::vector<std::vector<std::vector<int32_t>>> want(m.n_layers);
   for (int l = 0; l < m.n_layers; ++l) {
     const std::vector<Query> window_q(queries[l].end() - o.recent_queries, queries[l].end());
@@ -176,22 +190,26 @@ TEST_P(QueryPolicyTest, ScoresAndKeptSetMatchNaiveReference) {
   for (int l = 0; l < m.n_layers; ++l) {
     for (int g = 0; g < m.n_kv_heads; ++g) EXPECT_EQ(seq.Positions(l, g), want[l][g]) << "l" << l << " g" << g;
   }
-  // The kept sets are not trivially the streaming set: scores chose.
+  // The kept sets are not trivially the streaming set: scores chose (unless
+  // SnapKV's observation window takes the whole budget, as at R = 30).
   std::vector<int32_t> recent(pos.begin(), pos.begin() + prompt);
   recent.insert(recent.end(), pos.end() - o.budget, pos.end());
-  EXPECT_NE(seq.Positions(0, 0), recent);
+  if (name != "snapkv" || SnapKvWindow(o) < o.budget) {
+    EXPECT_NE(seq.Positions(0, 0), recent);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, QueryPolicyTest,
-                         ::testing::Values(std::make_tuple("snapkv", false, 0.1f),
-                                           std::make_tuple("snapkv", true, 0.1f), std::make_tuple("rkv", false, 0.1f),
-                                           std::make_tuple("rkv", true, 0.1f), std::make_tuple("rkv", false, 0.0f),
-                                           std::make_tuple("rkv", false, 1.0f)),
-                         [](const ::testing::TestParamInfo<QueryPolicyTest::ParamType>& i) {
-                           const std::string lambda = std::to_string(static_cast<int>(std::get<2>(i.param) * 100));
-                           return std::get<0>(i.param) + (std::get<1>(i.param) ? "_interleaved" : "_neox") +
-                                  (std::get<0>(i.param) == "rkv" ? "_lambda_pct" + lambda : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Policies, QueryPolicyTest,
+    ::testing::Values(std::make_tuple("snapkv", false, 0.1f, 9), std::make_tuple("snapkv", true, 0.1f, 9),
+                      std::make_tuple("snapkv", false, 0.1f, 30), std::make_tuple("rkv", false, 0.1f, 0),
+                      std::make_tuple("rkv", true, 0.1f, 0), std::make_tuple("rkv", false, 0.0f, 0),
+                      std::make_tuple("rkv", false, 1.0f, 0)),
+    [](const ::testing::TestParamInfo<QueryPolicyTest::ParamType>& i) {
+      const std::string lambda = std::to_string(static_cast<int>(std::get<2>(i.param) * 100));
+      return std::get<0>(i.param) + (std::get<1>(i.param) ? "_interleaved" : "_neox") +
+             (std::get<0>(i.param) == "rkv" ? "_lambda_pct" + lambda : "_r" + std::to_string(std::get<3>(i.param)));
+    });
 
 // R-KV's redundancy term alone (lambda 0): of a cluster of identical keys,
 // the most recent copy is the one the others' exemptions favour, so the

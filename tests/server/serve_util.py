@@ -157,3 +157,12 @@ def beacon_run_ids(prompt, max_tokens, *flags):
         if "id" in obj:
             ids.append(obj["id"])
     return ids
+
+
+def run_tests(srv, tests):
+    """Runs each test(srv) in order, printing its time, then waits for the server to be idle."""
+    for t in tests:
+        t0 = time.time()
+        t(srv)
+        print(f"ok {t.__name__} ({time.time() - t0:.1f}s)")
+    srv.wait_idle()

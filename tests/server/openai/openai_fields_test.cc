@@ -99,6 +99,8 @@ const std::map<std::string, Case>& Cases() {
       {"request_id", {kC, R"("request_id": "abc")", [](R r) { return r.serve.request_id == "abc"; }}},
       {"kv_policy", {kC, R"("kv_policy": "snapkv")", [](R r) { return r.serve.kv_policy == "snapkv"; }}},
       {"kv_budget", {kC, R"("kv_budget": 300)", [](R r) { return r.serve.kv_budget == 300; }}},
+      {"kv_budget_bytes",
+       {kC, R"("kv_budget_bytes": 8000000)", [](R r) { return r.serve.kv_budget_bytes == 8000000; }}},
       {"cache_salt", {kC, R"("cache_salt": "tenant-a")", [](R r) { return r.serve.cache_salt == "tenant-a"; }}},
       {"time_limit_ms", {kC, R"("time_limit_ms": 1500)", [](R r) { return r.serve.time_limit_ms == 1500u; }}},
       {"max_reasoning_tokens",

@@ -1,0 +1,88 @@
+"""Budgets in bytes over gRPC and the OpenAI API (issue 45): kv.budget_bytes gives each policy the KV slots
+that remain after its own state, and the final KvStats reports the bytes (bytes_per_slot, state_bytes).
+The expected slot counts are computed here from the model's shape, independently of kv/policy_bytes.cc."""
+import json
+import urllib.error
+import urllib.request
+
+from serve_util import Server, chat_request, collect, expect_rpc_error, pb, run_tests
+import grpc
+
+# SmolLM2-135M (the default model): 30 layers, 9 query heads, 3 KV heads, head_dim 64, bf16 KV cache.
+LAYERS, HEADS, KV_HEADS, D = 30, 9, 3, 64
+SLOT = LAYERS * KV_HEADS * (2 * D * 2 + 4)  # K and V rows in bf16 and an int32 position: 23,400 bytes
+
+
+def query_rows(rows, elem=2):
+    return rows * LAYERS * (HEADS * D * elem + 4)
+
+
+STATE = {"beacon": query_rows(16 + 64), "snapkv": query_rows(32), "rkv": query_rows(8), "streaming": 0}
+PER_SLOT_STATE = {"h2o": LAYERS * KV_HEADS * 4}
+
+
+def expected_budget(policy, budget_bytes):
+    fixed = STATE.get(policy, 0)
+    return (budget_bytes - fixed) // (SLOT + PER_SLOT_STATE.get(policy, 0))
+
+
+def test_each_policy_gets_the_slots_its_state_leaves(srv):
+    budget_bytes = STATE["beacon"] + 100 * SLOT
+    for policy in ("beacon", "snapkv", "rkv", "h2o", "streaming"):
+        _, _, last = collect(srv.stub.Generate(chat_request(
+            "Count from one to twenty.", 8, ignore_eos=True, kv=pb.KvOptions(policy=policy, budget_bytes=budget_bytes))))
+        want = expected_budget(policy, budget_bytes)
+        assert last.kv.policy == policy and last.kv.budget == want, (policy, want, last.kv)
+        assert last.kv.bytes_per_slot == SLOT, last.kv
+        peak = last.kv.peak_cached_tokens
+        want_state = STATE.get(policy, 0) + PER_SLOT_STATE.get(policy, 0) * peak
+        assert last.kv.state_bytes == want_state, (policy, want_state, last.kv)
+    assert expected_budget("beacon", budget_bytes) == 100
+    assert expected_budget("streaming", budget_bytes) == 218  # 2,774,400 bytes of beacon state = 118 slots
+
+
+def test_full_reports_bytes_and_no_state(srv):
+    _, _, last = collect(srv.stub.Generate(chat_request("Hi.", 4, ignore_eos=True, kv=pb.KvOptions(policy="full"))))
+    assert last.kv.bytes_per_slot == SLOT and last.kv.state_bytes == 0, last.kv
+
+
+def test_refusals_name_the_field(srv):
+    req = lambda kv: chat_request("Hi.", 4, kv=kv)
+    # The state alone leaves fewer slots than the server's minimum budget (32).
+    e = expect_rpc_error(lambda: srv.stub.Generate(req(pb.KvOptions(policy="beacon", budget_bytes=STATE["beacon"]))),
+                         grpc.StatusCode.INVALID_ARGUMENT, "kv_budget_bytes")
+    assert str(STATE["beacon"]) in e.details(), e.details()
+    expect_rpc_error(lambda: srv.stub.Generate(req(pb.KvOptions(policy="beacon", budget=64, budget_bytes=10 ** 8))),
+                     grpc.StatusCode.INVALID_ARGUMENT, "kv_budget_bytes")
+    expect_rpc_error(lambda: srv.stub.Generate(req(pb.KvOptions(policy="full", budget_bytes=10 ** 8))),
+                     grpc.StatusCode.INVALID_ARGUMENT, "kv_budget_bytes")
+    expect_rpc_error(lambda: srv.stub.Generate(req(pb.KvOptions(policy="streaming", budget_bytes=-1))),
+                     grpc.StatusCode.INVALID_ARGUMENT, "kv_budget_bytes")
+    # Past the server's largest budget (--kv-max-budget 4096 here).
+    expect_rpc_error(lambda: srv.stub.Generate(req(pb.KvOptions(policy="streaming", budget_bytes=5000 * SLOT))),
+                     grpc.StatusCode.INVALID_ARGUMENT, "kv_budget_bytes")
+
+
+def test_openai_field(srv):
+    body = {"messages": [{"role": "user", "content": "Hi."}], "max_tokens": 2, "kv_policy": "beacon",
+            "kv_budget_bytes": STATE["beacon"] + 64 * SLOT}
+    post = lambda: urllib.request.urlopen(urllib.request.Request(
+        f"http://127.0.0.1:{srv.http_port}/v1/chat/completions", json.dumps(body).encode(),
+        {"Content-Type": "application/json"}), timeout=60)
+    assert post().status == 200
+    body["kv_budget_bytes"] = 1000  # less than the state: refused, naming the field
+    try:
+        post()
+        raise AssertionError("a budget too small for the state must be refused")
+    except urllib.error.HTTPError as e:
+        assert e.code == 400 and "kv_budget_bytes" in e.read().decode()
+
+
+def main():
+    with Server("--kv-policy", "beacon", "--kv-budget", "64", "--kv-interval", "16", "--kv-max-budget", "4096") as srv:
+        run_tests(srv, (test_each_policy_gets_the_slots_its_state_leaves, test_full_reports_bytes_and_no_state,
+                        test_refusals_name_the_field, test_openai_field))
+
+
+if __name__ == "__main__":
+    main()
