@@ -20,14 +20,18 @@ if [ ! -x "$BIN/beacon-serve" ]; then
     git rev-parse HEAD > "$BIN/COMMIT"
   fi
 fi
-# Chains 0..N-1 of gsm_symbolic seed 1 (chain c holds problems c*k .. c*k+k-1): the evaluation seed, so
-# the chosen k's full-cache chains pair with the grid's cells.
-# PROMPT names the instruction (tools/chain_task.py PROMPTS): brief (the first pilot, k 4 and 6), then steps.
+# Chains 0..N-1 of FAMILY at seed 1 (chain c holds problems c*k .. c*k+k-1): the evaluation seed, so
+# the chosen setting's full-cache chains pair with the grid's cells.
+# PROMPT names the instruction (tools/chain_task.py PROMPTS). The pilots, in order (README.md):
+#   run-pilot.sh                                   gsm_symbolic, brief, k 4 and 6
+#   PROMPT=steps KS="4 5" run-pilot.sh             gsm_symbolic, steps, k 4 (k 5 stopped: no better)
+#   FAMILY=simple_equations KS=8 run-pilot.sh      simple_equations, brief, k 8
 N=${N:-12}
 PROMPT=${PROMPT:-brief}
+FAMILY=${FAMILY:-gsm_symbolic}
 for k in ${KS:-4 6}; do
   nice -n 19 .venv/bin/python tools/reasoning_eval.py run --task recap --k "$k" --prompt "$PROMPT" --model models/qwen2.5-coder-1.5b.gguf \
-    --family gsm_symbolic --seed 1 -n "$N" --max-tokens 3000 --concurrency 8 --bin "$BIN" --interval 16 \
+    --family "$FAMILY" --seed 1 -n "$N" --max-tokens 3000 --concurrency 8 --bin "$BIN" --interval 16 \
     --server-log "$LOGS/serve-pilot.log" --out "$R/pilot.jsonl" --cells full
   .venv/bin/python tools/reasoning_eval.py summary "$R/pilot.jsonl" --markdown "$R/pilot-summary.md" > /dev/null
 done
