@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -37,10 +38,14 @@ absl::StatusOr<std::string> ReadFile(const std::string& flag, const std::string&
   return ss.str();
 }
 
+// An integer flag and its range. Most are stored in 32 bits, so the
+// default maximum is INT32_MAX: a value past it is refused, never wrapped
+// (--max-running 4294967297 once became 1; issue 46).
 struct IntFlag {
   const char* name;
   int64_t min;
   int64_t* out;
+  int64_t max = std::numeric_limits<int32_t>::max();
 };
 
 absl::Status ParseInts(const cli::Args& args, std::initializer_list<IntFlag> flags) {
@@ -48,6 +53,7 @@ absl::Status ParseInts(const cli::Args& args, std::initializer_list<IntFlag> fla
     absl::StatusOr<int64_t> v = args.Int(f.name);
     if (!v.ok()) return v.status();
     if (*v < f.min) return absl::InvalidArgumentError(absl::StrCat("--", f.name, " must be >= ", f.min, ", got ", *v));
+    if (*v > f.max) return absl::InvalidArgumentError(absl::StrCat("--", f.name, " must be <= ", f.max, ", got ", *v));
     *f.out = *v;
   }
   return absl::OkStatus();
@@ -141,6 +147,7 @@ absl::Status ParseSecurity(const cli::Args& args, ServeConfig* c) {
     if (keys == 0) return absl::InvalidArgumentError("--api-key-file: the file holds no key");
   }
   c->prefix_cache_salt_per_key = args.Flag("prefix-cache-salt-per-key");
+  c->limits.enable_prompt_tokens_details = args.Flag("enable-prompt-tokens-details");
   if (c->prefix_cache_salt_per_key && c->api_keys.empty()) {
     return absl::InvalidArgumentError(
         "--prefix-cache-salt-per-key: needs API keys (--api-key or --api-key-file) to tell tenants apart");
@@ -214,6 +221,10 @@ void DeclareServeFlags(cli::Args* a) {
              "the distribution logprobs report: raw (the model's logits) or processed (after penalties, "
              "logit_bias and temperature)");
   a->Declare("max-logprobs", false, "20", "most alternatives (top_logprobs) a request may ask for per token, 0-20");
+  a->Declare("max-tokenize-tokens", false, "0",
+             "most token ids a Tokenize / Detokenize (gRPC, /tokenize, /detokenize) takes or makes "
+             "(0: the model's context length)");
+  a->Declare("max-detokenize-bytes", false, "4194304", "most bytes of text a Detokenize makes");
   a->Declare("http-threads", false, "2", "HTTP IO threads");
   a->Declare("http-max-connections", false, "512", "HTTP connections served at once; beyond them 503");
   a->Declare("http-max-connections-per-client", false, "64",
@@ -258,6 +269,11 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("prefix-cache-salt-per-key", true, "false",
              "requests under different API keys never share prefix-cache blocks (so one tenant cannot time "
              "another's prompts); a request's cache_salt further splits its key's share");
+  a->Declare("enable-prompt-tokens-details", true, "false",
+             "report every request's cached prompt tokens (OpenAI usage.prompt_tokens_details.cached_tokens, "
+             "gRPC usage.cached_tokens); off, only a request in its own prefix-cache partition (a cache_salt, "
+             "or its API key under --prefix-cache-salt-per-key) sees them: on the shared cache the count tells "
+             "a client which prefixes others sent recently (vLLM's flag, off there too)");
   a->Declare("metrics-api-key", false, "",
              "require 'authorization: Bearer KEY' on /metrics (default: /metrics is open, as for scrapers)");
   a->Declare("metrics-prefix", false, "beacon",
@@ -284,7 +300,7 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   }
   ServeConfig c;
   int64_t grpc_port, http_port, threads, block_size, min_budget, max_budget, max_running, max_waiting, step_tokens,
-      chunk, def_max, max_limit, max_logprobs;
+      chunk, def_max, max_limit, max_logprobs, tokenize_tokens, detokenize_bytes;
   if (absl::Status s = ParseInts(args, {{"grpc-port", 0, &grpc_port},
                                         {"http-port", 0, &http_port},
                                         {"threads", 0, &threads},
@@ -299,6 +315,8 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
                                         {"default-max-tokens", 1, &def_max},
                                         {"max-tokens-limit", 0, &max_limit},
                                         {"max-logprobs", 0, &max_logprobs},
+                                        {"max-tokenize-tokens", 0, &tokenize_tokens},
+                                        {"max-detokenize-bytes", 1, &detokenize_bytes, int64_t{1} << 30},
                                         {"drain-timeout-s", 0, &c.drain_timeout_s},
                                         {"drain-delay-s", 0, &c.drain_delay_s}});
       !s.ok()) {
@@ -337,6 +355,8 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
         absl::StrCat("--max-logprobs: ", max_logprobs, " is more than ", kMaxTopLogprobs));
   }
   c.limits.max_logprobs = static_cast<int32_t>(max_logprobs);
+  c.limits.max_tokenize_tokens = static_cast<int32_t>(tokenize_tokens);
+  c.limits.max_detokenize_bytes = detokenize_bytes;
   absl::StatusOr<LogprobsMode> lp_mode = ParseLogprobsMode(args.Str("logprobs-mode"));
   if (!lp_mode.ok()) return absl::InvalidArgumentError(absl::StrCat("--", lp_mode.status().message()));
   c.limits.logprobs_mode = *lp_mode;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "kv/policies.h"
 #include "kv/policy_bytes.h"
+#include "util/utf8.h"
 
 namespace beacon {
 namespace {
@@ -125,7 +126,7 @@ absl::StatusOr<KvPolicyKind> ParseKvPolicy(std::string_view name) {
   }
   // (Debian's abseil string_view is not std::string_view.)
   return absl::InvalidArgumentError(
-      absl::StrCat("kv_policy: unknown policy '", std::string(name), "' (known: ", JoinNames(false, ", "), ")"));
+      absl::StrCat("kv_policy: unknown policy '", Excerpt(name), "' (known: ", JoinNames(false, ", "), ")"));
 }
 
 }  // namespace beacon

@@ -4,6 +4,7 @@
 #define BEACON_UTIL_UTF8_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace beacon {
@@ -43,6 +44,18 @@ inline bool IsValidUtf8(std::string_view s) {
     i += len;
   }
   return true;
+}
+
+// A client's string as an error message or a log line may quote it: whole
+// when at most `max_bytes`, else its first bytes up to a character boundary
+// and the full size ("abc... (8388608 bytes)"), so that no refusal logs or
+// echoes megabytes a client sent (issue 46).
+inline std::string Excerpt(std::string_view s, size_t max_bytes = 64) {
+  if (s.size() <= max_bytes) return std::string(s);
+  size_t cut = max_bytes;
+  // Back up over continuation bytes to the start of a character.
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
 }  // namespace beacon

@@ -69,6 +69,7 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   s.seed = s.gen->sampling_seed();
   s.group = request.group;
   s.index = request.sample_index;
+  s.report_cached_tokens = request.report_cached_tokens;
   seqs_.emplace(id, std::move(s));
   return absl::OkStatus();
 }
@@ -206,6 +207,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   f.completion_tokens = static_cast<int32_t>(g.generated().size());
   f.reasoning_tokens = g.reasoning_tokens();
   f.cached_tokens = std::max(0, s.cached_tokens);
+  f.cached_tokens_reported = s.report_cached_tokens;
   const SchedClock::time_point now = SchedClock::now();
   f.total_seconds = Seconds(now - s.arrival);
   f.queue_seconds = request.scheduled_once ? Seconds(request.first_scheduled - s.arrival) : f.total_seconds;

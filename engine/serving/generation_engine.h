@@ -100,9 +100,10 @@ class GenerationEngine : public StepEngine {
     int32_t preemptions = 0;
     uint64_t seed = 0;
     bool prompt_logprobs_sent = false;
-    RequestId group = 0;         // sample 0's id in a sample group, else 0
-    int32_t index = 0;           // sample index in the group
-    int32_t cached_tokens = -1;  // prompt tokens taken by reference at first admission (-1: not run yet)
+    RequestId group = 0;                // sample 0's id in a sample group, else 0
+    int32_t index = 0;                  // sample index in the group
+    int32_t cached_tokens = -1;         // prompt tokens taken by reference at first admission (-1: not run yet)
+    bool report_cached_tokens = false;  // PreparedRequest's
   };
   // A prefill that has run nothing yet starts past the slots its KV took by
   // reference at admission (the scheduler's KvCacheManager::Adopt); the

@@ -49,6 +49,9 @@ struct StreamFinal {
   // (the prefix cache, or a sample group's shared prompt): OpenAI's
   // usage.prompt_tokens_details.cached_tokens.
   int32_t cached_tokens = 0;
+  // Whether the client may see cached_tokens (PreparedRequest::
+  // report_cached_tokens); the metrics count them either way.
+  bool cached_tokens_reported = false;
   double queue_seconds = 0;  // arrival to first scheduled step
   double ttft_seconds = 0;   // arrival to first token (0 if none)
   double total_seconds = 0;

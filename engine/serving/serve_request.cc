@@ -13,6 +13,7 @@
 #include "kv/prefix_cache.h"
 #include "kv/sequence_compressor.h"
 #include "model/tokenizer/unicode.h"
+#include "util/utf8.h"
 
 namespace beacon {
 namespace {
@@ -123,7 +124,8 @@ absl::StatusOr<std::vector<int32_t>> TokenizeChecked(const ServeRequest& r, cons
         const ChatMessage& m = r.messages[i];
         const std::string field = absl::StrCat("messages[", i, "]");
         if (m.role != "system" && m.role != "user" && m.role != "assistant") {
-          return Invalid(field + ".role", absl::StrCat("'", m.role, "' is not one of system, user, assistant"));
+          return Invalid(field + ".role",
+                         absl::StrCat("'", Excerpt(m.role), "' is not one of system, user, assistant"));
         }
         if (absl::Status s = CheckUtf8(field + ".content", m.content); !s.ok()) return s;
         if (m.reasoning_content.has_value()) {
@@ -197,10 +199,28 @@ absl::StatusOr<uint64_t> CachePartition(const ServeRequest& r, const ServeLimits
 
 }  // namespace
 
+int32_t TokenizeTokenLimit(const ServeLimits& limits) {
+  if (limits.max_tokenize_tokens > 0) return limits.max_tokenize_tokens;
+  return limits.context_length > 0 ? limits.context_length : 1 << 20;
+}
+
 absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& r, const Tokenizer& tokenizer,
                                                    const ServeLimits& limits) {
+  const int32_t limit = TokenizeTokenLimit(limits);
+  const char* field = r.input == ServeRequest::Input::kChat     ? "messages"
+                      : r.input == ServeRequest::Input::kTokens ? "tokens"
+                                                                : "text";
+  // Token ids given: counted before they are checked one by one.
+  if (r.input == ServeRequest::Input::kTokens && static_cast<int64_t>(r.token_ids.size()) > limit) {
+    return Invalid(field, absl::StrCat("has ", r.token_ids.size(), " token ids; at most ", limit));
+  }
   std::string rendered;
-  return TokenizeChecked(r, tokenizer, limits, &rendered);
+  absl::StatusOr<std::vector<int32_t>> ids = TokenizeChecked(r, tokenizer, limits, &rendered);
+  if (ids.ok() && static_cast<int64_t>(ids->size()) > limit) {
+    return Invalid(field, absl::StrCat("makes ", ids->size(), " tokens; at most ", limit,
+                                       " (the context length, or --max-tokenize-tokens)"));
+  }
+  return ids;
 }
 
 absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Tokenizer& tokenizer,
@@ -316,6 +336,7 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   absl::StatusOr<uint64_t> partition = CachePartition(r, limits);
   if (!partition.ok()) return partition.status();
   p.cache_partition = *partition;
+  p.report_cached_tokens = limits.enable_prompt_tokens_details || p.cache_partition != kSharedPartition;
 
   p.samples = static_cast<int32_t>(r.n);
   // Samples draw with seed + i: the seed is fixed here so that all share it.
@@ -365,12 +386,25 @@ std::string FieldOf(const std::string& message) {
 }
 
 absl::StatusOr<std::string> DetokenizeIds(std::span<const int32_t> ids, const Tokenizer& tokenizer,
-                                          bool skip_special_tokens, std::string_view field) {
+                                          bool skip_special_tokens, std::string_view field, const ServeLimits& limits) {
+  const int32_t limit = TokenizeTokenLimit(limits);
+  if (static_cast<int64_t>(ids.size()) > limit) {
+    return Invalid(field, absl::StrCat("has ", ids.size(), " token ids; at most ", limit,
+                                       " (the context length, or --max-tokenize-tokens)"));
+  }
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= tokenizer.vocab_size()) {
       return Invalid(absl::StrCat(std::string(field), "[", i, "]"),
                      absl::StrCat(ids[i], " is outside the vocabulary [0, ", tokenizer.vocab_size(), ")"));
     }
+  }
+  // The text's size is known only from the tokens' bytes: summed before
+  // anything is built, so a reply past the limit costs no allocation.
+  int64_t bytes = 0;
+  for (int32_t id : ids) bytes += static_cast<int64_t>(tokenizer.TokenBytes(id, !skip_special_tokens).size());
+  if (bytes > limits.max_detokenize_bytes) {
+    return Invalid(field, absl::StrCat("decode to ", bytes, " bytes of text; at most ", limits.max_detokenize_bytes,
+                                       " (--max-detokenize-bytes)"));
   }
   return SanitizeUtf8(tokenizer.Decode(std::vector<int32_t>(ids.begin(), ids.end()), !skip_special_tokens));
 }

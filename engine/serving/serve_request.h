@@ -120,11 +120,17 @@ struct ServeLimits {
   // ids are bounded by the context length.
   int32_t max_request_id_bytes = 256;  // printable UTF-8 only: it is echoed and logged
   int32_t max_stop_token_ids = 64;
-  int32_t max_messages = 4096;                      // chat messages, checked before the template renders
-  int32_t max_logit_bias = 1024;                    // logit_bias entries
-  int32_t max_logprobs = kMaxTopLogprobs;           // alternatives per position (--max-logprobs)
-  int32_t max_n = 64;                               // samples per request (n)
-  int32_t max_cache_salt_bytes = 256;               // cache_salt
+  int32_t max_messages = 4096;             // chat messages, checked before the template renders
+  int32_t max_logit_bias = 1024;           // logit_bias entries
+  int32_t max_logprobs = kMaxTopLogprobs;  // alternatives per position (--max-logprobs)
+  int32_t max_n = 64;                      // samples per request (n)
+  int32_t max_cache_salt_bytes = 256;      // cache_salt
+  // Tokenize / Detokenize (both APIs), whose replies grow with their input:
+  // token ids given or made (0: the context length, which no prompt may
+  // pass anyway), and bytes of text a Detokenize makes (a token can be 100+
+  // bytes of spaces, so ids alone do not bound the reply).
+  int32_t max_tokenize_tokens = 0;
+  int64_t max_detokenize_bytes = int64_t{4} << 20;
   LogprobsMode logprobs_mode = LogprobsMode::kRaw;  // --logprobs-mode
   DefaultSampling defaults;                         // --generation-config
   KvPolicyOptions kv_default;                       // --kv-policy and its settings
@@ -134,6 +140,10 @@ struct ServeLimits {
   // server takes no byte budgets.
   PolicyModelInfo kv_model;
   int64_t kv_row_bytes = 0;
+  // --enable-prompt-tokens-details: report cached_tokens to every request.
+  // Off, only requests in their own prefix-cache partition get it
+  // (PreparedRequest::report_cached_tokens).
+  bool enable_prompt_tokens_details = false;
   // --kv-eviction-phase spread: each compressing request gets its own
   // eviction phase (EvictionSchedule::SpreadPhase of its prompt and sample
   // index), so requests admitted together do not all evict on one step.
@@ -162,6 +172,11 @@ struct PreparedRequest {
   // The prefix-cache partition of (cache_salt, tenant): kSharedPartition
   // when both are absent (kv/prefix_cache.h).
   uint64_t cache_partition = 0;
+  // Whether the client is told its cached prompt tokens: with
+  // --enable-prompt-tokens-details, or when cache_partition is its own. On
+  // the shared partition the count is an oracle for other clients' recent
+  // prompts (16-token-aligned prefixes), so it is withheld by default.
+  bool report_cached_tokens = false;
 };
 
 // INVALID_ARGUMENT naming the field (and the value or count, and the limit)
@@ -184,10 +199,16 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& request, cons
 // and, when the phase is spread, sample i's eviction phase.
 std::vector<PreparedRequest> ExpandSamples(const PreparedRequest& request);
 
-// The token ids of a text or chat input, as PrepareRequest would make them.
-// Of `limits` only max_messages is read (the Tokenize RPC has no other).
+// The token ids of a text or chat input, as PrepareRequest would make them,
+// for the Tokenize RPC and /tokenize. Of `limits`, max_messages and
+// TokenizeTokenLimit: INVALID_ARGUMENT naming the input (text, messages,
+// tokens) when it makes more tokens than that.
 absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, const Tokenizer& tokenizer,
                                                    const ServeLimits& limits = ServeLimits());
+
+// The most token ids a Tokenize or Detokenize takes or makes:
+// max_tokenize_tokens, else the context length (else 2^20).
+int32_t TokenizeTokenLimit(const ServeLimits& limits);
 
 // The request field an error message of this server names: its text
 // before ": " when that is a field path (letters, digits, _ . [ ] and
@@ -197,9 +218,12 @@ std::string FieldOf(const std::string& message);
 
 // The text of token ids (Detokenize, /detokenize): special tokens' text
 // left out when `skip_special_tokens`, a cut UTF-8 character as U+FFFD.
-// INVALID_ARGUMENT naming `field`[i] for an id outside the vocabulary.
+// INVALID_ARGUMENT naming `field` for more ids than TokenizeTokenLimit or a
+// text longer than max_detokenize_bytes, `field`[i] for an id outside the
+// vocabulary.
 absl::StatusOr<std::string> DetokenizeIds(std::span<const int32_t> ids, const Tokenizer& tokenizer,
-                                          bool skip_special_tokens, std::string_view field);
+                                          bool skip_special_tokens, std::string_view field,
+                                          const ServeLimits& limits = ServeLimits());
 
 }  // namespace beacon
 

@@ -160,7 +160,7 @@ void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
   out->mutable_usage()->set_prompt_tokens(f.prompt_tokens);
   out->mutable_usage()->set_completion_tokens(f.completion_tokens);
   out->mutable_usage()->set_reasoning_tokens(f.reasoning_tokens);
-  out->mutable_usage()->set_cached_tokens(f.cached_tokens);
+  out->mutable_usage()->set_cached_tokens(f.cached_tokens_reported ? f.cached_tokens : 0);
   v1::Timings* t = out->mutable_timings();
   t->set_queue_seconds(f.queue_seconds);
   t->set_time_to_first_token_seconds(f.ttft_seconds);

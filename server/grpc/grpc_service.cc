@@ -359,9 +359,9 @@ grpc::ServerUnaryReactor* BeaconGrpcService::Detokenize(grpc::CallbackServerCont
     reactor->Finish(auth);
     return reactor;
   }
-  const std::vector<int32_t> ids(request->ids().begin(), request->ids().end());
+  const std::span<const int32_t> ids(request->ids().data(), static_cast<size_t>(request->ids().size()));
   const bool skip = !request->has_skip_special_tokens() || request->skip_special_tokens();
-  absl::StatusOr<std::string> text = DetokenizeIds(ids, *tokenizer_, skip, "ids");
+  absl::StatusOr<std::string> text = DetokenizeIds(ids, *tokenizer_, skip, "ids", options_.limits);
   if (!text.ok()) {
     reactor->Finish(ToGrpc(text.status()));
     return reactor;

@@ -42,8 +42,9 @@ json OpenAiFinish(FinishReason f) {
 
 // `reasoning`: the server splits reasoning, so usage says how much was
 // (OpenAI's completion_tokens_details.reasoning_tokens). `cached_tokens`
-// (>= 0, with the final record): prompt tokens whose KV was reused (the
-// prefix cache), OpenAI's prompt_tokens_details.cached_tokens.
+// (>= 0, with the final record, when StreamFinal::cached_tokens_reported):
+// prompt tokens whose KV was reused (the prefix cache), OpenAI's
+// prompt_tokens_details.cached_tokens; -1 leaves prompt_tokens_details out.
 json Usage(int32_t prompt_tokens, int32_t completion_tokens, bool reasoning, int32_t reasoning_tokens,
            int32_t cached_tokens = -1) {
   json u = {{"prompt_tokens", prompt_tokens},
@@ -324,8 +325,8 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   }
   if (chat && ctx.prompt_logprobs_field) body["prompt_logprobs"] = outs[0].PromptLogprobs();
   // The prompt once, the completions of every sample (OpenAI's usage for n).
-  body["usage"] =
-      Usage(outs[0].final->prompt_tokens, completion, ctx.reasoning, reasoning, outs[0].final->cached_tokens);
+  body["usage"] = Usage(outs[0].final->prompt_tokens, completion, ctx.reasoning, reasoning,
+                        outs[0].final->cached_tokens_reported ? outs[0].final->cached_tokens : -1);
   resp.Reply(HttpResponse{200, "application/json", {}, Dump(body)});
 }
 
@@ -388,7 +389,8 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
     // kFinal: this choice's finish chunk.
     completion += e.final.completion_tokens;
     reasoning += e.final.reasoning_tokens;
-    if (e.index == 0) cached = e.final.cached_tokens;  // the prompt's, as run by sample 0
+    // The prompt's, as run by sample 0; -1 (no prompt_tokens_details) when withheld.
+    if (e.index == 0) cached = e.final.cached_tokens_reported ? e.final.cached_tokens : -1;
     completion_tokens += e.final.completion_tokens - tokens_of[e.index];
     tokens_of[e.index] = e.final.completion_tokens;
     if (e.final.reason == FinishReason::kError) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http/json_fields.h"
+#include "util/utf8.h"
 
 namespace beacon {
 namespace {
@@ -78,7 +79,7 @@ absl::Status CheckKnown(const json& j, OpenAiEndpoint endpoint) {
       if (key == r.name) rule = &r;
     }
     if (rule == nullptr) {
-      return FieldError(key, "unrecognized request argument (not a field of this API: check its spelling)");
+      return FieldError(Excerpt(key), "unrecognized request argument (not a field of this API: check its spelling)");
     }
     // null is no value, as everywhere in these parsers.
     if (rule->where == (chat ? OpenAiField::kCompletions : OpenAiField::kChat) && !value.is_null()) {

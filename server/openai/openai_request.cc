@@ -10,6 +10,7 @@
 #include "server/http/json_fields.h"
 #include "server/http/json_limits.h"
 #include "server/openai/openai_fields.h"
+#include "util/utf8.h"
 
 namespace beacon {
 namespace {
@@ -270,8 +271,8 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
     if (!it->is_string()) return FieldError("model", "must be a string");
     out.model = it->get<std::string>();
     if (out.model != served_model) {
-      return absl::NotFoundError(
-          absl::StrCat("model: '", out.model, "' is not served here (this server serves '", served_model, "')"));
+      return absl::NotFoundError(absl::StrCat("model: '", Excerpt(out.model),
+                                              "' is not served here (this server serves '", served_model, "')"));
     }
   } else {
     out.model = served_model;

@@ -94,6 +94,11 @@ absl::StatusOr<json> Detokenize(const HttpRequest& req, const Tokenizer& tokeniz
   if (absl::Status s = CheckFields(*j, {"model", "tokens", "skip_special_tokens"}); !s.ok()) return s;
   auto it = j->find("tokens");
   if (it == j->end() || !it->is_array()) return FieldError("tokens", "is required: a list of token ids");
+  const int32_t limit = TokenizeTokenLimit(options.limits);
+  if (static_cast<int64_t>(it->size()) > limit) {  // before a vector of them is built
+    return FieldError("tokens", absl::StrCat("has ", it->size(), " token ids; at most ", limit,
+                                             " (the context length, or --max-tokenize-tokens)"));
+  }
   std::vector<int32_t> ids;
   ids.reserve(it->size());
   for (size_t i = 0; i < it->size(); ++i) {
@@ -105,7 +110,7 @@ absl::StatusOr<json> Detokenize(const HttpRequest& req, const Tokenizer& tokeniz
   }
   bool skip = true;
   if (absl::Status s = GetJsonBool(*j, "skip_special_tokens", &skip); !s.ok()) return s;
-  absl::StatusOr<std::string> text = DetokenizeIds(ids, tokenizer, skip, "tokens");
+  absl::StatusOr<std::string> text = DetokenizeIds(ids, tokenizer, skip, "tokens", options.limits);
   if (!text.ok()) return text.status();
   return json{{"prompt", *text}};
 }

@@ -47,6 +47,11 @@ def main():
         expect_error("beacon-serve", ["--model", MODEL, "--api-key-file", comments_only], "holds no key", code=2)
         expect_error("beacon-serve", ["--model", MODEL, "--admin-port", "70000"], "--admin-port", code=2)
         expect_error("beacon-serve", ["--model", MODEL, "--max-failed-steps", "-1"], "--max-failed-steps", code=2)
+        # 64-bit values for 32-bit settings are refused, not wrapped (issue 46).
+        expect_error("beacon-serve", ["--model", MODEL, "--max-running", "4294967297"], "--max-running must be <=",
+                     code=2)
+        expect_error("beacon-serve", ["--model", MODEL, "--default-max-tokens", "2147483648"],
+                     "--default-max-tokens must be <=", code=2)
         expect_error("beacon-serve", ["--model", MODEL, "--kv-eviction-phase", "random"], "--kv-eviction-phase",
                      code=2)
         expect_error("beacon-run", ["--model", MODEL], "prompt is empty", code=2)

@@ -53,7 +53,9 @@ def test_preemption_keeps_outputs():
 def test_reserve_admits_by_footprint():
     # Pool 1024 slots (64 blocks). Under full, each ~40 + 320 token request reserves 23 blocks: 2 fit.
     # Under beacon (budget 32, interval 16) each reserves ~6 blocks: all 6 run together.
-    with Server("--kv-pool-tokens", "1024", "--kv-policy", "beacon", "--kv-budget", "32", "--kv-interval", "16") as srv:
+    # --enable-prompt-tokens-details: the reservations below are read against usage.cached_tokens.
+    with Server("--kv-pool-tokens", "1024", "--kv-policy", "beacon", "--kv-budget", "32", "--kv-interval", "16",
+                "--enable-prompt-tokens-details") as srv:
         peak = {"running": 0}
         stop = threading.Event()
 

@@ -44,7 +44,10 @@ def answers(srv, **kw):
 
 def main():
     # The default policy is beacon, evicting every 8 tokens past a budget of 32.
-    flags = ("--kv-policy", "beacon", "--kv-budget", "32", "--kv-interval", "8", "--kv-min-budget", "16")
+    # --enable-prompt-tokens-details: the shared cache's reuse is read from usage here;
+    # test_cached_tokens_withheld_by_default checks the default.
+    flags = ("--kv-policy", "beacon", "--kv-budget", "32", "--kv-interval", "8", "--kv-min-budget", "16",
+             "--enable-prompt-tokens-details")
     beacon = {"kv_policy": "beacon", "kv_budget": 32}
     with Server("--no-prefix-cache", *flags) as off:
         want_full = [r.choices[0].message.content for r in answers(off, kv_policy="full")]
@@ -98,7 +101,32 @@ def main():
         # The cache still answers after the cancel.
         again = answers(srv, kv_policy="full")
         assert [r.choices[0].message.content for r in again] == want_full
+    test_cached_tokens_withheld_by_default()
     print("prefix cache: OK")
+
+
+def test_cached_tokens_withheld_by_default():
+    """Without --enable-prompt-tokens-details a request on the shared cache is not told its reuse
+    (the count would tell it which prefixes other clients sent), while the cache still works (the
+    metrics count the hits); a request in its own partition (a cache_salt) is told its own."""
+    with Server() as srv:
+        h0 = metric(srv, "beacon_prefix_cache_hits_total")
+        shared = answers(srv, kv_policy="full")
+        assert all(r.usage.prompt_tokens_details is None for r in shared), [r.usage for r in shared]
+        assert metric(srv, "beacon_prefix_cache_hits_total") - h0 > 0  # reused all the same
+        req = pb.GenerateRequest(chat=pb.ChatInput(messages=[pb.ChatMessage(role="system", content=SYSTEM),
+                                                             pb.ChatMessage(role="user", content=QUESTIONS[0])]),
+                                 stopping=pb.StoppingCriteria(max_tokens=4), sampling=pb.SamplingParams(temperature=0))
+        _, _, last = collect(srv.stub.Generate(req, timeout=120))
+        assert last.usage.cached_tokens == 0, last.usage  # reused, not told
+        salted = answers(srv, kv_policy="full", cache_salt="tenant-a")
+        cached = [r.usage.prompt_tokens_details.cached_tokens for r in salted]
+        # The salt's own partition: the first computes, the rest reuse its blocks, and are told.
+        assert cached[0] == 0 and all(c > 0 for c in cached[1:]), cached
+        req.cache_salt = "tenant-a"
+        _, _, last = collect(srv.stub.Generate(req, timeout=120))
+        assert last.usage.cached_tokens > 0, last.usage
+        srv.wait_idle()
 
 
 if __name__ == "__main__":

@@ -403,7 +403,9 @@ def check_dashboard(prom, instance, start, end):
 
 def main():
     t0 = time.time()
-    with Server("--kv-policy", "beacon", "--kv-budget", "64", "--kv-interval", "16") as srv:
+    # --enable-prompt-tokens-details: the prefix-cache counters are checked against usage.cached_tokens.
+    with Server("--kv-policy", "beacon", "--kv-budget", "64", "--kv-interval", "16",
+                "--enable-prompt-tokens-details") as srv:
         target = f"127.0.0.1:{srv.http_port}"
         inst = f'instance="{target}"'
         prom = Prometheus(target, RULES)

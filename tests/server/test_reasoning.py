@@ -191,8 +191,8 @@ def test_r1_http_matches_grpc(srv, grpc_result):
     assert msg["reasoning_content"] == reasoning and msg["content"] == text, (msg, reasoning, text)
     want_usage = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                   "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-                  # A prompt within one KV block: nothing for the prefix cache to reuse.
-                  "prompt_tokens_details": {"cached_tokens": 0},
+                  # No prompt_tokens_details: cached tokens are withheld on the shared prefix cache
+                  # unless --enable-prompt-tokens-details (test_prefix_cache.py).
                   "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens}}
     assert r["usage"] == want_usage, (r["usage"], want_usage)
     assert r["choices"][0]["finish_reason"] == "length"

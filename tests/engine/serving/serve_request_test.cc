@@ -316,6 +316,54 @@ TEST_F(PrepareRequestTest, CacheSaltAndTenantPickThePartition) {
   ExpectInvalid(r, "cache_salt");
 }
 
+// cached_tokens leaks other clients' recent prompts on the shared cache, so
+// it is reported only with --enable-prompt-tokens-details or in a request's
+// own partition (issue 46).
+TEST_F(PrepareRequestTest, CachedTokensReportedOnlyInOwnPartitionOrWhenEnabled) {
+  auto reported = [&](std::optional<std::string> salt, uint64_t tenant, bool enabled) {
+    ServeRequest r = Text("hi");
+    r.cache_salt = std::move(salt);
+    r.tenant = tenant;
+    ServeLimits limits = limits_;
+    limits.enable_prompt_tokens_details = enabled;
+    absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() && p->report_cached_tokens;
+  };
+  EXPECT_FALSE(reported(std::nullopt, 0, false));  // the shared cache: withheld
+  EXPECT_TRUE(reported(std::nullopt, 0, true));
+  EXPECT_TRUE(reported("tenant-a", 0, false));  // its own partition
+  EXPECT_TRUE(reported(std::nullopt, 7, false));
+}
+
+TEST(Utf8Test, ExcerptBoundsAClientString) {
+  EXPECT_EQ(Excerpt("short"), "short");
+  const std::string big(1 << 20, 'x');
+  EXPECT_EQ(Excerpt(big), std::string(64, 'x') + "... (1048576 bytes)");
+  // Never a cut character: the 3-byte euro sign straddling byte 64 is left out whole.
+  const std::string euros = std::string(63, 'a') + "\xE2\x82\xAC\xE2\x82\xAC";
+  const std::string e = Excerpt(euros);
+  EXPECT_TRUE(IsValidUtf8(e)) << e;
+  EXPECT_EQ(e.substr(0, 63), std::string(63, 'a'));
+  EXPECT_EQ(e.substr(63, 4), "... ");
+}
+
+// A refusal quotes a client's string only in part, so its log line is bounded.
+TEST_F(PrepareRequestTest, RefusalsQuoteClientStringsInPart) {
+  ServeRequest r;
+  r.input = ServeRequest::Input::kChat;
+  r.messages = {ChatMessage{std::string(1 << 20, 'r'), "hi"}};
+  absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_LT(p.status().message().size(), 300u) << p.status().message().substr(0, 300);
+  EXPECT_NE(p.status().message().find("(1048576 bytes)"), std::string::npos);
+  r = Text("hi");
+  r.kv_policy = std::string(1 << 20, 'p');
+  p = PrepareRequest(r, *rt_->tokenizer(), limits_);
+  ASSERT_FALSE(p.ok());
+  EXPECT_LT(p.status().message().size(), 300u);
+}
+
 TEST(Utf8Test, Validity) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("plain"));
