@@ -47,6 +47,17 @@ bool IsProbe(const Router& router, const http::request_header<>& msg) {
   return router.Find(method, target.substr(0, target.find('?')), &allow, &kind) != nullptr && kind == RouteKind::kProbe;
 }
 
+// The request line and headers of `msg` as an HttpRequest without a body.
+void FillRequestHead(const http::request_header<>& msg, const std::string& remote, HttpRequest* req) {
+  req->method = std::string(msg.method_string());
+  req->target = std::string(msg.target());
+  const size_t q = req->target.find('?');
+  req->path = req->target.substr(0, q);
+  if (q != std::string::npos) req->query = req->target.substr(q + 1);
+  for (const auto& field : msg) req->headers.emplace_back(field.name_string(), field.value());
+  req->remote_address = remote;
+}
+
 }  // namespace
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -184,6 +195,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // The probe reserve serves probes only: no other route's body is read.
     if (slot_ == Slot::kReserve && !IsProbe(server_->router, parser_->get())) {
       return SendInline(JsonError(503, ticket_.refusal(), "server_error"), false);
+    }
+    // The route's gate (the API key) sees the headers before any body byte
+    // is read: a refused request's body is never read, and the connection
+    // closes (its unread body would otherwise be taken for the next request).
+    {
+      const auto& msg = parser_->get();
+      const std::string_view target(msg.target().data(), msg.target().size());
+      const HttpGate* gate = server_->router.Gate(
+          std::string_view(msg.method_string().data(), msg.method_string().size()), target.substr(0, target.find('?')));
+      if (gate != nullptr) {
+        HttpRequest head;
+        FillRequestHead(msg, remote_, &head);
+        if (std::optional<HttpResponse> refused = (*gate)(head); refused.has_value()) {
+          return SendInline(std::move(*refused), /*keep_alive=*/false);
+        }
+      }
     }
     // The body is due within idle_timeout; the probe reserve's by the request's deadline.
     auto read_body = [self = shared_from_this()](bool ok) {
@@ -364,14 +391,8 @@ void Connection::OnRequest(ErrorCode ec) {
   SetDeadline(kNever);  // handlers are not timed
   auto& msg = parser_->get();
   auto req = std::make_shared<HttpRequest>();
-  req->method = std::string(msg.method_string());
-  req->target = std::string(msg.target());
-  const size_t q = req->target.find('?');
-  req->path = req->target.substr(0, q);
-  if (q != std::string::npos) req->query = req->target.substr(q + 1);
-  for (const auto& field : msg) req->headers.emplace_back(field.name_string(), field.value());
+  FillRequestHead(msg, remote_, req.get());
   req->body = std::move(msg.body());
-  req->remote_address = remote_;
   // HTTP/1.0 clients get one response per connection.
   // The probe reserve serves one request per connection.
   const bool keep_alive =

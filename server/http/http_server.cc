@@ -120,19 +120,38 @@ HttpResponse JsonError(int status, const std::string& message, const std::string
 }
 
 void Router::Handle(std::string method, std::string path, HttpHandler handler, RouteKind kind) {
+  Handle(std::move(method), std::move(path), GatedHandler{std::move(handler), nullptr}, kind);
+}
+
+void Router::Handle(std::string method, std::string path, GatedHandler route, RouteKind kind) {
   auto& routes = paths_[std::move(path)].by_method;
   for (Route& r : routes) {
     if (r.method == method) {
-      r.handler = std::move(handler);
+      r.handler = std::move(route.handler);
       r.kind = kind;
+      r.gate = std::move(route.gate);
       return;
     }
   }
-  routes.push_back(Route{std::move(method), std::move(handler), kind});
+  routes.push_back(Route{std::move(method), std::move(route.handler), kind, std::move(route.gate)});
 }
 
 void Router::HandleAny(std::string path, HttpHandler handler, RouteKind kind) {
-  paths_[std::move(path)].any = Route{"", std::move(handler), kind};
+  paths_[std::move(path)].any = Route{"", std::move(handler), kind, nullptr};
+}
+
+const Router::Route* Router::FindRoute(std::string_view method, std::string_view path) const {
+  auto it = paths_.find(path);
+  if (it == paths_.end()) return nullptr;
+  for (const Route& r : it->second.by_method) {
+    if (r.method == method) return &r;
+  }
+  return it->second.any.handler ? &it->second.any : nullptr;
+}
+
+const HttpGate* Router::Gate(std::string_view method, std::string_view path) const {
+  const Route* r = FindRoute(method, path);
+  return r != nullptr && r->gate ? &r->gate : nullptr;
 }
 
 const HttpHandler* Router::Find(std::string_view method, std::string_view path, std::string* allow,
@@ -141,14 +160,7 @@ const HttpHandler* Router::Find(std::string_view method, std::string_view path, 
   if (kind != nullptr) *kind = RouteKind::kNormal;
   auto it = paths_.find(path);
   if (it == paths_.end()) return nullptr;
-  const Route* found = nullptr;
-  for (const Route& r : it->second.by_method) {
-    if (r.method == method) {
-      found = &r;
-      break;
-    }
-  }
-  if (found == nullptr && it->second.any.handler) found = &it->second.any;
+  const Route* found = FindRoute(method, path);
   if (found != nullptr) {
     if (kind != nullptr) *kind = found->kind;
     return &found->handler;

@@ -66,6 +66,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -148,11 +149,27 @@ using HttpHandler = std::function<void(const HttpRequest&, HttpResponder&)>;
 // must be quick and must not need a request body.
 enum class RouteKind { kNormal, kProbe };
 
+// A check of a request's line and headers before its body is read (the API
+// key): the response to send instead, or nullopt to go on. A refused
+// request's body is never read and its connection closes, so an
+// unauthenticated client cannot make the server hold megabytes of body
+// (issue 46). Runs on an IO thread: quick, non-blocking, thread-safe.
+// `head` has everything but the body.
+using HttpGate = std::function<std::optional<HttpResponse>(const HttpRequest& head)>;
+
+// A handler with the gate its requests pass first (RequireApiKey makes them).
+struct GatedHandler {
+  HttpHandler handler;
+  HttpGate gate;  // may be empty: no gate
+};
+
 // Exact-match routes. Built before Start(), read-only afterwards.
 class Router {
  public:
   // Routes `method` `path` to `handler`, replacing an earlier route for both.
   void Handle(std::string method, std::string path, HttpHandler handler, RouteKind kind = RouteKind::kNormal);
+  // The same, with the gate the request's headers pass before its body is read.
+  void Handle(std::string method, std::string path, GatedHandler route, RouteKind kind = RouteKind::kNormal);
   // Routes every method on `path` that has no Handle() route of its own.
   void HandleAny(std::string path, HttpHandler handler, RouteKind kind = RouteKind::kNormal);
 
@@ -162,13 +179,17 @@ class Router {
   // gets the route's kind (kNormal when there is no route).
   const HttpHandler* Find(std::string_view method, std::string_view path, std::string* allow,
                           RouteKind* kind = nullptr) const;
+  // The gate of the route (method, path) would take, or nullptr (no route, or no gate).
+  const HttpGate* Gate(std::string_view method, std::string_view path) const;
 
  private:
   struct Route {
     std::string method;  // empty for `any`
     HttpHandler handler;
     RouteKind kind = RouteKind::kNormal;
+    HttpGate gate;
   };
+  const Route* FindRoute(std::string_view method, std::string_view path) const;
   struct PathRoutes {
     std::vector<Route> by_method;  // registration order
     Route any;                     // handler may be empty

@@ -5,18 +5,34 @@
 
 namespace beacon {
 
-HttpHandler RequireApiKey(const ApiKeys& keys, HttpHandler handler) {
-  if (keys.empty()) return handler;
-  return [keys, handler = std::move(handler)](const HttpRequest& req, HttpResponder& resp) {
+namespace {
+
+HttpResponse Unauthorized() {
+  HttpResponse r =
+      JsonError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error");
+  r.headers.push_back({"WWW-Authenticate", "Bearer"});
+  return r;
+}
+
+}  // namespace
+
+GatedHandler RequireApiKey(const ApiKeys& keys, HttpHandler handler) {
+  if (keys.empty()) return GatedHandler{std::move(handler), nullptr};
+  GatedHandler g;
+  g.gate = [keys](const HttpRequest& head) -> std::optional<HttpResponse> {
+    if (keys.Allows(head.header("authorization"))) return std::nullopt;
+    return Unauthorized();
+  };
+  // The gate has let the request in; checked again in the handler (a cheap
+  // compare) so that the handler alone is never unguarded.
+  g.handler = [keys, handler = std::move(handler)](const HttpRequest& req, HttpResponder& resp) {
     if (!keys.Allows(req.header("authorization"))) {
-      HttpResponse r =
-          JsonError(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", "authentication_error");
-      r.headers.push_back({"WWW-Authenticate", "Bearer"});
-      resp.Reply(std::move(r));
+      resp.Reply(Unauthorized());
       return;
     }
     handler(req, resp);
   };
+  return g;
 }
 
 void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const ApiKeys& api_keys) {

@@ -16,9 +16,10 @@
 
 namespace beacon {
 
-// Wraps `handler` so that, when `keys` is not empty, a request without
-// `Authorization: Bearer <one of the keys>` gets 401 in OpenAI's error shape.
-HttpHandler RequireApiKey(const ApiKeys& keys, HttpHandler handler);
+// `handler` behind the API key: when `keys` is not empty, a request without
+// `Authorization: Bearer <one of the keys>` gets 401 in OpenAI's error
+// shape from the route's gate, before its body is read (HttpGate).
+GatedHandler RequireApiKey(const ApiKeys& keys, HttpHandler handler);
 
 // Whether the replica can serve now: OK, or UNAVAILABLE with the reason
 // ("draining", "gRPC listener not accepting connections"). Called on an HTTP

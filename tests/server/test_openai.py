@@ -174,6 +174,12 @@ def test_queue_full_and_auth():
             raise AssertionError("accepted a wrong key")
         except openai.AuthenticationError as e:
             assert e.status_code == 401
+        # The key is checked on the headers: an unauthenticated 8 MB body is refused before it is sent.
+        with socket.create_connection(("127.0.0.1", srv.http_port), timeout=10) as s:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 8000000\r\n\r\n")
+            head = s.recv(4096).decode(errors="replace")
+            assert head.startswith("HTTP/1.1 401"), head
         stream = c.chat.completions.create(model="default", temperature=0, messages=MSG, max_tokens=500, stream=True,
                                            extra_body={"ignore_eos": True})
         next(iter(stream))

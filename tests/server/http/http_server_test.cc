@@ -169,6 +169,45 @@ TEST(HttpServerTest, OversizeBodyIs413AndNeverReachesTheHandler) {
   EXPECT_EQ(calls.load(), 1);
 }
 
+// A gate (the API key) refuses on the headers alone: the 401 comes while the
+// announced body is still unsent, the handler never runs and the connection
+// closes; a request the gate lets in is read whole (issue 46).
+TEST(HttpServerTest, GateRefusesBeforeTheBodyIsRead) {
+  std::atomic<int> calls{0};
+  Router r;
+  GatedHandler route;
+  route.handler = [&](const HttpRequest& req, HttpResponder& out) {
+    ++calls;
+    out.Reply({200, "text/plain", {}, std::to_string(req.body.size())});
+  };
+  route.gate = [](const HttpRequest& head) -> std::optional<HttpResponse> {
+    if (head.header("authorization") == "Bearer k" && head.body.empty() && head.path == "/up") return std::nullopt;
+    return HttpResponse{401, "text/plain", {}, "no"};
+  };
+  r.Handle("POST", "/up", std::move(route));
+  HttpServerOptions options;
+  options.max_body_bytes = 8 << 20;
+  auto server = StartServer(std::move(r), options);
+  ASSERT_NE(server, nullptr);
+  // 8 MB announced, none of it sent: answered at once, not after the body.
+  RawClient refused(server->port());
+  ASSERT_TRUE(refused.Send("POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 8000000\r\n\r\n"));
+  auto no = refused.Read();
+  ASSERT_TRUE(no);
+  EXPECT_EQ(no->status, 401);
+  EXPECT_EQ(no->headers["connection"], "close");
+  EXPECT_TRUE(refused.ReadsEof());
+  // With the key the body is read and the handler runs.
+  RawClient allowed(server->port());
+  ASSERT_TRUE(allowed.Send("POST /up HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer k\r\nContent-Length: 5\r\n\r\n"));
+  ASSERT_TRUE(allowed.Send("hello"));
+  auto yes = allowed.Read();
+  ASSERT_TRUE(yes);
+  EXPECT_EQ(yes->status, 200);
+  EXPECT_EQ(yes->body, "5");
+  EXPECT_EQ(calls.load(), 1);
+}
+
 TEST(HttpServerTest, MalformedRequestIs400AndCloses) {
   auto server = StartServer(Router());
   ASSERT_NE(server, nullptr);
