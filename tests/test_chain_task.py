@@ -124,6 +124,7 @@ def test_recap_summary():
     # beacon loses the early half of chains 0-2 and keeps the late half.
     beacon = [_chain("beacon", 128, i, [i >= 3, i >= 3, True, i % 2 == 0]) for i in range(10)]
     h2o = [_chain("h2o", 128, i, [False] * 4, finish="length") for i in range(10)]
+    h2o[0]["recap_found"] = False  # no recap line: its entries are not counted as recalled or not
     text = recap_summary.summarize_recap(full + beacon + h2o)
     assert "### recap of 4 x gsm_symbolic, seed 1, m.gguf, max_tokens 3000, prompt brief" in text, text
     # Another prompt is another group: its cells never pair with these.
@@ -131,7 +132,8 @@ def test_recap_summary():
     assert other.count("### recap of 4 x") == 2 and "| beacon | 128 | 16 | default | 40 | 6:0" not in other, other
     assert "| full | - | - | - | 10 | 87.5% (35/40) | 50.0% (5/10) | 100.0% (40/40) | 87.5% (35/40) |" in text, text
     assert "| beacon | 128 | 16 | default | 10 | 72.5% (29/40) | 30.0% (3/10) |" in text, text
-    assert "| h2o | 128 | 16 | default | 10 | 0.0% (0/40) | 0.0% (0/10) |" in text and "| 100.0% (10/10) |" in text
+    assert "| h2o | 128 | 16 | default | 10 | 0.0% (0/40) | 0.0% (0/10) | 100.0% (40/40) | 0.0% (0/36) |" in text
+    assert "| 100.0% (10/10) | 1 |" in text, text
     # Per answer 6:0 (p = 2/64), per chain 2:0 (chains 0 and 2).
     assert "| beacon | 128 | 16 | default | 40 | 6:0 | 0.031 |" in text and "| 10 | 2:0 | 0.500 |" in text, text
     assert "| beacon | 128 | 16 | default | 70%, 3:0 | 70%, 3:0 | 100%, 0:0 | 50%, 0:0 |" in text, text

@@ -84,7 +84,7 @@ def summarize_recap(records):
             rs = list(cells[c].values())
             ans = [a for r in rs for a in r["answers"]]
             solved = sum(rev.numbers_equal(a["inline"], rev.normalize_number(a["gold"])) for a in ans)
-            written = [a for a in ans if a["inline"] is not None]
+            written = [a for r in rs if r["recap_found"] for a in r["answers"] if a["inline"] is not None]
             recalled = sum(rev.numbers_equal(a["recap"], a["inline"]) for a in written)
             peaks = [r["peak_cached_tokens"] for r in rs if r.get("peak_cached_tokens") is not None]
             peak = f"{rev._mean(peaks):.0f} / {max(peaks)}" if peaks else "n/a"
@@ -97,7 +97,7 @@ def summarize_recap(records):
         lines.append("")
         lines.append("Per answer: the recap's entries; solved inline: the problem's own \"Answer i:\" line is "
                      "right; recalled as written: the recap's entry equals that line (of the entries that have "
-                     "one). A chain cut at max_tokens scores no entry.\n")
+                     "one, in chains that wrote a recap line). A chain cut at max_tokens scores no entry.\n")
         if full is not None and len(cells) > 1:
             lines += _vs_full(cells, full, ordered, k)
         lines += _peers(cells, ordered)
