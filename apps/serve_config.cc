@@ -61,11 +61,15 @@ absl::Status ParseInts(const cli::Args& args, std::initializer_list<IntFlag> fla
 
 // The gRPC listener's flags (--grpc-*, --[no-]grpc-reflection, TLS mode).
 absl::Status ParseGrpcOptions(const cli::Args& args, const std::string& host, int64_t port, GrpcFrontEndOptions* o) {
-  int64_t idle_s, age_s, handshake_s, check_ms;
-  if (absl::Status s = ParseInts(args, {{"grpc-max-connection-idle-s", 0, &idle_s},
-                                        {"grpc-max-connection-age-s", 0, &age_s},
-                                        {"grpc-handshake-timeout-s", 1, &handshake_s},
-                                        {"grpc-self-check-ms", 10, &check_ms}});
+  int64_t idle_s, age_s, handshake_s, check_ms, streams, send_bytes, quota_bytes;
+  if (absl::Status s =
+          ParseInts(args, {{"grpc-max-connection-idle-s", 0, &idle_s},
+                           {"grpc-max-connection-age-s", 0, &age_s},
+                           {"grpc-handshake-timeout-s", 1, &handshake_s},
+                           {"grpc-self-check-ms", 10, &check_ms},
+                           {"grpc-max-concurrent-streams", 1, &streams},
+                           {"grpc-max-send-message-bytes", 1024, &send_bytes},
+                           {"grpc-memory-quota-bytes", int64_t{16} << 20, &quota_bytes, int64_t{1} << 40}});
       !s.ok()) {
     return s;
   }
@@ -78,6 +82,9 @@ absl::Status ParseGrpcOptions(const cli::Args& args, const std::string& host, in
   o->max_connection_age = std::chrono::seconds(age_s);
   o->handshake_timeout = std::chrono::seconds(handshake_s);
   o->check_interval = std::chrono::milliseconds(check_ms);
+  o->max_concurrent_streams = static_cast<int>(streams);
+  o->max_send_message_bytes = static_cast<int>(send_bytes);
+  o->memory_quota_bytes = quota_bytes;
   return absl::OkStatus();
 }
 
@@ -279,6 +286,13 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("metrics-prefix", false, "beacon",
              "metric names: beacon (beacon_*), or vllm (vLLM's names and finished_reason values for the families "
              "vLLM has, so its dashboards and autoscaling rules work unchanged; docs/observability.md)");
+  a->Declare("grpc-max-concurrent-streams", false, "128",
+             "gRPC streams one connection may hold open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; "
+             "a client queues the rest)");
+  a->Declare("grpc-max-send-message-bytes", false, "16777216", "largest gRPC reply message");
+  a->Declare("grpc-memory-quota-bytes", false, "1073741824",
+             "memory gRPC may take for its buffers across all connections (a ResourceQuota; past it gRPC "
+             "stops reading from sockets rather than growing)");
   a->Declare("grpc-max-connection-idle-s", false, "120",
              "close gRPC connections with no call in flight for this long (0 = never)");
   a->Declare("grpc-max-connection-age-s", false, "0", "send GOAWAY to gRPC connections this old (0 = never)");

@@ -3,6 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/tls_certificate_verifier.h>
 #include <grpcpp/security/tls_credentials_options.h>
 
@@ -112,6 +113,11 @@ std::unique_ptr<GrpcFrontEnd::Instance> GrpcFrontEnd::Build(int port, int* bound
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  builder.SetMaxSendMessageSize(options_.max_send_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+  grpc::ResourceQuota quota("beacon-grpc");
+  quota.Resize(static_cast<size_t>(options_.memory_quota_bytes));
+  builder.SetResourceQuota(quota);
   inst->server = builder.BuildAndStart();
   if (inst->server == nullptr || chosen == 0) {
     *error = "";  // gRPC logs the cause (e.g. address in use, too many open files)

@@ -80,6 +80,15 @@ struct GrpcFrontEndOptions {
   std::chrono::milliseconds max_connection_age{0};         // then GOAWAY, and closed after the grace
   std::chrono::milliseconds max_connection_age_grace{0};   // 0 with an age limit: unlimited grace
   int max_receive_message_bytes = 4 << 20;                 // gRPC's default, stated
+  // What one client may hold (issue 46; gRPC's own defaults are unlimited):
+  // streams open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_
+  // STREAMS: a client queues the rest itself), the largest reply, and the
+  // memory gRPC may take for its buffers across all connections (a
+  // ResourceQuota: past it gRPC stops reading from sockets rather than
+  // growing).
+  int max_concurrent_streams = 128;
+  int max_send_message_bytes = 16 << 20;
+  int64_t memory_quota_bytes = int64_t{1} << 30;
 
   // Self-check and recovery.
   std::chrono::milliseconds check_interval{1'000};

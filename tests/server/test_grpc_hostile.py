@@ -8,7 +8,10 @@ sockets on loopback:
 * idle connections (HTTP/2 preface and SETTINGS, then silence) and connections
   that never finish the handshake are closed by the server;
 * invalid UTF-8 in request strings cannot flood the log;
-* /metrics takes its own key (--metrics-api-key); --api-key alone leaves it open.
+* /metrics takes its own key (--metrics-api-key); --api-key alone leaves it open;
+* one connection holds at most --grpc-max-concurrent-streams streams (the
+  server's HTTP/2 SETTINGS say so, and 64 streams on one channel never put more
+  than that in flight) while another client's request completes.
 """
 import http.client
 import resource
@@ -180,9 +183,61 @@ def test_metrics_key():
         conn.close()
 
 
+def server_settings(port):
+    """The server's first HTTP/2 SETTINGS frame, as {identifier: value}."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(PREFACE + EMPTY_SETTINGS)
+        buf = b""
+        while True:
+            while len(buf) < 9:
+                chunk = s.recv(4096)
+                assert chunk, "connection closed before the server's SETTINGS"
+                buf += chunk
+            length, ftype, flags = int.from_bytes(buf[:3], "big"), buf[3], buf[4]
+            while len(buf) < 9 + length:
+                buf += s.recv(4096)
+            payload, buf = buf[9:9 + length], buf[9 + length:]
+            if ftype == 4 and not flags & 1:  # SETTINGS, not an ACK
+                return {int.from_bytes(payload[i:i + 2], "big"): int.from_bytes(payload[i + 2:i + 6], "big")
+                        for i in range(0, len(payload), 6)}
+
+
+def test_streams_per_connection_capped():
+    limit = 8
+    with Server("--grpc-max-concurrent-streams", str(limit), "--max-running", "64") as srv:
+        assert server_settings(srv.grpc_port).get(3) == limit  # SETTINGS_MAX_CONCURRENT_STREAMS
+        # A connection of its own (grpcio shares one between channels to the same target otherwise).
+        ch = grpc.insecure_channel(f"127.0.0.1:{srv.grpc_port}", options=[("grpc.use_local_subchannel_pool", 1)])
+        stub = pb_grpc.BeaconServiceStub(ch)
+        streams = [stub.Generate(chat_request("Count to a hundred.", 200, ignore_eos=True)) for _ in range(64)]
+        def first(s):
+            try:
+                next(s, None)
+            except grpc.RpcError:  # cancelled below
+                pass
+
+        firsts = [threading.Thread(target=first, args=(s,)) for s in streams]
+        for t in firsts:
+            t.start()
+        peak, end = 0, time.time() + 3
+        while time.time() < end:
+            peak = max(peak, srv.stats()["inflight"])
+            time.sleep(0.02)
+        # Another client's request runs to the end meanwhile.
+        ids, _, last = collect(srv.stub.Generate(chat_request("Hi.", 8, ignore_eos=True), timeout=60))
+        assert len(ids) == 8 and last.finish_reason == pb.FINISH_REASON_LENGTH
+        assert 0 < peak <= limit + 1, peak  # this connection's streams, and perhaps the other client's
+        for s in streams:
+            s.cancel()
+        for t in firsts:
+            t.join(10)
+        ch.close()
+        srv.wait_idle(60)
+
+
 if __name__ == "__main__":
     for t in (test_connection_burst_recovers, test_idle_and_stalled_connections_closed,
-              test_invalid_utf8_does_not_flood_log, test_metrics_key):
+              test_invalid_utf8_does_not_flood_log, test_metrics_key, test_streams_per_connection_capped):
         t0 = time.time()
         t()
         print(f"{t.__name__}: ok ({time.time() - t0:.1f} s)")
