@@ -80,7 +80,7 @@ def parse_server_flags(argv, env=None):
 
 
 def _defaults_for(policy):
-    o = dict(BASE_OPTIONS, policy=policy)
+    o = {"policy": policy, **BASE_OPTIONS}
     o.update(PUBLISHED.get(policy, {}))
     return o
 
