@@ -192,10 +192,15 @@ void AddMetricsRoute(Router* routes, const ServeConfig& c, Engine& e) {
 }
 
 // The HTTP port's routes: operational (/health, /ready, stats), the OpenAI
-// API and /metrics.
+// API and /metrics. With --admin-port, /v1/engine/stats is served there only:
+// it shows every tenant's traffic (queue, prefix-cache hits), which clients of
+// the API port need not see (issue 46). /metrics stays on both: the Gateway
+// API Inference Extension's endpoint picker scrapes the pool's target port
+// (deploy/k8s/components/inference-gateway), and --metrics-api-key guards it.
 Router MakeRoutes(const ServeConfig& c, Engine& e, const GrpcServiceOptions& gopts, Readiness readiness) {
   Router routes;
-  AddOperationalRoutes(&routes, e.loop.get(), std::move(readiness), ApiKeys(c.api_keys));
+  const bool admin_port = c.admin.has_value();
+  AddOperationalRoutes(&routes, e.loop.get(), std::move(readiness), ApiKeys(c.api_keys), /*with_stats=*/!admin_port);
   OpenAiOptions oai;
   oai.served_model = c.served_model;
   oai.limits = c.limits;

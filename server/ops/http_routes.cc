@@ -35,7 +35,8 @@ GatedHandler RequireApiKey(const ApiKeys& keys, HttpHandler handler) {
   return g;
 }
 
-void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const ApiKeys& api_keys) {
+void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const ApiKeys& api_keys,
+                          bool with_stats) {
   router->Handle(
       "GET", "/health",
       [](const HttpRequest&, HttpResponder& r) {
@@ -54,6 +55,7 @@ void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness,
         r.Reply(HttpResponse{503, "application/json", {}, body.dump()});
       },
       RouteKind::kProbe);
+  if (!with_stats) return;
   router->Handle("GET", "/v1/engine/stats", RequireApiKey(api_keys, [loop](const HttpRequest&, HttpResponder& r) {
                    const LoopStats s = loop->Stats();
                    nlohmann::json j = {

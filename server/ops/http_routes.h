@@ -29,9 +29,11 @@ using Readiness = std::function<absl::Status()>;
 // GET /health: 200 while the process runs.
 // GET /ready: 200 while `readiness` is OK and the loop is not draining, else
 //   503 with {"status":"not_ready","reason":...}.
-// GET /v1/engine/stats: LoopStats as JSON (guarded by the API key).
+// GET /v1/engine/stats: LoopStats as JSON (guarded by the API key), unless
+//   `with_stats` is false (the client port when an admin port serves it).
 // `loop` must outlive the server.
-void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const ApiKeys& api_keys);
+void AddOperationalRoutes(Router* router, EngineLoop* loop, Readiness readiness, const ApiKeys& api_keys,
+                          bool with_stats = true);
 
 }  // namespace beacon
 
