@@ -197,6 +197,7 @@ void GrpcFrontEnd::Watch() {
         JudgeSelfCheck(answered, std::chrono::steady_clock::now() - started, options_.check_timeout);
     mu_.Lock();
     if (stopping_) break;
+    checks_.fetch_add(1);
     if (verdict == SelfCheckVerdict::kInconclusive) {
       inconclusive_.fetch_add(1);
       // Once per streak: a starved host can produce one per interval.

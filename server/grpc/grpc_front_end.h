@@ -120,6 +120,9 @@ class GrpcFrontEnd {
   int restarts() const { return restarts_.load(); }
   // Failed checks not counted because they ended late (JudgeSelfCheck).
   int inconclusive_checks() const { return inconclusive_.load(); }
+  // Self-checks judged so far (every verdict): lets a test wait for the
+  // watchdog to have looked, instead of sleeping and hoping it did.
+  int checks() const { return checks_.load(); }
 
   // The grpc.health.v1 status of "" and of each service name given to it:
   // false while draining. Applies to servers built later too.
@@ -152,6 +155,7 @@ class GrpcFrontEnd {
   std::atomic<bool> serving_{false};
   std::atomic<int> restarts_{0};
   std::atomic<int> inconclusive_{0};
+  std::atomic<int> checks_{0};
 
   Mutex mu_;
   CondVar wake_;  // signalled when stopping_ is set

@@ -53,6 +53,11 @@ void WorkerPool::StopAndJoin() {
   for (auto& t : threads) t.join();
 }
 
+size_t WorkerPool::idle_expiries() const {
+  MutexLock lock(&mu_);
+  return idle_expiries_;
+}
+
 size_t WorkerPool::threads() const {
   MutexLock lock(&mu_);
   return live_;
@@ -81,6 +86,7 @@ void WorkerPool::Loop() {
     const bool woken = stopping_ || !tasks_.empty();
     --idle_;
     if (!woken) {
+      ++idle_expiries_;
       if (live_ > min_threads_) break;  // idle too long: retire
       continue;
     }

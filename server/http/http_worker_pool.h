@@ -50,6 +50,9 @@ class WorkerPool {
 
   // Threads alive and not exiting (running a task or waiting for one).
   size_t threads() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Idle timeouts that have expired so far (a thread retired, or stayed as
+  // one of the min_threads): lets a test wait for the reaping to have run.
+  size_t idle_expiries() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);
@@ -62,6 +65,7 @@ class WorkerPool {
   CondVar cv_;  // signalled for a queued task (one idle thread) and on stop (all)
   std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting for a task
+  size_t idle_expiries_ ABSL_GUARDED_BY(mu_) = 0;
   size_t live_ ABSL_GUARDED_BY(mu_) = 0;  // threads not exiting
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::unordered_map<std::thread::id, std::thread> all_ ABSL_GUARDED_BY(mu_);  // not yet joined

@@ -42,7 +42,11 @@ TEST(WorkerPoolTest, ShrinksToItsMinimumAfterABurstAndJoinsWhatExits) {
   ASSERT_TRUE(pool.Submit([&] { ran.set_value(); }));
   auto done = ran.get_future();
   WaitOrDie(done, "a task after the pool shrank");
-  std::this_thread::sleep_for(300ms);  // several idle timeouts: the minimum stays
+  // Several idle timeouts pass (counted, not slept for: with no reaping the
+  // wait fails), and the minimum stays.
+  const size_t expiries = pool.idle_expiries();
+  for (int i = 0; i < 2000 && pool.idle_expiries() < expiries + 4; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_GE(pool.idle_expiries(), expiries + 4) << "the idle timeouts never expired";
   EXPECT_EQ(pool.threads(), 2u);
   pool.StopAndJoin();
   EXPECT_EQ(pool.threads(), 0u);
