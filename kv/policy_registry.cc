@@ -30,7 +30,7 @@ bool Always(const KvPolicyOptions&) { return true; }
 // SnapKV keeps its observation window's own KV (the concatenation with
 // k_cur in its Algorithm 1) and scores only the keys before it.
 int32_t ObservationWindow(const KvPolicyOptions& o) { return o.recent_queries; }
-// H2O: "the heavy-hitter and recent budgets are equal" (its experiments' 50%/50% split).
+// H2O: heavy-hitter and recent slots split the budget evenly (the 50%/50% split of its experiments).
 int32_t HalfTheBudget(const KvPolicyOptions& o) { return o.budget / 2; }
 
 // The registry. A new policy: an enumerator in kv_policy.h, its constructor
