@@ -59,10 +59,14 @@ void FuzzText(std::string_view text, bool parse_special, bool add_bos, bool rend
 void FuzzIds(std::string_view bytes, bool render_special) {
   const beacon::Tokenizer& tok = Tok();
   std::vector<int32_t> ids;
-  for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
-    const uint32_t v =
-        static_cast<uint8_t>(bytes[i]) | (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8);
-    ids.push_back(static_cast<int32_t>((v * 3u) % static_cast<uint32_t>(tok.vocab_size())));  // spread over 151K ids
+  // Three bytes an id: 2^24 values over the ~152K ids, so every id is
+  // reachable, the special ones at the vocabulary's end (<think>, </think>,
+  // EOS) included. (Two bytes times 3 reached only multiples of 3: issue 46.)
+  for (size_t i = 0; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = static_cast<uint8_t>(bytes[i]) |
+                       (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8) |
+                       (static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 2])) << 16);
+    ids.push_back(static_cast<int32_t>(v % static_cast<uint32_t>(tok.vocab_size())));
   }
   beacon::IncrementalDetokenizer detok(&tok, render_special);
   std::string streamed;
