@@ -99,6 +99,10 @@ if [ -z "$bin" ]; then
   bin="$root/build-gpu/bin"
 fi
 # "${launch[@]}" prefixes every binary: empty, or the bundled loader.
+# The GPU machine's own python3 runs the Python tools: it holds PyTorch (the
+# peer needs it), there is no .venv there, and the other tools need only the
+# standard library. GPU_PYTHON overrides it.
+gpu_python=${GPU_PYTHON:-python3}
 
 # ---- stages -----------------------------------------------------------------
 status=0
@@ -116,7 +120,7 @@ for shape in $shapes; do
     tail -12 "$work/bench-$cfg.log"
   fi
   if want peer; then
-    run "peer $cfg" 90 python3 tools/gpu_torch_peer.py --config "configs/$cfg.json" --batches "$batches" \
+    run "peer $cfg" 90 "$gpu_python" tools/gpu_torch_peer.py --config "configs/$cfg.json" --batches "$batches" \
       --context "$ctx" --steps 64 --json "$work/peer-$cfg.json" > "$work/peer-$cfg.log" 2>&1 || status=1
     cat "$work/peer-$cfg.log" | grep "torch peer"
   fi
@@ -131,7 +135,7 @@ if want profile; then
       "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" --batches "$batches" \
       --context "$ctx" --steps 4 --kv-budget 2048 --parts decode,overhead --profile \
       --json "$work/profile-$cfg.json" > "$work/ncu-$cfg.csv" 2> "$work/ncu-$cfg.log" || status=1
-    python3 tools/ncu_summary.py "$work/ncu-$cfg.csv" "$work/profile-$cfg.json" --timed-json "$work/bench-$cfg.json" \
+    "$gpu_python" tools/ncu_summary.py "$work/ncu-$cfg.csv" "$work/profile-$cfg.json" --timed-json "$work/bench-$cfg.json" \
       --json "$work/phases-$cfg.json" > "$work/phases-$cfg.txt" 2>&1
     cat "$work/phases-$cfg.txt"; pack
   else
@@ -155,6 +159,6 @@ pack
   echo "==================== gpu-check summary ===================="
   echo "GPU: $(cat "$work/gpu.txt")   host: $(tr '\n' ' ' < "$work/cpus.txt")"
   cat "$work/stages.txt"
-  python3 tools/gpu_check_summary.py "$work" 2>&1
+  "$gpu_python" tools/gpu_check_summary.py "$work" 2>&1
 } | tee "$out/summary.txt"
 exit $status
