@@ -89,28 +89,57 @@ def test_parse_inline_answers():
 def test_score_chain():
     golds = [7, 60, "140"]
     s = chain_task.score_chain(golds, "Answer 1: 7\nAnswer 2: 60\nAnswer 3: 140\nRECAP: 7; 60; 140", "stop")
-    assert s["correct"] and s["n_correct"] == 3 and s["recap_found"] and s["recap_items"] == 3
+    assert s["correct"] and s["n_correct"] == 3 == s["n_in_place"] and s["recap_found"] and s["recap_items"] == 3
     assert [a["position"] for a in s["answers"]] == [1, 2, 3]
-    assert s["answers"][1] == {"position": 2, "gold": "60", "recap": "60", "inline": "60", "correct": True}
-    # A wrong entry; a missing one; an extra one that shifts the rest.
+    assert s["answers"][1] == {"position": 2, "gold": "60", "recap": "60", "matched": 1, "inline": "60",
+                               "recalled": True, "correct": True, "in_place": True}
+    assert s["recap_entries"] == ["7", "60", "140"]
+    # Recalled: the entry matches the chain's own answer, right or wrong; skipped: not recalled.
+    s = chain_task.score_chain(golds, "Answer 1: 8\nAnswer 2: 60\nAnswer 3: 140\nRECAP: 8; 140", "stop")
+    assert [(a["recalled"], a["correct"]) for a in s["answers"]] == [(True, False), (False, False), (True, True)]
+    # A wrong entry; a missing last one.
     assert [a["correct"] for a in chain_task.score_chain(golds, "RECAP: 7; 61; 140", "stop")["answers"]] == \
         [True, False, True]
     s = chain_task.score_chain(golds, "RECAP: 7; 60", "stop")
     assert [a["correct"] for a in s["answers"]] == [True, True, False] and not s["correct"]
-    assert s["answers"][2]["recap"] is None
+    assert s["answers"][2]["recap"] is None and s["answers"][2]["matched"] is None
+    # An extra entry in front: matched in order, every answer right, none in place.
     s = chain_task.score_chain(golds, "RECAP: 5; 7; 60; 140", "stop")
-    assert s["n_correct"] == 0 and s["recap_items"] == 4
-    # No recap line: every entry is wrong, even with every inline answer right.
+    assert s["n_correct"] == 3 and s["n_in_place"] == 0 and s["recap_items"] == 4
+    assert [a["matched"] for a in s["answers"]] == [1, 2, 3]
+    # A skipped entry costs that answer only (in place, every later one).
+    s = chain_task.score_chain([7, 60, 140, 9], "RECAP: 7; 140; 9", "stop")
+    assert [a["correct"] for a in s["answers"]] == [True, False, True, True] and s["n_in_place"] == 1
+    # Equal answers: matched in order, each entry once.
+    s = chain_task.score_chain([64, 3, 64], "RECAP: 64; 64", "stop")
+    assert [a["matched"] for a in s["answers"]] == [0, None, 1]
+    # Out of order: the longest in-order match only.
+    assert chain_task.score_chain([1, 2, 3], "RECAP: 3; 2; 1", "stop")["n_correct"] == 1
+    # More than 2k entries: read in place only.
+    s = chain_task.score_chain([1, 2], "RECAP: 5; 1; 2; 3; 4", "stop")
+    assert s["n_correct"] == 0 and s["recap_items"] == 5
+    assert chain_task.score_chain([1, 2], "RECAP: 1; 9; 9; 9; 9", "stop")["n_correct"] == 1
+    # No recap line: every answer is wrong, even with every inline answer right.
     s = chain_task.score_chain(golds, "Answer 1: 7\nAnswer 2: 60\nAnswer 3: 140", "stop")
     assert s["n_correct"] == 0 and not s["recap_found"] and [a["inline"] for a in s["answers"]] == ["7", "60", "140"]
     # Cut at max_tokens: wrong, whatever it wrote.
     s = chain_task.score_chain(golds, "RECAP: 7; 60; 140", "length")
-    assert s["n_correct"] == 0 and not s["correct"] and s["recap_found"]
+    assert s["n_correct"] == 0 == s["n_in_place"] and not s["correct"] and s["recap_found"]
+
+
+def test_rescore():
+    old = {"answers": [{"position": 1, "gold": "7", "recap": "5", "correct": False},
+                       {"position": 2, "gold": "60", "recap": "7", "correct": False}],
+           "text": "RECAP: 5; 7; 60", "finish_reason": "stop", "correct": False, "n_correct": 0, "policy": "full"}
+    new = chain_task.rescore(old)
+    assert new["n_correct"] == 2 and new["correct"] and new["policy"] == "full" and new["n_in_place"] == 0
+    assert old["n_correct"] == 0, "the input is not changed"
 
 
 def _chain(policy, budget, index, correct, k=4, tokens=1200, finish="stop", inline=None):
     answers = [{"position": p + 1, "gold": str(p), "recap": str(p) if correct[p] else "99",
-                "inline": str(p) if inline is None else inline[p], "correct": correct[p]} for p in range(k)]
+                "inline": str(p) if inline is None else inline[p], "correct": correct[p],
+                "in_place": correct[p] and p != 0} for p in range(k)]
     return {"model": "m.gguf", "family": "gsm_symbolic", "seed": 1, "task": "recap", "k": k, "prompt": "brief",
             "index": index,
             "policy": policy, "budget": budget, "interval": 0 if policy == "full" else 16, "max_tokens": 3000,
@@ -130,9 +159,11 @@ def test_recap_summary():
     # Another prompt is another group: its cells never pair with these.
     other = recap_summary.summarize_recap(full + [dict(r, prompt="steps") for r in beacon])
     assert other.count("### recap of 4 x") == 2 and "| beacon | 128 | 16 | default | 40 | 6:0" not in other, other
-    assert "| full | - | - | - | 10 | 87.5% (35/40) | 50.0% (5/10) | 100.0% (40/40) | 87.5% (35/40) |" in text, text
-    assert "| beacon | 128 | 16 | default | 10 | 72.5% (29/40) | 30.0% (3/10) |" in text, text
-    assert "| h2o | 128 | 16 | default | 10 | 0.0% (0/40) | 0.0% (0/10) | 100.0% (40/40) | 0.0% (0/36) |" in text
+    assert "| full | - | - | - | 10 | 87.5% (35/40) | 62.5% (25/40) | 50.0% (5/10) | 100.0% (40/40) | 87.5% (35/40) |" \
+        in text, text
+    assert "| beacon | 128 | 16 | default | 10 | 72.5% (29/40) | 55.0% (22/40) | 30.0% (3/10) |" in text, text
+    assert "| h2o | 128 | 16 | default | 10 | 0.0% (0/40) | 0.0% (0/40) | 0.0% (0/10) | 100.0% (40/40) | 0.0% (0/36) |" \
+        in text
     assert "| 100.0% (10/10) | 1 |" in text, text
     # Per answer 6:0 (p = 2/64), per chain 2:0 (chains 0 and 2).
     assert "| beacon | 128 | 16 | default | 40 | 6:0 | 0.031 |" in text and "| 10 | 2:0 | 0.500 |" in text, text

@@ -8,12 +8,17 @@ after another, each ending in a line "Answer i: N", then writes a final line
 listing every answer in order. Writing the recap reads answers written hundreds or thousands
 of tokens earlier: the revisit a KV policy must keep (the first answer is furthest back).
 
-Scoring (score_chain): the recap's i-th entry against problem i's gold answer, by value
-(normalize_number: "1,200", "$1,200", "1200 apples" all read 1200). An entry missing from the
-recap, no recap line at all, or a chain cut at max_tokens (finish_reason "length", whatever it
-wrote) is wrong. The chain is correct when every entry is. The inline "Answer i:" lines are
-recorded beside the recap (was the problem solved, and was its answer recalled as written),
-not scored.
+Scoring (score_chain): the recap's entries are matched to the problems in order, by value
+(normalize_number: "1,200", "$1,200", "1200 apples" all read 1200): a longest common
+subsequence of the entries and the gold answers (align). Problem i's answer is correct when an
+entry matches it. So an entry the model skips (the full cache does, at k = 16) costs that
+answer alone, and a loss is filed under the position that was lost, not under every position
+after it. The strict reading, entry i against problem i, is recorded beside it (`in_place`).
+An answer missing from the recap, no recap line at all, or a chain cut at max_tokens
+(finish_reason "length", whatever it wrote) is wrong. The chain is correct when every answer
+is. A recap of more than 2k entries is read in place only (a dump of numbers would match by
+chance). The inline "Answer i:" lines are recorded beside the recap (was the problem solved,
+and was its answer recalled as written), not scored.
 
 Chain c of a run takes problems c*k .. c*k+k-1 of the family's dataset at the run's seed,
 so a chain's problems are fixed by (family, seed, k, c) alone.
@@ -142,20 +147,60 @@ def parse_inline(text, k):
 # Scoring
 
 
+def align(items, golds):
+    """For each gold, the index of the recap entry matched to it, or None: a longest common
+    subsequence of the two lists under equality by value. Of equally long ones, the walk from
+    the start takes a match where one lies on a longest path, else skips an entry before it
+    skips a gold (deterministic)."""
+    m, k = len(items), len(golds)
+    eq = [[rev.numbers_equal(items[j], golds[i]) for j in range(m)] for i in range(k)]
+    dp = [[0] * (m + 1) for _ in range(k + 1)]
+    for i in range(k - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            dp[i][j] = max(dp[i + 1][j + 1] + 1 if eq[i][j] else 0, dp[i + 1][j], dp[i][j + 1])
+    out, i, j = [None] * k, 0, 0
+    while i < k and j < m:
+        if eq[i][j] and dp[i][j] == dp[i + 1][j + 1] + 1:
+            out[i] = j
+            i, j = i + 1, j + 1
+        elif dp[i][j + 1] == dp[i][j]:
+            j += 1
+        else:
+            i += 1
+    return out
+
+
 def score_chain(golds, text, finish_reason):
-    """{"answers": [{"position", "gold", "recap", "inline", "correct"}], "correct", "n_correct",
-    "recap_found", "recap_items"} of one chain. Entry i (position i + 1 in the recap) is correct
-    when it equals gold i by value and the chain was not cut at max_tokens."""
+    """{"answers": [{"position", "gold", "recap", "matched", "inline", "recalled", "correct",
+    "in_place"}], "correct", "n_correct", "n_in_place", "recap_found", "recap_items",
+    "recap_entries"} of one chain. Position i + 1 is problem i; "recap" is the recap's (i + 1)-th
+    entry, "matched" the index of the entry align() matched to gold i (None: none). correct:
+    matched, and the chain not cut at max_tokens; in_place: the (i + 1)-th entry equals gold i,
+    and not cut; recalled: the problem's own "Answer i:" value is matched by an entry (align
+    against the inline values; False where there is none), right or wrong."""
     k = len(golds)
     found, items = parse_recap(text)
     inline = parse_inline(text, k)
     cut = finish_reason == "length"
+    gold_values = [rev.normalize_number(str(g)) for g in golds]
+    matched = align(items, gold_values) if len(items) <= 2 * k else [
+        i if i < len(items) and rev.numbers_equal(items[i], g) else None for i, g in enumerate(gold_values)]
+    recalled = align(items, inline) if len(items) <= 2 * k else [None] * k
     answers = []
     for i, gold in enumerate(golds):
         got = items[i] if i < len(items) else None
-        ok = not cut and rev.numbers_equal(got, rev.normalize_number(str(gold)))
-        answers.append({"position": i + 1, "gold": str(gold), "recap": got, "inline": inline[i],
-                        "correct": bool(ok)})
+        answers.append({"position": i + 1, "gold": str(gold), "recap": got, "matched": matched[i],
+                        "inline": inline[i], "recalled": recalled[i] is not None,
+                        "correct": not cut and matched[i] is not None,
+                        "in_place": bool(not cut and rev.numbers_equal(got, gold_values[i]))})
     n_correct = sum(a["correct"] for a in answers)
-    return {"answers": answers, "correct": n_correct == k, "n_correct": n_correct, "recap_found": found,
-            "recap_items": len(items)}
+    return {"answers": answers, "correct": n_correct == k, "n_correct": n_correct,
+            "n_in_place": sum(a["in_place"] for a in answers), "recap_found": found, "recap_items": len(items),
+            "recap_entries": items}
+
+
+def rescore(record):
+    """The record with its scoring fields recomputed from its text, gold answers and finish
+    reason (score_chain): for records scored by an earlier rule."""
+    scored = score_chain([a["gold"] for a in record["answers"]], record["text"], record["finish_reason"])
+    return {**record, **scored}

@@ -579,6 +579,27 @@ def run(args):
             server.close()
 
 
+def rescore_file(path):
+    """Rewrites `path` (through a temporary file and a rename) with every recap record rescored;
+    lines that are not recap records (other tasks, a torn last line) are kept byte for byte."""
+    import chain_task  # noqa: PLC0415 (imports this module)
+    out, n = [], 0
+    with open(path) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                out.append(line)
+                continue
+            if r.get("task") == "recap":
+                line, n = json.dumps(chain_task.rescore(r)) + "\n", n + 1
+            out.append(line)
+    with open(path + ".tmp", "w") as f:
+        f.writelines(out)
+    os.replace(path + ".tmp", path)
+    print(f"[reasoning_eval] rescored {n} recap records of {path}", file=sys.stderr)
+
+
 def summary_text(records):
     """The single-problem task's tables (summarize, unchanged), then the recap task's."""
     single = [r for r in records if r.get("task") != "recap"]
@@ -626,6 +647,9 @@ def main(argv=None):
     r.add_argument("--allow-mixed-binaries", action="store_true",
                    help="append to a records file whose earlier rows name another beacon-serve binary")
     r.add_argument("--out", required=True, help="records JSONL (appended; existing records are skipped)")
+    rs = sub.add_parser("rescore", help="recompute the recap records' scoring from their text (chain_task.rescore), "
+                        "in place; other records are left as they are")
+    rs.add_argument("records")
     s = sub.add_parser("summary", help="tables of a records file")
     s.add_argument("records")
     s.add_argument("--markdown", help="also write the tables to this file")
@@ -634,6 +658,8 @@ def main(argv=None):
         if not args.url and not args.model:
             ap.error("run needs --model (start a server) or --url (attach)")
         run(args)
+    elif args.cmd == "rescore":
+        rescore_file(args.records)
     else:
         text = summary_text(load_records(args.records))
         print(text)

@@ -76,28 +76,30 @@ def summarize_recap(records):
         full = cells.get(("full", 0, 0, None, None))
         lines.append(f"### recap of {k} x {family}, seed {seed}, {model}, max_tokens {max_tokens}"
                      f"{', prompt ' + prompt if prompt else ''}\n")
-        lines.append("| policy | budget | interval | window | chains | per answer | all correct | solved inline "
+        lines.append("| policy | budget | interval | window | chains | per answer | in place | all correct | solved inline "
                      "| recalled as written | mean chain | truncated | no recap | evictions/seq | peak KV slots "
                      "(mean / max) |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in ordered:
             rs = list(cells[c].values())
             ans = [a for r in rs for a in r["answers"]]
             solved = sum(rev.numbers_equal(a["inline"], rev.normalize_number(a["gold"])) for a in ans)
             written = [a for r in rs if r["recap_found"] for a in r["answers"] if a["inline"] is not None]
-            recalled = sum(rev.numbers_equal(a["recap"], a["inline"]) for a in written)
+            recalled = sum(a.get("recalled", rev.numbers_equal(a["recap"], a["inline"])) for a in written)
             peaks = [r["peak_cached_tokens"] for r in rs if r.get("peak_cached_tokens") is not None]
             peak = f"{rev._mean(peaks):.0f} / {max(peaks)}" if peaks else "n/a"
             lines.append(f"{_setting(c)} {len(rs)} | {_pct(sum(a['correct'] for a in ans), len(ans))} "
+                         f"| {_pct(sum(a.get('in_place', False) for a in ans), len(ans))} "
                          f"| {_pct(sum(r['correct'] for r in rs), len(rs))} | {_pct(solved, len(ans))} "
                          f"| {_pct(recalled, len(written))} | {rev._f(rev._mean([r['completion_tokens'] for r in rs]))} "
                          f"| {_pct(sum(r['finish_reason'] == 'length' for r in rs), len(rs))} "
                          f"| {sum(not r['recap_found'] for r in rs)} "
                          f"| {rev._f(rev._mean([r.get('evictions') for r in rs]), 2) or 'n/a'} | {peak} |")
         lines.append("")
-        lines.append("Per answer: the recap's entries; solved inline: the problem's own \"Answer i:\" line is "
-                     "right; recalled as written: the recap's entry equals that line (of the entries that have "
-                     "one, in chains that wrote a recap line). A chain cut at max_tokens scores no entry.\n")
+        lines.append("Per answer: the recap's entries matched to the problems in order (chain_task.align); in "
+                     "place: entry i against problem i; solved inline: the problem's own \"Answer i:\" line is "
+                     "right; recalled as written: an entry matches that line's value, in order (of the problems "
+                     "that have one, in chains that wrote a recap line). A chain cut at max_tokens scores no entry.\n")
         if full is not None and len(cells) > 1:
             lines += _vs_full(cells, full, ordered, k)
         lines += _peers(cells, ordered)

@@ -26,6 +26,7 @@ fi
 #   run-pilot.sh                                   gsm_symbolic, brief, k 4 and 6
 #   PROMPT=steps KS="4 5" run-pilot.sh             gsm_symbolic, steps, k 4 (k 5 stopped: no better)
 #   FAMILY=simple_equations KS=8 run-pilot.sh      simple_equations, brief, k 8
+#   FAMILY=simple_equations KS=16 run-pilot.sh     simple_equations, brief, k 16
 N=${N:-12}
 PROMPT=${PROMPT:-brief}
 FAMILY=${FAMILY:-gsm_symbolic}
