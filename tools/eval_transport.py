@@ -60,7 +60,16 @@ class Grpc:
                 "kv_policy": last.kv.policy, "kv_budget": last.kv.budget,
                 "peak_cached_tokens": last.kv.peak_cached_tokens, "evictions": last.kv.evictions,
                 "evicted_tokens": last.kv.evicted_tokens, "reserved_tokens": last.kv.reserved_tokens,
-                "preemptions": last.kv.preemptions, "total_seconds": last.timings.total_seconds}
+                "preemptions": last.kv.preemptions, "total_seconds": last.timings.total_seconds,
+                # Bytes of one KV slot and of the policy's own state at the peak (issue 45's bytes
+                # accounting). A slot always has bytes, so bytes_per_slot 0 is a server that does
+                # not report them (proto3 has no presence): both None then.
+                **_kv_bytes(last.kv)}
+
+
+def _kv_bytes(kv):
+    per_slot = getattr(kv, "bytes_per_slot", 0)
+    return {"bytes_per_slot": per_slot or None, "state_bytes": getattr(kv, "state_bytes", 0) if per_slot else None}
 
 
 class OpenAi:

@@ -539,7 +539,8 @@ def run(args):
                         "completion_tokens": out["completion_tokens"], "cached_tokens": out.get("cached_tokens"),
                         "peak_cached_tokens": out.get("peak_cached_tokens"), "evictions": out.get("evictions"),
                         "evicted_tokens": out.get("evicted_tokens"), "reserved_tokens": out.get("reserved_tokens"),
-                        "preemptions": out.get("preemptions"), "wall_s": round(time.time() - t, 2),
+                        "preemptions": out.get("preemptions"), "bytes_per_slot": out.get("bytes_per_slot"),
+                        "state_bytes": out.get("state_bytes"), "wall_s": round(time.time() - t, 2),
                         **provenance, "kv_options": kv_options[(pol, bud)], "text": out["text"]})
             if args.variant:
                 rec["variant"] = args.variant
