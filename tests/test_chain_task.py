@@ -162,8 +162,8 @@ def test_recap_summary():
     assert "| full | - | - | - | 10 | 87.5% (35/40) | 62.5% (25/40) | 50.0% (5/10) | 100.0% (40/40) | 87.5% (35/40) |" \
         in text, text
     assert "| beacon | 128 | 16 | default | 10 | 72.5% (29/40) | 55.0% (22/40) | 30.0% (3/10) |" in text, text
-    assert "| h2o | 128 | 16 | default | 10 | 0.0% (0/40) | 0.0% (0/40) | 0.0% (0/10) | 100.0% (40/40) | 0.0% (0/36) |" \
-        in text
+    assert ("| h2o | 128 | 16 | default | 10 | 0.0% (0/40) | 0.0% (0/40) | 0.0% (0/10) | 100.0% (40/40) "
+            "| 0.0% (0/36) |") in text, text
     assert "| 100.0% (10/10) | 1 |" in text, text
     # Per answer 6:0 (p = 2/64), per chain 2:0 (chains 0 and 2).
     assert "| beacon | 128 | 16 | default | 40 | 6:0 | 0.031 |" in text and "| 10 | 2:0 | 0.500 |" in text, text

@@ -76,7 +76,8 @@ def summarize_recap(records):
         full = cells.get(("full", 0, 0, None, None))
         lines.append(f"### recap of {k} x {family}, seed {seed}, {model}, max_tokens {max_tokens}"
                      f"{', prompt ' + prompt if prompt else ''}\n")
-        lines.append("| policy | budget | interval | window | chains | per answer | in place | all correct | solved inline "
+        lines.append("| policy | budget | interval | window | chains | per answer | in place | all correct "
+                     "| solved inline "
                      "| recalled as written | mean chain | truncated | no recap | evictions/seq | peak KV slots "
                      "(mean / max) |")
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -91,7 +92,8 @@ def summarize_recap(records):
             lines.append(f"{_setting(c)} {len(rs)} | {_pct(sum(a['correct'] for a in ans), len(ans))} "
                          f"| {_pct(sum(a.get('in_place', False) for a in ans), len(ans))} "
                          f"| {_pct(sum(r['correct'] for r in rs), len(rs))} | {_pct(solved, len(ans))} "
-                         f"| {_pct(recalled, len(written))} | {rev._f(rev._mean([r['completion_tokens'] for r in rs]))} "
+                         f"| {_pct(recalled, len(written))} "
+                         f"| {rev._f(rev._mean([r['completion_tokens'] for r in rs]))} "
                          f"| {_pct(sum(r['finish_reason'] == 'length' for r in rs), len(rs))} "
                          f"| {sum(not r['recap_found'] for r in rs)} "
                          f"| {rev._f(rev._mean([r.get('evictions') for r in rs]), 2) or 'n/a'} | {peak} |")
