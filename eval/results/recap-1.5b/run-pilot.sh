@@ -26,14 +26,20 @@ fi
 #   run-pilot.sh                                   gsm_symbolic, brief, k 4 and 6
 #   PROMPT=steps KS="4 5" run-pilot.sh             gsm_symbolic, steps, k 4 (k 5 stopped: no better)
 #   FAMILY=simple_equations KS=8 run-pilot.sh      simple_equations, brief, k 8
-#   FAMILY=simple_equations KS=16 run-pilot.sh     simple_equations, brief, k 16
+#   FAMILY=simple_equations KS=16 run-pilot.sh     simple_equations, brief, k 16 (chosen)
+#   FAMILY=simple_equations KS=16 N=6 CELLS="beacon:128 streaming:128" CONCURRENCY=12 run-pilot.sh
+#                                                  a first look at compression at 10% of the mean chain:
+#                                                  started 21:34, stopped 22:03 with no chain done (the
+#                                                  server had ~9% of a core beside a CI build); not run
 N=${N:-12}
 PROMPT=${PROMPT:-brief}
 FAMILY=${FAMILY:-gsm_symbolic}
+CELLS=${CELLS:-full}
+CONCURRENCY=${CONCURRENCY:-8}
 for k in ${KS:-4 6}; do
   nice -n 19 .venv/bin/python tools/reasoning_eval.py run --task recap --k "$k" --prompt "$PROMPT" --model models/qwen2.5-coder-1.5b.gguf \
-    --family "$FAMILY" --seed 1 -n "$N" --max-tokens 3000 --concurrency 8 --bin "$BIN" --interval 16 \
-    --server-log "$LOGS/serve-pilot.log" --out "$R/pilot.jsonl" --cells full
+    --family "$FAMILY" --seed 1 -n "$N" --max-tokens 3000 --concurrency "$CONCURRENCY" --bin "$BIN" --interval 16 \
+    --server-log "$LOGS/serve-pilot.log" --out "$R/pilot.jsonl" --cells $CELLS
   .venv/bin/python tools/reasoning_eval.py summary "$R/pilot.jsonl" --markdown "$R/pilot-summary.md" > /dev/null
 done
 echo "run-pilot.sh: done"
