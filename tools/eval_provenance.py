@@ -173,22 +173,28 @@ def server_env(env):
 # One binary per records file
 
 
-def binaries_in(path):
-    """{binary_sha256 or None: rows} of a records file (None: rows that name no binary)."""
-    seen = {}
+def read_jsonl(path):
+    """The records of a JSONL file in order, blank and torn lines (an interrupted append) skipped;
+    none when the file does not exist."""
     if not os.path.exists(path):
-        return seen
+        return
     with open(path) as f:
         for line in f:
             line = line.strip()
             if not line:
                 continue
             try:
-                r = json.loads(line)
+                yield json.loads(line)
             except json.JSONDecodeError:
                 continue
-            sha = r.get("binary_sha256")
-            seen[sha] = seen.get(sha, 0) + 1
+
+
+def binaries_in(path):
+    """{binary_sha256 or None: rows} of a records file (None: rows that name no binary)."""
+    seen = {}
+    for r in read_jsonl(path):
+        sha = r.get("binary_sha256")
+        seen[sha] = seen.get(sha, 0) + 1
     return seen
 
 

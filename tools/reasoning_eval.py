@@ -212,19 +212,10 @@ def record_key(r):
 
 def load_records(path):
     """Records of a JSONL file (a torn last line is skipped), the last of each key kept."""
+    import eval_provenance as prov  # noqa: PLC0415
     out = {}
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            out[record_key(r)] = r
+    for r in prov.read_jsonl(path):
+        out[record_key(r)] = r
     return list(out.values())
 
 
