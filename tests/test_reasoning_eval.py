@@ -127,6 +127,13 @@ def test_variants_are_cells_of_their_own():
     full = [_rec("full", 0, 0, i, True) for i in range(10)]
     assert re_eval.record_key(base[0]) != re_eval.record_key(r4k28[0])
     assert re_eval.record_key(base[0]) == re_eval.record_key(dict(base[0], variant=None)), "old records key alike"
+    # A budget in bytes is its own cell: beside the slot budget of the same N, paired only with its own peers.
+    in_bytes = [dict(_rec("beacon", 64, 16, i, i < 2), match="bytes", kv_budget=20) for i in range(10)]
+    assert re_eval.record_key(in_bytes[0]) != re_eval.record_key(base[0])
+    assert re_eval.record_key(base[0]) == re_eval.record_key(dict(base[0], match=None)), "old records key alike"
+    t2 = re_eval.summarize(full + base + in_bytes)
+    assert "| beacon (bytes) | 64 | 16 | default | 10 | 20.0% (2) |" in t2, t2
+    assert "Pairs at budget 64 in bytes" not in t2, "one cell per setting: no pairs"
     text = re_eval.summarize(full + base + r4k28)
     assert "| beacon | 64 | 16 | default | 10 | 50.0% (5) |" in text, text
     assert "| beacon [r4k28] | 64 | 16 | default | 10 | 80.0% (8) |" in text and "10, 2:0 | 0.500 |" in text, text
@@ -134,8 +141,9 @@ def test_variants_are_cells_of_their_own():
 
 
 def test_cells():
-    assert re_eval.parse_cell("beacon:64") == ("beacon", 64)
-    assert re_eval.parse_cell("full") == ("full", None)
+    assert re_eval.parse_cell("beacon:64") == ("beacon", 64, None)
+    assert re_eval.parse_cell("beacon:b288") == ("beacon", 288, "bytes")
+    assert re_eval.parse_cell("full") == ("full", None, None)
     assert re_eval.cell_of("full", 64, 16, 8) == ("full", 0, 0, None)
     assert re_eval.cell_of("rkv", 64, 16) == ("rkv", 64, 16, None)
     assert re_eval.cell_of("rkv", 64, 16, 8) == ("rkv", 64, 16, 8)
@@ -143,8 +151,8 @@ def test_cells():
     old = _rec("rkv", 64, 16, 3, True)
     assert re_eval.record_key(old) == re_eval.record_key(dict(old, window=None))
     # Any well-formed name passes (the server's registry says whether it exists); a malformed one does not.
-    assert re_eval.parse_cell("newpolicy:32") == ("newpolicy", 32)
-    for bad in ("No pe:1", "full:64"):
+    assert re_eval.parse_cell("newpolicy:32") == ("newpolicy", 32, None)
+    for bad in ("No pe:1", "full:64", "beacon:x64", "beacon:b"):
         try:
             re_eval.parse_cell(bad)
         except Exception:  # noqa: BLE001

@@ -37,10 +37,16 @@ class Grpc:
                          "window": p.window, "keep_prompt": p.keep_prompt, "recent_queries": p.recent_queries,
                          "beacons": p.beacons} for p in info.kv_policies}
 
-    def chat(self, content, policy, budget, max_tokens, request_id):
+    def bytes_per_slot(self):
+        """Bytes of one KV slot, what KvOptions.budget_bytes counts in (0: the server takes no byte budgets)."""
+        return self.stub.GetModelInfo(self.pb.GetModelInfoRequest(), timeout=60).kv_bytes_per_slot
+
+    def chat(self, content, policy, budget, max_tokens, request_id, budget_bytes=None):
         pb = self.pb
         kv = pb.KvOptions(policy=policy)
-        if budget:
+        if budget_bytes:
+            kv.budget_bytes = budget_bytes
+        elif budget:
             kv.budget = budget
         req = pb.GenerateRequest(request_id=request_id,
                                  chat=pb.ChatInput(messages=[pb.ChatMessage(role="user", content=content)]),
@@ -64,12 +70,24 @@ class Grpc:
                 # Bytes of one KV slot and of the policy's own state at the peak (issue 45's bytes
                 # accounting). A slot always has bytes, so bytes_per_slot 0 is a server that does
                 # not report them (proto3 has no presence): both None then.
-                **_kv_bytes(last.kv)}
+                **_kv_bytes(last.kv), "kv_options": _kv_options(last.kv)}
 
 
 def _kv_bytes(kv):
     per_slot = getattr(kv, "bytes_per_slot", 0)
     return {"bytes_per_slot": per_slot or None, "state_bytes": getattr(kv, "state_bytes", 0) if per_slot else None}
+
+
+def _kv_options(kv):
+    """KvStats.options as a dict (every field, defaults included): the options the request ran with, as the
+    server resolved them; None from a server that does not report them, or under full."""
+    from google.protobuf import json_format  # noqa: PLC0415
+    if not kv.HasField("options"):
+        return None
+    o = json_format.MessageToDict(kv.options, preserving_proto_field_name=True,
+                                  always_print_fields_with_no_presence=True)
+    o["seed"] = int(o.get("seed", 0))  # uint64 is a string in proto JSON
+    return {"policy": kv.policy, **o}
 
 
 class OpenAi:

@@ -18,7 +18,12 @@ already there, so a run of hours can be stopped and resumed at any point.
     # paired exact McNemar against full and between peers, Holm-corrected
     .venv/bin/python tools/reasoning_eval.py summary eval/results/reasoning-1.5b/records.jsonl
 
-A cell is `policy` or `policy:budget` (a budget the server's range allows).
+A cell is `policy`, `policy:budget` (a budget the server's range allows) or
+`policy:bN`, a budget in bytes (issue 45): the bytes of N slots
+(GetModelInfo's kv_bytes_per_slot), sent as `KvOptions.budget_bytes`, so the
+policy keeps the slots its own state leaves (recorded as `kv_budget`; the
+record's `budget` is N and `match` is "bytes", a cell of its own, paired
+with the other policies' byte cells of the same N).
 The KV policy and budget go with each request (`kv_policy`/`kv_budget` on the
 OpenAI API, `KvOptions` over gRPC); the eviction interval, sinks, window and
 keep_prompt are the server's (`--kv-interval` etc.: a request naming another
@@ -37,7 +42,9 @@ openai` they are read from the server's "finished:" log line of the request
 final recap line that lists every answer in order (tools/chain_task.py; its
 tables: tools/recap_summary.py); one record per chain. Every record of either
 task names how it was made: commit, binary_sha256, server_cmd, server_env and
-the request's resolved kv_options (tools/eval_provenance.py). A records file
+the request's resolved kv_options (what the server reports it ran with,
+KvStats.options; from an older server, tools/eval_provenance.py's mirror of
+its defaults). A records file
 whose earlier rows name another binary is refused unless --allow-mixed-binaries.
 
 Nothing here imports reasoning_gym or grpc at import time: the pure functions
@@ -204,10 +211,23 @@ def cell_of(policy, budget, interval, window=None):
 
 def record_key(r):
     """A record's identity: resumption skips what the file has. `task`, `k` and `prompt` (the recap
-    prompt's name) are absent (None) on the single-problem task's records, so those written before
-    the recap task key alike."""
+    prompt's name) are absent (None) on the single-problem task's records, and `match` ("bytes") on
+    slot budgets, so records written before those existed key alike."""
     return (r["model"], r["family"], r["seed"], r["index"], r["policy"], r["budget"], r["interval"], r.get("window"),
-            r["max_tokens"], r.get("variant"), r.get("task"), r.get("k"), r.get("prompt"))
+            r["max_tokens"], r.get("variant"), r.get("task"), r.get("k"), r.get("prompt"), r.get("match"))
+
+
+def cell_key(r):
+    """The cell a record's tables file it under: (policy, budget, interval, window, variant, match)."""
+    return (r["policy"], r["budget"], r["interval"], r.get("window"), r.get("variant"), r.get("match"))
+
+
+FULL_CELL = ("full", 0, 0, None, None, None)
+
+
+def cell_label(c):
+    """The policy, the variant (server flags) it ran with, and "bytes" for a budget matched in bytes."""
+    return c[0] + (f" [{c[4]}]" if c[4] else "") + (" (bytes)" if c[5] else "")
 
 
 def load_records(path):
@@ -220,14 +240,20 @@ def load_records(path):
 
 
 def parse_cell(spec):
+    """(policy, budget, match) of `policy`, `policy:N` (N generated slots) or `policy:bN` (the bytes of N
+    slots, the policy's own state included: match "bytes"; the server gives it the slots that remain)."""
     policy, _, budget = spec.partition(":")
     if not POLICY_NAME.match(policy):
         raise argparse.ArgumentTypeError(f"{policy!r} is not a KV policy name (lowercase letters, digits, _ -)")
     if policy == "full":
         if budget:
             raise argparse.ArgumentTypeError("full takes no budget")
-        return policy, None
-    return policy, int(budget) if budget else None
+        return policy, None, None
+    match = "bytes" if budget.startswith("b") else None
+    digits = budget[1:] if match else budget
+    if budget and not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"cell {spec!r}: the budget is N (slots) or bN (the bytes of N slots)")
+    return policy, int(digits) if budget else None, match
 
 
 # ---------------------------------------------------------------------------
@@ -294,22 +320,20 @@ def summarize(records):
     groups = collections.defaultdict(dict)  # (model, family, seed, max_tokens) -> {cell: {index: record}}
     for r in records:
         g = (r["model"], r["family"], r["seed"], r["max_tokens"])
-        groups[g].setdefault((r["policy"], r["budget"], r["interval"], r.get("window"), r.get("variant")),
-                             {})[r["index"]] = r
+        groups[g].setdefault(cell_key(r), {})[r["index"]] = r
     lines = []
     order = {p: i for i, p in enumerate(POLICIES)}
 
     def sort_cell(c):
-        return (c[1], c[2], c[3] or 0, order.get(c[0], 99), c[4] or "")
+        return (c[1], c[5] or "", c[2], c[3] or 0, order.get(c[0], 99), c[4] or "")
 
-    def label(c):  # the policy, and the variant (server flags) it ran with, if any
-        return f"{c[0]} [{c[4]}]" if c[4] else c[0]
+    label = cell_label
 
     for g in sorted(groups):
         cells = groups[g]
         model, family, seed, max_tokens = g
         lines.append(f"### {family}, seed {seed}, {model}, max_tokens {max_tokens}\n")
-        full = cells.get(("full", 0, 0, None, None))
+        full = cells.get(FULL_CELL)
         # Per cell, with the comparison to full on the problems both have.
         vs_full = []
         for c in sorted(cells, key=sort_cell):
@@ -343,11 +367,11 @@ def summarize(records):
                          f"| {_f(_mean(gen_peaks), 0) or 'n/a'} | {cmp} | {_fmt_p(vf[4]) if vf else ''} "
                          f"| {_fmt_p(adj.get(c)) if vf else ''} |")
         lines.append("")
-        # Between peers: every pair of compressing policies at one (budget, interval, window).
+        # Between peers: every pair of compressing policies at one (budget, match, interval, window).
         by_setting = collections.defaultdict(list)
         for c in cells:
             if c[0] != "full":
-                by_setting[(c[1], c[2], c[3] or 0)].append(c)
+                by_setting[(c[1], c[5] or "", c[2], c[3] or 0)].append(c)
         for setting in sorted(by_setting):
             cs = sorted(by_setting[setting], key=sort_cell)
             pairs = []
@@ -361,8 +385,9 @@ def summarize(records):
             if not pairs:
                 continue
             padj = holm([p[5] for p in pairs])
-            wtext = f", window {setting[2]}" if setting[2] else ""
-            lines.append(f"Pairs at budget {setting[0]}, interval {setting[1]}{wtext} (A right/B wrong : A wrong/B right; "
+            wtext = f", window {setting[3]}" if setting[3] else ""
+            lines.append(f"Pairs at budget {setting[0]}{' in bytes' if setting[1] else ''}, interval {setting[2]}{wtext} "
+                         "(A right/B wrong : A wrong/B right; "
                          f"Holm over these {len(pairs)} tests):\n")
             lines.append("| A | B | n | A:B discordant | p | p (Holm) |")
             lines.append("|---|---|---|---|---|---|")
@@ -433,7 +458,7 @@ def _provenance(args, server, client):
                       server_cmd=server.args, server_env=prov.server_env(os.environ))
     info = client.model_info() if isinstance(client, Grpc) else {}
     options = {}
-    for policy, budget in [parse_cell(c) for c in args.cells]:
+    for policy, budget, _ in [parse_cell(c) for c in args.cells]:
         if server is not None:
             o = prov.resolve_kv_options(policy, budget, prov.parse_server_flags(server.args, os.environ))
             o["checked_by_server"] = prov.check_against_server(o, info.get(policy))
@@ -446,9 +471,17 @@ def _provenance(args, server, client):
     return fields, options
 
 
+def _record_options(out, mirrored, policy, budget):
+    """A record's kv_options: what the server reports the request ran with (KvStats.options), else (an older
+    server, the OpenAI API) the options tools/eval_provenance.py resolves from the server's flags."""
+    if out.get("kv_options"):
+        return {**out["kv_options"], "source": "server (KvStats.options)"}
+    return mirrored.get((policy, budget))
+
+
 def run(args):
     cells = [parse_cell(c) for c in args.cells]
-    for p, b in cells:
+    for p, b, _ in cells:
         if p != "full" and b is None:
             sys.exit(f"cell {p} needs a budget (policy:budget)")
     recap = args.task == "recap"
@@ -469,14 +502,14 @@ def run(args):
     # --instruction replaces a named prompt: such records name no prompt ("custom"), so keep them apart.
     task_fields = {"task": "recap", "k": args.k, "prompt": "custom" if args.instruction else args.prompt} if recap else {}
     todo = []
-    for policy, budget in cells:
+    for policy, budget, match in cells:
         pol, bud, itv, win = cell_of(policy, budget or 0, interval, args.kv_window)
         for i in range(args.start, args.start + args.n):
             key = record_key({"model": model_name, "family": args.family, "seed": args.seed, "index": i, "policy": pol,
                               "budget": bud, "interval": itv, "window": win, "max_tokens": args.max_tokens,
-                              "variant": args.variant, **task_fields})
+                              "variant": args.variant, "match": match, **task_fields})
             if key not in done:
-                todo.append((pol, bud, itv, win, i))
+                todo.append((pol, bud, itv, win, match, i))
     print(f"[reasoning_eval] {len(todo)} requests to run, {len(cells) * args.n - len(todo)} already recorded",
           file=sys.stderr, flush=True)
     if not todo:
@@ -500,21 +533,30 @@ def run(args):
                       else f"http://127.0.0.1:{server.http_port}")
         client = Grpc(target) if args.api == "grpc" else OpenAi(target, log_path)
         provenance, kv_options = _provenance(args, server, client)
+        slot_bytes = None
+        if any(c[2] for c in cells):
+            slot_bytes = client.bytes_per_slot() if isinstance(client, Grpc) else 0
+            if not slot_bytes:
+                raise RuntimeError("budgets in bytes (policy:bN) need the gRPC API of a server that reports "
+                                   "kv_bytes_per_slot")
         lock = threading.Lock()
         counts = collections.Counter()
         t0 = time.time()
         tokens = [0]
 
         def one(item):
-            pol, bud, itv, win, i = item
+            pol, bud, itv, win, match, i = item
             content, golds = items[i]
             tag = f"recap{args.k}-" if recap else ""
-            rid = f"re-{tag}{args.family}-{args.seed}-{i}-{pol}-{bud}-{itv}-{win or 'w'}-{os.getpid()}"
+            rid = f"re-{tag}{args.family}-{args.seed}-{i}-{pol}-{'b' if match else ''}{bud}-{itv}-{win or 'w'}-{os.getpid()}"
             t = time.time()
-            out = client.chat(content, pol, bud, args.max_tokens, rid)
-            if out.get("kv_policy") is not None and (out["kv_policy"], out["kv_budget"]) != (pol, bud):
+            budget_bytes = bud * slot_bytes if match else None
+            out = client.chat(content, pol, bud, args.max_tokens, rid, budget_bytes=budget_bytes)
+            if out.get("kv_policy") is not None and (out["kv_policy"] != pol or (not match and out["kv_budget"] != bud)):
                 raise RuntimeError(f"request {rid} ran as {out['kv_policy']}:{out['kv_budget']}, not {pol}:{bud}")
             rec = {"model": model_name, "family": args.family, "seed": args.seed, "index": i, **task_fields}
+            if match:  # the cell's budget is the bytes of `bud` slots; the policy kept kv_budget slots
+                rec.update(match=match, budget_bytes=budget_bytes, kv_budget=out.get("kv_budget"))
             if recap:
                 import chain_task  # noqa: PLC0415
                 scored = chain_task.score_chain(golds, out["text"], out["finish_reason"])
@@ -532,7 +574,7 @@ def run(args):
                         "evicted_tokens": out.get("evicted_tokens"), "reserved_tokens": out.get("reserved_tokens"),
                         "preemptions": out.get("preemptions"), "bytes_per_slot": out.get("bytes_per_slot"),
                         "state_bytes": out.get("state_bytes"), "wall_s": round(time.time() - t, 2),
-                        **provenance, "kv_options": kv_options[(pol, bud)], "text": out["text"]})
+                        **provenance, "kv_options": _record_options(out, kv_options, pol, bud), "text": out["text"]})
             if args.variant:
                 rec["variant"] = args.variant
                 rec["server_flags"] = args.server_flag
@@ -541,11 +583,11 @@ def run(args):
                     f.write(json.dumps(rec) + "\n")
                     f.flush()
                     os.fsync(f.fileno())
-                counts[(pol, bud, itv, win)] += 1
+                counts[(pol, bud, itv, win, match)] += 1
                 tokens[0] += out["completion_tokens"]
                 el = time.time() - t0
                 gold = "" if recap else f" gold={rec['gold']}"
-                print(f"[reasoning_eval] {pol}:{bud}@{itv}{'/w' + str(win) if win else ''} #{i}{gold} got={extracted} "
+                print(f"[reasoning_eval] {pol}:{'b' if match else ''}{bud}@{itv}{'/w' + str(win) if win else ''} #{i}{gold} got={extracted} "
                       f"{'ok' if correct else 'WRONG'} {out['completion_tokens']} tok {out['finish_reason']} "
                       f"evictions={rec['evictions']} peak={rec['peak_cached_tokens']} | "
                       f"{sum(counts.values())}/{len(todo)} done, {tokens[0] / el:.1f} tok/s",

@@ -17,27 +17,42 @@ import reasoning_eval as rev
 
 def _cells(records):
     """{(model, family, seed, k, max_tokens, prompt): {cell: {chain index: record}}}; a cell is
-    (policy, budget, interval, window, variant), as reasoning_eval.summarize files them."""
+    reasoning_eval.cell_key's (policy, budget, interval, window, variant, match)."""
     groups = collections.defaultdict(dict)
     for r in records:
         g = (r["model"], r["family"], r["seed"], r["k"], r["max_tokens"], r.get("prompt") or "")
-        c = (r["policy"], r["budget"], r["interval"], r.get("window"), r.get("variant"))
-        groups[g].setdefault(c, {})[r["index"]] = r
+        groups[g].setdefault(rev.cell_key(r), {})[r["index"]] = r
     return groups
 
 
 def _sort_cell(c):
     order = {p: i for i, p in enumerate(rev.POLICIES)}
-    return (c[1], c[2], c[3] or 0, order.get(c[0], 99), c[4] or "")
+    return (c[1], c[5] or "", c[2], c[3] or 0, order.get(c[0], 99), c[4] or "")
 
 
-def _label(c):
-    return f"{c[0]} [{c[4]}]" if c[4] else c[0]
+_label = rev.cell_label
 
 
 def _setting(c):
     window = "-" if c[0] == "full" else (c[3] if c[3] is not None else "default")
     return f"| {_label(c)} | {c[1] or '-'} | {c[2] or '-'} | {window} |"
+
+
+def held_bytes(r):
+    """Bytes a record's sequence held at its peak: its peak KV slots (the prompt's included) and its policy's
+    state (kv/policy_bytes.h, as the server reported them); None from a server that did not report bytes."""
+    if not r.get("bytes_per_slot") or r.get("peak_cached_tokens") is None:
+        return None
+    return r["peak_cached_tokens"] * r["bytes_per_slot"] + (r.get("state_bytes") or 0)
+
+
+def _kept(c, rs):
+    """The generated slots a cell's policy kept after an eviction: the budget, or under a budget in bytes the
+    slots the server gave (kv_budget)."""
+    if c[0] == "full":
+        return "all"
+    kept = sorted({r.get("kv_budget", c[1]) for r in rs})
+    return "/".join(str(k) for k in kept)
 
 
 def _entries(cell, positions=None):
@@ -73,14 +88,14 @@ def summarize_recap(records):
         cells = groups[g]
         model, family, seed, k, max_tokens, prompt = g
         ordered = sorted(cells, key=_sort_cell)
-        full = cells.get(("full", 0, 0, None, None))
+        full = cells.get(rev.FULL_CELL)
         lines.append(f"### recap of {k} x {family}, seed {seed}, {model}, max_tokens {max_tokens}"
                      f"{', prompt ' + prompt if prompt else ''}\n")
         lines.append("| policy | budget | interval | window | chains | per answer | in place | all correct "
                      "| solved inline "
                      "| recalled as written | mean chain | truncated | no recap | evictions/seq | peak KV slots "
-                     "(mean / max) |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                     "(mean / max) | slots kept | MB held at the peak |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in ordered:
             rs = list(cells[c].values())
             ans = [a for r in rs for a in r["answers"]]
@@ -89,6 +104,7 @@ def summarize_recap(records):
             recalled = sum(a.get("recalled", rev.numbers_equal(a["recap"], a["inline"])) for a in written)
             peaks = [r["peak_cached_tokens"] for r in rs if r.get("peak_cached_tokens") is not None]
             peak = f"{rev._mean(peaks):.0f} / {max(peaks)}" if peaks else "n/a"
+            held = rev._mean([held_bytes(r) for r in rs])
             lines.append(f"{_setting(c)} {len(rs)} | {_pct(sum(a['correct'] for a in ans), len(ans))} "
                          f"| {_pct(sum(a.get('in_place', False) for a in ans), len(ans))} "
                          f"| {_pct(sum(r['correct'] for r in rs), len(rs))} | {_pct(solved, len(ans))} "
@@ -96,7 +112,8 @@ def summarize_recap(records):
                          f"| {rev._f(rev._mean([r['completion_tokens'] for r in rs]))} "
                          f"| {_pct(sum(r['finish_reason'] == 'length' for r in rs), len(rs))} "
                          f"| {sum(not r['recap_found'] for r in rs)} "
-                         f"| {rev._f(rev._mean([r.get('evictions') for r in rs]), 2) or 'n/a'} | {peak} |")
+                         f"| {rev._f(rev._mean([r.get('evictions') for r in rs]), 2) or 'n/a'} | {peak} "
+                         f"| {_kept(c, rs)} | {rev._f(held / 1e6 if held else None) or 'n/a'} |")
         lines.append("")
         lines.append("Per answer: the recap's entries matched to the problems in order (chain_task.align); in "
                      "place: entry i against problem i; solved inline: the problem's own \"Answer i:\" line is "
@@ -165,7 +182,7 @@ def _peers(cells, ordered):
     by_setting = collections.defaultdict(list)
     for c in ordered:
         if c[0] != "full":
-            by_setting[(c[1], c[2], c[3] or 0)].append(c)
+            by_setting[(c[1], c[5] or "", c[2], c[3] or 0)].append(c)
     lines = []
     for setting in sorted(by_setting):
         cs = by_setting[setting]
@@ -174,8 +191,9 @@ def _peers(cells, ordered):
         if not pairs:
             continue
         adj = rev.holm([p[2][3] for p in pairs])
-        wtext = f", window {setting[2]}" if setting[2] else ""
-        lines.append(f"Pairs at budget {setting[0]}, interval {setting[1]}{wtext}, per answer (A right/B wrong : "
+        wtext = f", window {setting[3]}" if setting[3] else ""
+        lines.append(f"Pairs at budget {setting[0]}{' in bytes' if setting[1] else ''}, interval {setting[2]}{wtext}, "
+                     "per answer (A right/B wrong : "
                      f"A wrong/B right; Holm over these {len(pairs)} tests):\n")
         lines.append("| A | B | answers | A:B discordant | p | p (Holm) |")
         lines.append("|---|---|---|---|---|---|")

@@ -8,6 +8,7 @@
 #include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
 #include "kv/policy_bytes.h"
+#include "kv/policy_registry.h"
 
 namespace beacon {
 namespace {
@@ -225,6 +226,8 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   const PolicyModelInfo model = PolicyInfoFor(config_);
   f.kv.bytes_per_slot = KvBytesPerSlot(model, static_cast<int64_t>(cache_->shape().row_bytes()));
   f.kv.state_bytes = PolicyStateBytes(kv, model, f.kv.peak_cached_tokens);
+  f.kv.options = kv;
+  f.kv.protected_window = kv.compresses() ? ProtectedWindow(kv) : 0;
   std::shared_ptr<RequestSink> sink = std::move(s.sink);
   seqs_.erase(it);
   kv_.Remove(request.id);  // frees the KV blocks

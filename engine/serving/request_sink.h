@@ -30,6 +30,11 @@ struct RequestKvStats {
   // every layer and KV head), and the policy's own state at the peak.
   int64_t bytes_per_slot = 0;
   int64_t state_bytes = 0;
+  // What the request ran with (under full: the default-constructed options,
+  // policy kFull), and the recent slots its policy protected in fact
+  // (kv/policy_registry.h ProtectedWindow; 0 under full).
+  KvPolicyOptions options;
+  int32_t protected_window = 0;
 };
 
 struct StreamFinal {

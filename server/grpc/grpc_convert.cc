@@ -175,6 +175,27 @@ void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
   kv->set_preemptions(f.kv.preemptions);
   kv->set_bytes_per_slot(f.kv.bytes_per_slot);
   kv->set_state_bytes(f.kv.state_bytes);
+  if (f.kv.options.compresses()) {
+    const KvPolicyOptions& o = f.kv.options;
+    v1::KvResolvedOptions* r = kv->mutable_options();
+    r->set_budget(o.budget);
+    r->set_interval(o.interval);
+    r->set_eviction_phase(o.eviction_phase);
+    r->set_sinks(o.sinks);
+    r->set_window(o.window);
+    r->set_protected_window(f.kv.protected_window);
+    r->set_keep_prompt(o.keep_prompt);
+    r->set_recent_queries(o.recent_queries);
+    r->set_beacons(o.beacons);
+    r->set_fps_bound(o.fps_bound);
+    r->set_beacon_filter(o.beacon_filter == BeaconFilter::kGlobal ? "global" : "all");
+    r->set_beacon_prompt_queries(o.beacon_prompt_queries);
+    r->set_beacon_bf16_state(o.beacon_bf16_state);
+    r->set_global_threshold(o.global_threshold);
+    r->set_pool_kernel(o.pool_kernel);
+    r->set_lambda(o.lambda);
+    r->set_seed(o.seed);
+  }
 }
 
 grpc::Status ToGrpc(const absl::Status& s) {

@@ -4,6 +4,7 @@
 
 #include "kv/kv_policy.h"
 #include "kv/kv_policy_limits.h"
+#include "kv/policy_bytes.h"
 
 namespace beacon {
 
@@ -59,6 +60,7 @@ v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, cons
   d->set_source(limits.defaults.source);
   m.set_logprobs_mode(std::string(LogprobsModeName(limits.logprobs_mode)));
   m.set_max_logprobs(limits.max_logprobs);
+  if (limits.kv_row_bytes > 0) m.set_kv_bytes_per_slot(KvBytesPerSlot(limits.kv_model, limits.kv_row_bytes));
   return m;
 }
 

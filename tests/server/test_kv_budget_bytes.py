@@ -2,6 +2,8 @@
 that remain after its own state, and the final KvStats reports the bytes (bytes_per_slot, state_bytes).
 The expected slot counts are computed here from the model's shape, independently of kv/policy_bytes.cc."""
 import json
+import os
+import sys
 import urllib.error
 import urllib.request
 
@@ -46,6 +48,49 @@ def test_full_reports_bytes_and_no_state(srv):
     assert last.kv.bytes_per_slot == SLOT and last.kv.state_bytes == 0, last.kv
 
 
+def test_model_info_names_a_slots_bytes(srv):
+    info = srv.stub.GetModelInfo(pb.GetModelInfoRequest())
+    assert info.kv_bytes_per_slot == SLOT, info.kv_bytes_per_slot
+
+
+def test_final_stats_carry_the_resolved_options(srv):
+    """KvStats.options: what each request ran with, as the server resolved it: the server's flags for its own
+    policy (beacon: budget 64, interval 16), published defaults for the others (snapkv: R 32, pool 7; rkv: R 8,
+    pool 7), the slots a byte budget gave, and the recent slots each policy protects in fact (docs/fidelity.md:
+    SnapKV max(window, R), H2O max(window, budget / 2))."""
+    def run(kv):
+        _, _, last = collect(srv.stub.Generate(chat_request("Count from one to twenty.", 4, ignore_eos=True, kv=kv)))
+        return last.kv
+    o = run(pb.KvOptions(policy="beacon")).options
+    assert (o.budget, o.interval, o.sinks, o.window, o.protected_window) == (64, 16, 4, 32, 32), o
+    assert (o.recent_queries, o.beacons, o.fps_bound, o.beacon_filter, o.beacon_bf16_state) == (16, 16, 64, "all",
+                                                                                                  True), o
+    assert 0 <= o.eviction_phase < 16, o
+    o = run(pb.KvOptions(policy="snapkv", budget=128)).options
+    assert (o.budget, o.recent_queries, o.pool_kernel, o.window, o.protected_window) == (128, 32, 7, 32, 32), o
+    o = run(pb.KvOptions(policy="h2o", budget=128)).options
+    assert (o.budget, o.window, o.protected_window) == (128, 32, 64), o
+    o = run(pb.KvOptions(policy="rkv", budget_bytes=STATE["rkv"] + 100 * SLOT)).options
+    assert (o.budget, o.recent_queries, o.pool_kernel, abs(o.__getattribute__("lambda") - 0.1) < 1e-6) == (
+        100, 8, 7, True), o
+    assert not run(pb.KvOptions(policy="full")).HasField("options")
+
+
+def test_eval_harness_records_what_the_server_reports(srv):
+    """tools/eval_transport.py's gRPC client (what reasoning_eval records): a byte budget goes as budget_bytes,
+    and the reply's kv_options are the server's KvStats.options."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+    import eval_transport  # noqa: PLC0415
+    client = eval_transport.Grpc(f"127.0.0.1:{srv.grpc_port}")
+    assert client.bytes_per_slot() == SLOT
+    out = client.chat("Hi.", "beacon", 288, 4, "harness-bytes", budget_bytes=STATE["beacon"] + 70 * SLOT)
+    assert out["kv_budget"] == 70 and out["kv_options"]["budget"] == 70, out
+    assert out["kv_options"]["policy"] == "beacon" and out["kv_options"]["fps_bound"] == 64, out
+    assert out["kv_options"]["protected_window"] == 32 and out["kv_options"]["beacon_filter"] == "all", out
+    assert out["state_bytes"] == STATE["beacon"] and out["bytes_per_slot"] == SLOT, out
+    assert client.chat("Hi.", "full", None, 2, "harness-full")["kv_options"] is None
+
+
 def test_refusals_name_the_field(srv):
     req = lambda kv: chat_request("Hi.", 4, kv=kv)
     # The state alone leaves fewer slots than the server's minimum budget (32).
@@ -81,6 +126,8 @@ def test_openai_field(srv):
 def main():
     with Server("--kv-policy", "beacon", "--kv-budget", "64", "--kv-interval", "16", "--kv-max-budget", "4096") as srv:
         run_tests(srv, (test_each_policy_gets_the_slots_its_state_leaves, test_full_reports_bytes_and_no_state,
+                        test_model_info_names_a_slots_bytes, test_final_stats_carry_the_resolved_options,
+                        test_eval_harness_records_what_the_server_reports,
                         test_refusals_name_the_field, test_openai_field))
 
 
