@@ -140,6 +140,25 @@ def test_variants_are_cells_of_their_own():
     assert "| beacon | beacon [r4k28] | 10 | 0:3 | 0.250 | 0.250 |" in text, text
 
 
+def test_truncated_answers_score_nothing():
+    """Issue 45: an answer cut at max_tokens is wrong even when a loop repeats the gold number; the file's
+    rescore rewrites only the records the rule changes, keeping the first scoring beside."""
+    import json
+    import tempfile
+    looped = dict(_rec("h2o", 32, 8, 1, True), finish_reason="length")
+    kept = [_rec("h2o", 32, 8, 0, True), dict(_rec("h2o", 32, 8, 2, False), finish_reason="length")]
+    assert re_eval.rescore_single(looped) == dict(looped, correct=False, correct_untruncated=True)
+    assert all(re_eval.rescore_single(r) is r for r in kept)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        lines = [json.dumps(r) + "\n" for r in (kept[0], looped, kept[1])]
+        f.writelines(lines)
+    re_eval.rescore_file(f.name)
+    with open(f.name) as g:
+        after = g.readlines()
+    assert after[0] == lines[0] and after[2] == lines[2], "records the rule leaves alone stay byte for byte"
+    assert json.loads(after[1])["correct"] is False and json.loads(after[1])["correct_untruncated"] is True
+
+
 def test_cells():
     assert re_eval.parse_cell("beacon:64") == ("beacon", 64, None)
     assert re_eval.parse_cell("beacon:b288") == ("beacon", 288, "bytes")

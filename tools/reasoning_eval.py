@@ -565,6 +565,7 @@ def run(args):
                 extracted, correct = f"{scored['n_correct']}/{args.k}", scored["correct"]
             else:
                 extracted, how, correct = score(ds, problems[i], args.family, out["text"])
+                correct = correct and out["finish_reason"] != "length"  # a chain cut at max_tokens scores nothing
                 rec.update(id=f"{args.family}/{args.seed}/{i}", policy=pol, budget=bud, interval=itv, window=win,
                            max_tokens=args.max_tokens, api=args.api, gold=str(problems[i]["answer"]),
                            extracted=extracted, extracted_by=how, correct=correct)
@@ -613,9 +614,19 @@ def run(args):
             server.close()
 
 
+def rescore_single(r):
+    """A single-problem record under the truncation rule (issue 45): an answer cut at max_tokens is wrong,
+    even when its extracted number equals the gold (a loop that repeats it). The first scoring is kept
+    as `correct_untruncated` when this changes it."""
+    if r.get("correct") and r.get("finish_reason") == "length":
+        return dict(r, correct=False, correct_untruncated=True)
+    return r
+
+
 def rescore_file(path):
-    """Rewrites `path` (through a temporary file and a rename) with every recap record rescored;
-    lines that are not recap records (other tasks, a torn last line) are kept byte for byte."""
+    """Rewrites `path` (through a temporary file and a rename) with every recap record rescored
+    (chain_task.rescore) and every single-problem record under the truncation rule (rescore_single);
+    other lines (a torn last line) are kept byte for byte, and so is every record the rules leave alone."""
     import chain_task  # noqa: PLC0415 (imports this module)
     out, n = [], 0
     with open(path) as f:
@@ -627,11 +638,13 @@ def rescore_file(path):
                 continue
             if r.get("task") == "recap":
                 line, n = json.dumps(chain_task.rescore(r)) + "\n", n + 1
+            elif rescore_single(r) is not r:
+                line, n = json.dumps(rescore_single(r)) + "\n", n + 1
             out.append(line)
     with open(path + ".tmp", "w") as f:
         f.writelines(out)
     os.replace(path + ".tmp", path)
-    print(f"[reasoning_eval] rescored {n} recap records of {path}", file=sys.stderr)
+    print(f"[reasoning_eval] rescored {n} records of {path}", file=sys.stderr)
 
 
 def summary_text(records):
