@@ -14,6 +14,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -96,7 +98,7 @@ void CheckOpenFileLimit(const OpenFileLimit& nofile, const HttpServerOptions& ht
 // The model and what is built on it, in the order they depend on each other.
 struct Engine {
   std::unique_ptr<Runtime> runtime;
-  std::unique_ptr<FailingStepsBackend> drill;  // --debug-fail-steps-after
+  std::unique_ptr<FailingStepsBackend> drill;  // --debug-fail-steps-after, --debug-hang-steps-after
   std::unique_ptr<KvCache> cache;
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<EngineLoop> loop;
@@ -155,6 +157,12 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
     logging::Warn("failure drill: every engine step after the first %lld fails (--debug-fail-steps-after)",
                   static_cast<long long>(c->debug_fail_steps_after));
     e.drill = std::make_unique<FailingStepsBackend>(backend, c->debug_fail_steps_after);
+    backend = e.drill.get();
+  } else if (c->debug_hang_steps_after >= 0) {
+    logging::Warn("watchdog drill: the engine step after the first %lld never returns (--debug-hang-steps-after)",
+                  static_cast<long long>(c->debug_hang_steps_after));
+    e.drill =
+        std::make_unique<FailingStepsBackend>(backend, c->debug_hang_steps_after, FailingStepsBackend::Fault::kHang);
     backend = e.drill.get();
   }
   e.loop = std::make_unique<EngineLoop>(backend, e.cache.get(), e.runtime->tokenizer(), config, c->scheduler,
@@ -246,17 +254,32 @@ void Drain(const ServeConfig& c, EngineLoop* loop, GrpcFrontEnd* grpc_server, st
 }
 
 // The engine is broken (EngineLoop, "Engine failure"): every request has
-// ended with its error. Stop being ready, give the front ends a moment to
-// write those errors, and exit 1 so that the orchestrator restarts the
-// replica; a drain would only wait on an engine that cannot run.
+// ended with its error, or is stuck in a step that never returns (the step
+// watchdog). Stop being ready, let the front ends' handlers write those
+// errors (each HTTP handler returns after its response's last write; gRPC's
+// Shutdown waits for its calls), and exit 1 so that the orchestrator
+// restarts the replica; a drain would only wait on an engine that cannot
+// run. Each wait is bounded (2 s): a client that does not read cannot hold
+// the exit.
 int ExitBroken(EngineLoop* loop, GrpcFrontEnd* grpc_server, HttpServer* http, HttpServer* admin,
                std::atomic<bool>* ready) {
   ready->store(false);
   grpc_server->SetServingStatus(false);
   logging::Error("%s: exiting with status 1 so that this replica is restarted", loop->failure().message());
-  const auto end = Clock::now() + std::chrono::seconds(2);
-  while (loop->Stats().inflight > 0 && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // handlers write the errors
+  auto wait = [](const std::function<bool()>& done) {
+    const auto end = Clock::now() + std::chrono::seconds(2);
+    while (!done() && Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  wait([loop] { return loop->Stats().inflight == 0; });  // every request has its final record
+  wait([http] { return http->busy_handlers() == 0; });   // and its HTTP response is written
+  if (loop->step_hung()) {
+    // The engine thread is inside a step that does not return: neither it,
+    // nor a handler or a gRPC call waiting on one of its requests, can be
+    // joined. The requests of that step end with their connections.
+    logging::Error("the hung engine step cannot be stopped: exiting without joining it");
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
   grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   http->Stop();
   if (admin != nullptr) admin->Stop();
@@ -315,6 +338,7 @@ int Main(int argc, char** argv) {
     engine_broken.store(true);
     kill(getpid(), SIGUSR1);
   });
+  loop->SetStepTimeout(absl::Seconds(c.step_timeout_s));
   const Tokenizer* tokenizer = e.runtime->tokenizer();
   absl::StatusOr<std::unique_ptr<GrpcFrontEnd>> grpc_fe = GrpcFrontEnd::Start(c.grpc, [loop, tokenizer, &gopts]() {
     std::vector<std::unique_ptr<grpc::Service>> services;

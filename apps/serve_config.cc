@@ -273,6 +273,13 @@ void DeclareServeFlags(cli::Args* a) {
              "process exits 1 for its orchestrator to restart it (0 = never)");
   a->Declare("debug-fail-steps-after", false, "",
              "failure drill: every engine step after the first N fails as a device error would (default: off)");
+  a->Declare("debug-hang-steps-after", false, "",
+             "watchdog drill: the engine step after the first N never returns, as on a device that stopped "
+             "answering (default: off)");
+  a->Declare("step-timeout-s", false, "300",
+             "an engine step running longer than this breaks the engine as failed steps do: /ready turns 503 and "
+             "the process exits 1, without waiting for the hung step (0 = never; set it well above the slowest "
+             "step, beacon_engine_step_seconds)");
   a->Declare("prefix-cache-salt-per-key", true, "false",
              "requests under different API keys never share prefix-cache blocks (so one tenant cannot time "
              "another's prompts); a request's cache_salt further splits its key's share");
@@ -351,11 +358,16 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   int64_t max_failed = 0;
   if (absl::Status s = ParseInts(args, {{"max-failed-steps", 0, &max_failed}}); !s.ok()) return s;
   c.max_failed_steps = static_cast<int32_t>(std::min<int64_t>(max_failed, 1 << 30));
-  if (args.Has("debug-fail-steps-after") && !args.Str("debug-fail-steps-after").empty()) {
-    if (absl::Status s = ParseInts(args, {{"debug-fail-steps-after", 0, &c.debug_fail_steps_after}}); !s.ok()) {
-      return s;
+  for (auto [flag, value] : {std::pair<const char*, int64_t*>{"debug-fail-steps-after", &c.debug_fail_steps_after},
+                             {"debug-hang-steps-after", &c.debug_hang_steps_after}}) {
+    if (args.Has(flag) && !args.Str(flag).empty()) {
+      if (absl::Status s = ParseInts(args, {{flag, 0, value}}); !s.ok()) return s;
     }
   }
+  if (c.debug_fail_steps_after >= 0 && c.debug_hang_steps_after >= 0) {
+    return absl::InvalidArgumentError("--debug-fail-steps-after and --debug-hang-steps-after: give one drill");
+  }
+  if (absl::Status s = ParseInts(args, {{"step-timeout-s", 0, &c.step_timeout_s}}); !s.ok()) return s;
   absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
   if (!mode.ok()) return mode.status();
   c.scheduler.admission = *mode;

@@ -54,6 +54,8 @@ struct ServeConfig {
   // (engine/fault_injection.h): steps after which every step fails (-1: off).
   int32_t max_failed_steps = 3;
   int64_t debug_fail_steps_after = -1;
+  int64_t debug_hang_steps_after = -1;
+  int64_t step_timeout_s = 300;  // 0: no step watchdog
   int64_t drain_timeout_s = 0;
   int64_t drain_delay_s = 0;
 };

@@ -1,11 +1,15 @@
 #include "engine/fault_injection.h"
 
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 
 namespace beacon {
 
 absl::Status FailingStepsBackend::Next() {
   if (++steps_ <= ok_steps_) return absl::OkStatus();
+  while (fault_ == Fault::kHang) std::this_thread::sleep_for(std::chrono::hours(1));
   return absl::InternalError(
       absl::StrCat("injected device failure on step ", steps_, " (--debug-fail-steps-after ", ok_steps_, ")"));
 }

@@ -1,6 +1,8 @@
 // A failure drill: a Backend that runs another and, after a given number of
 // steps, fails every later one the way a lost device or an allocation
-// failure would (INTERNAL, nothing written). beacon-serve wraps its backend
+// failure would (INTERNAL, nothing written), or (kHang) never returns from
+// it, as a device that stopped answering would: the step watchdog's drill
+// (--debug-hang-steps-after, engine/serving/step_watchdog.h). beacon-serve wraps its backend
 // in one under --debug-fail-steps-after N, so that an operator (or a test)
 // can watch what a broken engine does to the server: the affected requests
 // end with a clear error, readiness turns false, and the process exits
@@ -25,9 +27,12 @@ namespace beacon {
 
 class FailingStepsBackend final : public Backend {
  public:
+  enum class Fault { kFail, kHang };
   // `inner` must outlive this. Steps (Forward, ForwardGreedy, ForwardSample
-  // calls) 1..ok_steps run on `inner`; every later one fails.
-  FailingStepsBackend(Backend* inner, int64_t ok_steps) : inner_(inner), ok_steps_(ok_steps) {}
+  // calls) 1..ok_steps run on `inner`; every later one fails (kFail) or
+  // blocks its thread for good (kHang).
+  FailingStepsBackend(Backend* inner, int64_t ok_steps, Fault fault = Fault::kFail)
+      : inner_(inner), ok_steps_(ok_steps), fault_(fault) {}
 
   absl::Status Forward(std::span<const ForwardEntry> batch, std::vector<float>* logits) override;
   absl::Status ForwardGreedy(std::span<const ForwardEntry> batch, std::vector<int32_t>* tokens) override;
@@ -54,6 +59,7 @@ class FailingStepsBackend final : public Backend {
 
   Backend* inner_;
   const int64_t ok_steps_;
+  const Fault fault_;
   int64_t steps_ = 0;
 };
 

@@ -40,8 +40,9 @@ APT_RUN=(
   build-essential cmake ninja-build pkg-config git unzip python3 python3-venv openssl curl ca-certificates
   libabsl-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-dev libboost-system-dev prometheus-cpp-dev nlohmann-json3-dev libspdlog-dev
-  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libssl-dev
 )
+# libssl-dev: libcrypto's SHA-256 of cache_salt (engine/serving/serve_request.cc).
 # libspdlog-dev: the log backend of beacon-serve (server/ops/log_backend.h).
 # The test set adds servers the tests start themselves and the sanitizer/format toolchains:
 # prometheus: the real Prometheus server and promtool (tests/server/test_prometheus.py);

@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.gpu-deps
-pkgs=(libabsl-dev libabsl20220623 libgtest-dev libgmock-dev googletest nlohmann-json3-dev)
+pkgs=(libabsl-dev libabsl20220623 libgtest-dev libgmock-dev googletest nlohmann-json3-dev libssl-dev libssl3)
 grep -qxF "/$out/" .git/info/exclude 2>/dev/null || echo "/$out/" >> .git/info/exclude
 rm -rf "$out"
 mkdir -p "$out/debs" "$out/root"

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "util/log.h"
 
@@ -70,6 +71,7 @@ EngineLoop::EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokeni
   engine_.set_observer(observer);
   if (prefix_cache_salt.has_value()) engine_.EnablePrefixCache(*prefix_cache_salt);
   PublishStats(nullptr);
+  watchdog_ = std::make_unique<StepWatchdog>(absl::ZeroDuration(), nullptr);  // times steps only
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -122,6 +124,29 @@ void EngineLoop::SetFailurePolicy(int32_t max_failed_steps, std::function<void(c
   on_failed_ = std::move(on_failed);
 }
 
+void EngineLoop::SetStepTimeout(absl::Duration timeout) {
+  watchdog_ = std::make_unique<StepWatchdog>(timeout, [this, timeout](absl::Duration ran) {
+    Break(absl::UnavailableError(absl::StrFormat(
+        "an engine step has run for %.1f s, past the step timeout of %.1f s (--step-timeout-s): the engine is hung",
+        absl::ToDoubleSeconds(ran), absl::ToDoubleSeconds(timeout))));
+  });
+}
+
+bool EngineLoop::step_hung() const { return watchdog_->stuck(); }
+
+void EngineLoop::Break(const absl::Status& why) {
+  std::function<void(const absl::Status&)> on_failed;
+  {
+    MutexLock lock(&mu_);
+    if (failed_.load()) return;
+    failure_ = why;
+    failed_.store(true);
+    on_failed = on_failed_;
+  }
+  logging::Error("%s: the engine cannot continue; ending every request", why.message());
+  if (on_failed) on_failed(why);
+}
+
 absl::Status EngineLoop::failure() const {
   MutexLock lock(&mu_);
   return failure_;
@@ -137,21 +162,13 @@ void EngineLoop::AfterStep(const StepReport& report) {
   logging::Error("engine step failed (%d requests ended with an error): %s", report.finished,
                  report.engine_status.ToString());
   ++failed_steps_;
-  std::function<void(const absl::Status&)> on_failed;
-  absl::Status failure;
   {
     MutexLock lock(&mu_);
-    if (failed_.load() || max_failed_steps_ <= 0 || failed_steps_ < max_failed_steps_) return;
-    failure_ = absl::UnavailableError(absl::StrCat("the engine failed ", failed_steps_,
-                                                   failed_steps_ == 1 ? " step" : " steps in a row",
-                                                   " (the last: ", report.engine_status.message(), ")"));
-    failed_.store(true);
-    failure = failure_;
-    on_failed = on_failed_;
+    if (max_failed_steps_ <= 0 || failed_steps_ < max_failed_steps_) return;
   }
-  logging::Error("%s: the engine cannot continue; ending every request", failure.message());
-  scheduler_.AbortAll(RequestState::kFinishedError);
-  if (on_failed) on_failed(failure);
+  Break(absl::UnavailableError(absl::StrCat("the engine failed ", failed_steps_,
+                                            failed_steps_ == 1 ? " step" : " steps in a row",
+                                            " (the last: ", report.engine_status.message(), ")")));
 }
 
 void EngineLoop::Cancel(RequestId id) { Post(CancelCmd{id}); }
@@ -180,6 +197,8 @@ void EngineLoop::Stop() {
 LoopStats EngineLoop::Stats() const {
   MutexLock lock(&mu_);
   LoopStats s = stats_;
+  s.broken = failed_.load();
+  s.step_running_seconds = absl::ToDoubleSeconds(watchdog_->running());
   s.inflight = inflight_.load();
   s.finished = finished_.load();
   s.rejected = rejected_.load();
@@ -265,11 +284,19 @@ void EngineLoop::Run() {
     StepReport report;
     if (scheduler_.HasWork()) {
       const SchedClock::time_point t0 = SchedClock::now();
+      watchdog_->BeginStep();
       report = scheduler_.Step(t0);
+      watchdog_->EndStep();
       if (observer_ != nullptr && report.ran) {
         observer_->OnStep(report, std::chrono::duration<double>(SchedClock::now() - t0).count());
       }
       AfterStep(report);
+    }
+    // Broken (failed steps, or the watchdog while a step ran too long): what
+    // is left ends with the failure, once.
+    if (failed_.load() && !aborted_after_failure_) {
+      aborted_after_failure_ = true;
+      scheduler_.AbortAll(RequestState::kFinishedError);
     }
     PublishStats(&report);
     if (scheduler_.HasWork() && !report.ran) {

@@ -33,6 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "engine/serving/generation_engine.h"
+#include "engine/serving/step_watchdog.h"
 #include "scheduler/scheduler.h"
 #include "util/mutex.h"
 
@@ -59,6 +60,11 @@ struct LoopStats {
   int64_t rejected = 0;
   int32_t last_step_batch = 0;  // sequences in the last step
   int32_t last_step_tokens = 0;
+  // Read at Stats() time, not by the loop thread (which a hung step holds):
+  // the engine is broken (failure()), and how long the step in progress has
+  // run (0 between steps).
+  bool broken = false;
+  double step_running_seconds = 0;
 };
 
 class EngineLoop {
@@ -103,6 +109,16 @@ class EngineLoop {
   // loop thread, with failure(). Call before the first Submit.
   void SetFailurePolicy(int32_t max_failed_steps, std::function<void(const absl::Status&)> on_failed)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // A step that runs longer than `timeout` breaks the engine as failed steps
+  // do, while it still runs (engine/serving/step_watchdog.h): failure()
+  // names the timeout, `on_failed` runs (on the watchdog's thread), new
+  // requests are refused. Zero: never (the default). Call before the first
+  // Submit.
+  void SetStepTimeout(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // The step in progress has passed the step timeout and not returned: the
+  // loop thread cannot be joined (Stop() would wait for it), so an owner
+  // that must exit does so without stopping the loop.
+  bool step_hung() const;
   // OK, or UNAVAILABLE saying why the engine stopped serving.
   absl::Status failure() const ABSL_LOCKS_EXCLUDED(mu_);
   bool failed() const { return failed_.load(); }
@@ -127,6 +143,9 @@ class EngineLoop {
   // Counts a step's outcome; on the policy's count of failures in a row,
   // marks the engine broken and ends what is queued.
   void AfterStep(const StepReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks the engine broken with `why`, once: failure(), refusals, the
+  // owner's on_failed. The loop thread ends what is left after its step.
+  void Break(const absl::Status& why) ABSL_LOCKS_EXCLUDED(mu_);
   // UNAVAILABLE for new requests while draining, broken or stopped; OK else.
   absl::Status Accepting() const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -143,7 +162,9 @@ class EngineLoop {
   std::function<void(const absl::Status&)> on_failed_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> failed_{false};
-  int32_t failed_steps_ = 0;  // in a row; the loop thread's
+  int32_t failed_steps_ = 0;            // in a row; the loop thread's
+  bool aborted_after_failure_ = false;  // the loop thread's
+  std::unique_ptr<StepWatchdog> watchdog_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int32_t> inflight_{0};

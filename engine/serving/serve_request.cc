@@ -13,6 +13,7 @@
 #include "kv/prefix_cache.h"
 #include "kv/sequence_compressor.h"
 #include "model/tokenizer/unicode.h"
+#include "openssl/sha.h"
 #include "util/utf8.h"
 
 namespace beacon {
@@ -188,8 +189,12 @@ absl::StatusOr<uint64_t> CachePartition(const ServeRequest& r, const ServeLimits
       return Invalid("cache_salt",
                      absl::StrCat("is ", r.cache_salt->size(), " bytes; at most ", limits.max_cache_salt_bytes));
     }
-    // A process-local hash is enough: the cache lives as long as the process.
-    salt_hash = std::hash<std::string_view>()(*r.cache_salt);
+    if (static_cast<int64_t>(r.cache_salt->size()) < limits.min_cache_salt_bytes) {
+      return Invalid("cache_salt",
+                     absl::StrCat("is ", r.cache_salt->size(), " bytes; at least ", limits.min_cache_salt_bytes,
+                                  " (a secret another tenant cannot guess)"));
+    }
+    salt_hash = CacheSaltDigest(*r.cache_salt);
   }
   // The presence bit keeps "no salt" apart from a salt that hashes to 0.
   const uint64_t parts[] = {r.tenant, r.cache_salt.has_value() ? 1u : 0u, salt_hash};
@@ -198,6 +203,14 @@ absl::StatusOr<uint64_t> CachePartition(const ServeRequest& r, const ServeLimits
 }
 
 }  // namespace
+
+uint64_t CacheSaltDigest(std::string_view salt) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(salt.data()), salt.size(), digest);
+  uint64_t out = 0;
+  for (int i = 0; i < 8; ++i) out = (out << 8) | digest[i];
+  return out;
+}
 
 int32_t TokenizeTokenLimit(const ServeLimits& limits) {
   if (limits.max_tokenize_tokens > 0) return limits.max_tokenize_tokens;

@@ -80,7 +80,10 @@ struct ServeRequest {
   // blocks only from requests with the same salt and tenant, so another
   // tenant cannot tell from its time to first token whether this prompt was
   // sent. Absent with tenant 0: the partition every such request shares.
-  // 1 to ServeLimits::max_cache_salt_bytes bytes, compared as bytes.
+  // ServeLimits::min_cache_salt_bytes to max_cache_salt_bytes bytes; it
+  // enters the partition as its SHA-256 (CacheSaltDigest), so neither a
+  // salt's partition nor another salt of the same partition can be found
+  // without the salt itself.
   std::optional<std::string> cache_salt;
   // Set by the front end, never read from the client: the tenant of the API
   // key the request came with under --prefix-cache-salt-per-key
@@ -125,6 +128,7 @@ struct ServeLimits {
   int32_t max_logprobs = kMaxTopLogprobs;  // alternatives per position (--max-logprobs)
   int32_t max_n = 64;                      // samples per request (n)
   int32_t max_cache_salt_bytes = 256;      // cache_salt
+  int32_t min_cache_salt_bytes = 8;        // cache_salt: shorter is a guessable secret
   // Tokenize / Detokenize (both APIs), whose replies grow with their input:
   // token ids given or made (0: the context length, which no prompt may
   // pass anyway), and bytes of text a Detokenize makes (a token can be 100+
@@ -209,6 +213,11 @@ absl::StatusOr<std::vector<int32_t>> TokenizeInput(const ServeRequest& request, 
 // The most token ids a Tokenize or Detokenize takes or makes:
 // max_tokenize_tokens, else the context length (else 2^20).
 int32_t TokenizeTokenLimit(const ServeLimits& limits);
+
+// The first 8 bytes of SHA-256(salt), big-endian: what a cache_salt adds to
+// its prefix-cache partition (vLLM hashes the salt into the first block's
+// SHA-256 block hash).
+uint64_t CacheSaltDigest(std::string_view salt);
 
 // The request field an error message of this server names: its text
 // before ": " when that is a field path (letters, digits, _ . [ ] and

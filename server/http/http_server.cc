@@ -231,6 +231,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
 HttpServer::HttpServer(std::unique_ptr<http_internal::ServerState> state) : state_(std::move(state)) {}
 HttpServer::~HttpServer() { Stop(); }  // NOLINT(bugprone-exception-escape): see ~ServerState
 int HttpServer::port() const { return state_->port; }
+size_t HttpServer::busy_handlers() const { return state_->pool.busy(); }
 void HttpServer::Stop() { state_->Stop(); }
 
 }  // namespace beacon

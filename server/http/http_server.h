@@ -221,6 +221,9 @@ class HttpServer {
 
   // The bound port (the ephemeral one when options.port was 0).
   int port() const;
+  // Handlers running or queued (streaming responses until their last
+  // write): what an exit waits for before it closes the connections.
+  size_t busy_handlers() const;
 
   // Stops accepting, closes every connection (so streaming handlers see
   // Write() == false and Disconnected()), waits for running handlers to return

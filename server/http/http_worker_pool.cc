@@ -58,6 +58,11 @@ size_t WorkerPool::idle_expiries() const {
   return idle_expiries_;
 }
 
+size_t WorkerPool::busy() const {
+  MutexLock lock(&mu_);
+  return live_ - idle_ + tasks_.size();
+}
+
 size_t WorkerPool::threads() const {
   MutexLock lock(&mu_);
   return live_;

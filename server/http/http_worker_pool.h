@@ -53,6 +53,8 @@ class WorkerPool {
   // Idle timeouts that have expired so far (a thread retired, or stayed as
   // one of the min_threads): lets a test wait for the reaping to have run.
   size_t idle_expiries() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Tasks running or queued: 0 once every handler has returned.
+  size_t busy() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Loop() ABSL_LOCKS_EXCLUDED(mu_);

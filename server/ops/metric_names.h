@@ -71,6 +71,10 @@ inline const FamilyNames kKvLogicalTokens{"beacon_kv_logical_tokens", {}};
 inline const FamilyNames kKvBytesPerToken{"beacon_kv_bytes_per_token", {}};
 inline const FamilyNames kEngineStepBatchSize{"beacon_engine_step_batch_size", {}};
 inline const FamilyNames kEngineStepTokens{"beacon_engine_step_tokens", {}};
+// 1 once the engine is broken (failed steps in a row, or a step past
+// --step-timeout-s); how long the step in progress has run.
+inline const FamilyNames kEngineBroken{"beacon_engine_broken", {}};
+inline const FamilyNames kEngineStepRunningSeconds{"beacon_engine_step_running_seconds", {}};
 inline const FamilyNames kPrefixCacheBlocks{"beacon_prefix_cache_blocks", {}};
 inline const FamilyNames kPrefixCacheIdleBlocks{"beacon_prefix_cache_idle_blocks", {}};
 // Counters.

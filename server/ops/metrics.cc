@@ -129,6 +129,9 @@ ServerMetrics::ServerMetrics(const MetricsInfo& info)
       .Set(static_cast<double>(info.kv_bytes_per_token));
   step_batch_ = Gauge(n::kEngineStepBatchSize, "Sequences in the last engine step");
   step_tokens_ = Gauge(n::kEngineStepTokens, "Tokens (prefill + decode) in the last engine step");
+  engine_broken_ =
+      Gauge(n::kEngineBroken, "1 once the engine is broken (failed steps in a row, or a step past --step-timeout-s)");
+  step_running_ = Gauge(n::kEngineStepRunningSeconds, "How long the engine step in progress has run (0 between steps)");
   prefix_blocks_ = Gauge(n::kPrefixCacheBlocks, "KV blocks indexed by the prefix cache (held or idle)");
   prefix_idle_blocks_ =
       Gauge(n::kPrefixCacheIdleBlocks, "Prefix-cache blocks no request holds: reusable, counted free, reclaimed LRU");
@@ -232,6 +235,8 @@ void ServerMetrics::Refresh(const LoopStats& s) {
   prefix_idle_blocks_.Set(s.prefix_cache_idle_blocks);
   step_batch_.Set(s.last_step_batch);
   step_tokens_.Set(s.last_step_tokens);
+  engine_broken_.Set(s.broken ? 1 : 0);
+  step_running_.Set(s.step_running_seconds);
   MutexLock lock(&mu_);
   const EngineTotals& t = s.totals;
   Advance(prompt_tokens_, t.prompt_tokens, &last_.prompt_tokens);

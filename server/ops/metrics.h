@@ -106,6 +106,7 @@ class ServerMetrics : public EngineObserver {
   GaugeSet usage_perc_;  // max(used, reserved) / pool
   GaugeSet used_perc_;   // used / pool
   GaugeSet compressing_, cached_tokens_, logical_tokens_, step_batch_, step_tokens_;
+  GaugeSet engine_broken_, step_running_;
   GaugeSet prefix_blocks_, prefix_idle_blocks_;
   // Counters (advanced from engine totals).
   CounterSet prompt_tokens_, generation_tokens_, preemptions_, evictions_, evicted_tokens_, steps_;

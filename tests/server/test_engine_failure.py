@@ -1,4 +1,4 @@
-"""A broken engine, end to end (issue 35): beacon-serve under the failure drill
+"""A broken engine, end to end (issues 35 and 46): beacon-serve under the failure drill
 (--debug-fail-steps-after N: every engine step after the first N fails as a
 device error would) with --max-failed-steps 2.
 
@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -76,6 +77,55 @@ def main():
         assert "exiting with status 1" in log, log[-2000:]
     print(f"engine failure: OK (two 500s naming the failure, then {len(seen) - broken} /ready answers 503 and as "
           f"many requests refused 503 until the process exited with status 1)")
+    hung_step()
+
+
+def hung_step():
+    """The step watchdog (issue 46): a step that never returns (--debug-hang-steps-after 2: the third step
+    blocks for good) breaks the engine once it has run past --step-timeout-s. While the step still hangs,
+    /ready turns 503 naming the timeout, beacon_engine_broken is 1 and the running step's age is past the
+    timeout, new requests are refused 503; then the process exits 1 without joining the hung thread.
+    Without the watchdog the replica would stay ready for ever (checked: with --step-timeout-s 0 this fails
+    at the first /ready poll's deadline)."""
+    flags = ("--debug-hang-steps-after", "2", "--step-timeout-s", "1", "--admin-port", "0")
+    body = {"prompt": "Count: one, two,", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    with Server(*flags) as srv:
+        admin = int(re.search(r" admin=\S+:(\d+)", srv.read_log()).group(1))
+        assert "watchdog drill" in srv.read_log()
+        stuck = threading.Thread(target=lambda: _post_quietly(srv.http_port, body), daemon=True)
+        started = time.time()
+        stuck.start()  # its third step hangs
+        ready, metrics, refused = None, None, None
+        while srv.proc.poll() is None and time.time() < started + 20:
+            try:
+                status, why = get(admin, "/ready")
+                if status == 503 and ready is None:
+                    ready = (time.time() - started, why)
+                    metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
+                    refused = post(srv.http_port, body)
+            except (urllib.error.URLError, ConnectionError, OSError):
+                break  # the listeners closed: on its way out
+            time.sleep(0.05)
+        srv.proc.wait(20)
+        log = srv.read_log()
+        assert srv.proc.returncode == 1, (srv.proc.returncode, log[-3000:])
+        assert ready is not None, "never saw /ready 503 while the step hung"
+        assert 1.0 <= ready[0] < 10, ready
+        assert "past the step timeout of 1.0 s" in ready[1]["reason"], ready
+        assert re.search(r"^beacon_engine_broken(\{[^}]*\})? 1$", metrics, re.M), metrics[-2000:]
+        running = float(re.search(r"^beacon_engine_step_running_seconds(\{[^}]*\})? (\S+)$", metrics, re.M).group(2))
+        assert running > 1.0, running
+        assert refused[0] == 503 and "cannot serve" in refused[1]["error"]["message"], refused
+        assert "exiting without joining it" in log, log[-2000:]
+    print(f"hung step: OK (/ready 503 after {ready[0]:.1f} s naming the step timeout, beacon_engine_broken 1, "
+          f"the step {running:.1f} s old, new requests refused, exit status 1 without joining the engine thread)")
+
+
+def _post_quietly(port, body):
+    try:
+        post(port, body)
+    except (urllib.error.URLError, ConnectionError, OSError):
+        pass  # its connection ends with the process
 
 
 if __name__ == "__main__":

@@ -44,7 +44,8 @@ GAUGES = ["beacon_server_info", "beacon_num_requests_running", "beacon_num_reque
           "beacon_kv_cache_usage_perc", "beacon_kv_cache_used_perc", "beacon_num_requests_compressing",
           "beacon_kv_cached_tokens",
           "beacon_kv_logical_tokens", "beacon_kv_bytes_per_token", "beacon_engine_step_batch_size",
-          "beacon_engine_step_tokens", "beacon_prefix_cache_blocks", "beacon_prefix_cache_idle_blocks"]
+          "beacon_engine_step_tokens", "beacon_prefix_cache_blocks", "beacon_prefix_cache_idle_blocks",
+          "beacon_engine_broken", "beacon_engine_step_running_seconds"]
 COUNTERS = ["beacon_prompt_tokens_total", "beacon_generation_tokens_total", "beacon_preemptions_total",
             "beacon_kv_evictions_total", "beacon_kv_evicted_tokens_total", "beacon_engine_steps_total",
             "beacon_request_success_total", "beacon_request_rejected_total", "beacon_prefix_cache_queries_total",

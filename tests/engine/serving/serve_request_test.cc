@@ -314,6 +314,17 @@ TEST_F(PrepareRequestTest, CacheSaltAndTenantPickThePartition) {
   ExpectInvalid(r, "cache_salt");
   r.cache_salt = std::string(static_cast<size_t>(limits_.max_cache_salt_bytes) + 1, 's');
   ExpectInvalid(r, "cache_salt");
+  r.cache_salt = std::string(static_cast<size_t>(limits_.min_cache_salt_bytes) - 1, 's');  // guessable
+  ExpectInvalid(r, "cache_salt");
+  r.cache_salt = std::string(static_cast<size_t>(limits_.min_cache_salt_bytes), 's');
+  EXPECT_TRUE(PrepareRequest(r, *rt_->tokenizer(), limits_).ok());
+}
+
+// The salt enters as its SHA-256 (FIPS 180-2's test vectors, first 8 bytes).
+TEST(CacheSaltDigestTest, IsTheFirstEightBytesOfSha256) {
+  EXPECT_EQ(CacheSaltDigest("abc"), 0xba7816bf8f01cfeaULL);
+  EXPECT_EQ(CacheSaltDigest(""), 0xe3b0c44298fc1c14ULL);
+  EXPECT_EQ(CacheSaltDigest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"), 0x248d6a61d20638b8ULL);
 }
 
 // cached_tokens leaks other clients' recent prompts on the shared cache, so
