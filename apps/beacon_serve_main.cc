@@ -327,6 +327,8 @@ int Main(int argc, char** argv) {
   gopts.limits = c.limits;
   gopts.api_keys = ApiKeys(c.api_keys);
   gopts.prefix_cache_salt_per_key = c.prefix_cache_salt_per_key;
+  gopts.prepare_threads = c.grpc_prepare_threads;
+  gopts.prepare_queue = c.grpc_prepare_queue;
   ServerMetrics* metrics = e.metrics.get();
   gopts.on_rejected = [metrics](const absl::Status& s) { metrics->OnFrontEndRejected(s); };
   gopts.model_info = MakeModelInfo(c.model, e.runtime->config(), *e.runtime->tokenizer(), c.limits, c.scheduler,

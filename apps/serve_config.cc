@@ -300,6 +300,10 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("grpc-memory-quota-bytes", false, "1073741824",
              "memory gRPC may take for its buffers across all connections (a ResourceQuota; past it gRPC "
              "stops reading from sockets rather than growing)");
+  a->Declare("grpc-prepare-threads", false, "4",
+             "threads that render chat templates and tokenize gRPC requests, off gRPC's callback threads");
+  a->Declare("grpc-prepare-queue", false, "256",
+             "gRPC calls that may wait for those threads; past it a call is refused RESOURCE_EXHAUSTED at once");
   a->Declare("grpc-max-connection-idle-s", false, "120",
              "close gRPC connections with no call in flight for this long (0 = never)");
   a->Declare("grpc-max-connection-age-s", false, "0", "send GOAWAY to gRPC connections this old (0 = never)");
@@ -357,6 +361,14 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   c.prefix_cache = args.Flag("prefix-cache");
   int64_t max_failed = 0;
   if (absl::Status s = ParseInts(args, {{"max-failed-steps", 0, &max_failed}}); !s.ok()) return s;
+  int64_t prep_threads = 0, prep_queue = 0;
+  if (absl::Status s = ParseInts(
+          args, {{"grpc-prepare-threads", 1, &prep_threads, 1024}, {"grpc-prepare-queue", 1, &prep_queue, 1 << 20}});
+      !s.ok()) {
+    return s;
+  }
+  c.grpc_prepare_threads = static_cast<int>(prep_threads);
+  c.grpc_prepare_queue = static_cast<int>(prep_queue);
   c.max_failed_steps = static_cast<int32_t>(std::min<int64_t>(max_failed, 1 << 30));
   for (auto [flag, value] : {std::pair<const char*, int64_t*>{"debug-fail-steps-after", &c.debug_fail_steps_after},
                              {"debug-hang-steps-after", &c.debug_hang_steps_after}}) {

@@ -1,16 +1,19 @@
 #include "server/grpc/grpc_service.h"
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <random>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/tokenizer/unicode.h"
 #include "server/grpc/grpc_convert.h"
 #include "server/ops/api_key.h"
 #include "util/log.h"
 #include "util/mutex.h"
+#include "util/utf8.h"
 
 namespace beacon {
 namespace {
@@ -75,24 +78,43 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     const int32_t index_;
   };
 
-  GenerateStream(EngineLoop* loop, std::string request_id, int32_t samples)
-      : loop_(loop),
-        request_id_(std::move(request_id)),
-        n_(samples),
-        pending_(samples),
-        has_pending_(samples),
-        final_pending_(samples) {
+  // Nothing is written, and the stream does not finish, until Start(): the
+  // request is prepared on the PrepPool meanwhile, and a cancel that comes
+  // first is answered then.
+  GenerateStream(EngineLoop* loop, int32_t samples)
+      : loop_(loop), n_(samples), pending_(samples), has_pending_(samples), final_pending_(samples) {
     for (int32_t i = 0; i < samples; ++i) sinks_.push_back(std::make_shared<Sink>(this, i));
   }
 
-  // `on_rejected` hears a synchronous refusal (draining).
-  void Start(PreparedRequest request, const std::function<void(const absl::Status&)>& on_rejected)
-      ABSL_LOCKS_EXCLUDED(mu_) {
+  // Submits the prepared request, or ends the stream with `request`'s error
+  // (or CANCELLED when the client left during the preparation).
+  // `on_rejected` hears a synchronous refusal (draining). REQUIRES: a
+  // prepared request has the stream's number of samples.
+  void Start(std::string request_id, absl::StatusOr<PreparedRequest> request,
+             const std::function<void(const absl::Status&)>& on_rejected) ABSL_LOCKS_EXCLUDED(mu_) {
+    bool cancelled;
+    const std::string log_id = request_id;
+    {
+      MutexLock lock(&mu_);
+      request_id_ = std::move(request_id);
+      started_ = true;
+      cancelled = cancelled_;
+      if (!request.ok()) reject_ = ToGrpc(request.status());
+    }
+    if (cancelled || !request.ok()) {
+      Action a;
+      {
+        MutexLock lock(&mu_);
+        a = Next();
+      }
+      Act(a);  // last: OnDone may run inline and delete this
+      return;
+    }
     std::vector<std::shared_ptr<RequestSink>> sinks(sinks_.begin(), sinks_.end());
-    absl::StatusOr<RequestId> id = loop_->SubmitGroup(ExpandSamples(request), std::move(sinks));
+    absl::StatusOr<RequestId> id = loop_->SubmitGroup(ExpandSamples(*request), std::move(sinks));
     if (!id.ok()) {
       if (on_rejected) on_rejected(id.status());
-      logging::Request(logging::Level::kInfo, request_id_, "refused: %s", id.status().ToString());
+      logging::Request(logging::Level::kInfo, log_id, "refused: %s", id.status().ToString());
     }
     Action a;
     bool refused_already = false;
@@ -202,7 +224,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   // Decides the next gRPC operation.
   Action Next() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Action a;
-    if (finish_called_ || writing_) return a;
+    if (!started_ || finish_called_ || writing_) return a;
     if (cancelled_) {
       finish_called_ = true;
       a.kind = Action::kFinish;
@@ -264,8 +286,8 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   }
 
   EngineLoop* loop_;
-  const std::string request_id_;
-  const int32_t n_;  // samples
+  std::string request_id_ ABSL_GUARDED_BY(mu_);  // set by Start()
+  const int32_t n_;                              // samples
   std::vector<std::shared_ptr<Sink>> sinks_;
 
   Mutex mu_;
@@ -282,6 +304,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   // write is in flight (writing_ false, Finish not yet decided).
   GenerateResponse in_flight_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // Start() has run: the stream may finish
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<grpc::Status> reject_ ABSL_GUARDED_BY(mu_);
@@ -291,7 +314,13 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
 }  // namespace
 
 BeaconGrpcService::BeaconGrpcService(EngineLoop* loop, const Tokenizer* tokenizer, GrpcServiceOptions options)
-    : loop_(loop), tokenizer_(tokenizer), options_(std::move(options)) {}
+    : loop_(loop),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      prep_(std::make_unique<PrepPool>(std::max(1, options_.prepare_threads),
+                                       static_cast<size_t>(std::max(1, options_.prepare_queue)))) {}
+
+BeaconGrpcService::~BeaconGrpcService() = default;
 
 std::string_view BeaconGrpcService::Authorization(const grpc::CallbackServerContext* context) {
   const auto& md = context->client_metadata();
@@ -313,21 +342,49 @@ grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::Ca
     logging::Info("gRPC Generate refused: %s", auth.error_message());
     return new ErrorStream(auth);
   }
-  ServeRequest r = FromProto(*request);
-  if (options_.prefix_cache_salt_per_key)
-    r.tenant = options_.api_keys.Tenant(options_.api_keys.Match(Authorization(context)));
-  r.arrival = SchedClock::now();
-  r.deadline = SteadyDeadline(context->deadline());
-  if (r.request_id.empty()) r.request_id = NewRequestId();
-  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(r, *tokenizer_, options_.limits);
-  if (!prepared.ok()) {
-    if (options_.on_rejected) options_.on_rejected(prepared.status());
-    logging::Request(logging::Level::kInfo, r.request_id, "refused: %s", prepared.status().ToString());
-    return new ErrorStream(ToGrpc(prepared.status()));
+  // The stream answers now; the request is rendered and tokenized on the
+  // PrepPool (grpc/prep_pool.h). Its sample count is the request's n when
+  // valid; an invalid n is refused by PrepareRequest there, on a stream of 1.
+  const int64_t n = request->sampling().n() == 0 ? 1 : request->sampling().n();
+  const int32_t samples = n >= 1 && n <= options_.limits.max_n ? static_cast<int32_t>(n) : 1;
+  auto* stream = new GenerateStream(loop_, samples);
+  const uint64_t tenant = options_.prefix_cache_salt_per_key
+                              ? options_.api_keys.Tenant(options_.api_keys.Match(Authorization(context)))
+                              : 0;
+  const SchedClock::time_point arrival = SchedClock::now();
+  const bool queued = prep_->TrySubmit([this, context, request, stream, samples, tenant, arrival] {
+    ServeRequest r = FromProto(*request);
+    r.tenant = tenant;
+    r.arrival = arrival;
+    r.deadline = SteadyDeadline(context->deadline());
+    if (r.request_id.empty()) r.request_id = NewRequestId();
+    if (context->IsCancelled()) {  // gone while queued: nothing to prepare
+      stream->Start(r.request_id, absl::CancelledError("cancelled"), nullptr);
+      return;
+    }
+    absl::StatusOr<PreparedRequest> prepared = PrepareRequest(r, *tokenizer_, options_.limits);
+    if (prepared.ok() && prepared->samples != samples) {
+      prepared = absl::InternalError(absl::StrCat("n: prepared ", prepared->samples, " samples, not ", samples));
+    }
+    if (!prepared.ok()) {
+      if (options_.on_rejected) options_.on_rejected(prepared.status());
+      logging::Request(logging::Level::kInfo, r.request_id, "refused: %s", prepared.status().ToString());
+    }
+    stream->Start(r.request_id, std::move(prepared), options_.on_rejected);
+  });
+  if (!queued) {
+    const absl::Status busy = Busy();
+    if (options_.on_rejected) options_.on_rejected(busy);
+    stream->Start(request->request_id().empty() ? NewRequestId() : std::string(Excerpt(request->request_id(), 64)),
+                  busy, nullptr);
   }
-  auto* stream = new GenerateStream(loop_, r.request_id, prepared->samples);
-  stream->Start(std::move(*prepared), options_.on_rejected);
   return stream;
+}
+
+absl::Status BeaconGrpcService::Busy() const {
+  return absl::ResourceExhaustedError(absl::StrCat("the server is busy: ", prep_->max_queued(),
+                                                   " requests already wait to be tokenized (--grpc-prepare-queue); "
+                                                   "retry later"));
 }
 
 grpc::ServerUnaryReactor* BeaconGrpcService::Tokenize(grpc::CallbackServerContext* context,
@@ -338,16 +395,21 @@ grpc::ServerUnaryReactor* BeaconGrpcService::Tokenize(grpc::CallbackServerContex
     reactor->Finish(auth);
     return reactor;
   }
-  absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(FromProto(*request), *tokenizer_, options_.limits);
-  if (!ids.ok()) {
-    reactor->Finish(ToGrpc(ids.status()));
-    return reactor;
+  // On the PrepPool: the request and response live until Finish.
+  if (!prep_->TrySubmit([this, reactor, request, response] {
+        absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(FromProto(*request), *tokenizer_, options_.limits);
+        if (!ids.ok()) {
+          reactor->Finish(ToGrpc(ids.status()));
+          return;
+        }
+        for (int32_t id : *ids) {
+          response->add_ids(id);
+          response->add_pieces(SanitizeUtf8(tokenizer_->TokenBytes(id, /*render_special=*/true)));
+        }
+        reactor->Finish(grpc::Status::OK);
+      })) {
+    reactor->Finish(ToGrpc(Busy()));
   }
-  for (int32_t id : *ids) {
-    response->add_ids(id);
-    response->add_pieces(SanitizeUtf8(tokenizer_->TokenBytes(id, /*render_special=*/true)));
-  }
-  reactor->Finish(grpc::Status::OK);
   return reactor;
 }
 
@@ -359,15 +421,19 @@ grpc::ServerUnaryReactor* BeaconGrpcService::Detokenize(grpc::CallbackServerCont
     reactor->Finish(auth);
     return reactor;
   }
-  const std::span<const int32_t> ids(request->ids().data(), static_cast<size_t>(request->ids().size()));
-  const bool skip = !request->has_skip_special_tokens() || request->skip_special_tokens();
-  absl::StatusOr<std::string> text = DetokenizeIds(ids, *tokenizer_, skip, "ids", options_.limits);
-  if (!text.ok()) {
-    reactor->Finish(ToGrpc(text.status()));
-    return reactor;
+  if (!prep_->TrySubmit([this, reactor, request, response] {
+        const std::span<const int32_t> ids(request->ids().data(), static_cast<size_t>(request->ids().size()));
+        const bool skip = !request->has_skip_special_tokens() || request->skip_special_tokens();
+        absl::StatusOr<std::string> text = DetokenizeIds(ids, *tokenizer_, skip, "ids", options_.limits);
+        if (!text.ok()) {
+          reactor->Finish(ToGrpc(text.status()));
+          return;
+        }
+        response->set_text(*std::move(text));
+        reactor->Finish(grpc::Status::OK);
+      })) {
+    reactor->Finish(ToGrpc(Busy()));
   }
-  response->set_text(*std::move(text));
-  reactor->Finish(grpc::Status::OK);
   return reactor;
 }
 

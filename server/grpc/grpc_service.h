@@ -1,7 +1,9 @@
 // beacon.v1.BeaconService on the gRPC callback API.
 //
-// Generate: validates and tokenises on the gRPC thread, submits to the
-// EngineLoop, and streams with one write reactor per call. The engine thread
+// Generate: validates and tokenises on the PrepPool (off gRPC's callback
+// threads, bounded: RESOURCE_EXHAUSTED when its queue is full; Tokenize and
+// Detokenize too), submits to the EngineLoop, and streams with one write
+// reactor per call. The engine thread
 // never blocks on a client: tokens that arrive while a write is in flight
 // are merged into the next message, so a slow reader gets fewer, larger
 // messages instead of stalling the batch. A client that cancels, disconnects
@@ -15,12 +17,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "engine/serving/engine_loop.h"
 #include "engine/serving/serve_request.h"
 #include "proto/beacon/v1/beacon.grpc.pb.h"
+#include "server/grpc/prep_pool.h"
 #include "server/ops/api_key.h"
 
 namespace beacon {
@@ -37,12 +41,19 @@ struct GrpcServiceOptions {
   // Called (any thread) for each Generate refused before it reached the
   // engine: bad input, unauthenticated, draining. For metrics; may be empty.
   std::function<void(const absl::Status&)> on_rejected;
+  // The PrepPool (grpc/prep_pool.h): threads that render and tokenize, and
+  // calls that may wait for them (--grpc-prepare-threads, --grpc-prepare-queue).
+  int prepare_threads = 4;
+  int prepare_queue = 256;
 };
 
 class BeaconGrpcService final : public v1::BeaconService::CallbackService {
  public:
   // `loop` and `tokenizer` must outlive the service.
   BeaconGrpcService(EngineLoop* loop, const Tokenizer* tokenizer, GrpcServiceOptions options);
+  // Runs the calls still queued on the PrepPool, then joins it (gRPC's
+  // Shutdown waits for those calls anyway).
+  ~BeaconGrpcService() override;
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* context,
                                                            const v1::GenerateRequest* request) override;
@@ -58,10 +69,13 @@ class BeaconGrpcService final : public v1::BeaconService::CallbackService {
   grpc::Status Authorize(const grpc::CallbackServerContext* context) const;
   // The call's `authorization` metadata, empty when absent.
   static std::string_view Authorization(const grpc::CallbackServerContext* context);
+  // RESOURCE_EXHAUSTED: the PrepPool's queue is full.
+  absl::Status Busy() const;
 
   EngineLoop* loop_;
   const Tokenizer* tokenizer_;
   GrpcServiceOptions options_;
+  std::unique_ptr<PrepPool> prep_;
 };
 
 }  // namespace beacon
