@@ -175,6 +175,23 @@ def test_recap_summary():
     assert recap_summary.halves(5) == ({1, 2}, {4, 5}) and recap_summary.halves(1) == (set(), set())
 
 
+def test_recap_summary_budgets_in_bytes():
+    """A byte cell (match "bytes") is a cell of its own, shows the slots its policy kept and the MB it held,
+    and pairs with the other byte cells of its N, and with stateless policies' slot cells of that N."""
+    full = [_chain("full", 0, i, [True] * 4) for i in range(6)]
+    beacon = [dict(_chain("beacon", 288, i, [i < 3] * 4), match="bytes", kv_budget=49, bytes_per_slot=1000,
+                   state_bytes=239000) for i in range(6)]
+    rkv = [dict(_chain("rkv", 288, i, [i < 5] * 4), match="bytes", kv_budget=264, bytes_per_slot=1000,
+                state_bytes=24000) for i in range(6)]
+    streaming = [dict(_chain("streaming", 288, i, [True] * 4), bytes_per_slot=1000, state_bytes=0) for i in range(6)]
+    text = recap_summary.summarize_recap(full + beacon + rkv + streaming)
+    # Peak 600 slots x 1000 bytes + the state: 0.8 MB.
+    assert "| beacon (bytes) | 288 | 16 | default | 6 | 50.0% (12/24) |" in text and "| 49 | 0.8 |" in text, text
+    assert "Pairs at budget 288 in bytes, interval 16" in text, text
+    assert "| beacon (bytes) | rkv (bytes) | 24 | 0:8 |" in text, text
+    assert "| streaming | beacon (bytes) | 24 | 12:0 |" in text, text
+
+
 def test_summary_text_keeps_the_single_task_apart():
     single = {"model": "m.gguf", "family": "gsm_symbolic", "seed": 1, "index": 0, "policy": "full", "budget": 0,
               "interval": 0, "max_tokens": 1024, "correct": True, "completion_tokens": 100, "finish_reason": "stop",

@@ -55,6 +55,12 @@ def _kept(c, rs):
     return "/".join(str(k) for k in kept)
 
 
+def _stateless(cell):
+    """Whether a cell's policy holds no state beside its KV slots (streaming, random): then N slots are
+    also the bytes of N slots, and its slot cell pairs with the byte cells of the same N."""
+    return all(r.get("bytes_per_slot") and r.get("state_bytes") == 0 for r in cell.values())
+
+
 def _entries(cell, positions=None):
     """{(chain, position): correct} of a cell, optionally only the given positions (1-based)."""
     return {(i, a["position"]): a["correct"] for i, r in cell.items() for a in r["answers"]
@@ -183,6 +189,8 @@ def _peers(cells, ordered):
     for c in ordered:
         if c[0] != "full":
             by_setting[(c[1], c[5] or "", c[2], c[3] or 0)].append(c)
+            if not c[5] and _stateless(cells[c]):  # its slot budget is its byte budget too
+                by_setting[(c[1], "bytes", c[2], c[3] or 0)].append(c)
     lines = []
     for setting in sorted(by_setting):
         cs = by_setting[setting]
