@@ -84,7 +84,7 @@ bench: build model
 # gguf (the GGUF reader and loader), jinja (the Jinja engine and chat templates),
 # tokenizer (encoding and the streaming detokenizer), openai (the OpenAI request
 # reader up to the prepared request), grpc (the beacon.v1 request conversion, the
-# same), model_files (safetensors and config.json).
+# same), model_files (safetensors, config.json, tokenizer.json and tokenizer_config.json).
 # Findings land in build-fuzz/; each becomes a regression input of its corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= gguf jinja tokenizer openai grpc model_files

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "model/rope_config.h"
+#include "util/json_depth.h"
 #include "util/status_macros.h"
 
 namespace beacon {
@@ -224,6 +225,10 @@ absl::StatusOr<json> ReadJsonFile(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path));
+  if (JsonNestingDepth(text.str(), kMaxJsonFileDepth) > kMaxJsonFileDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " nests deeper than ", kMaxJsonFileDepth, " levels of [ and {: not a model file"));
+  }
   json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, " is not valid JSON"));
   return j;

@@ -56,7 +56,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const nlohmann::json& j, const std::st
 absl::StatusOr<ModelConfig> ParseHfConfigFile(const std::string& path, const HfConfigOptions& options = {});
 
 // Reads a whole JSON file without exceptions: NOT_FOUND when it cannot be
-// opened, INVALID_ARGUMENT naming the file when it does not parse.
+// opened, INVALID_ARGUMENT naming the file when it does not parse or nests
+// deeper than kMaxJsonFileDepth (checked before parsing: nlohmann builds and
+// frees trees recursively, and a file of nested brackets would exhaust the
+// stack). Real model files nest fewer than 10 levels.
+inline constexpr int kMaxJsonFileDepth = 128;
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
 
 }  // namespace beacon

@@ -1,5 +1,6 @@
 #include "model/hf_tokenizer_json.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
 #include "model/hf_config.h"
+#include "util/utf8.h"
 
 namespace beacon {
 namespace {
@@ -20,6 +22,7 @@ using json = nlohmann::json;
 
 // Ids above this are refused: they would make `tokens` allocate without bound.
 constexpr uint64_t kMaxTokenId = 1u << 24;
+constexpr uint64_t kMaxIdGap = 4096;  // ids past the entries' count a vocabulary may leave unused
 
 const json* Child(const json& j, std::string_view key) {
   if (!j.is_object()) return nullptr;
@@ -219,16 +222,24 @@ absl::StatusOr<TokenizerData> ReadHfTokenizerJson(const std::string& path) {
   out.pre = *std::move(pre);
 
   // id -> (text, type); filled from vocab, then overridden by added_tokens.
+  // Ids are dense in real vocabularies; one far past the entries would grow
+  // by_id (and the vocabulary, with <unused_i> fillers) out of proportion to
+  // the file (an id near 2^24 made ~800 MB: issue 46), so an id must stay
+  // within the entries' count plus kMaxIdGap.
   std::vector<std::optional<std::pair<std::string, TokenType>>> by_id;
+  const json* vocab = Child(*model, "vocab");
+  if (vocab == nullptr || !vocab->is_object()) return bad("model.vocab missing or not an object");
+  const json* added = Child(j, "added_tokens");
+  const uint64_t id_bound = std::min<uint64_t>(
+      kMaxTokenId, vocab->size() + (added != nullptr && added->is_array() ? added->size() : 0) + kMaxIdGap);
   auto place = [&](uint64_t id, std::string text, TokenType tt) {
     if (id >= by_id.size()) by_id.resize(id + 1);
     by_id[id] = std::pair{std::move(text), tt};
   };
-  const json* vocab = Child(*model, "vocab");
-  if (vocab == nullptr || !vocab->is_object()) return bad("model.vocab missing or not an object");
   for (const auto& [text, id] : vocab->items()) {
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= kMaxTokenId) {
-      return bad("model.vocab entry '", text, "' has an invalid id ", id.dump());
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= id_bound) {
+      return bad("model.vocab entry '", text, "' has an invalid id ", id.dump(), " (ids are 0 to ", id_bound - 1,
+                 ": the entries' count and a gap of ", kMaxIdGap, ")");
     }
     const uint64_t i = id.get<uint64_t>();
     if (i < by_id.size() && by_id[i].has_value()) {
@@ -236,15 +247,16 @@ absl::StatusOr<TokenizerData> ReadHfTokenizerJson(const std::string& path) {
     }
     place(i, text, TokenType::kNormal);
   }
-  if (const json* added = Child(j, "added_tokens")) {
+  if (added != nullptr) {
     if (!added->is_array()) return bad("'added_tokens' must be a list");
     for (const json& a : *added) {
       const json* id = Child(a, "id");
       const json* content = Child(a, "content");
       const json* special = Child(a, "special");
-      if (id == nullptr || !id->is_number_unsigned() || id->get<uint64_t>() >= kMaxTokenId || content == nullptr ||
+      if (id == nullptr || !id->is_number_unsigned() || id->get<uint64_t>() >= id_bound || content == nullptr ||
           !content->is_string()) {
-        return bad("added_tokens entry ", a.dump(), " needs an 'id' and a string 'content'");
+        return bad("added_tokens entry ", Excerpt(a.dump(), 200), " needs an 'id' below ", id_bound,
+                   " and a string 'content'");
       }
       const bool is_special = special != nullptr && special->is_boolean() && special->get<bool>();
       place(id->get<uint64_t>(), content->get<std::string>(),

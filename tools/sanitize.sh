@@ -3,7 +3,8 @@
 # server tests under a sanitizer (make sanitize; part of make test, so CI runs
 # both variants), and under AddressSanitizer + UBSan also the parsers of
 # untrusted input and what reads model files: GGUF, tokenizer, Jinja, model
-# (config.json, safetensors) and the load tester's (issue 35).
+# (config.json, safetensors) and the load tester's (issue 35), and replays
+# every fuzz corpus (issue 46).
 #
 #   tools/sanitize.sh address build-asan   # AddressSanitizer + UBSan, GCC
 #   tools/sanitize.sh thread build-tsan    # ThreadSanitizer, clang (+ -Wthread-safety as errors)
@@ -47,8 +48,14 @@ case "$kind" in
   thread) flags+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS=-Werror=thread-safety") ;;
   *) echo "sanitize.sh: kind must be address or thread, got '$kind'" >&2; exit 2 ;;
 esac
+# Under ASan + UBSan also the fuzz corpora (seeds and regression inputs), through the entry points the
+# fuzzers run (tests/fuzz/replay_main.cc; issue 46): target:corpus.
+replays=()
+[ "$kind" = address ] && replays=(gguf:tests/fuzz/corpus jinja:tests/fuzz/jinja_corpus
+  tokenizer:tests/fuzz/tokenizer_corpus openai:tests/fuzz/openai_corpus grpc:tests/fuzz/grpc_corpus
+  model_files:tests/fuzz/model_files_corpus)
 [ -f "$dir/CMakeCache.txt" ] || cmake -S . -B "$dir" "${flags[@]}" >/dev/null
-cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
+cmake --build "$dir" -j "$jobs" --target "${targets[@]}" "${replays[@]/%:*/_fuzz_replay}"
 
 supp="$PWD/tools/sanitizers"
 export ASAN_OPTIONS="abort_on_error=0:detect_leaks=1:strict_string_checks=1"
@@ -61,6 +68,16 @@ for t in "${targets[@]}"; do
   filter=${filters[$kind,$t]:-*}
   if "$dir/bin/$t" --gtest_brief=1 --gtest_filter="$filter" > "$dir/$t.log" 2>&1; then
     echo "sanitize ($kind): $t passed ($(( $(date +%s) - start )) s)"
+  else
+    echo "sanitize ($kind): $t FAILED; the last lines of $dir/$t.log:"
+    tail -60 "$dir/$t.log"
+    status=1
+  fi
+done
+for r in "${replays[@]}"; do
+  t=${r%%:*}_fuzz_replay
+  if "$dir/bin/$t" "${r#*:}" > "$dir/$t.log" 2>&1; then
+    echo "sanitize ($kind): $t passed ($(tail -1 "$dir/$t.log"))"
   else
     echo "sanitize ($kind): $t FAILED; the last lines of $dir/$t.log:"
     tail -60 "$dir/$t.log"

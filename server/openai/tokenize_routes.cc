@@ -1,134 +1,34 @@
 #include "server/openai/tokenize_routes.h"
 
+#include <memory>
 #include <string>
-#include <vector>
+#include <string_view>
+#include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "model/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
-#include "server/http/json_fields.h"
-#include "server/http/json_limits.h"
 #include "server/openai/openai_completion.h"
-#include "server/openai/openai_request.h"
+#include "server/openai/tokenize_body.h"
 #include "server/ops/http_routes.h"
 
 namespace beacon {
-namespace {
 
 using nlohmann::json;
 
-absl::Status CheckFields(const json& j, std::initializer_list<const char*> known) {
-  for (const auto& [key, value] : j.items()) {
-    bool found = false;
-    for (const char* k : known) found |= key == k;
-    if (!found) return FieldError(key, "unrecognized request argument (not a field of this endpoint)");
-  }
-  return absl::OkStatus();
-}
-
-// The body as a JSON object whose "model", if any, is the one served.
-absl::StatusOr<json> ParseBody(const HttpRequest& req, const OpenAiOptions& options) {
-  absl::StatusOr<json> j = ParseJsonBounded(req.body, options.json_limits);
-  if (!j.ok()) return j.status();
-  if (!j->is_object()) return absl::InvalidArgumentError("the body must be a JSON object");
-  if (auto it = j->find("model"); it != j->end() && !it->is_null()) {
-    if (!it->is_string()) return FieldError("model", "must be a string");
-    if (it->get<std::string>() != options.served_model) {
-      return absl::NotFoundError(absl::StrCat("model: '", it->get<std::string>(),
-                                              "' is not served here (this server serves '", options.served_model,
-                                              "')"));
-    }
-  }
-  return j;
-}
-
-absl::StatusOr<json> Tokenize(const HttpRequest& req, const Tokenizer& tokenizer, const OpenAiOptions& options) {
-  absl::StatusOr<json> j = ParseBody(req, options);
-  if (!j.ok()) return j.status();
-  if (absl::Status s = CheckFields(*j, {"model", "prompt", "messages", "add_special_tokens", "add_generation_prompt",
-                                        "chat_template_kwargs", "return_token_strs"});
-      !s.ok()) {
-    return s;
-  }
-  const bool has_prompt = j->contains("prompt"), has_messages = j->contains("messages");
-  if (has_prompt == has_messages) return FieldError("prompt", "give exactly one of prompt and messages");
-  bool add_special = true, strs = false;
-  if (absl::Status s = GetJsonBool(*j, "add_special_tokens", &add_special); !s.ok()) return s;
-  if (absl::Status s = GetJsonBool(*j, "return_token_strs", &strs); !s.ok()) return s;
-  // The completion parsers read the input fields, with their checks; the
-  // rest of a completion's fields are absent here.
-  json input = json::object();
-  for (const char* f : {"prompt", "messages", "add_generation_prompt", "chat_template_kwargs"}) {
-    if (j->contains(f)) input[f] = (*j)[f];
-  }
-  if (has_prompt && (j->contains("add_generation_prompt") || j->contains("chat_template_kwargs"))) {
-    return FieldError(j->contains("add_generation_prompt") ? "add_generation_prompt" : "chat_template_kwargs",
-                      "applies to messages only");
-  }
-  if (has_messages && j->contains("add_special_tokens"))
-    return FieldError("add_special_tokens", "applies to prompt only");
-  absl::StatusOr<OpenAiRequest> parsed =
-      ParseOpenAiRequest(has_prompt ? OpenAiEndpoint::kCompletions : OpenAiEndpoint::kChatCompletions, input.dump(),
-                         options.served_model, options.json_limits);
-  if (!parsed.ok()) return parsed.status();
-  absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(parsed->serve, tokenizer, options.limits);
-  if (!ids.ok()) return ids.status();
-  // Without special tokens: the BOS TokenizeInput put first goes (token-id
-  // prompts are taken as given either way).
-  if (!add_special && parsed->serve.input == ServeRequest::Input::kText && !ids->empty() &&
-      ids->front() == tokenizer.bos_id()) {
-    ids->erase(ids->begin());
-  }
-  json out = {{"count", ids->size()}, {"max_model_len", options.limits.context_length}, {"tokens", *ids}};
-  if (strs) {
-    json pieces = json::array();
-    for (int32_t id : *ids) pieces.push_back(SanitizeUtf8(tokenizer.TokenBytes(id, /*render_special=*/true)));
-    out["token_strs"] = std::move(pieces);
-  }
-  return out;
-}
-
-absl::StatusOr<json> Detokenize(const HttpRequest& req, const Tokenizer& tokenizer, const OpenAiOptions& options) {
-  absl::StatusOr<json> j = ParseBody(req, options);
-  if (!j.ok()) return j.status();
-  if (absl::Status s = CheckFields(*j, {"model", "tokens", "skip_special_tokens"}); !s.ok()) return s;
-  auto it = j->find("tokens");
-  if (it == j->end() || !it->is_array()) return FieldError("tokens", "is required: a list of token ids");
-  const int32_t limit = TokenizeTokenLimit(options.limits);
-  if (static_cast<int64_t>(it->size()) > limit) {  // before a vector of them is built
-    return FieldError("tokens", absl::StrCat("has ", it->size(), " token ids; at most ", limit,
-                                             " (the context length, or --max-tokenize-tokens)"));
-  }
-  std::vector<int32_t> ids;
-  ids.reserve(it->size());
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& v = (*it)[i];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-      return FieldError(absl::StrCat("tokens[", i, "]"), absl::StrCat(v.dump(), " is not a token id"));
-    }
-    ids.push_back(v.get<int32_t>());
-  }
-  bool skip = true;
-  if (absl::Status s = GetJsonBool(*j, "skip_special_tokens", &skip); !s.ok()) return s;
-  absl::StatusOr<std::string> text = DetokenizeIds(ids, tokenizer, skip, "tokens", options.limits);
-  if (!text.ok()) return text.status();
-  return json{{"prompt", *text}};
-}
-
-}  // namespace
-
 void AddTokenizeRoutes(Router* router, const Tokenizer* tokenizer, std::shared_ptr<const OpenAiOptions> options) {
-  using Fn = absl::StatusOr<json> (*)(const HttpRequest&, const Tokenizer&, const OpenAiOptions&);
-  for (const std::pair<const char*, Fn>& route :
-       {std::pair<const char*, Fn>{"/tokenize", &Tokenize}, std::pair<const char*, Fn>{"/detokenize", &Detokenize}}) {
+  using Fn = absl::StatusOr<json> (*)(std::string_view, const Tokenizer&, const TokenizeOptions&);
+  auto body_options = std::make_shared<const TokenizeOptions>(
+      TokenizeOptions{options->served_model, options->limits, options->json_limits});
+  for (const std::pair<const char*, Fn>& route : {std::pair<const char*, Fn>{"/tokenize", &TokenizeBody},
+                                                  std::pair<const char*, Fn>{"/detokenize", &DetokenizeBody}}) {
     const Fn fn = route.second;  // a variable the lambda can capture (clang: not a structured binding)
     router->Handle(
         "POST", route.first,
-        RequireApiKey(options->api_keys, [tokenizer, options, fn](const HttpRequest& q, HttpResponder& r) {
+        RequireApiKey(options->api_keys, [tokenizer, options, body_options, fn](const HttpRequest& q,
+                                                                                HttpResponder& r) {
           if (absl::Status s = CheckJsonContentType(q); !s.ok()) {
             return (void)r.Reply(OpenAiError(415, std::string(s.message())));
           }
-          absl::StatusOr<json> out = fn(q, *tokenizer, *options);
+          absl::StatusOr<json> out = fn(q.body, *tokenizer, *body_options);
           if (!out.ok()) {
             if (options->on_rejected) options->on_rejected(out.status());
             return (void)r.Reply(OpenAiError(out.status()));

@@ -9,17 +9,20 @@ Deterministic; rerun after the fixtures change:
   prompt, then the JSON).
 - tokenizer_corpus/ (tokenizer_fuzzer.cc): the texts of
   tests/fixtures/tokenizers/r1-distill-qwen-7b.jsonl (flag byte: parse_special
-  as the fixture encodes them), and their llama.cpp ids as two-byte token ids
-  (flag byte 0x08).
+  as the fixture encodes them), their llama.cpp ids as three-byte token ids
+  (flag byte 0x08), and the texts again for every pre-tokenizer (0x10).
+  The regression inputs (regression-*) are kept by hand: restore them after
+  a rerun (git checkout tests/fuzz/tokenizer_corpus/regression-*).
 - openai_corpus/ (openai_fuzzer.cc): request bodies of both endpoints using
   every field family the reader knows, the chat ones carrying the message
-  lists of the chat-template cases.
+  lists of the chat-template cases, and /tokenize and /detokenize bodies
+  (lead bytes 0x02 and 0x03).
 - grpc_corpus/ (grpc_fuzzer.cc): beacon.v1 GenerateRequest messages in
   protobuf's wire format (first byte 0x00) using every field, the chat ones
   carrying the chat-template cases' message lists, and TokenizeRequest
   messages (0x01). The stubs are generated from proto/ with grpc_tools (the
   project's .venv has it).
-- model_files_corpus/ (model_files_fuzzer.cc): small safetensors files in the
+- model_files_corpus/ (model_files_fuzzer.cc): tokenizer.json seeds (lead byte 3), small safetensors files in the
   layout transformers writes (mode byte 0x00: F32, F16, BF16 and I64 tensors,
   __metadata__, an empty tensor), and config.json files as the families we
   load publish them (mode byte 0x01: Llama, Qwen2, Qwen3, Gemma 3, with RoPE
@@ -82,10 +85,11 @@ def tokenizer():
     for i, line in enumerate(open(os.path.join(FIXTURES, "tokenizers", "r1-distill-qwen-7b.jsonl"))):
         case = json.loads(line)
         write(out, f"text-{i:02d}", bytes([1 if case["special"] else 0]) + case["text"].encode())
-        # The fuzzer maps two bytes v to id (3 v) mod vocab: invert it for ids that are multiples of 3 or
-        # not; any ids do, these are only seeds near real sequences.
-        write(out, f"ids-{i:02d}", b"\x08" + b"".join(struct.pack("<H", (t // 3) & 0xFFFF) for t in case["ids"]))
-        n += 2
+        # The fuzzer reads three bytes (little-endian) an id, modulo the vocabulary: the real sequence.
+        write(out, f"ids-{i:02d}", b"\x08" + b"".join(struct.pack("<I", t)[:3] for t in case["ids"]))
+        # The same text split by every pre-tokenizer (flag bit 4).
+        write(out, f"pre-{i:02d}", b"\x10" + case["text"].encode())
+        n += 3
     return n
 
 
@@ -113,8 +117,15 @@ def openai():
         msgs = case["vars"].get("messages")
         if isinstance(msgs, list):
             bodies.append((1, {"messages": msgs, "max_tokens": 8}))
-    for i, (chat, body) in enumerate(bodies):
-        write(out, f"body-{i:03d}", bytes([chat]) + json.dumps(body, ensure_ascii=False).encode())
+    # The tokenizer endpoints' bodies (lead byte 0x02: /tokenize, 0x03: /detokenize).
+    bodies += [(2, {"prompt": "Once upon a time", "return_token_strs": True}),
+               (2, {"prompt": "x", "add_special_tokens": False, "model": "default"}),
+               (2, {"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": True,
+                    "chat_template_kwargs": {"enable_thinking": False}}),
+               (3, {"tokens": [9707, 11, 1879, 0], "skip_special_tokens": False}),
+               (3, {"tokens": [151643, 151648, 151649, 1], "model": "default"})]
+    for i, (lead, body) in enumerate(bodies):
+        write(out, f"body-{i:03d}", bytes([lead]) + json.dumps(body, ensure_ascii=False).encode())
     return len(bodies)
 
 
@@ -198,8 +209,35 @@ def model_files():
               "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": None}
     for name, cfg in (("llama", llama), ("qwen2", qwen2), ("qwen3", qwen3), ("gemma3", gemma3)):
         files[f"config-{name}"] = json.dumps(cfg, indent=2).encode()
+    # tokenizer.json (and, after a NUL, tokenizer_config.json): byte-level BPE with each pre-tokenizer
+    # form the reader names (ByteLevel alone, Split + ByteLevel with Qwen2's and Llama 3's regexes).
+    qwen2_re = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                r"\s*[\r\n]+|\s+(?!\S)|\s+")
+    llama3_re = qwen2_re.replace(r"\p{N}|", r"\p{N}{1,3}|", 1)
+
+    def tokenizer_json(pre):
+        return {"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2, "ab": 3, "abc": 4},
+                          "merges": ["a b", ["ab", "c"]]},
+                "added_tokens": [{"id": 5, "content": "<|im_start|>", "special": True},
+                                 {"id": 6, "content": "<|im_end|>", "special": True},
+                                 {"id": 7, "content": "<think>", "special": False}],
+                "pre_tokenizer": pre, "decoder": {"type": "ByteLevel"},
+                "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|im_start|>"}}]}}
+
+    def split(regex):
+        return {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated"},
+            {"type": "ByteLevel", "use_regex": False}]}
+
+    tok_config = {"bos_token": {"content": "<|im_start|>"}, "eos_token": "<|im_end|>",
+                  "chat_template": "{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|>{% endfor %}"}
+    for name, pre in (("bytelevel", {"type": "ByteLevel"}), ("qwen2", split(qwen2_re)), ("llama3", split(llama3_re))):
+        files[f"tok-{name}"] = (json.dumps(tokenizer_json(pre)).encode() + b"\x00" +
+                                json.dumps(tok_config).encode())
+    files["tok-no-config"] = json.dumps(tokenizer_json({"type": "ByteLevel"})).encode()
+    lead = {"config": b"\x01", "tok": b"\x03"}
     for name, data in files.items():
-        write(out, name, (b"\x01" if name.startswith("config") else b"\x00") + data)
+        write(out, name, lead.get(name.split("-")[0], b"\x00") + data)
     return len(files)
 
 

@@ -172,6 +172,23 @@ TEST_F(HfTokenizerJsonTest, UnsupportedAndMalformedFiles) {
   tok["added_tokens"] = {{{"content", "x"}}};
   EXPECT_THAT(std::string(Read(tok).status().message()), HasSubstr("needs an 'id'"));
 
+  // Ids are dense: one far past the entries (8 here) would make a vocabulary
+  // of millions of <unused_i> fillers from a file of a few bytes (issue 46).
+  tok = Base({{"type", "ByteLevel"}});
+  tok["model"]["vocab"]["far"] = (1u << 24) - 1;
+  EXPECT_THAT(std::string(Read(tok).status().message()), HasSubstr("ids are 0 to 4104"));
+  tok = Base({{"type", "ByteLevel"}});
+  tok["added_tokens"].push_back({{"id", 4104}, {"content", "<|last|>"}});  // 9 entries + the gap of 4096
+  ASSERT_TRUE(Read(tok).ok()) << Read(tok).status();
+  EXPECT_EQ(Read(tok)->tokens.size(), 4105u);
+  tok["added_tokens"].push_back({{"id", 4106}, {"content", "<|past|>"}});  // 10 entries: at most 4105
+  EXPECT_THAT(std::string(Read(tok).status().message()), HasSubstr("needs an 'id' below 4106"));
+
+  // A file of nested brackets is refused before it is parsed, naming the file.
+  WriteText(dir_ + "/tokenizer.json", std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_THAT(std::string(ReadHfTokenizerJson(dir_ + "/tokenizer.json").status().message()),
+              HasSubstr("tokenizer.json nests deeper than 128 levels"));
+
   WriteText(dir_ + "/tokenizer.json", "{");
   auto t = ReadHfTokenizerJson(dir_ + "/tokenizer.json");
   EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/default_model.h"
+#include "tests/server/openai/r1_runtime.h"
 
 namespace beacon {
 namespace {
@@ -259,11 +260,7 @@ TEST(OpenAiRequestTest, ReasoningContentIsAStringOrNull) {
 // vocabulary over dummy weights): the reasoning fields reach the engine's
 // options, and PrepareRequest's refusals show what the client sent.
 TEST(OpenAiRequestTest, ReasoningFieldsReachPrepareRequest) {
-  RuntimeOptions o;
-  o.model = "dummy:" + std::string(BEACON_SOURCE_DIR) + "/tests/data/tiny-r1-qwen2.json";
-  o.tokenizer = std::string(BEACON_SOURCE_DIR) + "/tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf";
-  o.threads = 1;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = R1DummyRuntime();
   ASSERT_TRUE(rt.ok()) << rt.status();
   ServeLimits limits;
   limits.context_length = (*rt)->config().context_length;
