@@ -153,9 +153,12 @@ absl::Status ParseSecurity(const cli::Args& args, ServeConfig* c) {
     }
     if (keys == 0) return absl::InvalidArgumentError("--api-key-file: the file holds no key");
   }
-  c->prefix_cache_salt_per_key = args.Flag("prefix-cache-salt-per-key");
+  // Several keys are several tenants: kept apart unless the flag says
+  // otherwise (--no-prefix-cache-salt-per-key; issue 46).
+  const bool per_key_given = args.Has("prefix-cache-salt-per-key");
+  c->prefix_cache_salt_per_key = per_key_given ? args.Flag("prefix-cache-salt-per-key") : c->api_keys.size() >= 2;
   c->limits.enable_prompt_tokens_details = args.Flag("enable-prompt-tokens-details");
-  if (c->prefix_cache_salt_per_key && c->api_keys.empty()) {
+  if (per_key_given && c->prefix_cache_salt_per_key && c->api_keys.empty()) {
     return absl::InvalidArgumentError(
         "--prefix-cache-salt-per-key: needs API keys (--api-key or --api-key-file) to tell tenants apart");
   }
@@ -280,9 +283,10 @@ void DeclareServeFlags(cli::Args* a) {
              "an engine step running longer than this breaks the engine as failed steps do: /ready turns 503 and "
              "the process exits 1, without waiting for the hung step (0 = never; set it well above the slowest "
              "step, beacon_engine_step_seconds)");
-  a->Declare("prefix-cache-salt-per-key", true, "false",
+  a->Declare("prefix-cache-salt-per-key", true, "",
              "requests under different API keys never share prefix-cache blocks (so one tenant cannot time "
-             "another's prompts); a request's cache_salt further splits its key's share");
+             "another's prompts); a request's cache_salt further splits its key's share (default: on with two "
+             "or more API keys; --no-prefix-cache-salt-per-key shares the cache between them)");
   a->Declare("enable-prompt-tokens-details", true, "false",
              "report every request's cached prompt tokens (OpenAI usage.prompt_tokens_details.cached_tokens, "
              "gRPC usage.cached_tokens); off, only a request in its own prefix-cache partition (a cache_salt, "
