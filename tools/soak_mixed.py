@@ -17,6 +17,14 @@ and runs bounded loops that stop by themselves at the deadline:
 - hostile clients (all within the fd limit): slowloris connections, bursts of
   connections opened and dropped, bodies over the size limit, JSON nested past
   the depth limit, prompts with invalid UTF-8;
+- tenants (issue 46): the server takes three API keys (so each key is a
+  prefix-cache partition of its own, the default with several keys); every
+  client sends one of them, 2% of requests a wrong one (401 /
+  UNAUTHENTICATED expected), and 30% carry a cache_salt;
+- tokenizer calls: /tokenize (prompt or messages) and /detokenize over HTTP,
+  Tokenize and Detokenize over gRPC, each answer checked; and large gRPC
+  messages: 3.9 MiB Tokenize texts (refused past the token limit, or busy)
+  and 5 MiB ones (past gRPC's 4 MiB receive limit), each with a clear status;
 - a monitor sampling every 5 s: /ready on the admin port, the server's
   resident memory (/proc), KV blocks, in-flight requests.
 
@@ -61,6 +69,16 @@ from beacon.v1 import beacon_pb2 as pb, beacon_pb2_grpc as pb_grpc  # noqa: E402
 SYSTEM = "You are a careful assistant. Answer briefly and cite the plan you wrote at the start. " * 3
 TOPICS = ["the ocean", "prime numbers", "baking bread", "chess", "the moon", "tea", "rivers", "bridges"]
 GREEDY = ["List three prime numbers.", "Name a color.", "What is 2 + 2?", "Say hello in French."]
+KEYS = ["soak-key-tenant-a", "soak-key-tenant-b", "soak-key-tenant-c"]
+ADMIN = {"Authorization": f"Bearer {KEYS[0]}"}  # the stats take a key too
+SALTS = ["salt-3f9a1c77d2e84b06", "salt-b81e5a0cc93f4d21", "salt-0d7e6b55a1f2c348"]
+
+
+def auth(rng):
+    """(headers, gRPC metadata) with one of the keys, or (2%) a wrong one; and whether it is right."""
+    good = rng.random() >= 0.02
+    key = rng.choice(KEYS) if good else "soak-wrong-key"
+    return {"Authorization": f"Bearer {key}"}, [("authorization", f"Bearer {key}")], good
 
 
 class Tally:
@@ -83,10 +101,10 @@ class Tally:
             self.counts["failures"] = self.counts.get("failures", 0) + 1
 
 
-def http_json(port, method, path, body=None, timeout=120):
+def http_json(port, method, path, body=None, timeout=120, headers=None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+        conn.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
         r = conn.getresponse()
         return r.status, r.read()
     finally:
@@ -114,6 +132,9 @@ def openai_worker(port, end, rng, t):
                 body["top_logprobs"] = 2
         if rng.random() < 0.1:
             body["time_limit_ms"] = rng.randint(50, 500)
+        if rng.random() < 0.3:
+            body["cache_salt"] = rng.choice(SALTS)
+        headers, _, key_ok = auth(rng)
         system = SYSTEM if shared else f"{SYSTEM} Session {rng.random()}."
         question = f"Tell me about {rng.choice(TOPICS)}."
         if chat:
@@ -125,8 +146,14 @@ def openai_worker(port, end, rng, t):
         hang_up = rng.random() < 0.1
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         try:
-            conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+            conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json", **headers})
             r = conn.getresponse()
+            if not key_ok:
+                raw = r.read()
+                t.add("openai_auth_refused" if r.status == 401 and clear_error(r.status, raw) else "openai_auth_wrong")
+                if r.status != 401:
+                    t.fail(f"a wrong API key got {r.status}")
+                continue
             if r.status != 200:
                 raw = r.read()
                 t.add("openai_error_clear" if clear_error(r.status, raw) else "openai_error_unclear")
@@ -175,9 +202,12 @@ def grpc_worker(stub, end, rng, t):
                                                        content=f"Write about {rng.choice(TOPICS)} {rng.random()}")]),
             stopping=pb.StoppingCriteria(max_tokens=rng.randint(16, 160)),
             sampling=pb.SamplingParams(temperature=0.7, seed=rng.randint(0, 1 << 30)), kv=kv)
+        if rng.random() < 0.3:
+            req.cache_salt = rng.choice(SALTS)
+        _, metadata, key_ok = auth(rng)
         n, last = 0, None
         try:
-            call = stub.Generate(req, timeout=0.3 if deadline else 300)
+            call = stub.Generate(req, timeout=0.3 if deadline else 300, metadata=metadata)
             for msg in call:
                 n += len(msg.token_ids)
                 last = msg
@@ -194,7 +224,11 @@ def grpc_worker(stub, end, rng, t):
                 t.fail(f"grpc stream ended without a finish: {last}")
         except grpc.RpcError as e:
             code = e.code()
-            if code == grpc.StatusCode.CANCELLED and cancel:
+            if not key_ok:
+                t.add("grpc_auth_refused" if code == grpc.StatusCode.UNAUTHENTICATED else "grpc_auth_wrong")
+                if code != grpc.StatusCode.UNAUTHENTICATED:
+                    t.fail(f"a wrong API key got {code}")
+            elif code == grpc.StatusCode.CANCELLED and cancel:
                 t.add("grpc_cancelled")
             elif code == grpc.StatusCode.DEADLINE_EXCEEDED and deadline:
                 t.add("grpc_deadline")
@@ -212,7 +246,8 @@ def greedy_worker(port, end, t, first):
         body = {"model": "default", "messages": [{"role": "user", "content": prompt}], "max_tokens": 80,
                 "temperature": 0, "kv_policy": "beacon", "kv_budget": 32, "return_tokens_as_token_ids": True,
                 "logprobs": True}
-        status, raw = http_json(port, "POST", "/v1/chat/completions", json.dumps(body))
+        status, raw = http_json(port, "POST", "/v1/chat/completions", json.dumps(body),
+                                headers={"Authorization": f"Bearer {KEYS[0]}"})
         if status != 200:
             t.add("greedy_error_clear" if clear_error(status, raw) else "greedy_error_unclear")
             if not clear_error(status, raw):
@@ -227,9 +262,53 @@ def greedy_worker(port, end, t, first):
         t.add("greedy_same" if tokens == want else "greedy_changed")
 
 
-def hostile_worker(port, end, rng, t):
+def tokenize_worker(port, stub, end, rng, t):
+    """/tokenize, /detokenize and the gRPC Tokenize / Detokenize, checked; and large gRPC messages."""
+    headers, metadata = {"Authorization": f"Bearer {KEYS[1]}"}, [("authorization", f"Bearer {KEYS[1]}")]
     while time.time() < end:
-        kind = rng.choice(["slowloris", "burst", "oversized", "nested", "utf8"])
+        kind = rng.choice(["http", "http", "grpc", "grpc", "large", "oversized"])
+        text = f"Tell me about {rng.choice(TOPICS)}, {rng.random()}."
+        try:
+            if kind == "http":
+                body = {"prompt": text} if rng.random() < 0.5 else {"messages": [{"role": "user", "content": text}]}
+                status, raw = http_json(port, "POST", "/tokenize", json.dumps(body), headers=headers)
+                ids = json.loads(raw)["tokens"] if status == 200 else None
+                if ids is None or json.loads(raw)["count"] != len(ids):
+                    t.fail(f"/tokenize answered {status}: {raw[:200]!r}")
+                    continue
+                status, raw = http_json(port, "POST", "/detokenize", json.dumps({"tokens": ids}), headers=headers)
+                if status != 200 or not json.loads(raw)["prompt"]:
+                    t.fail(f"/detokenize answered {status}: {raw[:200]!r}")
+                    continue
+                t.add("tokenize_http")
+            elif kind == "grpc":
+                ids = stub.Tokenize(pb.TokenizeRequest(text=text), timeout=60, metadata=metadata).ids
+                back = stub.Detokenize(pb.DetokenizeRequest(ids=ids), timeout=60, metadata=metadata).text
+                if not ids or text not in back:
+                    t.fail(f"gRPC Tokenize/Detokenize did not round-trip {text!r}: {back!r}")
+                    continue
+                t.add("tokenize_grpc")
+            else:  # 3.9 MiB: within gRPC's receive limit, past the token limit; 5 MiB: past the receive limit
+                size = (39 << 20) // 10 if kind == "large" else 5 << 20
+                stub.Tokenize(pb.TokenizeRequest(text="a " * (size // 2)), timeout=120, metadata=metadata)
+                t.fail(f"a {size}-byte Tokenize was answered OK")
+        except grpc.RpcError as e:
+            expected = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}
+            if kind in ("large", "oversized") and e.code() in expected and e.details():
+                t.add(f"tokenize_{kind}_{e.code().name.lower()}")
+            else:
+                t.fail(f"gRPC tokenizer call ({kind}) failed: {e.code()} {e.details()!r}")
+        except (OSError, ValueError, KeyError) as e:
+            t.fail(f"tokenizer call ({kind}) failed: {e!r}")
+        time.sleep(rng.uniform(0.05, 0.5))
+
+
+def hostile_worker(port, end, rng, t):
+    """Hostile bodies from a client holding a key (so they reach the body checks), and large bodies without
+    one (refused 401 before the body is read)."""
+    key = {"Authorization": f"Bearer {KEYS[2]}"}
+    while time.time() < end:
+        kind = rng.choice(["slowloris", "burst", "oversized", "nested", "utf8", "unauthenticated"])
         try:
             if kind == "slowloris":
                 socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(20)]
@@ -243,16 +322,21 @@ def hostile_worker(port, end, rng, t):
                 for s in socks:
                     s.close()
             elif kind == "oversized":
-                status, _ = http_json(port, "POST", "/v1/completions", b"{" + b" " * (9 << 20) + b"}")
+                status, _ = http_json(port, "POST", "/v1/completions", b"{" + b" " * (9 << 20) + b"}", headers=key)
                 t.add(f"hostile_oversized_{status}")
+            elif kind == "unauthenticated":
+                status, _ = http_json(port, "POST", "/v1/completions", b"{" + b" " * (7 << 20) + b"}")
+                t.add(f"hostile_unauthenticated_{status}")
+                if status != 401:
+                    t.fail(f"a body without a key got {status}")
             elif kind == "nested":
-                status, raw = http_json(port, "POST", "/v1/completions", "[" * 100000 + "]" * 100000)
+                status, raw = http_json(port, "POST", "/v1/completions", "[" * 100000 + "]" * 100000, headers=key)
                 t.add(f"hostile_nested_{status}")
                 if status != 400:
                     t.fail(f"nested JSON got {status}")
             else:
                 body = b'{"prompt": "bad \xff\xfe bytes", "max_tokens": 4}'
-                status, raw = http_json(port, "POST", "/v1/completions", body)
+                status, raw = http_json(port, "POST", "/v1/completions", body, headers=key)
                 t.add(f"hostile_utf8_{status}")
             t.add(f"hostile_{kind}")
         except OSError as e:
@@ -280,10 +364,14 @@ def main():
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     log = tempfile.NamedTemporaryFile(prefix="beacon-soak-", suffix=".log", delete=False)
+    keys = tempfile.NamedTemporaryFile("w", prefix="beacon-soak-", suffix=".keys", delete=False)
+    keys.write("\n".join(KEYS) + "\n")
+    keys.close()
     proc = subprocess.Popen([os.path.join(a.bin, "beacon-serve"), "--model", a.model, "--host", "127.0.0.1",
                              "--grpc-port", "0", "--http-port", "0", "--admin-port", "0", "--threads", "2",
                              "--kv-pool-tokens", "3072", "--admission", "optimistic", "--max-running", "24",
-                             "--http-max-connections-per-client", "0", "--http-header-timeout-s", "2"],
+                             "--http-max-connections-per-client", "0", "--http-header-timeout-s", "2",
+                             "--api-key-file", keys.name],
                             stdout=log, stderr=subprocess.STDOUT)
     ports = None
     for _ in range(1200):
@@ -304,14 +392,15 @@ def main():
     workers += [threading.Thread(target=grpc_worker, args=(stub, end, random.Random(100 + i), t))
                 for i in range(a.grpc_workers)]
     workers += [threading.Thread(target=greedy_worker, args=(http_port, end, t, first)),
-                threading.Thread(target=hostile_worker, args=(http_port, end, random.Random(7), t))]
+                threading.Thread(target=hostile_worker, args=(http_port, end, random.Random(7), t)),
+                threading.Thread(target=tokenize_worker, args=(http_port, stub, end, random.Random(11), t))]
     for w in workers:
         w.start()
     samples = []
     while time.time() < end and proc.poll() is None:
         try:
             ready = http_json(admin, "GET", "/ready", timeout=10)[0]
-            stats = json.loads(http_json(admin, "GET", "/v1/engine/stats", timeout=10)[1])
+            stats = json.loads(http_json(admin, "GET", "/v1/engine/stats", timeout=10, headers=ADMIN)[1])
         except OSError as e:
             ready, stats = f"transport: {e!r}", {}
         samples.append({"t": round(time.time() - start, 1), "rss_kib": rss_kib(proc.pid), "ready": ready,
@@ -327,13 +416,13 @@ def main():
     else:
         idle = None
         for _ in range(600):
-            idle = json.loads(http_json(admin, "GET", "/v1/engine/stats")[1])
+            idle = json.loads(http_json(admin, "GET", "/v1/engine/stats", headers=ADMIN)[1])
             if idle["inflight"] == 0 and idle["running"] == 0 and idle["kv_blocks_free"] == idle["kv_blocks_total"]:
                 break
             time.sleep(0.1)
         if idle["kv_blocks_free"] != idle["kv_blocks_total"] or idle["inflight"]:
             t.fail(f"not idle after the run: {idle}")
-        text = http_json(admin, "GET", "/metrics")[1].decode()
+        text = http_json(admin, "GET", "/metrics", headers=ADMIN)[1].decode()
         generated = metric(text, "beacon_generation_tokens_total")
         per_request = metric(text, "beacon_request_generation_tokens_sum")
         summary["tokens"] = {"counter": generated, "per_request_sum": per_request, "client_usage": t.usage_tokens}
