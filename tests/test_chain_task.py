@@ -190,6 +190,11 @@ def test_recap_summary_budgets_in_bytes():
     assert "Pairs at budget 288 in bytes, interval 16" in text, text
     assert "| beacon (bytes) | rkv (bytes) | 24 | 0:8 |" in text, text
     assert "| streaming | beacon (bytes) | 24 | 12:0 |" in text, text
+    # A slot cell with state (beacon at 288 slots) is compared with the byte cells of the same N apart.
+    slots = [dict(_chain("beacon", 288, i, [True] * 4), bytes_per_slot=1000, state_bytes=239000) for i in range(6)]
+    text = recap_summary.summarize_recap(full + beacon + rkv + slots)
+    assert "Across matchings at budget 288" in text and "| beacon | rkv (bytes) | 24 | 4:0 |" in text, text
+    assert "| beacon | beacon (bytes) |" not in text, text
 
 
 def test_summary_text_keeps_the_single_task_apart():

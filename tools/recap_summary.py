@@ -194,18 +194,30 @@ def _peers(cells, ordered):
     lines = []
     for setting in sorted(by_setting):
         cs = by_setting[setting]
-        pairs = [(cs[i], cs[j], _paired(_entries(cells[cs[i]]), _entries(cells[cs[j]])))
-                 for i in range(len(cs)) for j in range(i + 1, len(cs))]
-        if not pairs:
-            continue
-        adj = rev.holm([p[2][3] for p in pairs])
+        pairs = [(cs[i], cs[j]) for i in range(len(cs)) for j in range(i + 1, len(cs))]
         wtext = f", window {setting[3]}" if setting[3] else ""
-        lines.append(f"Pairs at budget {setting[0]}{' in bytes' if setting[1] else ''}, interval {setting[2]}{wtext}, "
-                     "per answer (A right/B wrong : "
-                     f"A wrong/B right; Holm over these {len(pairs)} tests):\n")
-        lines.append("| A | B | answers | A:B discordant | p | p (Holm) |")
-        lines.append("|---|---|---|---|---|---|")
-        for (a, b, (n, x, y, p)), pa in zip(pairs, adj):
-            lines.append(f"| {_label(a)} | {_label(b)} | {n} | {x}:{y} | {rev._fmt_p(p)} | {rev._fmt_p(pa)} |")
-        lines.append("")
+        lines += _pairs_table(cells, pairs, f"Pairs at budget {setting[0]}{' in bytes' if setting[1] else ''}, "
+                                            f"interval {setting[2]}{wtext}")
+    # Across the matchings of one budget: a slot cell against the byte cells of the same N (their slots
+    # differ by their states; kept apart from the families above, with a Holm of their own).
+    across = [(a, b) for a in ordered for b in ordered
+              if a[0] != "full" and not a[5] and not _stateless(cells[a]) and b[5] and b[0] != a[0]
+              and (a[1], a[2], a[3]) == (b[1], b[2], b[3])]
+    if across:
+        lines += _pairs_table(cells, across, f"Across matchings at budget {across[0][0][1]}: a slot cell against "
+                                             "the byte cells of the same N")
+    return lines
+
+
+def _pairs_table(cells, pairs, title):
+    """Markdown of paired per-answer tests, Holm over them."""
+    if not pairs:
+        return []
+    tests = [(a, b, _paired(_entries(cells[a]), _entries(cells[b]))) for a, b in pairs]
+    adj = rev.holm([t[2][3] for t in tests])
+    lines = [f"{title}, per answer (A right/B wrong : A wrong/B right; Holm over these {len(tests)} tests):\n",
+             "| A | B | answers | A:B discordant | p | p (Holm) |", "|---|---|---|---|---|---|"]
+    for (a, b, (n, x, y, p)), pa in zip(tests, adj):
+        lines.append(f"| {_label(a)} | {_label(b)} | {n} | {x}:{y} | {rev._fmt_p(p)} | {rev._fmt_p(pa)} |")
+    lines.append("")
     return lines
