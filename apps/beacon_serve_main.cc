@@ -200,11 +200,12 @@ void AddMetricsRoute(Router* routes, const ServeConfig& c, Engine& e) {
 }
 
 // The HTTP port's routes: operational (/health, /ready, stats), the OpenAI
-// API and /metrics. With --admin-port, /v1/engine/stats is served there only:
-// it shows every tenant's traffic (queue, prefix-cache hits), which clients of
-// the API port need not see (issue 46). /metrics stays on both: the Gateway
-// API Inference Extension's endpoint picker scrapes the pool's target port
-// (deploy/k8s/components/inference-gateway), and --metrics-api-key guards it.
+// API and /metrics. With --admin-port, /v1/engine/stats and /metrics are
+// served there only: both show every tenant's traffic (queues, prefix-cache
+// hits, token rates), which clients of the API port need not see (issue 46).
+// Scrapers follow them there: the Kubernetes PodMonitor and the inference
+// gateway's endpoint picker (--model-server-metrics-port) scrape the admin
+// port (deploy/k8s).
 Router MakeRoutes(const ServeConfig& c, Engine& e, const GrpcServiceOptions& gopts, Readiness readiness) {
   Router routes;
   const bool admin_port = c.admin.has_value();
@@ -216,7 +217,7 @@ Router MakeRoutes(const ServeConfig& c, Engine& e, const GrpcServiceOptions& gop
   oai.prefix_cache_salt_per_key = c.prefix_cache_salt_per_key;
   oai.on_rejected = gopts.on_rejected;
   AddOpenAiRoutes(&routes, e.loop.get(), e.runtime->tokenizer(), oai);
-  AddMetricsRoute(&routes, c, e);
+  if (!admin_port) AddMetricsRoute(&routes, c, e);
   return routes;
 }
 

@@ -18,8 +18,8 @@
 # cores), so CI does not run it; tests/deploy/test_docker.py checks the
 # Dockerfiles' text in CI.
 #
-# Environment: IMAGE_TAG (default beacon-serve), HTTP_PORT/GRPC_PORT (loopback
-# ports to publish, default 18080/15051). The images are kept (podman images).
+# Environment: IMAGE_TAG (default beacon-serve), HTTP_PORT/GRPC_PORT/ADMIN_PORT
+# (loopback ports to publish, default 18080/15051/18081). The images are kept (podman images).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cpu=0; cuda=0; run=1; build=1
@@ -39,6 +39,7 @@ tag=${IMAGE_TAG:-beacon-serve}
 base=docker.io/library/debian:bookworm-slim
 http_port=${HTTP_PORT:-18080}
 grpc_port=${GRPC_PORT:-15051}
+admin_port=${ADMIN_PORT:-18081}
 log() { echo "[image-check] $*"; }
 now() { date +%s; }
 
@@ -106,12 +107,14 @@ fi
 name=beacon-image-check-$$
 nofile=$(ulimit -Hn)
 podman rm -f "$name" >/dev/null 2>&1 || true
-log "podman run $tag:cpu (runc, -p 127.0.0.1:$http_port:8080 -p 127.0.0.1:$grpc_port:50051, models/ mounted)"
+log "podman run $tag:cpu (runc, -p 127.0.0.1:$http_port:8080 -p 127.0.0.1:$grpc_port:50051 -p 127.0.0.1:$admin_port:8081, models/ mounted)"
 podman run -d --name "$name" --runtime runc --ulimit "nofile=$nofile:$nofile" --ulimit nproc=4096:4096 \
-  -p "127.0.0.1:$http_port:8080" -p "127.0.0.1:$grpc_port:50051" -v "$PWD/models:/models:ro" \
+  -p "127.0.0.1:$http_port:8080" -p "127.0.0.1:$grpc_port:50051" -p "127.0.0.1:$admin_port:8081" \
+  -v "$PWD/models:/models:ro" \
   -e BEACON_DRAIN_DELAY_S=2 -e BEACON_THREADS=2 "$tag:cpu" >/dev/null
 trap 'podman logs "$name" > build/image-run.log 2>&1 || true; podman rm -f "$name" >/dev/null 2>&1 || true' EXIT
-if .venv/bin/python tools/image_smoke.py --http "$http_port" --grpc "$grpc_port" --container "$name"; then
+if .venv/bin/python tools/image_smoke.py --http "$http_port" --grpc "$grpc_port" --admin "$admin_port" \
+  --container "$name"; then
   log "CPU image: every check passed"
 else
   podman logs "$name" 2>&1 | tail -30

@@ -6,11 +6,12 @@ loopback, as a client of the replica would:
   1. /ready turns 200 (the model loaded) and /health is 200;
   2. gRPC Generate streams a greedy chat answer (beacon.v1, stubs made from proto/);
   3. an OpenAI chat completion over HTTP returns an assistant message and usage;
-  4. /metrics is Prometheus text with the serving families;
+  4. /metrics is Prometheus text with the serving families, on the admin port
+     (BEACON_ADMIN_PORT in the images) and not on the client port;
   5. SIGTERM during a running stream drains: /ready says 503 while the stream
      goes on, the stream ends normally (not cancelled), the process exits 0.
 
-Usage: tools/python tools/image_smoke.py --http PORT --grpc PORT --container NAME [--podman podman]
+Usage: tools/python tools/image_smoke.py --http PORT --grpc PORT --admin PORT --container NAME [--podman podman]
 Exit 0 when every check passed; each check prints one line.
 """
 import argparse
@@ -58,6 +59,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--http", type=int, required=True, help="the container's HTTP port as published on loopback")
     ap.add_argument("--grpc", type=int, required=True, help="the container's gRPC port as published on loopback")
+    ap.add_argument("--admin", type=int, required=True, help="the container's admin port as published on loopback")
     ap.add_argument("--container", required=True, help="the container's name (SIGTERM goes to it)")
     ap.add_argument("--podman", default="podman", help="the container CLI")
     ap.add_argument("--ready-timeout", type=float, default=180, help="seconds to wait for /ready")
@@ -101,10 +103,13 @@ def main():
         ok = msg["role"] == "assistant" and msg["content"] and j["usage"]["completion_tokens"] > 0
     check(ok, "OpenAI chat completion", f"HTTP {st}: {body[:120]!r}")
 
-    st, body = http(a.http, "/metrics")
+    st, body = http(a.admin, "/metrics")
     families = ["beacon_num_requests_running", "beacon_kv_cache_usage_perc", "beacon_generation_tokens_total"]
     missing = [f for f in families if f not in body]
-    check(st == 200 and not missing, "/metrics", f"HTTP {st}, {len(body.splitlines())} lines, missing {missing}")
+    check(st == 200 and not missing, "/metrics (admin port)",
+          f"HTTP {st}, {len(body.splitlines())} lines, missing {missing}")
+    st = http(a.http, "/metrics")[0]
+    check(st == 404, "no /metrics on the client port", f"HTTP {st}")
 
     # Drain: a long stream is running when SIGTERM arrives; it must finish as asked.
     got = {"tokens": 0, "finish": None, "error": None}

@@ -2,7 +2,7 @@
 inference-gateway-flags), checked structurally for test_k8s_manifests.py: the
 InferencePool selects the beacon-serve pods on their HTTP port, the endpoint
 picker's Service, Deployment, RBAC and HTTPRoute resolve, and the EPP reads
-beacon-serve's metrics in either form: the EndpointPickerConfig one (EPP
+beacon-serve's metrics, on its admin port, in either form: the EndpointPickerConfig one (EPP
 v1.4+: a metrics data source on /metrics wired to an extractor with
 per-engine metric names) or the older flag one (EPP up to v1.2)."""
 import os
@@ -57,6 +57,9 @@ def check_inference_gateway(objs, namespace):
         assert {r["pluginRef"] for r in prof["plugins"]} <= set(plugins), (prof, sorted(plugins))
         # Prefix affinity routes a shared prompt to the pod whose prefix cache holds it.
         assert "prefix-cache-scorer" in {r["pluginRef"] for r in prof["plugins"]}, prof
+    # beacon-serve serves /metrics on its admin port only (--admin-port, issue 46): the EPP scrapes there.
+    serve_c = container(d, "beacon-serve")
+    assert arg_value(args, "--model-server-metrics-port") == str(port_number(serve_c, "admin")), args
     tag = tuple(int(x) for x in re.search(r":v(\d+)\.(\d+)\.\d+$", ec["image"]).groups())
     flags = [f for f in METRIC_FLAGS if arg_value(args, f) is not None]
     if flags:
@@ -74,7 +77,7 @@ def check_inference_gateway(objs, namespace):
     sources = [p for p in cfg["plugins"] if p["type"] == "metrics-data-source"]
     extractors = [p for p in cfg["plugins"] if p["type"] in ("model-server-protocol-metrics", "core-metrics-extractor")]
     assert len(sources) == 1 and len(extractors) == 1, (sources, extractors)
-    # It scrapes where beacon-serve serves its metrics: /metrics on the pool's target port (the HTTP port).
+    # It scrapes /metrics over plain HTTP, on the port of --model-server-metrics-port (checked above).
     assert sources[0]["parameters"] == {"scheme": "http", "path": "/metrics"}, sources[0]
     wired = [(s["pluginRef"], [e["pluginRef"] for e in s["extractors"]]) for s in cfg["data"]["sources"]]
     assert wired == [(sources[0].get("name", sources[0]["type"]), [extractors[0].get("name", extractors[0]["type"])])], \
