@@ -37,6 +37,7 @@
 #include "util/cli_args.h"
 #include "util/log.h"
 #include "util/run_main.h"
+#include "util/signal_watch.h"
 
 namespace beacon {
 namespace {
@@ -320,7 +321,24 @@ int Main(int argc, char** argv) {
   LimitProtobufLogging();
 
   const auto t0 = Clock::now();
-  absl::StatusOr<Engine> engine = StartEngine(&c);
+  absl::StatusOr<Engine> engine;
+  {
+    // Loading can take minutes (a large model, a slow volume). A SIGTERM
+    // meanwhile (a rollout, a scale-down) ends the process at once: nothing
+    // is served yet, so nothing drains, and waiting for the load would
+    // outlast the pod's grace period. SIGUSR1 has no engine to mean yet.
+    SignalWatch while_loading(signals, [](int sig) {
+      if (sig == SIGUSR1) return;
+      logging::Info("%s while loading the model: exiting (nothing to drain)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      std::fflush(nullptr);
+      std::_Exit(0);  // the loader's threads hold no state that outlives the process
+    });
+    if (c.debug_load_delay_s > 0) {
+      logging::Info("--debug-load-delay-s: loading in %d s", static_cast<int>(c.debug_load_delay_s));
+      std::this_thread::sleep_for(std::chrono::seconds(c.debug_load_delay_s));
+    }
+    engine = StartEngine(&c);
+  }
   if (!engine.ok()) return Fail(engine.status());
   Engine& e = *engine;
 

@@ -279,6 +279,9 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("debug-hang-steps-after", false, "",
              "watchdog drill: the engine step after the first N never returns, as on a device that stopped "
              "answering (default: off)");
+  a->Declare("debug-load-delay-s", false, "0",
+             "shutdown drill: wait this long before loading the model, as a large model on a slow disk would "
+             "(SIGTERM meanwhile exits at once)");
   a->Declare("step-timeout-s", false, "300",
              "an engine step running longer than this breaks the engine as failed steps do: /ready turns 503 and "
              "the process exits 1, without waiting for the hung step (0 = never; set it well above the slowest "
@@ -383,7 +386,11 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   if (c.debug_fail_steps_after >= 0 && c.debug_hang_steps_after >= 0) {
     return absl::InvalidArgumentError("--debug-fail-steps-after and --debug-hang-steps-after: give one drill");
   }
-  if (absl::Status s = ParseInts(args, {{"step-timeout-s", 0, &c.step_timeout_s}}); !s.ok()) return s;
+  if (absl::Status s = ParseInts(
+          args, {{"step-timeout-s", 0, &c.step_timeout_s}, {"debug-load-delay-s", 0, &c.debug_load_delay_s, 3600}});
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
   if (!mode.ok()) return mode.status();
   c.scheduler.admission = *mode;

@@ -55,8 +55,9 @@ struct ServeConfig {
   int32_t max_failed_steps = 3;
   int64_t debug_fail_steps_after = -1;
   int64_t debug_hang_steps_after = -1;
-  int64_t step_timeout_s = 300;  // 0: no step watchdog
-  int grpc_prepare_threads = 4;  // GrpcServiceOptions::prepare_threads
+  int64_t debug_load_delay_s = 0;  // drill: a model load this much slower (SIGTERM while loading)
+  int64_t step_timeout_s = 300;    // 0: no step watchdog
+  int grpc_prepare_threads = 4;    // GrpcServiceOptions::prepare_threads
   int grpc_prepare_queue = 256;
   int64_t drain_timeout_s = 0;
   int64_t drain_delay_s = 0;

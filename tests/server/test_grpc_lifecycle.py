@@ -5,6 +5,7 @@ SIGTERM (health NOT_SERVING, new requests UNAVAILABLE, running streams finish,
 exit 0)."""
 import concurrent.futures
 import os
+import signal
 import subprocess
 import tempfile
 import threading
@@ -197,6 +198,34 @@ def test_tls():
     assert r.returncode != 0 and "nonexistent.pem" in r.stderr, r.stderr
 
 
+def test_sigterm_while_loading():
+    """SIGTERM (or SIGINT) while the model still loads ends the process at once with 0: nothing is served yet,
+    and waiting for a large model's load would outlast a pod's grace period. The drill delays the load by 60 s;
+    without the watch the signal waits for the load (and the drain after it)."""
+    serve = os.path.join(BIN, "beacon-serve")
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with tempfile.TemporaryFile() as log:
+            p = subprocess.Popen([serve, "--model", MODEL, "--host", "127.0.0.1", "--grpc-port", "0", "--http-port", "0",
+                                  "--debug-load-delay-s", "60"], stdout=log, stderr=subprocess.STDOUT)
+            try:
+                deadline = time.monotonic() + 30
+                while b"loading in 60 s" not in (log.seek(0) or log.read()):
+                    assert p.poll() is None and time.monotonic() < deadline, log.read()
+                    time.sleep(0.05)
+                t0 = time.monotonic()
+                p.send_signal(sig)
+                rc = p.wait(timeout=10)
+                took = time.monotonic() - t0
+            finally:
+                p.kill()
+                p.wait()
+            log.seek(0)
+            text = log.read().decode()
+        assert rc == 0 and took < 2, (rc, took, text[-2000:])
+        assert f"{sig.name} while loading the model: exiting" in text, text[-2000:]
+        print(f"  {sig.name} while loading: exit {rc} after {took:.2f} s")
+
+
 def have_gpu():
     try:
         return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
@@ -225,7 +254,7 @@ def test_device_flag():
 
 def main():
     for t in (test_environment_flags, test_preemption_keeps_outputs, test_reserve_admits_by_footprint, test_drain,
-              test_drain_delay, test_drain_timeout_cancels, test_tls, test_device_flag):
+              test_drain_delay, test_drain_timeout_cancels, test_sigterm_while_loading, test_tls, test_device_flag):
         t0 = time.time()
         t()
         print(f"ok {t.__name__} ({time.time() - t0:.1f}s)")
