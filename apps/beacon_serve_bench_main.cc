@@ -10,6 +10,12 @@
 // reserve mode until all finish. Reported per policy: peak concurrent
 // sequences, output tokens/s, wall time, peak KV blocks in use (bytes), and
 // the per-request reserved footprint.
+//
+// --snapshot FILE writes one JSON line per request (its token ids' hash,
+// finish reason, cached, evicted and preempted counts): run it before and
+// after a change to the serving core that must not change outputs, with
+// --admission optimistic (preemptions) and --shared-prefix (prefix-cache
+// hits) to take every path, and diff the files.
 #include <chrono>
 #include <cstdio>
 
@@ -31,10 +37,12 @@ class CountSink : public RequestSink {
  public:
   void OnTokens(std::span<const int32_t> ids, std::string_view, TextPart, std::span<const PositionLogprobs>) override {
     tokens += ids.size();
+    for (int32_t id : ids) ids_hash = (ids_hash ^ static_cast<uint32_t>(id)) * 0x100000001b3ull;  // FNV-1a
   }
   void OnFinish(const StreamFinal& f) override { final = f; }
   void OnRejected(const absl::Status& s) override { rejected = s; }
   int64_t tokens = 0;
+  uint64_t ids_hash = 0xcbf29ce484222325ull;
   StreamFinal final;
   absl::Status rejected;
 };
@@ -47,6 +55,7 @@ struct Result {
   int32_t peak_blocks = 0;
   int32_t reserved_tokens = 0;
   int32_t peak_cached_tokens = 0;
+  nlohmann::json snapshot = nlohmann::json::array();  // one object per request (--snapshot)
 };
 
 absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::string& policy) {
@@ -62,6 +71,13 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
   sc.max_running = static_cast<int32_t>(*args.Int("max-running"));
   sc.max_step_tokens = std::max<int32_t>(512, sc.max_running);
   sc.max_waiting = n_req;
+  absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
+  if (!mode.ok()) return mode.status();
+  sc.admission = *mode;
+  if (args.Flag("prefix-cache")) {
+    engine.EnablePrefixCache(GenerationEngine::PrefixCacheSaltFor(args.Str("model"), rt->config(), *cache));
+  }
+  const int32_t shared = std::min<int32_t>(static_cast<int32_t>(*args.Int("shared-prefix")), n_prompt);
   Scheduler sched(sc, &engine);
 
   absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(policy);
@@ -72,8 +88,10 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
   std::vector<std::shared_ptr<CountSink>> sinks;
   for (int32_t i = 0; i < n_req; ++i) {
     PreparedRequest p;
-    // Distinct prompts of exactly n_prompt ids (ordinary vocabulary tokens).
-    for (int32_t t = 0; t < n_prompt; ++t) p.prompt.push_back(1000 + (i * 7919 + t * 104729) % 40000);
+    // Prompts of exactly n_prompt ids (ordinary vocabulary tokens), the
+    // first `shared` the same for all, the rest each request's own.
+    for (int32_t t = 0; t < n_prompt; ++t)
+      p.prompt.push_back(1000 + ((t < shared ? 0 : i) * 7919 + t * 104729) % 40000);
     p.options.max_tokens = n_out;
     p.options.ignore_eos = true;
     p.options.kv = kv;
@@ -110,6 +128,19 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
     res.output_tokens += s->final.completion_tokens;
     res.reserved_tokens = std::max(res.reserved_tokens, s->final.kv.reserved_tokens);
     res.peak_cached_tokens = std::max(res.peak_cached_tokens, s->final.kv.peak_cached_tokens);
+    const StreamFinal& f = s->final;
+    res.snapshot.push_back({{"policy", policy},
+                            {"request", res.snapshot.size()},
+                            {"tokens", s->tokens},
+                            {"ids_fnv1a", s->ids_hash},
+                            {"finish", static_cast<int>(f.reason)},
+                            {"completion_tokens", f.completion_tokens},
+                            {"cached_tokens", f.cached_tokens},
+                            {"evictions", f.kv.evictions},
+                            {"evicted_tokens", f.kv.evicted_tokens},
+                            {"peak_cached_tokens", f.kv.peak_cached_tokens},
+                            {"reserved_tokens", f.kv.reserved_tokens},
+                            {"preemptions", f.kv.preemptions}});
   }
   return res;
 }
@@ -126,7 +157,11 @@ int Main(int argc, char** argv) {
   args.Declare("kv-policy", false, "full,beacon", "KV policies to compare, comma-separated");
   args.Declare("kv-budget", false, "256", "budget of the compressing policies");
   args.Declare("kv-interval", false, "", "eviction interval (default: the policy's)");
+  args.Declare("admission", false, "reserve", "scheduler admission: reserve, or optimistic (preempts)");
+  args.Declare("prefix-cache", true, "false", "automatic prefix caching (as beacon-serve --prefix-cache)");
+  args.Declare("shared-prefix", false, "0", "prompt tokens every request shares (prefix-cache hits)");
   args.Declare("json", false, "", "also write the results to this JSON file");
+  args.Declare("snapshot", false, "", "write one JSON line per request (token ids' hash, finish, KV counts)");
   args.Refuse("prompt-tokens", "--prompt-tokens was renamed --prompt-len (a count)");
   args.Refuse("output-tokens", "--output-tokens was renamed --output-len (a count)");
   args.Refuse("policies", "--policies was renamed --kv-policy (a comma list)");
@@ -140,6 +175,10 @@ int Main(int argc, char** argv) {
   }
   if (!args.positional().empty()) {
     std::fprintf(stderr, "beacon-serve-bench: unexpected argument '%s'\n", args.positional()[0].c_str());
+    return 2;
+  }
+  if (!args.Int("shared-prefix").ok() || *args.Int("shared-prefix") < 0) {
+    std::fprintf(stderr, "beacon-serve-bench: --shared-prefix must be a non-negative integer\n");
     return 2;
   }
   for (const char* f :
@@ -174,6 +213,7 @@ int Main(int argc, char** argv) {
   std::printf("%-8s %12s %12s %10s %14s %16s %14s\n", "policy", "peak concur", "tok/s", "wall s", "peak KV MiB",
               "reserved/req", "peak cached");
   nlohmann::json out = nlohmann::json::array();
+  std::string snapshot;
   for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
     absl::StatusOr<Result> r = RunPolicy(rt->get(), args, std::string(p));
     if (!r.ok()) {
@@ -193,6 +233,16 @@ int Main(int argc, char** argv) {
                    {"peak_kv_mib", mib},
                    {"reserved_tokens_per_request", r->reserved_tokens},
                    {"peak_cached_tokens", r->peak_cached_tokens}});
+    for (const nlohmann::json& line : r->snapshot) snapshot += line.dump() + "\n";
+  }
+  if (args.Has("snapshot") && !args.Str("snapshot").empty()) {
+    FILE* f = std::fopen(args.Str("snapshot").c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "beacon-serve-bench: cannot write --snapshot %s\n", args.Str("snapshot").c_str());
+      return 1;
+    }
+    std::fputs(snapshot.c_str(), f);
+    std::fclose(f);
   }
   if (args.Has("json")) {
     FILE* f = std::fopen(args.Str("json").c_str(), "w");
