@@ -74,11 +74,11 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
   absl::StatusOr<AdmissionMode> mode = ParseAdmissionMode(args.Str("admission"));
   if (!mode.ok()) return mode.status();
   sc.admission = *mode;
+  Scheduler sched(sc, cache.get(), &engine);
   if (args.Flag("prefix-cache")) {
-    engine.EnablePrefixCache(GenerationEngine::PrefixCacheSaltFor(args.Str("model"), rt->config(), *cache));
+    sched.kv().EnablePrefixCache(GenerationEngine::PrefixCacheSaltFor(args.Str("model"), rt->config(), *cache));
   }
   const int32_t shared = std::min<int32_t>(static_cast<int32_t>(*args.Int("shared-prefix")), n_prompt);
-  Scheduler sched(sc, &engine);
 
   absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(policy);
   if (!defaults.ok()) return defaults.status();
@@ -97,16 +97,11 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
     p.options.kv = kv;
     p.peak_slots = static_cast<int32_t>(SequenceCompressor::PeakSlots(kv, n_prompt, n_out));
     p.arrival = Clock::now();
-    SchedRequest r;
-    r.id = static_cast<RequestId>(i) + 1;
-    r.prompt_tokens = n_prompt;
-    r.max_new_tokens = n_out;
-    r.peak_slots = p.peak_slots;
-    r.arrival = p.arrival;
     auto sink = std::make_shared<CountSink>();
     sinks.push_back(sink);
-    if (absl::Status s = engine.Add(r.id, std::move(p), sink); !s.ok()) return s;
-    if (absl::Status s = sched.Add(r); !s.ok()) return s;
+    if (absl::Status s = AddRequest(sched, engine, static_cast<RequestId>(i) + 1, std::move(p), sink); !s.ok()) {
+      return s;
+    }
   }
   Result res;
   res.policy = policy;
@@ -116,7 +111,7 @@ absl::StatusOr<Result> RunPolicy(Runtime* rt, const cli::Args& args, const std::
     StepReport rep = sched.Step(Clock::now());
     if (!rep.engine_status.ok()) return rep.engine_status;
     res.peak_running = std::max(res.peak_running, rep.decode_seqs + rep.prefill_seqs);
-    res.peak_blocks = std::max(res.peak_blocks, engine.kv().TotalBlocks() - engine.kv().FreeBlocks());
+    res.peak_blocks = std::max(res.peak_blocks, sched.kv().TotalBlocks() - sched.kv().FreeBlocks());
     if (Clock::now() - last_report > std::chrono::seconds(10)) {
       last_report = Clock::now();
       std::fprintf(stderr, "  %s: %lld tokens, %d running, %d waiting\n", policy.c_str(),

@@ -1,10 +1,12 @@
 // The KV cache manager: one home for what the serving core knows about KV
-// memory, used alike by the real engine (engine/serving/generation_engine.h) and the
-// simulated one (scheduler/sim_engine.h), so the scheduler admits, reserves
-// and shares the same way against both (issue 33):
+// memory. The scheduler owns it (scheduler/scheduler.h), as vLLM's scheduler
+// owns its KVCacheManager, and admits, reserves, shares and preempts through
+// it alike for the real engine (engine/serving/generation_engine.h) and the
+// simulated ones (scheduler/sim_engine.h, the planner):
 //   - the pool's facts (total, free, idle blocks; block size);
 //   - one SequenceKv per sequence, owned here from Add to Remove (the
-//     engine's Generation borrows it);
+//     scheduler hands it to the engine in every step's SeqWork, and the
+//     engine's Generation writes it);
 //   - prefix sharing: a sample group's later member takes its first
 //     member's whole prompt blocks, any other sequence holding no KV takes
 //     the leading blocks of its prompt from the automatic prefix cache
@@ -12,14 +14,12 @@
 //     indexed as it goes;
 //   - the arithmetic of appending (BlocksToAppend) and of what a sequence
 //     has drawn on its reservation (OwnBlocks).
-// It runs nothing: whoever runs a sequence writes its slots through kv(id)
-// and reports progress (OnRan, Release), which is all the manager needs to
-// decide sharing.
+// It runs nothing: the engine writes a sequence's slots through its
+// SequenceKv, and the scheduler reports each step's progress (OnRan,
+// Release), which is all the manager needs to decide sharing.
 //
-// It lives in kv/ because both engines use it and the engine may not include
-// the scheduler (tests/layering.txt). The composition root (EngineLoop, the
-// planner, a test) makes it and hands it to the engine; the scheduler reaches
-// it through StepEngine.
+// It lives in kv/ because it is KV bookkeeping over kv/'s pool and cache,
+// which the scheduler may include (tests/layering.txt).
 //
 // Thread ownership: the engine thread.
 #ifndef BEACON_KV_KV_CACHE_MANAGER_H_
@@ -108,7 +108,7 @@ class KvCacheManager {
   // hold by reference counts once, whole.
   int64_t HeldSlots() const;
 
-  // Progress, reported by whoever runs the sequence after each step it took
+  // Progress, reported by the scheduler after each step the sequence took
   // part in: `prompt_done` prompt tokens written so far in this run of the
   // prompt (a recompute counts from 0 again; values past the prompt are
   // clipped), and whether it is still prefilling (the prompt, or a

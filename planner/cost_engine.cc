@@ -26,8 +26,7 @@ absl::Status CostEngine::AddSequence(RequestId id, const SimSequenceSpec& spec, 
 absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
   slots_before_.resize(work.size());
   for (size_t i = 0; i < work.size(); ++i) {
-    const SequenceKv* kv = sim_.kv(work[i].id);
-    slots_before_[i] = kv != nullptr ? kv->num_slots() : 0;
+    slots_before_[i] = work[i].kv != nullptr ? work[i].kv->num_slots() : 0;
   }
   const size_t first_outcome = outcomes->size();
   if (absl::Status s = sim_.Run(work, outcomes); !s.ok()) {
@@ -38,14 +37,13 @@ absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutco
   StepLoad load;
   int32_t decoding = 0;
   int32_t transient_blocks = 0;  // blocks held mid-step by sequences that then evicted
-  const int32_t bs = sim_.kv().BlockSize();
+  const int32_t bs = sim_.cache().shape().block_size;
   for (size_t i = 0; i < work.size(); ++i) {
     const SeqWork& w = work[i];
     const SeqOutcome& o = (*outcomes)[first_outcome + i];
     const int64_t before = slots_before_[i];
     const int64_t n = w.n_tokens;
-    const SequenceKv* kv = sim_.kv(w.id);
-    const int64_t after = kv != nullptr ? kv->num_slots() : 0;
+    const int64_t after = w.kv->num_slots();  // the scheduler frees it only after the step
     load.tokens += n;
     load.kv_write_slots += n;
     load.kv_read_slots += before + n;

@@ -64,9 +64,8 @@ class CostEngine : public StepEngine {
   absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
-  KvCacheManager& kv() override { return sim_.kv(); }
-  // The workload's shared prefixes are cached (SimEngine::EnablePrefixCache).
-  void EnablePrefixCache() { sim_.EnablePrefixCache(); }
+  // The KV memory the scheduler's KvCacheManager manages (SimEngine's).
+  KvCache* mutable_cache() { return sim_.mutable_cache(); }
 
   // The virtual clock: advanced by every Run; AdvanceTo moves it forward
   // over idle time (never back).

@@ -116,7 +116,7 @@ void EstimateFootprint(const RunInputs& in, const std::vector<PlannedRequest>& r
 
 // Per-request samples, latency percentiles, throughput and memory peaks from
 // the finished run.
-void Summarize(const RunInputs& in, const CostEngine& engine, int32_t n, RunResult* out) {
+void Summarize(const RunInputs& in, const CostEngine& engine, const KvCacheManager& kv, int32_t n, RunResult* out) {
   RunResult& res = *out;
   std::vector<double> ttft, tpot, e2e;
   double first_arrival = std::numeric_limits<double>::max(), last_finish = 0;
@@ -157,8 +157,8 @@ void Summarize(const RunInputs& in, const CostEngine& engine, int32_t n, RunResu
   res.peak_kv_bytes = res.engine.peak_used_blocks * in.pool.bytes_per_block;
   res.peak_total_bytes = in.model.weight_bytes() + res.peak_kv_bytes;
   res.peak_running = engine.sim().peak_running();
-  res.prefix_queries = engine.sim().prefix_queries();
-  res.prefix_hits = engine.sim().prefix_hits();
+  res.prefix_queries = kv.prefix_queries();
+  res.prefix_hits = kv.prefix_hits();
   res.peak_policy_state_bytes = res.peak_running * PolicyStateBytesPerSequence(in.kv, in.model);
   res.evict_scratch_bytes =
       EvictScratchBytes(in.kv, in.model, int64_t{in.pool.blocks} * in.pool.block_size, in.pool.block_size);
@@ -178,13 +178,14 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
   const int32_t n = static_cast<int32_t>(reqs.size());
   const CostModel cost(in.model, in.gpu, PolicyCostFor(in.kv));
   CostEngine engine(in.pool.blocks, in.pool.block_size, cost);
-  if (in.prefix_cache) engine.EnablePrefixCache();
   // The run enforces max_waiting itself, over its own FIFO and the
   // scheduler's queue together; the scheduler's bound must only admit the
   // feed window.
   SchedulerConfig sched_config = in.sched;
   sched_config.max_waiting = std::max(in.sched.max_waiting, in.sched.max_running);
-  Scheduler sched(sched_config, &engine);
+  Scheduler sched(sched_config, engine.mutable_cache(), &engine);
+  // The workload's shared prefixes are cached (synthetic prompt ids, MakeSimKvSpec).
+  if (in.prefix_cache) sched.kv().EnablePrefixCache(/*salt=*/1);
 
   RunResult res;
   EstimateFootprint(in, reqs, &res);
@@ -222,7 +223,8 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
       // As engine/serving/serve_request.cc: the footprint never exceeds the context.
       sr.peak_slots = std::min(sr.peak_slots, in.model.context_length);
       sr.arrival = VirtualTime(engine.timing(id).arrival_s);
-      if (absl::Status s = sched.Add(sr); !s.ok()) return s;
+      const KvSeqSpec kv = MakeSimKvSpec(id, spec_for(static_cast<int32_t>(id)), in.prefix_cache);
+      if (absl::Status s = sched.Add(sr, kv).status(); !s.ok()) return s;
       arrived.pop_front();
     }
     return absl::OkStatus();
@@ -282,7 +284,7 @@ absl::StatusOr<RunResult> RunPlan(const RunInputs& in, const ProgressFn& progres
     }
   }
 
-  Summarize(in, engine, n, &res);
+  Summarize(in, engine, sched.kv(), n, &res);
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   if (progress) progress(Progress{done, n, engine.now_s(), res.wall_s, 0, 0});
   return res;

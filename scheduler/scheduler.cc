@@ -50,12 +50,13 @@ absl::Status SchedulerConfig::Validate() const {
   return absl::OkStatus();
 }
 
-Scheduler::Scheduler(const SchedulerConfig& config, StepEngine* engine) : config_(config), engine_(engine) {}
+Scheduler::Scheduler(const SchedulerConfig& config, KvCache* cache, StepEngine* engine)
+    : config_(config), engine_(engine), kv_(cache) {}
 
 Scheduler::~Scheduler() { AbortAll(RequestState::kFinishedCancelled); }
 
 int32_t Scheduler::BlocksFor(int64_t slots) const {
-  const int64_t bs = engine_->kv().BlockSize();
+  const int64_t bs = kv_.BlockSize();
   return static_cast<int32_t>((slots + bs - 1) / bs);
 }
 
@@ -64,18 +65,18 @@ const SchedRequest* Scheduler::Find(RequestId id) const {
   return it == requests_.end() ? nullptr : &it->second;
 }
 
-absl::Status Scheduler::Add(const SchedRequest& request) {
+absl::StatusOr<SequenceKv*> Scheduler::Add(const SchedRequest& request, KvSeqSpec kv) {
   if (requests_.contains(request.id)) {
     return absl::AlreadyExistsError(absl::StrCat("request id ", request.id, " is already queued or running"));
   }
   // Checked before the queue bound: a request that can never run is the
   // client's error whatever the load.
   const int32_t need = BlocksFor(request.peak_slots);
-  if (need > engine_->kv().TotalBlocks()) {
+  if (need > kv_.TotalBlocks()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the request needs ", request.peak_slots, " KV slots (prompt ", request.prompt_tokens,
                      " + max_tokens ", request.max_new_tokens, " under its KV policy) but the whole KV pool holds ",
-                     int64_t{engine_->kv().TotalBlocks()} * engine_->kv().BlockSize(),
+                     int64_t{kv_.TotalBlocks()} * kv_.BlockSize(),
                      ": lower max_tokens or the prompt, or choose a compressing kv_policy"));
   }
   // Preempted requests wait too, but they were admitted once: they do not
@@ -84,6 +85,7 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the waiting queue is full (", config_.max_waiting, " requests); retry later"));
   }
+  if (absl::Status s = kv_.Add(request.id, std::move(kv)); !s.ok()) return s;
   SchedRequest r = request;
   r.state = RequestState::kWaiting;
   r.prefill_target = r.prompt_tokens;
@@ -96,7 +98,21 @@ absl::Status Scheduler::Add(const SchedRequest& request) {
   r.scheduled_once = false;
   requests_.emplace(r.id, r);
   waiting_.push_back(r.id);
-  return absl::OkStatus();
+  return kv_.kv(r.id);
+}
+
+bool Scheduler::Forget(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return false;
+  if (it->second.state == RequestState::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+  } else {
+    if (auto w = std::find(waiting_.begin(), waiting_.end(), id); w != waiting_.end()) waiting_.erase(w);
+    if (it->second.state == RequestState::kPreempted) --preempted_waiting_;
+  }
+  requests_.erase(it);
+  kv_.Remove(id);
+  return true;
 }
 
 void Scheduler::Finish(RequestId id, RequestState state) {
@@ -112,8 +128,9 @@ void Scheduler::Finish(RequestId id, RequestState state) {
     if (r.state == RequestState::kPreempted) --preempted_waiting_;
   }
   r.state = state;
-  engine_->Remove(r);  // frees its KV now; sees what was reserved for it
+  engine_->Remove(r);  // its final record: sees its KV and what was reserved for it
   requests_.erase(it);
+  kv_.Remove(id);  // frees its KV now
 }
 
 bool Scheduler::Abort(RequestId id, RequestState final_state) {
@@ -141,14 +158,14 @@ void Scheduler::Expire(SchedClock::time_point now, StepReport* report) {
 int32_t Scheduler::CommittedBlocks() const {
   int32_t committed = 0;
   for (RequestId id : running_) {
-    committed += std::max(0, requests_.at(id).reserved_blocks - engine_->kv().OwnBlocks(id));
+    committed += std::max(0, requests_.at(id).reserved_blocks - kv_.OwnBlocks(id));
   }
   return committed;
 }
 
 int32_t Scheduler::reserved_blocks() const {
   if (config_.admission != AdmissionMode::kReserve) return 0;
-  return engine_->kv().TotalBlocks() - engine_->kv().FreeBlocks() + CommittedBlocks();
+  return kv_.TotalBlocks() - kv_.FreeBlocks() + CommittedBlocks();
 }
 
 bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
@@ -158,19 +175,19 @@ bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   KvPrefixProbe probe;
   const bool fresh = r->prefill_done == 0;
   if (fresh) {
-    probe = engine_->kv().Probe(r->id);
+    probe = kv_.Probe(r->id);
     if (probe.wait) return false;
   }
   auto adopt = [&] {
     if (!fresh) return;
-    // The engine sees the taken slots in the sequence's KV when its first
-    // chunk runs (it starts past them).
-    r->prefill_done = engine_->kv().Adopt(r->id, r->prefill_target);
+    // The first chunk's SeqWork::computed tells the engine to start past
+    // the taken slots.
+    r->prefill_done = kv_.Adopt(r->id, r->prefill_target);
     r->shared_blocks = probe.blocks;
   };
   if (config_.admission == AdmissionMode::kReserve) {
     const int32_t need = BlocksFor(r->peak_slots) - probe.blocks;
-    if (CommittedBlocks() + need + probe.idle > engine_->kv().FreeBlocks()) return false;
+    if (CommittedBlocks() + need + probe.idle > kv_.FreeBlocks()) return false;
     r->reserved_blocks = need;
     adopt();
     return true;
@@ -178,14 +195,14 @@ bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   // Optimistic: the whole (re)prefill must fit now, beside what this step's
   // work already takes and a watermark kept free for the running sequences'
   // growth.
-  const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * engine_->kv().TotalBlocks()));
+  const int32_t watermark = static_cast<int32_t>(std::ceil(config_.watermark * kv_.TotalBlocks()));
   // A compressing sequence evicts while it recomputes: it never holds more
   // than its peak plus one chunk.
   const int32_t need =
       std::max(0, BlocksFor(std::min<int64_t>(r->prefill_target + 1, int64_t{r->peak_slots} + config_.prefill_chunk)) -
                       probe.blocks) +
       probe.idle;
-  const int32_t free_after = engine_->kv().FreeBlocks() - *step_blocks - need;
+  const int32_t free_after = kv_.FreeBlocks() - *step_blocks - need;
   // With nothing running the watermark protects no one: admit if it fits.
   if (free_after < (running_.empty() ? 0 : watermark)) return false;
   *step_blocks += need;
@@ -200,6 +217,7 @@ void Scheduler::PreemptNewest(StepReport* report) {
   const RequestId id = *newest;
   running_.erase(newest);
   SchedRequest& r = requests_.at(id);
+  kv_.Release(id);  // every block back, shared ones included
   r.prefill_target = engine_->Preempt(id);
   r.prefill_done = 0;
   r.shared_blocks = 0;  // its KV is gone, shared blocks included
@@ -215,10 +233,10 @@ int32_t Scheduler::PreemptUntilStepFits(StepReport* report) {
     int32_t need = 0;
     for (RequestId id : running_) {
       const SchedRequest& r = requests_.at(id);
-      need += engine_->kv().BlocksToAppend(
+      need += kv_.BlocksToAppend(
           id, r.prefilling() ? std::min(config_.prefill_chunk, r.prefill_target - r.prefill_done) : 1);
     }
-    if (need <= engine_->kv().FreeBlocks() || running_.empty()) return need;
+    if (need <= kv_.FreeBlocks() || running_.empty()) return need;
     PreemptNewest(report);
   }
 }
@@ -231,7 +249,7 @@ void Scheduler::ScheduleRunning(StepPlan* plan, StepReport* report) {
   for (RequestId id : order) {
     const SchedRequest& r = requests_.at(id);
     if (r.prefilling() || plan->token_budget < 1) continue;
-    plan->work.push_back({id, 1, false});
+    plan->work.push_back({id, 1, false, 0, kv_.kv(id)});
     --plan->token_budget;
     ++report->decode_seqs;
   }
@@ -240,7 +258,7 @@ void Scheduler::ScheduleRunning(StepPlan* plan, StepReport* report) {
     const SchedRequest& r = requests_.at(id);
     if (!r.prefilling() || plan->token_budget < 1) continue;
     const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, plan->token_budget});
-    plan->work.push_back({id, n, true});
+    plan->work.push_back({id, n, true, r.prefill_done, kv_.kv(id)});
     plan->token_budget -= n;
     ++report->prefill_seqs;
   }
@@ -261,7 +279,7 @@ void Scheduler::AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepRep
     running_.push_back(r.id);
     ++report->admitted;
     const int32_t n = std::min({config_.prefill_chunk, r.prefill_target - r.prefill_done, plan->token_budget});
-    plan->work.push_back({r.id, n, true});
+    plan->work.push_back({r.id, n, true, r.prefill_done, kv_.kv(r.id)});
     plan->token_budget -= n;
     ++report->prefill_seqs;
   }
@@ -306,6 +324,9 @@ void Scheduler::Apply(std::span<const SeqWork> work, std::span<const SeqOutcome>
     SchedRequest& r = requests_.at(o.id);
     if (work[i].prefill) r.prefill_done += work[i].n_tokens;
     if (o.sampled) ++r.generated;
+    // Indexes the prompt blocks this chunk completed (the prefix cache, a
+    // sample group's later members): counted in this run of the prefill.
+    kv_.OnRan(o.id, r.prefill_done, r.prefilling());
     if (IsFinished(o.state)) {
       Finish(o.id, o.state);
       ++report->finished;

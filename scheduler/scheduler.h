@@ -9,7 +9,13 @@
 //      that do not match the work (too few, other ids, a state only the
 //      scheduler sets) fail the step like an engine error.
 // Requests that finish are handed to StepEngine::Remove with their final
-// state, which frees their KV.
+// state; then their KV is freed.
+//
+// The scheduler owns the KV cache manager (kv/kv_cache_manager.h): every
+// sequence's KV from Add to its end, the pool's accounting, prefix sharing.
+// It admits against it, preempts by releasing it, and hands each step's
+// sequences their KV in the SeqWork, as vLLM's scheduler owns its
+// KVCacheManager and sends the worker block tables.
 //
 // Capacity (what fits in the KV pool) is kept apart from the token budget
 // (what fits in one step):
@@ -23,9 +29,10 @@
 //     sequence is preempted (its KV freed, recomputed later), as vLLM does.
 // FCFS: the head of the queue blocks those behind it, so no request starves.
 //
-// Shared prefixes (a sample group's prompt, the prefix cache): a request
-// holding no KV asks the engine what whole leading blocks it can take by
-// reference (KvCacheManager::Probe); a sample group's later member waits
+// Shared prefixes (a sample group's prompt, the prefix cache): for a request
+// holding no KV the scheduler asks its KV manager what whole leading blocks
+// it can take by reference (KvCacheManager::Probe), takes them (Adopt) and
+// tells the engine in the first chunk's SeqWork::computed; a sample group's later member waits
 // at the head of the queue until the first has run the prompt. Admission
 // counts a shared block once, by looking at the pool as it is:
 //   committed = sum over running r of max(0, reserved_r - own_r)
@@ -50,6 +57,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_cache_manager.h"
 #include "scheduler/request.h"
 #include "scheduler/step_engine.h"
 
@@ -86,19 +95,27 @@ struct StepReport {
 
 class Scheduler {
  public:
-  // `engine` must outlive the scheduler.
-  Scheduler(const SchedulerConfig& config, StepEngine* engine);
+  // `cache` (the KV pool the engine computes into) and `engine` must
+  // outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, KvCache* cache, StepEngine* engine);
   // Aborts (kFinishedCancelled) whatever is still queued or running.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues a request (the engine already knows its id). Errors, after which
-  // the caller still owns the engine-side state (no Remove() is called):
+  // Queues a request and registers its KV (none held yet); returns the
+  // sequence's KV, which the engine's own record of the request may keep
+  // (stable until the request ends). The engine is told of the id by the
+  // caller, after this. Errors, after which nothing of the request is kept:
   //   RESOURCE_EXHAUSTED  the waiting queue is full (preempted requests,
   //                       which wait again, do not count);
-  //   INVALID_ARGUMENT    its footprint exceeds the whole pool: it could never run.
-  absl::Status Add(const SchedRequest& request);
+  //   INVALID_ARGUMENT    its footprint exceeds the whole pool: it could never
+  //                       run; or the KV spec is invalid (KvCacheManager::Add);
+  //   ALREADY_EXISTS      the id is live.
+  absl::StatusOr<SequenceKv*> Add(const SchedRequest& request, KvSeqSpec kv);
+  // Drops a request the engine refused after Add: no Remove() call; its KV
+  // (none yet) is forgotten. False if the id is unknown.
+  bool Forget(RequestId id);
 
   // Ends a request now with `final_state` (terminal), wherever it is: its KV
   // is freed before Abort returns. False if the id is unknown (already over).
@@ -121,6 +138,10 @@ class Scheduler {
   const SchedRequest* Find(RequestId id) const;
   // Blocks a footprint of `slots` takes.
   int32_t BlocksFor(int64_t slots) const;
+  // Every sequence's KV and the pool's accounting; EnablePrefixCache before
+  // the first Add. Read-only for everyone else (stats).
+  KvCacheManager& kv() { return kv_; }
+  const KvCacheManager& kv() const { return kv_; }
 
  private:
   // A step in the making: its work and what is left of its budgets.
@@ -157,6 +178,7 @@ class Scheduler {
 
   SchedulerConfig config_;
   StepEngine* engine_;
+  KvCacheManager kv_;  // before requests_ (whose ids it holds KV for); destroyed after the drain
   absl::flat_hash_map<RequestId, SchedRequest> requests_;
   std::deque<RequestId> waiting_;   // FCFS; preempted requests go to the front
   std::vector<RequestId> running_;  // admission order

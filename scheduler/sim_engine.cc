@@ -26,8 +26,35 @@ SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec) {
   return r;
 }
 
-SimEngine::SimEngine(int32_t num_blocks, int32_t block_size)
-    : cache_(KvCacheShape{1, 1, 1, block_size}, num_blocks), kv_(&cache_) {}
+KvSeqSpec MakeSimKvSpec(RequestId id, const SimSequenceSpec& spec, bool with_prompt) {
+  KvSeqSpec kv;
+  kv.prompt_len = spec.prompt_tokens;
+  kv.kv = spec.kv;
+  kv.prompt_logprobs = spec.prompt_logprobs;
+  if (with_prompt) {
+    kv.prompt.resize(std::max(0, spec.prompt_tokens));
+    const int32_t shared = spec.prefix_id != 0 ? std::min(spec.prefix_tokens, spec.prompt_tokens) : 0;
+    for (int32_t i = 0; i < spec.prompt_tokens; ++i) {
+      // Own tokens are keyed by the id with the top bit set: never a prefix id.
+      kv.prompt[i] = i < shared ? SimToken(spec.prefix_id, i) : SimToken(id | (uint64_t{1} << 63), i);
+    }
+  }
+  return kv;
+}
+
+absl::Status AddSimRequest(Scheduler& scheduler, SimEngine& engine, RequestId id, const SimSequenceSpec& spec) {
+  return AddSimRequest(scheduler, engine, id, spec, MakeSimRequest(id, spec));
+}
+
+absl::Status AddSimRequest(Scheduler& scheduler, SimEngine& engine, RequestId id, const SimSequenceSpec& spec,
+                           const SchedRequest& request) {
+  if (absl::Status s = engine.AddSequence(id, spec); !s.ok()) return s;
+  const bool with_prompt = scheduler.kv().prefix_cache() != nullptr;
+  absl::StatusOr<SequenceKv*> kv = scheduler.Add(request, MakeSimKvSpec(id, spec, with_prompt));
+  return kv.status();  // refused: the engine keeps the sequence, which never runs
+}
+
+SimEngine::SimEngine(int32_t num_blocks, int32_t block_size) : cache_(KvCacheShape{1, 1, 1, block_size}, num_blocks) {}
 
 SimEngine::~SimEngine() = default;
 
@@ -39,19 +66,6 @@ absl::Status SimEngine::AddSequence(RequestId id, const SimSequenceSpec& spec) {
   if (seqs_.contains(id) || records_.contains(id)) {
     return absl::AlreadyExistsError(absl::StrCat("sim sequence ", id, " already added"));
   }
-  KvSeqSpec kv;
-  kv.prompt_len = spec.prompt_tokens;
-  kv.kv = spec.kv;
-  kv.prompt_logprobs = spec.prompt_logprobs;
-  if (kv_.prefix_cache() != nullptr) {
-    kv.prompt.resize(spec.prompt_tokens);
-    const int32_t shared = spec.prefix_id != 0 ? std::min(spec.prefix_tokens, spec.prompt_tokens) : 0;
-    for (int32_t i = 0; i < spec.prompt_tokens; ++i) {
-      // Own tokens are keyed by the id with the top bit set: never a prefix id.
-      kv.prompt[i] = i < shared ? SimToken(spec.prefix_id, i) : SimToken(id | (uint64_t{1} << 63), i);
-    }
-  }
-  if (absl::Status st = kv_.Add(id, std::move(kv)); !st.ok()) return st;
   Seq& s = seqs_[id];
   s.spec = spec;
   s.schedule = EvictionSchedule(spec.kv, spec.prompt_tokens);
@@ -59,18 +73,30 @@ absl::Status SimEngine::AddSequence(RequestId id, const SimSequenceSpec& spec) {
   return absl::OkStatus();
 }
 
-void SimEngine::EnablePrefixCache() { kv_.EnablePrefixCache(/*salt=*/1); }
-
-void SimEngine::StartPastSharedPrefix(RequestId id, Seq& s) {
-  if (s.prefill_done != 0) return;
-  const int32_t slots = kv_.kv(id)->num_slots();
-  if (slots == 0) return;
-  s.prefill_done = slots;
-  s.max_slots = std::max(s.max_slots, slots);
-  if (!s.holds_kv) {
-    s.holds_kv = true;
-    ++running_;
+absl::Status SimEngine::StartChunk(const SeqWork& w, Seq& s) {
+  if (s.prefill_done == 0 && w.computed > 0) {
+    // Not a change of state: the slots the scheduler adopted are already
+    // this sequence's; the chunk's bounds count from past them.
+    if (w.kv->num_slots() != w.computed) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("id ", w.id, ": adopted ", w.computed, " slots, its KV holds ", w.kv->num_slots()));
+    }
+    s.prefill_done = w.computed;
+    s.max_slots = std::max(s.max_slots, w.computed);
+    if (!s.holds_kv) {
+      s.holds_kv = true;
+      ++running_;
+    }
   }
+  if (s.prefill_done != w.computed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("id ", w.id, ": the scheduler counts ", w.computed, " prefilled, the engine ", s.prefill_done));
+  }
+  if (w.n_tokens < 1 || s.prefill_done + w.n_tokens > s.prefill_target) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("id ", w.id, ": prefill of ", w.n_tokens, " at ", s.prefill_done, "/", s.prefill_target));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
@@ -81,19 +107,14 @@ absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcom
     absl::Status bad;
     if (it == seqs_.end()) {
       bad = absl::FailedPreconditionError(absl::StrCat("run of unknown or removed id ", w.id));
+    } else if (w.kv == nullptr || (it->second.kv != nullptr && it->second.kv != w.kv)) {
+      bad = absl::FailedPreconditionError(absl::StrCat("id ", w.id, ": no KV, or another than before"));
     } else if (++seen[w.id] > 1) {
       bad = absl::InvalidArgumentError(absl::StrCat("id ", w.id, " twice in one step"));
     } else if (it->second.finished) {
       bad = absl::FailedPreconditionError(absl::StrCat("run of finished id ", w.id));
     } else if (w.prefill) {
-      Seq& s = it->second;
-      // Not a change of state: the slots the scheduler had adopted are already
-      // this sequence's; the chunk's bounds below count from past them.
-      StartPastSharedPrefix(w.id, s);
-      if (w.n_tokens < 1 || s.prefill_done + w.n_tokens > s.prefill_target) {
-        bad = absl::InvalidArgumentError(
-            absl::StrCat("id ", w.id, ": prefill of ", w.n_tokens, " at ", s.prefill_done, "/", s.prefill_target));
-      }
+      bad = StartChunk(w, it->second);
     } else if (w.n_tokens != 1 || it->second.prefill_done < it->second.prefill_target) {
       bad = absl::FailedPreconditionError(
           absl::StrCat("id ", w.id, ": decode of ", w.n_tokens, " while prefilling or not 1 token"));
@@ -106,6 +127,7 @@ absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcom
   last_work_.assign(work.begin(), work.end());
   for (const SeqWork& w : work) {
     Seq& s = seqs_.find(w.id)->second;
+    s.kv = w.kv;
     SeqOutcome out;
     if (absl::Status st = RunOne(w, s, &out); !st.ok()) {
       if (absl::IsResourceExhausted(st)) ++exhausted_;
@@ -127,12 +149,13 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   }
   if (auto it = std::find(inject_error_.begin(), inject_error_.end(), w.id); it != inject_error_.end()) {
     inject_error_.erase(it);
-    Drop(w.id, s);
+    w.kv->Release();  // as a failed Generation gives its blocks back
+    Drop(s);
     s.finished = true;
     out->state = RequestState::kFinishedError;
     return absl::OkStatus();
   }
-  SequenceKv& kv = *kv_.kv(w.id);
+  SequenceKv& kv = *w.kv;
   const int32_t n = kv.num_slots() + w.n_tokens;
   if (absl::Status st = kv.Reserve(n); !st.ok()) {
     return absl::ResourceExhaustedError(absl::StrCat("id ", w.id, ": no blocks for ", n, " slots: ", st.message()));
@@ -146,9 +169,6 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   }
   if (w.prefill) {
     s.prefill_done += w.n_tokens;
-    // Full prompt blocks become reusable as soon as they are written (the
-    // manager indexes them, as for the real engine).
-    kv_.OnRan(w.id, s.prefill_done, s.prefill_done < s.prefill_target);
     // As engine/generation.cc: a compressing sequence evicts to its bound
     // after every recompute chunk past the prompt, so it holds at most
     // max(prompt, bound) + one chunk (optimistic admission counts on it).
@@ -179,8 +199,7 @@ absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
   return absl::OkStatus();
 }
 
-void SimEngine::Drop(RequestId id, Seq& s) {
-  kv_.Release(id);
+void SimEngine::Drop(Seq& s) {
   if (s.holds_kv) {
     s.holds_kv = false;
     --running_;
@@ -194,7 +213,7 @@ int32_t SimEngine::Preempt(RequestId id) {
     return 0;
   }
   Seq& s = it->second;
-  Drop(id, s);
+  Drop(s);
   ++s.preemptions;
   s.schedule = EvictionSchedule(s.spec.kv, s.spec.prompt_tokens);  // as a recreated SequenceCompressor
   s.prefill_done = 0;
@@ -216,8 +235,7 @@ void SimEngine::Remove(const SchedRequest& request) {
     return;
   }
   Seq& s = it->second;
-  Drop(request.id, s);
-  kv_.Remove(request.id);
+  Drop(s);
   Record& r = records_[request.id];
   r.state = request.state;
   r.generated = s.generated;
@@ -230,7 +248,10 @@ void SimEngine::Remove(const SchedRequest& request) {
   seqs_.erase(it);
 }
 
-const SequenceKv* SimEngine::kv(RequestId id) const { return kv_.kv(id); }
+const SequenceKv* SimEngine::kv(RequestId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.kv;
+}
 
 int32_t SimEngine::generated(RequestId id) const {
   if (auto it = seqs_.find(id); it != seqs_.end()) return it->second.generated;

@@ -16,13 +16,14 @@
 //     below `max_new_tokens`, and ends by length (kFinishedLength) at
 //     `max_new_tokens`.
 //     There is no context length;
-//   - with EnablePrefixCache, a real PrefixCache (kv/prefix_cache.h) over
-//     the same pool, fed synthetic token ids (SimSequenceSpec::prefix_id):
-//     full prompt blocks are inserted as prefill completes them, and a
-//     sequence holding no KV takes the cached leading blocks of its prompt
-//     (KvCacheManager::Probe/Adopt, the real engine's rule: never the block of
-//     the last prompt token, only when PrefixShareable);
-//   - Preempt releases the KV and asks for prompt + generated - 1 tokens to be
+//   - the KV it writes is the scheduler's (SeqWork::kv, registered by
+//     AddSimRequest with the scheduler's KvCacheManager over this engine's
+//     KvCache); with the manager's prefix cache on, prompts carry synthetic
+//     token ids (SimSequenceSpec::prefix_id), so a sequence holding no KV
+//     takes the cached leading blocks of its prompt as with the real engine
+//     (never the block of the last prompt token, only when PrefixShareable),
+//     and the first chunk's SeqWork::computed says how many;
+//   - Preempt (after the scheduler released the KV) asks for prompt + generated - 1 tokens to be
 //     recomputed; the recompute prefill samples nothing (the next step decodes
 //     the last sampled token), as the real engine does. A compressing
 //     sequence starts its compressor afresh and, as engine/generation.cc does,
@@ -31,8 +32,9 @@
 //     optimistic admission assumes).
 // Run fails the whole step with RESOURCE_EXHAUSTED when the pool cannot hold a
 // chunk or a decode slot, and with FAILED_PRECONDITION / INVALID_ARGUMENT when
-// the scheduler breaks the protocol (unknown id, decode while prefilling, a
-// chunk past the prefill target, an id twice in one step).
+// the scheduler breaks the protocol (unknown id, no KV, decode while
+// prefilling, a chunk past the prefill target or from another count of the
+// tokens already computed, an id twice in one step).
 //
 // Thread ownership: one thread (the test's or the planner's).
 #ifndef BEACON_SCHEDULER_SIM_ENGINE_H_
@@ -50,8 +52,8 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_policy.h"
-#include "kv/prefix_cache.h"
 #include "scheduler/request.h"
+#include "scheduler/scheduler.h"
 #include "scheduler/step_engine.h"
 
 namespace beacon {
@@ -75,6 +77,9 @@ struct SimSequenceSpec {
 // The scheduler's view of a simulated sequence: sizes and peak footprint
 // (EvictionSchedule::PeakSlots); arrival and deadline are the caller's.
 SchedRequest MakeSimRequest(RequestId id, const SimSequenceSpec& spec);
+// What the KV manager must know of it; `with_prompt`: the prefix cache is on
+// (synthetic prompt ids, shared for SimSequenceSpec::prefix_tokens).
+KvSeqSpec MakeSimKvSpec(RequestId id, const SimSequenceSpec& spec, bool with_prompt);
 
 class SimEngine : public StepEngine {
  public:
@@ -92,26 +97,19 @@ class SimEngine : public StepEngine {
   SimEngine(int32_t num_blocks, int32_t block_size);
   ~SimEngine() override;
 
-  // Registers a sequence before the scheduler sees it. INVALID_ARGUMENT for
-  // bad sizes, ALREADY_EXISTS for a live or removed id.
+  // Registers a sequence before the scheduler sees it (AddSimRequest does
+  // both). INVALID_ARGUMENT for bad sizes, ALREADY_EXISTS for a live or
+  // removed id.
   absl::Status AddSequence(RequestId id, const SimSequenceSpec& spec);
 
   // StepEngine.
   absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
-  // Every sequence's KV and its sharing: the same KvCacheManager class the
-  // real engine uses (kv/kv_cache_manager.h).
-  KvCacheManager& kv() override { return kv_; }
-  const KvCacheManager& kv() const { return kv_; }
 
-  // Turns the prefix cache on (before the first AddSequence).
-  void EnablePrefixCache();
-  // Prompt tokens looked up, and of those found cached (vLLM's
-  // prefix_cache_queries / _hits); the cache's blocks (null: off).
-  int64_t prefix_queries() const { return kv_.prefix_queries(); }
-  int64_t prefix_hits() const { return kv_.prefix_hits(); }
-  const PrefixCache* prefix_cache() const { return kv_.prefix_cache(); }
+  // The KV memory the scheduler's KvCacheManager manages over this engine:
+  // a tiny shape, real blocks.
+  KvCache* mutable_cache() { return &cache_; }
 
   // Called at the end of every successful Run, before the scheduler applies
   // the outcomes: tests check invariants mid-step here.
@@ -121,7 +119,7 @@ class SimEngine : public StepEngine {
 
   // Stats.
   int32_t UsedBlocks() const { return cache_.pool().num_used(); }
-  int32_t TotalBlocks() const { return kv_.TotalBlocks(); }
+  int32_t TotalBlocks() const { return cache_.pool().num_blocks(); }
   const KvCache& cache() const { return cache_; }
   int32_t peak_running() const { return peak_running_; }        // most sequences holding KV after a Run
   int32_t running() const { return running_; }                  // sequences holding KV now
@@ -134,7 +132,7 @@ class SimEngine : public StepEngine {
   const std::vector<RequestId>& first_run_order() const { return first_run_order_; }
   const std::vector<RequestId>& remove_order() const { return remove_order_; }
   const absl::flat_hash_map<RequestId, Record>& records() const { return records_; }
-  // Null once removed (or never added).
+  // The KV its steps wrote; null once removed, or before its first step.
   const SequenceKv* kv(RequestId id) const;
   int32_t generated(RequestId id) const;  // live or removed; 0 if unknown
 
@@ -145,7 +143,8 @@ class SimEngine : public StepEngine {
     int32_t prefill_target = 0;                       // tokens before decoding (prompt, or the recompute)
     int32_t prefill_done = 0;
     bool recompute = false;  // the current prefill is a recompute: it samples nothing
-    bool holds_kv = false;   // counted in running_
+    SequenceKv* kv = nullptr;  // the scheduler's, from the last SeqWork
+    bool holds_kv = false;     // counted in running_
     bool ever_ran = false;   // in first_run_order_
     bool finished = false;   // reported a finished state: must not run again
     int32_t generated = 0;
@@ -153,13 +152,13 @@ class SimEngine : public StepEngine {
     int32_t preemptions = 0;
   };
   absl::Status RunOne(const SeqWork& w, Seq& s, SeqOutcome* out);
-  // A prefill that has run nothing starts past the slots its KV took by
-  // reference at admission (KvCacheManager::Adopt), as the real engine's.
-  void StartPastSharedPrefix(RequestId id, Seq& s);
-  void Drop(RequestId id, Seq& s);  // releases the KV
+  // A prefill chunk: a run that has fed nothing starts past the `computed`
+  // slots its KV took by reference at admission, as the real engine's; a
+  // protocol error when the counts disagree.
+  absl::Status StartChunk(const SeqWork& w, Seq& s);
+  void Drop(Seq& s);  // holds no KV any more (running_)
 
   KvCache cache_;
-  KvCacheManager kv_;  // every sequence's KV; declared after cache_: destroyed first
   absl::flat_hash_map<RequestId, Seq> seqs_;
   absl::flat_hash_map<RequestId, Record> records_;
   std::function<void(const SimEngine&)> run_hook_;
@@ -169,6 +168,13 @@ class SimEngine : public StepEngine {
   int32_t running_ = 0, peak_running_ = 0;
   int64_t steps_ = 0, tokens_ = 0, exhausted_ = 0, protocol_errors_ = 0, unknown_removes_ = 0;
 };
+
+// Registers `id` with `engine` and queues it on `scheduler` (whose KV manager
+// runs over engine.mutable_cache()), with `request` (default
+// MakeSimRequest(id, spec)): what a test or the planner does per request.
+absl::Status AddSimRequest(Scheduler& scheduler, SimEngine& engine, RequestId id, const SimSequenceSpec& spec);
+absl::Status AddSimRequest(Scheduler& scheduler, SimEngine& engine, RequestId id, const SimSequenceSpec& spec,
+                           const SchedRequest& request);
 
 }  // namespace beacon
 

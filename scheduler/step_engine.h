@@ -1,9 +1,12 @@
 // The narrow interface between the scheduler and whatever runs the model: the
 // real engine (engine/serving/generation_engine.h: forward pass, sampling, KV
 // compression) or a simulated one (tests, the capacity planner). The
-// scheduler decides what runs; the engine runs it and reports back what
-// happened. What KV every sequence holds, and what it may share, the
-// scheduler asks the engine's KvCacheManager (the same class for both).
+// scheduler decides what runs and owns every sequence's KV (its
+// KvCacheManager: blocks, sharing, the prefix cache); each step it hands the
+// engine plain data (SeqWork: which sequence, how many tokens, how many of
+// the prefill are already in its KV, the KV to write), and the engine runs
+// it and reports back what happened (SeqOutcome). The engine never calls
+// back into the scheduler or its KV manager.
 //
 // Thread ownership: the engine thread.
 #ifndef BEACON_SCHEDULER_STEP_ENGINE_H_
@@ -25,6 +28,15 @@ struct SeqWork {
   RequestId id = 0;
   int32_t n_tokens = 0;
   bool prefill = false;
+  // Prefill only: tokens of this run of the prefill (the prompt, or a
+  // recompute) already in the sequence's KV before this chunk. On a run's
+  // first chunk that is the prefix the scheduler took by reference at
+  // admission (the prefix cache, a sample group's prompt; 0 for none): the
+  // engine starts past it. An engine whose own count disagrees fails the step.
+  int32_t computed = 0;
+  // The sequence's KV, which the step writes (owned by the scheduler's
+  // KvCacheManager; the same object from Add to the request's end).
+  SequenceKv* kv = nullptr;
 };
 
 // What a step did to one sequence. `state` is the request's state after the
@@ -51,25 +63,19 @@ class StepEngine {
   // them; so does an OK step whose outcomes break that contract.
   virtual absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) = 0;
 
-  // Gives back the sequence's KV; it will be recomputed. Returns how many
-  // tokens it must run again before it decodes (prompt + output so far - 1,
-  // or the prompt if nothing was sampled yet); the last recompute chunk
-  // samples nothing. A compressing sequence evicts after every recompute
-  // chunk that ends past the prompt, so it holds at most
-  // max(prompt, bound) + one chunk while recomputing.
+  // The sequence lost its KV (the scheduler has released it) and will be
+  // recomputed. Returns how many tokens it must run again before it decodes
+  // (prompt + output so far - 1, or the prompt if nothing was sampled yet);
+  // the last recompute chunk samples nothing. A compressing sequence evicts
+  // after every recompute chunk that ends past the prompt, so it holds at
+  // most max(prompt, bound) + one chunk while recomputing.
   virtual int32_t Preempt(RequestId id) = 0;
   // The request is over: `request.state` is terminal and says why (finished,
-  // cancelled, timed out, failed). Free everything it holds. The scheduler
-  // calls this exactly once per request it accepted, from Step(), Abort()
-  // or its destructor's drain (AbortAll).
+  // cancelled, timed out, failed). Free what the engine holds for it and
+  // report its end; its KV is still readable here, and the scheduler frees
+  // it right after. Called exactly once per request the engine was given,
+  // from Step(), Abort() or the scheduler's destructor (AbortAll).
   virtual void Remove(const SchedRequest& request) = 0;
-
-  // The KV cache manager this engine writes every sequence's KV through
-  // (kv/kv_cache_manager.h; the engine owns it). The scheduler asks it
-  // directly: pool facts, BlocksToAppend, OwnBlocks, and prefix sharing at
-  // admission (Probe, then Adopt: the engine finds the taken slots in the
-  // sequence's KV when its first prefill chunk runs, and starts past them).
-  virtual KvCacheManager& kv() = 0;
 };
 
 }  // namespace beacon

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "kv/prefix_cache.h"
 #include "util/log.h"
 
 namespace beacon {
@@ -67,9 +68,9 @@ class CountingSink : public RequestSink {
 EngineLoop::EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config,
                        const SchedulerConfig& scheduler_config, EngineObserver* observer,
                        std::optional<uint64_t> prefix_cache_salt)
-    : engine_(backend, cache, tokenizer, config), scheduler_(scheduler_config, &engine_), observer_(observer) {
+    : engine_(backend, cache, tokenizer, config), scheduler_(scheduler_config, cache, &engine_), observer_(observer) {
   engine_.set_observer(observer);
-  if (prefix_cache_salt.has_value()) engine_.EnablePrefixCache(*prefix_cache_salt);
+  if (prefix_cache_salt.has_value()) scheduler_.kv().EnablePrefixCache(*prefix_cache_salt);
   PublishStats(nullptr);
   watchdog_ = std::make_unique<StepWatchdog>(absl::ZeroDuration(), nullptr);  // times steps only
   thread_ = std::thread([this] { Run(); });
@@ -212,24 +213,13 @@ void EngineLoop::Handle(SubmitCmd& c) {
     CountingSink(std::move(c.sink), c.request.request_id, &inflight_, &finished_, &rejected_).OnRejected(s);
     return;
   }
-  SchedRequest r;
-  r.id = c.id;
-  r.prompt_tokens = static_cast<int32_t>(c.request.prompt.size());
-  r.max_new_tokens = c.request.options.max_tokens;
-  r.peak_slots = c.request.peak_slots;
-  r.arrival = c.request.arrival;
-  r.deadline = c.request.deadline;
   logging::Request(logging::Level::kDebug, c.request.request_id,
-                   "received: prompt_tokens=%d max_tokens=%d kv_policy=%s kv_budget=%d peak_slots=%d", r.prompt_tokens,
-                   r.max_new_tokens, std::string(c.request.options.kv.policy_name()), c.request.options.kv.budget,
-                   r.peak_slots);
+                   "received: prompt_tokens=%d max_tokens=%d kv_policy=%s kv_budget=%d peak_slots=%d",
+                   static_cast<int>(c.request.prompt.size()), c.request.options.max_tokens,
+                   std::string(c.request.options.kv.policy_name()), c.request.options.kv.budget, c.request.peak_slots);
   auto sink =
       std::make_shared<CountingSink>(std::move(c.sink), c.request.request_id, &inflight_, &finished_, &rejected_);
-  absl::Status s = engine_.Add(c.id, std::move(c.request), sink);
-  if (s.ok()) {
-    s = scheduler_.Add(r);
-    if (!s.ok()) engine_.Forget(c.id);
-  }
+  const absl::Status s = AddRequest(scheduler_, engine_, c.id, std::move(c.request), sink);
   if (!s.ok()) {
     if (observer_ != nullptr) observer_->OnRejected(s);
     sink->OnRejected(s);
@@ -240,17 +230,21 @@ void EngineLoop::PublishStats(const StepReport* report) {
   LoopStats s;
   s.running = scheduler_.num_running();
   s.waiting = scheduler_.num_waiting();
-  s.kv_blocks_total = engine_.kv().TotalBlocks();
-  s.kv_blocks_free = engine_.kv().FreeBlocks();
+  const KvCacheManager& kv = scheduler_.kv();
+  s.kv_blocks_total = kv.TotalBlocks();
+  s.kv_blocks_free = kv.FreeBlocks();
   s.kv_blocks_reserved = scheduler_.reserved_blocks();
-  if (const PrefixCache* pc = engine_.prefix_cache(); pc != nullptr) {
+  if (const PrefixCache* pc = kv.prefix_cache(); pc != nullptr) {
     s.prefix_cache = true;
     s.prefix_cache_blocks = pc->num_blocks();
-    s.prefix_cache_idle_blocks = engine_.kv().IdleBlocks();
+    s.prefix_cache_idle_blocks = kv.IdleBlocks();
   }
   s.compressing = engine_.num_compressing();
-  engine_.KvTokens(&s.kv_cached_tokens, &s.kv_logical_tokens);
+  s.kv_cached_tokens = kv.HeldSlots();
+  s.kv_logical_tokens = engine_.KvLogicalTokens();
   s.totals = engine_.totals();
+  s.totals.prefix_queries = kv.prefix_queries();  // counted at admission (KvCacheManager::Adopt)
+  s.totals.prefix_hits = kv.prefix_hits();
   MutexLock lock(&mu_);
   // The last step's size; 0 once the engine is idle.
   const bool ran = report != nullptr && report->ran;

@@ -1,5 +1,5 @@
-// The engine thread: owns the scheduler, the GenerationEngine and with them
-// every KV block and model state. Front-end threads only post to its inbox
+// The engine thread: owns the scheduler (and through it every sequence's KV,
+// kv/kv_cache_manager.h) and the GenerationEngine (model state). Front-end threads only post to its inbox
 // (Submit, Cancel) and hear back through each request's RequestSink.
 //
 // Each iteration drains the inbox (so a cancel frees its blocks before the
@@ -72,7 +72,7 @@ class EngineLoop {
   // Pointers must outlive the loop. Starts the thread.
   // `observer` (optional) hears about tokens, finishes, rejections and steps.
   // `prefix_cache_salt`: turns automatic prefix caching on with that salt
-  // (GenerationEngine::EnablePrefixCache, PrefixCacheSaltFor).
+  // (KvCacheManager::EnablePrefixCache, GenerationEngine::PrefixCacheSaltFor).
   EngineLoop(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config,
              const SchedulerConfig& scheduler_config, EngineObserver* observer = nullptr,
              std::optional<uint64_t> prefix_cache_salt = std::nullopt);
@@ -150,7 +150,7 @@ class EngineLoop {
   absl::Status Accepting() const ABSL_LOCKS_EXCLUDED(mu_);
 
   GenerationEngine engine_;
-  Scheduler scheduler_;
+  Scheduler scheduler_;  // after engine_: its destructor's drain ends requests in the engine
   EngineObserver* observer_;
 
   mutable Mutex mu_;

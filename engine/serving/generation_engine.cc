@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "kv/policy_bytes.h"
 #include "kv/policy_registry.h"
+#include "kv/prefix_cache.h"
 
 namespace beacon {
 namespace {
@@ -40,27 +41,44 @@ FinishReason FinalReason(RequestState state, FinishReason generation) {
 
 GenerationEngine::GenerationEngine(Backend* backend, KvCache* cache, const Tokenizer* tokenizer,
                                    const ModelConfig& config)
-    : backend_(backend), cache_(cache), tokenizer_(tokenizer), config_(config), kv_(cache), executor_(backend) {}
+    : backend_(backend), cache_(cache), tokenizer_(tokenizer), config_(config), executor_(backend) {}
 
 GenerationEngine::~GenerationEngine() = default;
 
-absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink) {
-  if (seqs_.contains(id)) return absl::AlreadyExistsError(absl::StrCat("sequence ", id, " exists"));
-  if (request.prompt.empty()) return absl::InvalidArgumentError("prompt: no tokens");  // as Generation::Create
+KvSeqSpec KvSeqSpecFor(const PreparedRequest& request, bool with_prompt) {
   KvSeqSpec spec;
   spec.prompt_len = static_cast<int32_t>(request.prompt.size());
-  if (kv_.prefix_cache() != nullptr) spec.prompt = request.prompt;  // the cache's keys
+  if (with_prompt) spec.prompt = request.prompt;  // the prefix cache's keys
   spec.kv = request.options.kv;
   spec.prompt_logprobs = request.options.prompt_logprobs >= 0;
   spec.group = request.group;
   spec.cache_partition = request.cache_partition;
-  if (absl::Status st = kv_.Add(id, std::move(spec)); !st.ok()) return st;
+  return spec;
+}
+
+absl::Status AddRequest(Scheduler& scheduler, GenerationEngine& engine, RequestId id, PreparedRequest request,
+                        std::shared_ptr<RequestSink> sink) {
+  SchedRequest r;
+  r.id = id;
+  r.prompt_tokens = static_cast<int32_t>(request.prompt.size());
+  r.max_new_tokens = request.options.max_tokens;
+  r.peak_slots = request.peak_slots;
+  r.arrival = request.arrival;
+  r.deadline = request.deadline;
+  const bool prefix_cache = scheduler.kv().prefix_cache() != nullptr;
+  absl::StatusOr<SequenceKv*> kv = scheduler.Add(r, KvSeqSpecFor(request, prefix_cache));
+  if (!kv.ok()) return kv.status();
+  absl::Status s = engine.Add(id, std::move(request), std::move(sink), *kv);
+  if (!s.ok()) scheduler.Forget(id);  // nothing ran: the scheduler lets it go again
+  return s;
+}
+
+absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink,
+                                   SequenceKv* kv) {
+  if (seqs_.contains(id)) return absl::AlreadyExistsError(absl::StrCat("sequence ", id, " exists"));
   absl::StatusOr<std::unique_ptr<Generation>> gen =
-      Generation::CreateOn(tokenizer_, kv_.kv(id), config_, std::move(request.prompt), std::move(request.options));
-  if (!gen.ok()) {
-    kv_.Remove(id);
-    return gen.status();
-  }
+      Generation::CreateOn(tokenizer_, kv, config_, std::move(request.prompt), std::move(request.options));
+  if (!gen.ok()) return gen.status();
   (*gen)->set_thread_pool(backend_->host_pool());
   Seq s;
   s.gen = std::move(*gen);
@@ -75,11 +93,6 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   return absl::OkStatus();
 }
 
-void GenerationEngine::Forget(RequestId id) {
-  seqs_.erase(id);
-  kv_.Remove(id);
-}
-
 uint64_t GenerationEngine::PrefixCacheSaltFor(std::string_view model, const ModelConfig& config, const KvCache& cache) {
   std::vector<uint64_t> parts = {std::hash<std::string_view>()(model), static_cast<uint64_t>(cache.dtype()),
                                  static_cast<uint64_t>(config.rope_style),
@@ -90,15 +103,23 @@ uint64_t GenerationEngine::PrefixCacheSaltFor(std::string_view model, const Mode
   return PrefixCacheSalt(parts);
 }
 
-void GenerationEngine::StartPastSharedPrefix(Seq& s) {
+absl::Status GenerationEngine::StartChunk(Seq& s, const SeqWork& w) {
   Generation& g = *s.gen;
-  if (g.prefill_done() != 0) return;
-  const int32_t slots = g.kv()->num_slots();
-  if (slots > 0) {
+  if (g.prefill_done() == 0 && w.computed > 0) {
+    // The prefix the scheduler adopted is this sequence's KV already.
+    if (g.kv()->num_slots() != w.computed) {
+      return absl::InternalError(absl::StrCat("sequence ", w.id, ": the scheduler adopted ", w.computed,
+                                              " slots, its KV holds ", g.kv()->num_slots()));
+    }
     g.OnPrefixAdopted();
-    totals_.prompt_tokens += slots;  // prefilled by reuse: counted as prompt tokens, as vLLM does
+    totals_.prompt_tokens += w.computed;  // prefilled by reuse: counted as prompt tokens, as vLLM does
   }
-  if (s.cached_tokens < 0) s.cached_tokens = slots;
+  if (s.cached_tokens < 0) s.cached_tokens = w.computed;
+  if (g.prefill_done() != w.computed) {
+    return absl::InternalError(absl::StrCat("sequence ", w.id, ": the scheduler counts ", w.computed,
+                                            " prefilled tokens, the generation ", g.prefill_done()));
+  }
+  return absl::OkStatus();
 }
 
 int32_t GenerationEngine::num_compressing() const {
@@ -107,22 +128,21 @@ int32_t GenerationEngine::num_compressing() const {
   return n;
 }
 
-void GenerationEngine::KvTokens(int64_t* cached, int64_t* logical) const {
-  *cached = kv_.HeldSlots();
-  *logical = 0;
+int64_t GenerationEngine::KvLogicalTokens() const {
+  int64_t logical = 0;
   for (const auto& [id, s] : seqs_) {
     // Slots hold tokens [0, next_position) less the evicted ones.
     const int32_t slots = s.gen->kv()->num_slots();
-    *logical += slots > 0 ? std::max(slots, s.gen->next_position()) : 0;
+    logical += slots > 0 ? std::max(slots, s.gen->next_position()) : 0;
   }
+  return logical;
 }
 
 int32_t GenerationEngine::Preempt(RequestId id) {
   Seq& s = seqs_.at(id);
   ++s.preemptions;
   ++totals_.preemptions;
-  kv_.Release(id);
-  return s.gen->Preempt();
+  return s.gen->Preempt();  // its KV is released already (the scheduler's)
 }
 
 void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now) {
@@ -153,13 +173,22 @@ void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_poi
 }
 
 absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
-  totals_.prefix_queries = kv_.prefix_queries();  // counted at admission (KvCacheManager::Adopt)
-  totals_.prefix_hits = kv_.prefix_hits();
   items_.clear();
   owners_.clear();
   for (const SeqWork& w : work) {
-    Seq& s = seqs_.at(w.id);
-    if (w.prefill) StartPastSharedPrefix(s);
+    auto it = seqs_.find(w.id);
+    if (it == seqs_.end() || w.kv != it->second.gen->kv()) {
+      last_error_ = absl::StrCat("the step names sequence ", w.id,
+                                 it == seqs_.end() ? ", which the engine lacks" : " with another KV");
+      return absl::InternalError(last_error_);
+    }
+    Seq& s = it->second;
+    if (w.prefill) {
+      if (absl::Status st = StartChunk(s, w); !st.ok()) {
+        last_error_ = std::string(st.message());
+        return st;
+      }
+    }
     items_.push_back({s.gen.get(), w.n_tokens});
     owners_.push_back(&s);
   }
@@ -180,8 +209,6 @@ absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<Se
     if (o.sampled) Stream(*owners_[i], r.event, now);
     o.state = StepState(r.event.finish);
     outcomes->push_back(o);
-    const Generation& g = *owners_[i]->gen;
-    kv_.OnRan(work[i].id, g.prefill_done(), g.prefilling());
   }
   return absl::OkStatus();
 }
@@ -221,7 +248,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
     f.kv.evictions = g.compressor()->evictions();
     f.kv.evicted_tokens = g.compressor()->evicted_slots();
   }
-  f.kv.reserved_tokens = request.reserved_blocks * kv_.BlockSize();
+  f.kv.reserved_tokens = request.reserved_blocks * cache_->shape().block_size;
   f.kv.preemptions = s.preemptions;
   const PolicyModelInfo model = PolicyInfoFor(config_);
   f.kv.bytes_per_slot = KvBytesPerSlot(model, static_cast<int64_t>(cache_->shape().row_bytes()));
@@ -229,8 +256,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   f.kv.options = kv;
   f.kv.protected_window = kv.compresses() ? ProtectedWindow(kv) : 0;
   std::shared_ptr<RequestSink> sink = std::move(s.sink);
-  seqs_.erase(it);
-  kv_.Remove(request.id);  // frees the KV blocks
+  seqs_.erase(it);  // the scheduler frees its KV next
   if (observer_ != nullptr) observer_->OnFinish(f);
   sink->OnFinish(f);
 }

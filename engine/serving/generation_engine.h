@@ -2,7 +2,9 @@
 // shared KvCache. Runs the step's ragged batch through the StepExecutor
 // (engine/step_executor.h: forward pass, sampling, compression), streams
 // each sampled token to the request's sink, and on Remove() reports the
-// request's final record and frees its KV.
+// request's final record. Each Generation writes the KV the scheduler's
+// KvCacheManager registered for it (Scheduler::Add); the engine holds no KV
+// bookkeeping of its own.
 //
 // Thread ownership: the engine thread (EngineLoop).
 #ifndef BEACON_ENGINE_SERVING_GENERATION_ENGINE_H_
@@ -21,7 +23,7 @@
 #include "engine/serving/serve_request.h"
 #include "engine/step_executor.h"
 #include "kv/kv_cache_manager.h"
-#include "kv/prefix_cache.h"
+#include "scheduler/scheduler.h"
 #include "scheduler/step_engine.h"
 
 namespace beacon {
@@ -37,10 +39,26 @@ struct EngineTotals {
   int64_t preemptions = 0;
   int64_t steps = 0;
   // Prefix cache (vLLM's prefix_cache_queries / _hits): prompt tokens looked
-  // up at admission (recomputes included), and of those found cached.
+  // up at admission (recomputes included), and of those found cached. The
+  // KV manager's counts (KvCacheManager), which the engine loop copies in.
   int64_t prefix_queries = 0;
   int64_t prefix_hits = 0;
 };
+
+// What the scheduler's KV manager must know of a prepared request
+// (Scheduler::Add); `with_prompt`: the prefix cache is on, and keys its
+// blocks by the prompt's ids.
+KvSeqSpec KvSeqSpecFor(const PreparedRequest& request, bool with_prompt);
+
+class GenerationEngine;
+
+// How a request enters the serving core (EngineLoop, beacon-serve-bench,
+// tests): `scheduler` queues it and registers its KV, then `engine` builds
+// its generation on that KV. On an error (the queue is full, the request can
+// never fit, its options are invalid) nothing of it is kept anywhere and
+// `sink` has heard nothing: the caller rejects it.
+absl::Status AddRequest(Scheduler& scheduler, GenerationEngine& engine, RequestId id, PreparedRequest request,
+                        std::shared_ptr<RequestSink> sink);
 
 class GenerationEngine : public StepEngine {
  public:
@@ -48,29 +66,14 @@ class GenerationEngine : public StepEngine {
   GenerationEngine(Backend* backend, KvCache* cache, const Tokenizer* tokenizer, const ModelConfig& config);
   ~GenerationEngine() override;
 
-  // Creates the request's sequence (no KV yet). INVALID_ARGUMENT if the
-  // generation options are invalid.
-  absl::Status Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink);
-  // Drops a sequence the scheduler refused, without a final record.
-  void Forget(RequestId id);
+  // Creates the request's sequence on `kv` (what Scheduler::Add returned:
+  // empty, and alive until the scheduler's Remove of the request).
+  // INVALID_ARGUMENT if the generation options are invalid.
+  absl::Status Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink, SequenceKv* kv);
 
   absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
-  // Every sequence's KV and what it may share (kv/kv_cache_manager.h): a
-  // sample group's later member takes sample 0's whole prompt blocks once
-  // sample 0 has run the prompt (waits until then); any other request that
-  // holds no KV takes its prompt's leading blocks from the prefix cache, if
-  // on. Each Generation borrows its sequence's KV from it.
-  KvCacheManager& kv() override { return kv_; }
-  const KvCacheManager& kv() const { return kv_; }
-
-  // Turns on automatic prefix caching (kv/prefix_cache.h) over the cache's
-  // pool; `salt` names what else changes a block's K/V (PrefixCacheSalt).
-  // Before the first Add().
-  void EnablePrefixCache(uint64_t salt) { kv_.EnablePrefixCache(salt); }
-  // Null when off.
-  const PrefixCache* prefix_cache() const { return kv_.prefix_cache(); }
   // The salt for a cache of this model: what besides the tokens changes a
   // block's K/V (the model file, the KV element type, the RoPE table).
   static uint64_t PrefixCacheSaltFor(std::string_view model, const ModelConfig& config, const KvCache& cache);
@@ -81,11 +84,10 @@ class GenerationEngine : public StepEngine {
   int32_t num_sequences() const { return static_cast<int32_t>(seqs_.size()); }
   // Sequences whose KV policy compresses.
   int32_t num_compressing() const;
-  // Over live sequences: KV slots held (physically: a block several hold by
-  // reference counts once), and the tokens a full cache without sharing
-  // would hold for them (their positions); the difference is what eviction
-  // and sharing save.
-  void KvTokens(int64_t* cached, int64_t* logical) const;
+  // Over live sequences: the tokens a full cache without sharing would hold
+  // for them (their positions); against the slots held
+  // (KvCacheManager::HeldSlots) it is what eviction and sharing save.
+  int64_t KvLogicalTokens() const;
   const EngineTotals& totals() const { return totals_; }
 
  private:
@@ -105,10 +107,12 @@ class GenerationEngine : public StepEngine {
     int32_t cached_tokens = -1;         // prompt tokens taken by reference at first admission (-1: not run yet)
     bool report_cached_tokens = false;  // PreparedRequest's
   };
-  // A prefill that has run nothing yet starts past the slots its KV took by
-  // reference at admission (the scheduler's KvCacheManager::Adopt); the
-  // first such chunk also records them as the request's cached tokens.
-  void StartPastSharedPrefix(Seq& s);
+  // A prefill chunk: a run that has fed nothing yet starts past the `computed`
+  // slots the scheduler took by reference at admission (KvCacheManager::Adopt,
+  // already in the sequence's KV); the first run records them as the
+  // request's cached tokens. INTERNAL when the scheduler's count and the
+  // generation's disagree (a broken protocol, not a client's error).
+  absl::Status StartChunk(Seq& s, const SeqWork& w);
   // A sampled token: timings, observer and the sink (EOS and stop ids unstreamed).
   void Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now);
 
@@ -116,7 +120,6 @@ class GenerationEngine : public StepEngine {
   KvCache* cache_;
   const Tokenizer* tokenizer_;
   const ModelConfig& config_;
-  KvCacheManager kv_;  // declared before seqs_: their Generations borrow its KV
   absl::flat_hash_map<RequestId, Seq> seqs_;
   StepExecutor executor_;        // builds and runs every step's batch
   std::vector<StepItem> items_;  // reused across steps

@@ -165,7 +165,7 @@ struct PreparedRequest {
   GenerationOptions options;  // max_tokens clamped to the context
   int32_t peak_slots = 0;     // admission footprint (EvictionSchedule::PeakSlots)
   SchedClock::time_point arrival;
-  SchedClock::time_point deadline;
+  SchedClock::time_point deadline = SchedClock::time_point::max();  // none unless set
   // Sample i of n (ServeRequest::n): its seed is the request's + i. The
   // engine loop submits the n together (EngineLoop::SubmitGroup); sample 0
   // runs the prompt and the others share its prompt blocks.

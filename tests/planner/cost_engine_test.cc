@@ -35,10 +35,10 @@ SimSequenceSpec Spec(int32_t prompt, int32_t output, const KvPolicyOptions& kv, 
 TEST(CostEngine, PricesEachStepAndTimesTheRequest) {
   const CostModel cost(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull)));
   CostEngine engine(100, 16, cost);
-  Scheduler sched(SchedulerConfig{}, &engine);
+  Scheduler sched(SchedulerConfig{}, engine.mutable_cache(), &engine);
   const SimSequenceSpec spec = Spec(4, 3, KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull));
   ASSERT_TRUE(engine.AddSequence(7, spec, 0.0).ok());
-  ASSERT_TRUE(sched.Add(MakeSimRequest(7, spec)).ok());
+  ASSERT_TRUE(sched.Add(MakeSimRequest(7, spec), MakeSimKvSpec(7, spec, false)).ok());
   // Step 1: the 4-token prompt (10 causal pairs, 4 slots written and read), samples token 1.
   sched.Step(T(engine.now_s()));
   EXPECT_DOUBLE_EQ(engine.last_step().bytes, 2400 + 8 * 128);
@@ -70,10 +70,10 @@ TEST(CostEngine, CountsEvictionsAndTheMidStepPeak) {
   kv.keep_prompt = true;
   const CostModel cost(ToyModel(), ToyGpu(), PolicyCostFor(kv));
   CostEngine engine(100, 4, cost);
-  Scheduler sched(SchedulerConfig{}, &engine);
+  Scheduler sched(SchedulerConfig{}, engine.mutable_cache(), &engine);
   const SimSequenceSpec spec = Spec(4, 40, kv);
   ASSERT_TRUE(engine.AddSequence(1, spec, 0.0).ok());
-  ASSERT_TRUE(sched.Add(MakeSimRequest(1, spec)).ok());
+  ASSERT_TRUE(sched.Add(MakeSimRequest(1, spec), MakeSimKvSpec(1, spec, false)).ok());
   while (sched.HasWork()) sched.Step(T(engine.now_s()));
   // The SequenceCompressor rule by hand: bound = prompt 4 + budget 8 = 12;
   // after a decode step, evict to 12 when above it and (4 steps since it
@@ -111,7 +111,7 @@ void ExpectSameSchedule(AdmissionMode mode) {
   SimEngine bare(blocks, bs);
   const CostModel cost(ToyModel(), ToyGpu(), PolicyCostFor(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon)));
   CostEngine priced(blocks, bs, cost);
-  Scheduler a(cfg, &bare), b(cfg, &priced);
+  Scheduler a(cfg, bare.mutable_cache(), &bare), b(cfg, priced.mutable_cache(), &priced);
   std::mt19937_64 rng(3);
   for (RequestId id = 0; id < 40; ++id) {
     KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(id % 3 == 0 ? KvPolicyKind::kFull : KvPolicyKind::kBeacon);
@@ -123,8 +123,8 @@ void ExpectSameSchedule(AdmissionMode mode) {
     const SimSequenceSpec spec = Spec(prompt, output, kv, 130);
     ASSERT_TRUE(bare.AddSequence(id, spec).ok());
     ASSERT_TRUE(priced.AddSequence(id, spec, 0.0).ok());
-    ASSERT_TRUE(a.Add(MakeSimRequest(id, spec)).ok());
-    ASSERT_TRUE(b.Add(MakeSimRequest(id, spec)).ok());
+    ASSERT_TRUE(a.Add(MakeSimRequest(id, spec), MakeSimKvSpec(id, spec, false)).ok());
+    ASSERT_TRUE(b.Add(MakeSimRequest(id, spec), MakeSimKvSpec(id, spec, false)).ok());
   }
   int steps = 0;
   while (a.HasWork() || b.HasWork()) {

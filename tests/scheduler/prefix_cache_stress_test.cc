@@ -38,7 +38,7 @@ TEST(PrefixCacheScheduling, SharedBlocksAreCountedOnceByAdmission) {
   for (bool cache : {false, true}) {
     SCOPED_TRACE(cache ? "cache on" : "cache off");
     Harness h(Config(AdmissionMode::kReserve, 8, 512, 512), 48);
-    if (cache) h.engine.EnablePrefixCache();
+    if (cache) h.sched.kv().EnablePrefixCache(/*salt=*/1);
     ASSERT_TRUE(h.Add(1, Shared(Full(330, 100, 100), 7, 320)).ok());
     h.Step();  // request 1 runs its whole prompt
     ASSERT_TRUE(h.Add(2, Shared(Full(330, 100, 100), 7, 320)).ok());
@@ -49,8 +49,17 @@ TEST(PrefixCacheScheduling, SharedBlocksAreCountedOnceByAdmission) {
     ASSERT_NE(r2, nullptr);
     EXPECT_EQ(r2->shared_blocks, 20);
     EXPECT_EQ(r2->reserved_blocks, Ceil(430, 16) - 20);
-    EXPECT_EQ(h.engine.prefix_hits(), 320);
-    EXPECT_EQ(h.engine.prefix_queries(), 330 + 330);
+    // The engine is told, not left to infer: request 2's first chunk starts
+    // past the 320 adopted slots (SeqWork::computed) and runs the other 10.
+    const std::vector<SeqWork>& work = h.engine.last_work();
+    auto w2 = std::find_if(work.begin(), work.end(), [](const SeqWork& w) { return w.id == 2; });
+    ASSERT_NE(w2, work.end());
+    EXPECT_TRUE(w2->prefill);
+    EXPECT_EQ(w2->computed, 320);
+    EXPECT_EQ(w2->n_tokens, 10);
+    EXPECT_EQ(w2->kv, h.sched.kv().kv(2));
+    EXPECT_EQ(h.sched.kv().prefix_hits(), 320);
+    EXPECT_EQ(h.sched.kv().prefix_queries(), 330 + 330);
     // Held once: 27 of request 1's, request 2's last prompt block and its first token.
     EXPECT_EQ(h.engine.UsedBlocks(), Ceil(331, 16) + 1);
     EXPECT_LE(h.sched.reserved_blocks(), 48);
@@ -68,7 +77,7 @@ TEST(PrefixCacheScheduling, SharedBlocksAreCountedOnceByAdmission) {
 // engine (ShareablePromptBlocks): it takes no cached block and shares nothing.
 TEST(PrefixCacheScheduling, PromptLogprobsTakeNoCachedBlocks) {
   Harness h(Config(AdmissionMode::kReserve, 8, 512, 512), 64);
-  h.engine.EnablePrefixCache();
+  h.sched.kv().EnablePrefixCache(/*salt=*/1);
   ASSERT_TRUE(h.Add(1, Shared(Full(330, 100, 100), 7, 320)).ok());
   h.Step();
   SimSequenceSpec wants = Shared(Full(330, 100, 100), 7, 320);
@@ -78,7 +87,7 @@ TEST(PrefixCacheScheduling, PromptLogprobsTakeNoCachedBlocks) {
   const SchedRequest* r2 = h.sched.Find(2);
   ASSERT_NE(r2, nullptr);
   EXPECT_EQ(r2->shared_blocks, 0);
-  EXPECT_EQ(h.engine.prefix_hits(), 0);
+  EXPECT_EQ(h.sched.kv().prefix_hits(), 0);
   ASSERT_TRUE(h.RunUntilIdle());
   EXPECT_EQ(h.engine.UsedBlocks(), 0);
 }
@@ -119,7 +128,7 @@ void Stress(AdmissionMode mode, uint64_t seed) {
   const std::vector<Planned> plan = Plan(kN, rng);
   const bool reserve = mode == AdmissionMode::kReserve;
   Harness h(Config(mode, 32, 512, 128), kBlocks, kBs);
-  h.engine.EnablePrefixCache();
+  h.sched.kv().EnablePrefixCache(/*salt=*/1);
   const BlockPool& pool = h.engine.cache().pool();
   std::set<RequestId> live;
   std::vector<bool> cancelled(kN, false);
@@ -127,10 +136,10 @@ void Stress(AdmissionMode mode, uint64_t seed) {
   auto violation = [&](const std::string& what) {
     if (violations++ == 0) ADD_FAILURE() << "step " << h.steps << ": " << what;
   };
-  h.engine.SetRunHook([&](const SimEngine& e) {
+  h.engine.SetRunHook([&](const SimEngine&) {
     std::map<int32_t, int32_t> holders;  // block id -> live sequences holding it
     for (RequestId id : live) {
-      const SequenceKv* kv = e.kv(id);
+      const SequenceKv* kv = h.sched.kv().kv(id);
       if (kv == nullptr) continue;
       for (int32_t b : kv->block_ids()) ++holders[b];
       const SchedRequest* r = h.sched.Find(id);
@@ -144,7 +153,8 @@ void Stress(AdmissionMode mode, uint64_t seed) {
     for (const auto& [b, n] : holders) {
       if (pool.refcount(b) != n) violation("block " + std::to_string(b) + " refcount != holders");
     }
-    if (e.prefix_cache()->num_blocks() != pool.num_cached()) violation("index and pool disagree on cached blocks");
+    if (h.sched.kv().prefix_cache()->num_blocks() != pool.num_cached())
+      violation("index and pool disagree on cached blocks");
     if (reserve && h.sched.reserved_blocks() > kBlocks) violation("held + promised exceeds the pool");
   });
 
@@ -180,8 +190,8 @@ void Stress(AdmissionMode mode, uint64_t seed) {
   }
   std::printf("%s: %lld steps, %d finished, %d cancelled, %d expired, preempted %lld, hits %lld of %lld tokens\n",
               std::string(AdmissionModeName(mode)).c_str(), static_cast<long long>(h.steps), n_finished, n_cancelled,
-              n_expired, static_cast<long long>(h.preempted), static_cast<long long>(h.engine.prefix_hits()),
-              static_cast<long long>(h.engine.prefix_queries()));
+              n_expired, static_cast<long long>(h.preempted), static_cast<long long>(h.sched.kv().prefix_hits()),
+              static_cast<long long>(h.sched.kv().prefix_queries()));
   EXPECT_EQ(violations, 0);
   EXPECT_EQ(n_finished + n_cancelled + n_expired, kN);
   for (RequestId id = 0; id < kN; ++id) EXPECT_EQ(h.engine.records().at(id).remove_calls, 1) << id;
@@ -193,7 +203,7 @@ void Stress(AdmissionMode mode, uint64_t seed) {
   const std::vector<RequestId>& order = h.engine.first_run_order();
   EXPECT_TRUE(std::is_sorted(order.begin(), order.end())) << "first admissions out of arrival order";
   // The run exercised what it claims to.
-  EXPECT_GT(h.engine.prefix_hits(), h.engine.prefix_queries() / 5);
+  EXPECT_GT(h.sched.kv().prefix_hits(), h.sched.kv().prefix_queries() / 5);
   EXPECT_GT(n_cancelled, 10);
   EXPECT_GT(n_expired, 10);
   if (!reserve) {

@@ -53,7 +53,7 @@ inline SchedulerConfig Config(AdmissionMode mode = AdmissionMode::kReserve, int3
 
 struct Harness {
   Harness(const SchedulerConfig& config, int32_t blocks, int32_t block_size = 16)
-      : engine(blocks, block_size), sched(config, &engine) {
+      : engine(blocks, block_size), sched(config, engine.mutable_cache(), &engine) {
     EXPECT_TRUE(config.Validate().ok()) << config.Validate();
   }
 
@@ -62,11 +62,10 @@ struct Harness {
   // Registers the sequence with the engine and queues it.
   absl::Status Add(RequestId id, const SimSequenceSpec& spec,
                    std::optional<SchedClock::duration> deadline = std::nullopt) {
-    EXPECT_TRUE(engine.AddSequence(id, spec).ok());
     SchedRequest r = MakeSimRequest(id, spec);
     r.arrival = Now();
     if (deadline) r.deadline = Now() + *deadline;
-    return sched.Add(r);
+    return AddSimRequest(sched, engine, id, spec, r);
   }
 
   StepReport Step() {

@@ -290,11 +290,8 @@ TEST(Scheduler, AbortAllAndDestructorDrain) {
   }
   SimEngine engine(100, 16);
   {
-    Scheduler sched(Config(AdmissionMode::kReserve, 2), &engine);
-    for (RequestId id = 0; id < 5; ++id) {
-      ASSERT_TRUE(engine.AddSequence(id, Full(30, 100, 100)).ok());
-      ASSERT_TRUE(sched.Add(MakeSimRequest(id, Full(30, 100, 100))).ok());
-    }
+    Scheduler sched(Config(AdmissionMode::kReserve, 2), engine.mutable_cache(), &engine);
+    for (RequestId id = 0; id < 5; ++id) ASSERT_TRUE(AddSimRequest(sched, engine, id, Full(30, 100, 100)).ok());
     for (int i = 0; i < 4; ++i) sched.Step(SchedClock::now());
     EXPECT_GT(engine.UsedBlocks(), 0);
   }
@@ -341,7 +338,6 @@ class BrokenOutcomes : public StepEngine {
   }
   int32_t Preempt(RequestId id) override { return e_->Preempt(id); }
   void Remove(const SchedRequest& request) override { e_->Remove(request); }
-  KvCacheManager& kv() override { return e_->kv(); }
 
   Break armed = Break::kNone;
 
@@ -359,12 +355,9 @@ TEST(Scheduler, OutcomesThatDoNotMatchTheWorkFailTheStep) {
     SimEngine engine(100, 16);
     BrokenOutcomes broken(&engine);
     {
-      Scheduler sched(Config(), &broken);
+      Scheduler sched(Config(), engine.mutable_cache(), &broken);
       const SchedClock::time_point t0 = SchedClock::time_point{} + std::chrono::seconds(1000);
-      for (RequestId id = 0; id < 3; ++id) {
-        ASSERT_TRUE(engine.AddSequence(id, Full(30, 20, 20)).ok());
-        ASSERT_TRUE(sched.Add(MakeSimRequest(id, Full(30, 20, 20))).ok());
-      }
+      for (RequestId id = 0; id < 3; ++id) ASSERT_TRUE(AddSimRequest(sched, engine, id, Full(30, 20, 20)).ok());
       ASSERT_TRUE(sched.Step(t0).engine_status.ok());
       broken.armed = b;
       const StepReport r = sched.Step(t0 + std::chrono::milliseconds(10));

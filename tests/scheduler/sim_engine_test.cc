@@ -4,6 +4,7 @@
 // SequenceCompressor driving a real sequence.
 #include "scheduler/sim_engine.h"
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,11 +25,46 @@ SimSequenceSpec Spec(int32_t prompt, int32_t output, int32_t max_new, const std:
   return s;
 }
 
+// The SimEngine alone, with the KV manager a scheduler would own over it:
+// sequences registered with both, each prefill run's tokens counted as the
+// scheduler counts them (SeqWork::computed), the KV released before Preempt
+// and freed after Remove, as the scheduler does.
+struct Sim {
+  Sim(int32_t blocks, int32_t block_size) : e(blocks, block_size), kv(e.mutable_cache()) {}
+  absl::Status Add(RequestId id, const SimSequenceSpec& spec) {
+    if (absl::Status s = e.AddSequence(id, spec); !s.ok()) return s;
+    return kv.Add(id, MakeSimKvSpec(id, spec, /*with_prompt=*/false));
+  }
+  SeqWork Work(RequestId id, int32_t n, bool prefill) {
+    return {id, n, prefill, prefill ? computed[id] : 0, kv.kv(id)};
+  }
+  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* out) {
+    absl::Status s = e.Run(work, out);
+    if (s.ok()) {
+      for (const SeqWork& w : work) computed[w.id] += w.prefill ? w.n_tokens : 0;
+    }
+    return s;
+  }
+  int32_t Preempt(RequestId id) {
+    kv.Release(id);
+    computed[id] = 0;
+    return e.Preempt(id);
+  }
+  void Remove(const SchedRequest& r) {
+    e.Remove(r);
+    kv.Remove(r.id);
+  }
+
+  SimEngine e;
+  KvCacheManager kv;  // after e: over its cache
+  std::map<RequestId, int32_t> computed;
+};
+
 // Runs one SeqWork and returns its outcome; fails the test on a step error.
-SeqOutcome RunOne(SimEngine& e, RequestId id, int32_t n, bool prefill) {
-  const SeqWork w{id, n, prefill};
+SeqOutcome RunOne(Sim& sim, RequestId id, int32_t n, bool prefill) {
+  const SeqWork w = sim.Work(id, n, prefill);
   std::vector<SeqOutcome> out;
-  const absl::Status st = e.Run({&w, 1}, &out);
+  const absl::Status st = sim.Run({&w, 1}, &out);
   EXPECT_TRUE(st.ok()) << st;
   return out.empty() ? SeqOutcome{} : out[0];
 }
@@ -42,27 +78,28 @@ SchedRequest Final(RequestId id, RequestState state, int32_t generated) {
 }
 
 TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
-  SimEngine e(10, 16);
-  ASSERT_TRUE(e.AddSequence(1, Spec(40, 5, 10)).ok());
-  EXPECT_EQ(e.kv().BlocksToAppend(1, 40), 3);
-  SeqOutcome o = RunOne(e, 1, 16, true);
+  Sim sim(10, 16);
+  SimEngine& e = sim.e;
+  ASSERT_TRUE(sim.Add(1, Spec(40, 5, 10)).ok());
+  EXPECT_EQ(sim.kv.BlocksToAppend(1, 40), 3);
+  SeqOutcome o = RunOne(sim, 1, 16, true);
   EXPECT_FALSE(o.sampled);
   EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.UsedBlocks(), 1);
-  o = RunOne(e, 1, 24, true);  // completes the prompt: the first token
+  o = RunOne(sim, 1, 24, true);  // completes the prompt: the first token
   EXPECT_TRUE(o.sampled);
   EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.kv(1)->num_slots(), 40);
   EXPECT_EQ(e.UsedBlocks(), 3);
-  EXPECT_EQ(e.kv().BlocksToAppend(1, 8), 0);
-  EXPECT_EQ(e.kv().BlocksToAppend(1, 9), 1);
+  EXPECT_EQ(sim.kv.BlocksToAppend(1, 8), 0);
+  EXPECT_EQ(sim.kv.BlocksToAppend(1, 9), 1);
   for (int i = 0; i < 3; ++i) {
-    o = RunOne(e, 1, 1, false);
+    o = RunOne(sim, 1, 1, false);
     EXPECT_TRUE(o.sampled);
     EXPECT_EQ(o.state, RequestState::kRunning);
   }
   EXPECT_EQ(e.kv(1)->num_slots(), 43);
-  o = RunOne(e, 1, 1, false);  // the 5th token: simulated EOS
+  o = RunOne(sim, 1, 1, false);  // the 5th token: simulated EOS
   EXPECT_EQ(o.state, RequestState::kFinishedStopped);
   EXPECT_EQ(e.generated(1), 5);
   EXPECT_EQ(e.kv(1)->num_slots(), 44);  // prompt + generated - 1
@@ -70,11 +107,11 @@ TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   EXPECT_EQ(e.steps(), 6);
   EXPECT_EQ(e.tokens(), 44);
   // Running a finished sequence again is a protocol error.
-  const SeqWork again{1, 1, false};
+  const SeqWork again = sim.Work(1, 1, false);
   std::vector<SeqOutcome> out;
-  EXPECT_FALSE(e.Run({&again, 1}, &out).ok());
+  EXPECT_FALSE(sim.Run({&again, 1}, &out).ok());
 
-  e.Remove(Final(1, RequestState::kFinishedStopped, 5));
+  sim.Remove(Final(1, RequestState::kFinishedStopped, 5));
   EXPECT_EQ(e.UsedBlocks(), 0);
   EXPECT_EQ(e.running(), 0);
   EXPECT_EQ(e.peak_running(), 1);
@@ -85,37 +122,39 @@ TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   EXPECT_EQ(r.max_slots, 44);
   EXPECT_EQ(r.remove_calls, 1);
   EXPECT_EQ(e.kv(1), nullptr);
-  e.Remove(Final(1, RequestState::kFinishedStopped, 5));  // a second Remove is counted
+  sim.Remove(Final(1, RequestState::kFinishedStopped, 5));  // a second Remove is counted
   EXPECT_EQ(e.records().at(1).remove_calls, 2);
-  e.Remove(Final(99, RequestState::kFinishedCancelled, 0));
+  sim.Remove(Final(99, RequestState::kFinishedCancelled, 0));
   EXPECT_EQ(e.unknown_removes(), 1);
-  EXPECT_EQ(e.AddSequence(1, Spec(4, 1, 1)).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(sim.Add(1, Spec(4, 1, 1)).code(), absl::StatusCode::kAlreadyExists);
 }
 
 TEST(SimEngine, LengthAndStopEnds) {
-  SimEngine e(100, 16);
-  ASSERT_TRUE(e.AddSequence(1, Spec(8, 10, 10)).ok());  // output == max: ends by length
-  ASSERT_TRUE(e.AddSequence(2, Spec(8, 1, 1)).ok());    // ends on the prefill's sample
-  ASSERT_TRUE(e.AddSequence(3, Spec(8, 1, 5)).ok());    // EOS on the first token
-  ASSERT_TRUE(e.AddSequence(4, Spec(8, 50, 3)).ok());   // EOS beyond max: length
-  EXPECT_EQ(RunOne(e, 2, 8, true).state, RequestState::kFinishedLength);
-  EXPECT_EQ(RunOne(e, 3, 8, true).state, RequestState::kFinishedStopped);
-  EXPECT_EQ(RunOne(e, 1, 8, true).state, RequestState::kRunning);
-  for (int i = 2; i <= 9; ++i) EXPECT_EQ(RunOne(e, 1, 1, false).state, RequestState::kRunning) << i;
-  EXPECT_EQ(RunOne(e, 1, 1, false).state, RequestState::kFinishedLength);
-  RunOne(e, 4, 8, true);
-  RunOne(e, 4, 1, false);
-  EXPECT_EQ(RunOne(e, 4, 1, false).state, RequestState::kFinishedLength);
+  Sim sim(100, 16);
+  SimEngine& e = sim.e;
+  ASSERT_TRUE(sim.Add(1, Spec(8, 10, 10)).ok());  // output == max: ends by length
+  ASSERT_TRUE(sim.Add(2, Spec(8, 1, 1)).ok());    // ends on the prefill's sample
+  ASSERT_TRUE(sim.Add(3, Spec(8, 1, 5)).ok());    // EOS on the first token
+  ASSERT_TRUE(sim.Add(4, Spec(8, 50, 3)).ok());   // EOS beyond max: length
+  EXPECT_EQ(RunOne(sim, 2, 8, true).state, RequestState::kFinishedLength);
+  EXPECT_EQ(RunOne(sim, 3, 8, true).state, RequestState::kFinishedStopped);
+  EXPECT_EQ(RunOne(sim, 1, 8, true).state, RequestState::kRunning);
+  for (int i = 2; i <= 9; ++i) EXPECT_EQ(RunOne(sim, 1, 1, false).state, RequestState::kRunning) << i;
+  EXPECT_EQ(RunOne(sim, 1, 1, false).state, RequestState::kFinishedLength);
+  RunOne(sim, 4, 8, true);
+  RunOne(sim, 4, 1, false);
+  EXPECT_EQ(RunOne(sim, 4, 1, false).state, RequestState::kFinishedLength);
   EXPECT_EQ(e.generated(4), 3);
   EXPECT_EQ(e.peak_running(), 4);
 }
 
 TEST(SimEngine, PoolExhaustionFailsTheStepAllOrNothing) {
-  SimEngine e(2, 16);
-  ASSERT_TRUE(e.AddSequence(1, Spec(40, 5, 5)).ok());
-  const SeqWork w{1, 40, true};
+  Sim sim(2, 16);
+  SimEngine& e = sim.e;
+  ASSERT_TRUE(sim.Add(1, Spec(40, 5, 5)).ok());
+  const SeqWork w = sim.Work(1, 40, true);
   std::vector<SeqOutcome> out;
-  const absl::Status st = e.Run({&w, 1}, &out);
+  const absl::Status st = sim.Run({&w, 1}, &out);
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
   EXPECT_EQ(e.exhausted(), 1);
   EXPECT_EQ(e.UsedBlocks(), 0);
@@ -123,42 +162,43 @@ TEST(SimEngine, PoolExhaustionFailsTheStepAllOrNothing) {
 }
 
 TEST(SimEngine, PreemptReleasesAndRecomputeSamplesNothing) {
-  SimEngine e(10, 16);
-  ASSERT_TRUE(e.AddSequence(1, Spec(20, 100, 100)).ok());
-  RunOne(e, 1, 20, true);
-  for (int i = 0; i < 5; ++i) RunOne(e, 1, 1, false);
+  Sim sim(10, 16);
+  SimEngine& e = sim.e;
+  ASSERT_TRUE(sim.Add(1, Spec(20, 100, 100)).ok());
+  RunOne(sim, 1, 20, true);
+  for (int i = 0; i < 5; ++i) RunOne(sim, 1, 1, false);
   EXPECT_EQ(e.generated(1), 6);
   EXPECT_EQ(e.kv(1)->num_slots(), 25);
-  EXPECT_EQ(e.Preempt(1), 25);  // prompt + generated - 1
+  EXPECT_EQ(sim.Preempt(1), 25);  // prompt + generated - 1
   EXPECT_EQ(e.UsedBlocks(), 0);
   EXPECT_EQ(e.running(), 0);
-  EXPECT_EQ(e.kv().BlocksToAppend(1, 25), 2);
-  const SeqWork decode{1, 1, false};
+  EXPECT_EQ(sim.kv.BlocksToAppend(1, 25), 2);
+  const SeqWork decode = sim.Work(1, 1, false);
   std::vector<SeqOutcome> out;
-  EXPECT_FALSE(e.Run({&decode, 1}, &out).ok());  // must recompute first
+  EXPECT_FALSE(sim.Run({&decode, 1}, &out).ok());  // must recompute first
   EXPECT_EQ(e.protocol_errors(), 1);
-  SeqOutcome o = RunOne(e, 1, 16, true);
+  SeqOutcome o = RunOne(sim, 1, 16, true);
   EXPECT_FALSE(o.sampled);
-  o = RunOne(e, 1, 9, true);  // recompute done: no sample
+  o = RunOne(sim, 1, 9, true);  // recompute done: no sample
   EXPECT_FALSE(o.sampled);
   EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.generated(1), 6);
-  o = RunOne(e, 1, 1, false);
+  o = RunOne(sim, 1, 1, false);
   EXPECT_TRUE(o.sampled);
   EXPECT_EQ(e.generated(1), 7);
   EXPECT_EQ(e.kv(1)->num_slots(), 26);
 
   // Preempted mid first prefill: the prompt again, and its end samples.
-  ASSERT_TRUE(e.AddSequence(2, Spec(30, 100, 100)).ok());
-  RunOne(e, 2, 10, true);
-  EXPECT_EQ(e.Preempt(2), 30);
-  EXPECT_TRUE(RunOne(e, 2, 30, true).sampled);
+  ASSERT_TRUE(sim.Add(2, Spec(30, 100, 100)).ok());
+  RunOne(sim, 2, 10, true);
+  EXPECT_EQ(sim.Preempt(2), 30);
+  EXPECT_TRUE(RunOne(sim, 2, 30, true).sampled);
   EXPECT_EQ(e.generated(2), 1);
-  e.Remove(Final(1, RequestState::kFinishedCancelled, 7));
-  e.Remove(Final(2, RequestState::kFinishedCancelled, 1));
+  sim.Remove(Final(1, RequestState::kFinishedCancelled, 7));
+  sim.Remove(Final(2, RequestState::kFinishedCancelled, 1));
   EXPECT_EQ(e.UsedBlocks(), 0);
   EXPECT_EQ(e.records().at(1).preemptions, 1);
-  EXPECT_EQ(e.Preempt(77), 0);
+  EXPECT_EQ(sim.Preempt(77), 0);
   EXPECT_EQ(e.unknown_removes(), 1);
 }
 
@@ -166,24 +206,25 @@ TEST(SimEngine, PreemptReleasesAndRecomputeSamplesNothing) {
 // (as engine/generation.cc): at most max(prompt, bound) + one chunk, whatever
 // it had generated.
 TEST(SimEngine, CompressingRecomputeStaysWithinPeakPlusChunk) {
-  SimEngine e(100, 16);
+  Sim sim(100, 16);
+  SimEngine& e = sim.e;
   SimSequenceSpec spec = Spec(20, 1000, 1000, "beacon");
   spec.kv.budget = 64;
   spec.kv.interval = 16;
   spec.kv.keep_prompt = true;  // bound 84, peak 100
-  ASSERT_TRUE(e.AddSequence(1, spec).ok());
-  RunOne(e, 1, 20, true);
-  for (int i = 0; i < 300; ++i) RunOne(e, 1, 1, false);
-  EXPECT_EQ(e.Preempt(1), 320);
+  ASSERT_TRUE(sim.Add(1, spec).ok());
+  RunOne(sim, 1, 20, true);
+  for (int i = 0; i < 300; ++i) RunOne(sim, 1, 1, false);
+  EXPECT_EQ(sim.Preempt(1), 320);
   for (int32_t chunk : {128, 128, 64}) {
-    const SeqOutcome o = RunOne(e, 1, chunk, true);
+    const SeqOutcome o = RunOne(sim, 1, chunk, true);
     EXPECT_FALSE(o.sampled);
     EXPECT_EQ(e.kv(1)->num_slots(), 84);  // bound
   }
   EXPECT_EQ(e.kv(1)->num_slots(), 84);
   EXPECT_EQ(e.generated(1), 301);
-  EXPECT_TRUE(RunOne(e, 1, 1, false).sampled);
-  e.Remove(Final(1, RequestState::kFinishedCancelled, 302));
+  EXPECT_TRUE(RunOne(sim, 1, 1, false).sampled);
+  sim.Remove(Final(1, RequestState::kFinishedCancelled, 302));
   EXPECT_EQ(e.records().at(1).max_slots, 84 + 128);
   EXPECT_EQ(e.UsedBlocks(), 0);
 
@@ -192,48 +233,56 @@ TEST(SimEngine, CompressingRecomputeStaysWithinPeakPlusChunk) {
   spec.kv.budget = 64;
   spec.kv.interval = 16;
   spec.kv.keep_prompt = false;
-  ASSERT_TRUE(e.AddSequence(2, spec).ok());
-  RunOne(e, 2, 200, true);
-  for (int i = 0; i < 100; ++i) RunOne(e, 2, 1, false);
-  EXPECT_EQ(e.Preempt(2), 300);
-  RunOne(e, 2, 128, true);
+  ASSERT_TRUE(sim.Add(2, spec).ok());
+  RunOne(sim, 2, 200, true);
+  for (int i = 0; i < 100; ++i) RunOne(sim, 2, 1, false);
+  EXPECT_EQ(sim.Preempt(2), 300);
+  RunOne(sim, 2, 128, true);
   EXPECT_EQ(e.kv(2)->num_slots(), 128);  // inside the prompt: kept
-  RunOne(e, 2, 128, true);
+  RunOne(sim, 2, 128, true);
   EXPECT_EQ(e.kv(2)->num_slots(), 64);  // past it: evicted to the bound
-  RunOne(e, 2, 44, true);
+  RunOne(sim, 2, 44, true);
   EXPECT_EQ(e.kv(2)->num_slots(), 64);
 }
 
 TEST(SimEngine, ProtocolErrorsChangeNothing) {
-  SimEngine e(10, 16);
-  ASSERT_TRUE(e.AddSequence(1, Spec(20, 5, 5)).ok());
+  Sim sim(10, 16);
+  SimEngine& e = sim.e;
+  ASSERT_TRUE(sim.Add(1, Spec(20, 5, 5)).ok());
   std::vector<SeqOutcome> out;
+  SeqWork other_count = sim.Work(1, 4, true);
+  other_count.computed = 3;
+  SeqWork no_kv = sim.Work(1, 4, true);
+  no_kv.kv = nullptr;
   const std::vector<std::vector<SeqWork>> bad = {
-      {{2, 4, true}},                // unknown id
-      {{1, 21, true}},               // past the prefill target
-      {{1, 0, true}},                // empty chunk
-      {{1, 1, false}},               // decode while prefilling
-      {{1, 4, true}, {1, 4, true}},  // twice in a step
+      {sim.Work(2, 4, true)},                        // unknown id
+      {sim.Work(1, 21, true)},                       // past the prefill target
+      {sim.Work(1, 0, true)},                        // empty chunk
+      {sim.Work(1, 1, false)},                       // decode while prefilling
+      {sim.Work(1, 4, true), sim.Work(1, 4, true)},  // twice in a step
+      {other_count},                                 // the scheduler counts other tokens as computed
+      {no_kv},                                       // no KV to write
   };
-  for (const auto& w : bad) EXPECT_FALSE(e.Run(w, &out).ok());
+  for (const auto& w : bad) EXPECT_FALSE(sim.Run(w, &out).ok());
   EXPECT_TRUE(out.empty());
-  EXPECT_EQ(e.protocol_errors(), 5);
+  EXPECT_EQ(e.protocol_errors(), 7);
   EXPECT_EQ(e.UsedBlocks(), 0);
   EXPECT_EQ(e.steps(), 0);
-  EXPECT_EQ(e.AddSequence(3, Spec(0, 1, 1)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sim.Add(3, Spec(0, 1, 1)).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SimEngine, InjectedErrorReleasesTheSequence) {
-  SimEngine e(10, 16);
-  ASSERT_TRUE(e.AddSequence(1, Spec(20, 5, 5)).ok());
-  ASSERT_TRUE(e.AddSequence(2, Spec(20, 5, 5)).ok());
-  const std::vector<SeqWork> w = {{1, 20, true}, {2, 20, true}};
+  Sim sim(10, 16);
+  SimEngine& e = sim.e;
+  ASSERT_TRUE(sim.Add(1, Spec(20, 5, 5)).ok());
+  ASSERT_TRUE(sim.Add(2, Spec(20, 5, 5)).ok());
+  const std::vector<SeqWork> w = {sim.Work(1, 20, true), sim.Work(2, 20, true)};
   std::vector<SeqOutcome> out;
-  ASSERT_TRUE(e.Run(w, &out).ok());
+  ASSERT_TRUE(sim.Run(w, &out).ok());
   e.InjectError(2);
   out.clear();
-  const std::vector<SeqWork> d = {{1, 1, false}, {2, 1, false}};
-  ASSERT_TRUE(e.Run(d, &out).ok());
+  const std::vector<SeqWork> d = {sim.Work(1, 1, false), sim.Work(2, 1, false)};
+  ASSERT_TRUE(sim.Run(d, &out).ok());
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].state, RequestState::kRunning);
   EXPECT_EQ(out[1].state, RequestState::kFinishedError);
@@ -281,8 +330,9 @@ TEST(SimEngine, CompressionMatchesSequenceCompressor) {
     o.sinks = 2;
     o.window = 4;
     SimSequenceSpec spec{c.prompt, steps + 1, steps + 1, o};
-    SimEngine e(200, 4);
-    ASSERT_TRUE(e.AddSequence(1, spec).ok());
+    Sim sim(200, 4);
+    SimEngine& e = sim.e;
+    ASSERT_TRUE(sim.Add(1, spec).ok());
 
     const PolicyModelInfo m = kvtest::SmallModel();
     auto comp = SequenceCompressor::Create(o, m, c.prompt);
@@ -292,12 +342,12 @@ TEST(SimEngine, CompressionMatchesSequenceCompressor) {
     std::vector<int32_t> pos(c.prompt);
     for (int32_t i = 0; i < c.prompt; ++i) pos[i] = i;
     seq.Append(pos, rng);
-    RunOne(e, 1, c.prompt, true);
+    RunOne(sim, 1, c.prompt, true);
     for (int t = 1; t <= steps; ++t) {
       const std::vector<int32_t> one = {c.prompt + t - 1};
       seq.Append(one, rng);
       (*comp)->AfterDecodeStep(&seq.kv(), c.prompt + t);
-      RunOne(e, 1, 1, false);
+      RunOne(sim, 1, 1, false);
       ASSERT_EQ(e.kv(1)->num_slots(), seq.kv().num_slots()) << "decode step " << t;
       ASSERT_EQ(e.kv(1)->num_blocks(), seq.kv().num_blocks()) << "decode step " << t;
       ASSERT_EQ(e.kv(1)->peak_slots(), seq.kv().peak_slots()) << "decode step " << t;

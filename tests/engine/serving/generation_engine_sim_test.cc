@@ -63,20 +63,24 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   p.options.max_tokens = kMaxTokens;
   p.options.ignore_eos = true;
   p.options.kv = kv;
-  ASSERT_TRUE(real.Add(kId, p, std::make_shared<NullSink>()).ok());
+  // Each engine writes the KV its own manager holds (as a scheduler's would).
+  KvCacheManager real_kv(cache.get());
+  ASSERT_TRUE(real_kv.Add(kId, KvSeqSpecFor(p, /*with_prompt=*/false)).ok());
+  ASSERT_TRUE(real.Add(kId, p, std::make_shared<NullSink>(), real_kv.kv(kId)).ok());
 
   SimEngine sim(cache->pool().num_blocks(), 16);
-  ASSERT_TRUE(sim.AddSequence(kId, SimSequenceSpec{n_prompt, kMaxTokens, kMaxTokens, kv}).ok());
+  const SimSequenceSpec spec{n_prompt, kMaxTokens, kMaxTokens, kv};
+  ASSERT_TRUE(sim.AddSequence(kId, spec).ok());
+  KvCacheManager sim_kv(sim.mutable_cache());
+  ASSERT_TRUE(sim_kv.Add(kId, MakeSimKvSpec(kId, spec, /*with_prompt=*/false)).ok());
 
-  auto real_slots = [&] {
-    int64_t cached = 0, logical = 0;
-    real.KvTokens(&cached, &logical);
-    return cached;
-  };
+  auto real_slots = [&] { return real_kv.HeldSlots(); };
   int step = 0;
   auto run_both = [&](SeqWork w) {
     std::vector<SeqOutcome> ro, so;
+    w.kv = real_kv.kv(kId);
     ASSERT_TRUE(real.Run({&w, 1}, &ro).ok()) << "step " << step;
+    w.kv = sim_kv.kv(kId);
     ASSERT_TRUE(sim.Run({&w, 1}, &so).ok()) << "step " << step;
     ASSERT_EQ(ro.size(), 1u);
     ASSERT_EQ(so.size(), 1u);
@@ -87,7 +91,7 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   auto prefill = [&](int32_t total) {
     for (int32_t done = 0; done < total;) {
       const int32_t n = std::min(kChunk, total - done);
-      run_both(SeqWork{kId, n, /*prefill=*/true});
+      run_both(SeqWork{kId, n, /*prefill=*/true, /*computed=*/done});
       done += n;
     }
   };
@@ -96,7 +100,9 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   for (int i = 0; i < 50; ++i) run_both(SeqWork{kId, 1, false});
   // Preempted mid-generation: both give the KV back and ask for the same
   // recompute, which evicts as it goes past the prompt.
+  real_kv.Release(kId);
   const int32_t target_real = real.Preempt(kId);
+  sim_kv.Release(kId);
   const int32_t target_sim = sim.Preempt(kId);
   ASSERT_EQ(target_real, target_sim);
   ASSERT_EQ(real_slots(), 0);
@@ -107,7 +113,44 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   r.id = kId;
   r.state = RequestState::kFinishedLength;
   real.Remove(r);
+  real_kv.Remove(kId);
   sim.Remove(r);
+  sim_kv.Remove(kId);
+  EXPECT_EQ(sim.UsedBlocks(), 0);
+}
+
+// The engine checks the scheduler's count of computed tokens against its
+// generation's and fails the step on a mismatch (INTERNAL), rather than
+// running a chunk from the wrong place; a step naming another KV fails too.
+TEST(GenerationEngineProtocol, DisagreeingCountsFailTheStep) {
+  Runtime* rt = testing::DefaultModel();
+  if (rt == nullptr) GTEST_SKIP() << "models/default.gguf missing";
+  std::unique_ptr<KvCache> cache = *rt->MakeKvCache(512, 16);
+  GenerationEngine engine(rt->backend(), cache.get(), rt->tokenizer(), rt->config());
+  KvCacheManager kv(cache.get());
+  PreparedRequest p;
+  p.prompt = {100, 200, 300, 400, 500, 600, 700, 800};
+  p.options.max_tokens = 4;
+  ASSERT_TRUE(kv.Add(1, KvSeqSpecFor(p, false)).ok());
+  ASSERT_TRUE(kv.Add(2, KvSeqSpecFor(p, false)).ok());
+  ASSERT_TRUE(engine.Add(1, p, std::make_shared<NullSink>(), kv.kv(1)).ok());
+  std::vector<SeqOutcome> out;
+  const SeqWork first{1, 4, true, 0, kv.kv(1)};
+  ASSERT_TRUE(engine.Run({&first, 1}, &out).ok());
+  const SeqWork wrong_count{1, 4, true, 3, kv.kv(1)};
+  EXPECT_EQ(engine.Run({&wrong_count, 1}, &out).code(), absl::StatusCode::kInternal);
+  const SeqWork adopted_nothing{1, 4, true, 0, kv.kv(1)};
+  EXPECT_EQ(engine.Run({&adopted_nothing, 1}, &out).code(), absl::StatusCode::kInternal);
+  const SeqWork other_kv{1, 4, true, 4, kv.kv(2)};
+  EXPECT_EQ(engine.Run({&other_kv, 1}, &out).code(), absl::StatusCode::kInternal);
+  const SeqWork right{1, 4, true, 4, kv.kv(1)};
+  EXPECT_TRUE(engine.Run({&right, 1}, &out).ok());
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out.back().sampled);
+  SchedRequest r;
+  r.id = 1;
+  r.state = RequestState::kFinishedCancelled;
+  engine.Remove(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, GenerationEngineSimTest,

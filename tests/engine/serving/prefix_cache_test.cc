@@ -59,14 +59,7 @@ class PrefixCacheTest : public ::testing::Test {
   // Hands the engine and the scheduler request `id` (`question` under `kv`).
   void Submit(GenerationEngine* engine, Scheduler* sched, RequestId id, int question, const KvPolicyOptions& kv,
               std::shared_ptr<Collect> sink) const {
-    PreparedRequest p = Request(question, kv);
-    SchedRequest q;
-    q.id = id;
-    q.prompt_tokens = static_cast<int32_t>(p.prompt.size());
-    q.max_new_tokens = p.options.max_tokens;
-    q.peak_slots = p.peak_slots;
-    ASSERT_TRUE(engine->Add(id, std::move(p), std::move(sink)).ok());
-    ASSERT_TRUE(sched->Add(q).ok());
+    ASSERT_TRUE(AddRequest(*sched, *engine, id, Request(question, kv), std::move(sink)).ok());
   }
 
   // Runs request (question 0) alone, then questions 1 and 0 again together;
@@ -75,11 +68,13 @@ class PrefixCacheTest : public ::testing::Test {
                                               AdmissionMode mode = AdmissionMode::kReserve) {
     std::unique_ptr<KvCache> cache = *rt_->MakeKvCache(2048);
     GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
-    if (cache_on) engine.EnablePrefixCache(GenerationEngine::PrefixCacheSaltFor("default", rt_->config(), *cache));
     SchedulerConfig sc;
     sc.admission = mode;
     sc.prefill_chunk = 32;  // chunks of other sizes than the requests that reuse them
-    Scheduler sched(sc, &engine);
+    Scheduler sched(sc, cache.get(), &engine);
+    if (cache_on) {
+      sched.kv().EnablePrefixCache(GenerationEngine::PrefixCacheSaltFor("default", rt_->config(), *cache));
+    }
     std::vector<std::shared_ptr<Collect>> sinks;
     auto submit = [&](RequestId id, int question) {
       sinks.push_back(std::make_shared<Collect>());
@@ -94,13 +89,13 @@ class PrefixCacheTest : public ::testing::Test {
     EXPECT_EQ(cache->pool().num_free(), cache->pool().num_blocks());
     if (cache_on) {
       // Request 1 looked up 112 tokens and found none; 2 and 3 found 96 each.
-      EXPECT_EQ(engine.totals().prefix_queries, 3 * (kPrefix + 12));
-      EXPECT_EQ(engine.totals().prefix_hits, 2 * 96);
+      EXPECT_EQ(sched.kv().prefix_queries(), 3 * (kPrefix + 12));
+      EXPECT_EQ(sched.kv().prefix_hits(), 2 * 96);
       // Every full prompt block is cached and idle now: request 3's 7th
       // block (tokens 96..111, its question included) too.
-      EXPECT_EQ(cache->pool().num_idle(), engine.prefix_cache()->num_blocks());
+      EXPECT_EQ(cache->pool().num_idle(), sched.kv().prefix_cache()->num_blocks());
     } else {
-      EXPECT_EQ(engine.totals().prefix_queries, 0);
+      EXPECT_EQ(sched.kv().prefix_queries(), 0);
     }
     return sinks;
   }
@@ -152,15 +147,15 @@ TEST_F(PrefixCacheTest, HeldSlotsCountSharedBlocksOnce) {
   const KvPolicyOptions full = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
   std::unique_ptr<KvCache> cache = *rt_->MakeKvCache(2048);
   GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
-  engine.EnablePrefixCache(1);
-  Scheduler sched(SchedulerConfig{}, &engine);
+  Scheduler sched(SchedulerConfig{}, cache.get(), &engine);
+  sched.kv().EnablePrefixCache(1);
   Submit(&engine, &sched, 1, 0, full, std::make_shared<Collect>());
   sched.Step(SchedClock::now());  // request 1 runs its 112-token prompt
   Submit(&engine, &sched, 2, 1, full, std::make_shared<Collect>());
   for (int i = 0; i < 4; ++i) sched.Step(SchedClock::now());
   ASSERT_EQ(sched.num_running(), 2);
-  int64_t cached = 0, logical = 0;
-  engine.KvTokens(&cached, &logical);
+  const int64_t cached = sched.kv().HeldSlots();
+  const int64_t logical = engine.KvLogicalTokens();
   // Each holds 112 + 4 or so slots; the six prefix blocks are held once.
   const int32_t used = cache->pool().num_used();
   EXPECT_EQ(used, 8 + 2);  // 6 shared, and two own blocks each
@@ -181,16 +176,16 @@ TEST_F(PrefixCacheTest, APolicyThatMovesPromptSlotsNeitherSharesNorCaches) {
   ASSERT_FALSE(PrefixShareable(kv));
   std::unique_ptr<KvCache> cache = *rt_->MakeKvCache(2048);
   GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
-  engine.EnablePrefixCache(1);
-  Scheduler sched(SchedulerConfig{}, &engine);
+  Scheduler sched(SchedulerConfig{}, cache.get(), &engine);
+  sched.kv().EnablePrefixCache(1);
   for (RequestId id : {1, 2}) {
     auto sink = std::make_shared<Collect>();
     Submit(&engine, &sched, id, 0, kv, sink);
     while (sched.HasWork()) sched.Step(SchedClock::now());
     EXPECT_EQ(sink->final.cached_tokens, 0);
   }
-  EXPECT_EQ(engine.prefix_cache()->num_blocks(), 0);
-  EXPECT_EQ(engine.totals().prefix_hits, 0);
+  EXPECT_EQ(sched.kv().prefix_cache()->num_blocks(), 0);
+  EXPECT_EQ(sched.kv().prefix_hits(), 0);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ class SampleGroupTest : public ::testing::Test {
     GenerationEngine engine(rt_->backend(), cache.get(), rt_->tokenizer(), rt_->config());
     SchedulerConfig sc;
     sc.admission = mode;
-    Scheduler sched(sc, &engine);
+    Scheduler sched(sc, cache.get(), &engine);
     absl::StatusOr<PreparedRequest> p = PrepareRequest(r, *rt_->tokenizer(), limits_);
     EXPECT_TRUE(p.ok()) << p.status();
     Run out;
@@ -85,13 +85,7 @@ class SampleGroupTest : public ::testing::Test {
       auto sink = std::make_shared<Collect>(&cache->pool(), &out.peak_used_blocks);
       out.sinks.push_back(sink);
       samples[i].group = samples.size() > 1 ? first : 0;
-      SchedRequest q;
-      q.id = first + i;
-      q.prompt_tokens = static_cast<int32_t>(samples[i].prompt.size());
-      q.max_new_tokens = samples[i].options.max_tokens;
-      q.peak_slots = samples[i].peak_slots;
-      EXPECT_TRUE(engine.Add(q.id, samples[i], sink).ok());
-      EXPECT_TRUE(sched.Add(q).ok());
+      EXPECT_TRUE(AddRequest(sched, engine, first + i, samples[i], sink).ok());
     }
     while (sched.HasWork()) {
       sched.Step(SchedClock::now());
