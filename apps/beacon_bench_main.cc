@@ -56,11 +56,29 @@ int Fail(const absl::Status& s) {
 }
 
 // --kv-cache-dtype into the runtime options (every CPU mode measures any).
-absl::Status SetKvDType(const cli::Args& args, RuntimeOptions* ro) {
+// The model every sub-command runs: --model, --kv-cache-dtype and `threads`
+// (0: all); `ro` says what was asked (for the report).
+absl::StatusOr<std::unique_ptr<Runtime>> OpenRuntime(const cli::Args& args, int64_t threads, RuntimeOptions* ro) {
+  ro->model = args.Str("model");
   absl::StatusOr<DType> t = ParseKvCacheDType(args.Str("kv-cache-dtype"));
   if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("--kv-cache-dtype: ", t.status().message()));
   ro->kv_cache_dtype = *t;
-  return absl::OkStatus();
+  ro->threads = static_cast<int>(threads);
+  return Runtime::Create(*ro);
+}
+
+// --kv-policy's policies, each at `budget` and `interval`.
+absl::StatusOr<std::vector<KvPolicyOptions>> PolicyList(const cli::Args& args, int64_t budget, int64_t interval) {
+  std::vector<KvPolicyOptions> policies;
+  for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
+    absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
+    if (!o.ok()) return o.status();
+    o->budget = static_cast<int32_t>(budget);
+    o->interval = static_cast<int32_t>(interval);
+    if (absl::Status st = o->Validate(); !st.ok()) return st;
+    policies.push_back(*o);
+  }
+  return policies;
 }
 
 struct DecodeResult {
@@ -148,21 +166,11 @@ int PolicyMain(const cli::Args& args) {
     return Fail(absl::InvalidArgumentError("--eviction-phase must be spread or aligned"));
   }
   shape.spread_phase = phase == "spread";
-  std::vector<KvPolicyOptions> policies;
-  for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
-    absl::StatusOr<KvPolicyOptions> defaults = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
-    if (!defaults.ok()) return Fail(defaults.status());
-    KvPolicyOptions o = *std::move(defaults);
-    o.budget = static_cast<int32_t>(*budget);
-    o.interval = static_cast<int32_t>(*interval);
-    if (absl::Status s = o.Validate(); !s.ok()) return Fail(s);
-    policies.push_back(o);
-  }
+  absl::StatusOr<std::vector<KvPolicyOptions>> policy_list = PolicyList(args, *budget, *interval);
+  if (!policy_list.ok()) return Fail(policy_list.status());
+  const std::vector<KvPolicyOptions>& policies = *policy_list;
   RuntimeOptions ro;
-  ro.model = args.Str("model");
-  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
-  ro.threads = static_cast<int>(*threads);
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = OpenRuntime(args, *threads, &ro);
   if (!rt.ok()) return Fail(rt.status());
   std::printf(
       "model %s, prompt %lld, %lld decode steps, budget %lld, interval %lld, threads %d, batch %d "
@@ -244,23 +252,16 @@ int PrefillMain(const cli::Args& args) {
   for (const absl::Status& s : {chunk.status(), repeats.status(), threads.status()}) {
     if (!s.ok()) return Fail(s);
   }
-  std::vector<int> lens;
-  for (absl::string_view p : absl::StrSplit(args.Str("prompt-len"), ',', absl::SkipEmpty())) {
-    int n;
-    if (!absl::SimpleAtoi(p, &n) || n < 1) return Fail(absl::InvalidArgumentError("--prompt-len: bad value"));
-    lens.push_back(n);
-  }
+  absl::StatusOr<std::vector<int32_t>> lens = args.PositiveIntList("prompt-len");
+  if (!lens.ok()) return Fail(lens.status());
   RuntimeOptions ro;
-  ro.model = args.Str("model");
-  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
-  ro.threads = static_cast<int>(*threads);
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = OpenRuntime(args, *threads, &ro);
   if (!rt.ok()) return Fail(rt.status());
   std::printf("model %s, threads %d, chunk %lld, best of %lld\n", ro.model.c_str(), (*rt)->pool()->n_threads(),
               static_cast<long long>(*chunk), static_cast<long long>(*repeats));
   std::printf("%10s %8s %10s %12s\n", "prompt", "steps", "seconds", "tokens/s");
   nlohmann::json out = {{"model", ro.model}, {"threads", (*rt)->pool()->n_threads()}, {"chunk", *chunk}};
-  for (int n : lens) {
+  for (int n : *lens) {
     absl::StatusOr<PrefillBenchResult> r =
         BenchPrefill(rt->get(), n, static_cast<int32_t>(*chunk), static_cast<int>(*repeats));
     if (!r.ok()) return Fail(r.status());
@@ -285,20 +286,11 @@ int GrowthMain(const cli::Args& args) {
        {budget.status(), interval.status(), total.status(), window.status(), prompt_len.status(), threads.status()}) {
     if (!s.ok()) return Fail(s);
   }
-  std::vector<KvPolicyOptions> policies;
-  for (absl::string_view p : absl::StrSplit(args.Str("kv-policy"), ',', absl::SkipEmpty())) {
-    absl::StatusOr<KvPolicyOptions> o = KvPolicyOptions::DefaultsForName(std::string_view(p.data(), p.size()));
-    if (!o.ok()) return Fail(o.status());
-    o->budget = static_cast<int32_t>(*budget);
-    o->interval = static_cast<int32_t>(*interval);
-    if (absl::Status s = o->Validate(); !s.ok()) return Fail(s);
-    policies.push_back(*o);
-  }
+  absl::StatusOr<std::vector<KvPolicyOptions>> policy_list = PolicyList(args, *budget, *interval);
+  if (!policy_list.ok()) return Fail(policy_list.status());
+  const std::vector<KvPolicyOptions>& policies = *policy_list;
   RuntimeOptions ro;
-  ro.model = args.Str("model");
-  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
-  ro.threads = static_cast<int>(*threads);
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = OpenRuntime(args, *threads, &ro);
   if (!rt.ok()) return Fail(rt.status());
   std::printf("model %s, prompt %lld, to %lld tokens, windows of %lld, budget %lld, interval %lld, threads %d\n",
               ro.model.c_str(), static_cast<long long>(*prompt_len), static_cast<long long>(*total),
@@ -453,17 +445,10 @@ int Main(int argc, char** argv) {
   for (const absl::Status& s : {prompt_len.status(), steps.status(), threads.status()}) {
     if (!s.ok()) return Fail(s);
   }
-  std::vector<int> batches;
-  for (absl::string_view p : absl::StrSplit(args.Str("batches"), ',', absl::SkipEmpty())) {
-    int b;
-    if (!absl::SimpleAtoi(p, &b) || b < 1) return Fail(absl::InvalidArgumentError("--batches: bad value"));
-    batches.push_back(b);
-  }
+  absl::StatusOr<std::vector<int32_t>> batches = args.PositiveIntList("batches");
+  if (!batches.ok()) return Fail(batches.status());
   RuntimeOptions ro;
-  ro.model = args.Str("model");
-  if (absl::Status s = SetKvDType(args, &ro); !s.ok()) return Fail(s);
-  ro.threads = static_cast<int>(*threads);
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = OpenRuntime(args, *threads, &ro);
   if (!rt.ok()) return Fail(rt.status());
 
   const double weight_bytes = static_cast<double>((*rt)->weights().StreamedWeightBytes());
@@ -509,7 +494,7 @@ int Main(int argc, char** argv) {
                         {"int8_dot_instruction", int8.instruction},
                         {"macs_per_token", macs_per_token},
                         {"weight_bytes", weight_bytes}};
-  for (int b : batches) {
+  for (int b : *batches) {
     absl::StatusOr<DecodeResult> r = BenchDecode(rt->get(), b, static_cast<int>(*prompt_len), static_cast<int>(*steps));
     if (!r.ok()) return Fail(r.status());
     // The bandwidth roofline of one step: every weight byte read once.
@@ -534,12 +519,9 @@ int Main(int argc, char** argv) {
     // Batch-1 steps at each context, in rounds that visit every context in
     // turn (a shared machine's slow spells then hit them alike); the best
     // round per context is kept. The ratio is to the first context.
-    std::vector<int> contexts;
-    for (absl::string_view p : absl::StrSplit(args.Str("contexts"), ',', absl::SkipEmpty())) {
-      int c;
-      if (!absl::SimpleAtoi(p, &c) || c < 1) return Fail(absl::InvalidArgumentError("--contexts: bad value"));
-      contexts.push_back(c);
-    }
+    absl::StatusOr<std::vector<int32_t>> context_list = args.PositiveIntList("contexts");
+    if (!context_list.ok()) return Fail(context_list.status());
+    const std::vector<int32_t>& contexts = *context_list;
     std::vector<double> best(contexts.size(), 1e30);
     for (int round = 0; round < 3; ++round) {
       for (size_t i = 0; i < contexts.size(); ++i) {

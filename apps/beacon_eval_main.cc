@@ -78,19 +78,6 @@ absl::StatusOr<std::unique_ptr<Runtime>> LoadRuntime(const cli::Args& args, int 
   return rt;
 }
 
-absl::StatusOr<std::vector<int32_t>> ParseInts(const cli::Args& args, const std::string& flag) {
-  std::vector<int32_t> out;
-  for (absl::string_view p : absl::StrSplit(args.Str(flag), ',', absl::SkipEmpty())) {
-    int32_t v;
-    if (!absl::SimpleAtoi(p, &v) || v < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": '", p, "' is not a positive integer"));
-    }
-    out.push_back(v);
-  }
-  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": empty"));
-  return out;
-}
-
 std::vector<std::string> ParseList(const cli::Args& args, const std::string& flag) {
   std::vector<std::string> out;
   for (absl::string_view p : absl::StrSplit(args.Str(flag), ',', absl::SkipEmpty())) out.emplace_back(p);
@@ -143,7 +130,7 @@ int Finish(const cli::Args& args, const eval::ResultTable& table, const std::str
 
 int Model(const cli::Args& args) {
   eval::ModelEvalOptions o;
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
+  absl::StatusOr<std::vector<int32_t>> budgets = args.PositiveIntList("kv-budget");
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
   o.policies = ParseList(args, "kv-policy");
@@ -212,7 +199,7 @@ int Model(const cli::Args& args) {
 
 int Synthetic(const cli::Args& args) {
   eval::SyntheticEvalOptions o;
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
+  absl::StatusOr<std::vector<int32_t>> budgets = args.PositiveIntList("kv-budget");
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
   o.policies = ParseList(args, "kv-policy");
@@ -288,7 +275,8 @@ absl::Status WriteText(const std::string& dir, const std::string& name, const st
 
 int Needle(const cli::Args& args) {
   eval::NeedleOptions o;
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget"), distances = ParseInts(args, "distances");
+  absl::StatusOr<std::vector<int32_t>> budgets = args.PositiveIntList("kv-budget"),
+                                       distances = args.PositiveIntList("distances");
   if (!budgets.ok()) return Fail(budgets.status());
   if (!distances.ok()) return Fail(distances.status());
   o.budgets = *budgets;
@@ -387,7 +375,7 @@ int Needle(const cli::Args& args) {
 
 int Revisit(const cli::Args& args) {
   eval::RevisitOptions o;
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
+  absl::StatusOr<std::vector<int32_t>> budgets = args.PositiveIntList("kv-budget");
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
   // The full cache always runs (the reference): "full" in the list is accepted.
@@ -446,7 +434,7 @@ int RevisitSteps(const cli::Args& args) {
   o.from = args.Str("from");
   o.out_dir = args.Str("out-dir");
   o.policies = ParseList(args, "kv-policy");
-  absl::StatusOr<std::vector<int32_t>> budgets = ParseInts(args, "kv-budget");
+  absl::StatusOr<std::vector<int32_t>> budgets = args.PositiveIntList("kv-budget");
   if (!budgets.ok()) return Fail(budgets.status());
   o.budgets = *budgets;
   absl::StatusOr<double> min_distinct = args.Double("min-distinct");

@@ -12,9 +12,9 @@
 // variance for unit-variance x); norm weights are 1; biases uniform in
 // [-0.02, 0.02]. Matrices are stored as the chosen dtype, vectors as F32.
 //
-// Matrix dtype, first match wins: the environment variable
-// BEACON_DUMMY_DTYPE, the config key "beacon_dummy_dtype", else BF16 (what
-// production checkpoints ship). Values: f32, f16, bf16, q8_0, q4_0, q4_1,
+// Matrix dtype: the config key "beacon_dummy_dtype", else BF16 (what
+// production checkpoints ship); a library reads no environment (issue 47),
+// so a program that wants another writes it into its config. Values: f32, f16, bf16, q8_0, q4_0, q4_1,
 // q5_0, q5_1, q2_k..q6_k (quantised with QuantizeRow; every matrix's cols
 // must then be a multiple of the type's block: 32, or 256 for the K-quants).
 // Dummy models have no tokenizer.
@@ -79,9 +79,6 @@ absl::StatusOr<DType> ParseDummyDType(absl::string_view name, absl::string_view 
 }
 
 absl::StatusOr<DType> ChooseDType(const nlohmann::json& config, const std::string& path) {
-  if (const char* env = std::getenv("BEACON_DUMMY_DTYPE"); env != nullptr && *env != '\0') {
-    return ParseDummyDType(env, "BEACON_DUMMY_DTYPE");
-  }
   const auto it = config.find("beacon_dummy_dtype");
   if (it == config.end() || it->is_null()) return DType::kBF16;
   if (!it->is_string()) {

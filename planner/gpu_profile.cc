@@ -116,19 +116,25 @@ absl::StatusOr<GpuProfile> ParseGpuProfile(const json& j, const std::string& sou
   return p;
 }
 
-absl::StatusOr<GpuProfile> LoadGpuProfile(const std::string& name_or_path) {
+ShippedRoots DefaultShippedRoots(const std::string& profile_dir) {
+  namespace fs = std::filesystem;
+  ShippedRoots r;
+  if (!profile_dir.empty()) r.gpu_profile_dirs.push_back(profile_dir);
+  r.gpu_profile_dirs.push_back("configs/gpus");
+  r.gpu_profile_dirs.push_back((fs::path(BEACON_PLAN_SOURCE_DIR) / "configs/gpus").string());
+  r.file_roots = {".", BEACON_PLAN_SOURCE_DIR};
+  return r;
+}
+
+absl::StatusOr<GpuProfile> LoadGpuProfile(const std::string& name_or_path, const ShippedRoots& roots) {
   namespace fs = std::filesystem;
   std::vector<std::string> tried;
   std::error_code ec;
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json")) {
     tried.push_back(name_or_path);
   } else {
-    const std::string file = name_or_path + ".json";
-    if (const char* dir = std::getenv("BEACON_GPU_PROFILE_DIR"); dir != nullptr && *dir != '\0') {
-      tried.push_back((fs::path(dir) / file).string());
-    }
-    tried.push_back((fs::path("configs/gpus") / file).string());
-    tried.push_back((fs::path(BEACON_PLAN_SOURCE_DIR) / "configs/gpus" / file).string());
+    for (const std::string& dir : roots.gpu_profile_dirs)
+      tried.push_back((fs::path(dir) / (name_or_path + ".json")).string());
   }
   for (const std::string& path : tried) {
     if (!fs::is_regular_file(path, ec)) continue;
@@ -141,10 +147,11 @@ absl::StatusOr<GpuProfile> LoadGpuProfile(const std::string& name_or_path) {
                    "); shipped profiles: ", absl::StrJoin(kShipped, ", "), ", or give a profile file"));
 }
 
-std::string FindShippedFile(const std::string& relative) {
+std::string FindShippedFile(const std::string& relative, const ShippedRoots& roots) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const fs::path& p : {fs::path(relative), fs::path(BEACON_PLAN_SOURCE_DIR) / relative}) {
+  for (const std::string& root : roots.file_roots) {
+    const fs::path p = root == "." ? fs::path(relative) : fs::path(root) / relative;
     if (fs::is_regular_file(p, ec)) return p.string();
   }
   return "";

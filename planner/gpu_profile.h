@@ -58,16 +58,27 @@ const std::vector<std::string>& GpuProfileKeys();
 // mistyped or out-of-range constant.
 absl::StatusOr<GpuProfile> ParseGpuProfile(const nlohmann::json& j, const std::string& source);
 
-// `name_or_path`: a profile file, or the name of a shipped profile
-// (configs/gpus/<name>.json: "h100-sxm", "h200"), looked up in
-// $BEACON_GPU_PROFILE_DIR, then ./configs/gpus, then the source tree the tool
-// was built from. NOT_FOUND lists the places tried and the shipped names.
-absl::StatusOr<GpuProfile> LoadGpuProfile(const std::string& name_or_path);
+// Where shipped files are looked for: directories tried in order. The
+// library reads no environment and assumes no working directory: the program
+// says where (beacon-plan: --gpu-profile-dir, then ./, then the source tree
+// it was built from, ShippedRoots).
+struct ShippedRoots {
+  std::vector<std::string> gpu_profile_dirs;  // each holding <name>.json
+  std::vector<std::string> file_roots;        // each holding configs/..., docs/...
+};
+// The default: ./configs/gpus and ./, then the same under the source tree
+// the planner was built from (BEACON_PLAN_SOURCE_DIR); `profile_dir`, when
+// not empty, is tried first for profiles.
+ShippedRoots DefaultShippedRoots(const std::string& profile_dir);
 
-// A file shipped in the source tree (e.g. "configs/qwen3-4b.json"): the path
-// relative to the working directory when it exists there, else under the
-// source tree the tool was built from; empty when neither exists.
-std::string FindShippedFile(const std::string& relative);
+// `name_or_path`: a profile file, or the name of a shipped profile
+// (<name>.json: "h100-sxm", "h200") looked up in roots.gpu_profile_dirs.
+// NOT_FOUND lists the places tried and the shipped names.
+absl::StatusOr<GpuProfile> LoadGpuProfile(const std::string& name_or_path, const ShippedRoots& roots);
+
+// A file shipped in the source tree (e.g. "configs/qwen3-4b.json"): its path
+// under the first of roots.file_roots that holds it; empty when none does.
+std::string FindShippedFile(const std::string& relative, const ShippedRoots& roots);
 
 }  // namespace beacon::planner
 

@@ -163,6 +163,20 @@ class Args {
     }
     return v;
   }
+  // A comma-separated list of integers >= 1 (sizes, budgets: --batches
+  // 1,4,16); at least one. INVALID_ARGUMENT names the option and the value.
+  absl::StatusOr<std::vector<int32_t>> PositiveIntList(const std::string& name) const {
+    std::vector<int32_t> out;
+    for (absl::string_view p : absl::StrSplit(Str(name), ',', absl::SkipEmpty())) {
+      int32_t v;
+      if (!absl::SimpleAtoi(p, &v) || v < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, ": '", p, "' is not a positive integer"));
+      }
+      out.push_back(v);
+    }
+    if (out.empty()) return absl::InvalidArgumentError(absl::StrCat("--", name, ": empty"));
+    return out;
+  }
   // A comma-separated list of integers (e.g. token ids); empty when unset.
   absl::StatusOr<std::vector<int32_t>> IntList(const std::string& name) const {
     std::vector<int32_t> out;

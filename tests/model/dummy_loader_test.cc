@@ -55,14 +55,8 @@ std::vector<float> Row(const Tensor& t, int64_t r) {
 
 class DummyLoaderTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = testing_util::MakeTempDir("dummy_loader");
-    unsetenv("BEACON_DUMMY_DTYPE");
-  }
-  void TearDown() override {
-    unsetenv("BEACON_DUMMY_DTYPE");
-    fs::remove_all(dir_);
-  }
+  void SetUp() override { dir_ = testing_util::MakeTempDir("dummy_loader"); }
+  void TearDown() override { fs::remove_all(dir_); }
   // The tiny config of `family` with `edits` merged in, written to a file.
   std::string Config(const std::string& family, const json& edits) {
     json j = *ReadJsonFile(Tiny(family));
@@ -188,18 +182,16 @@ TEST_F(DummyLoaderTest, DtypeFromConfigKeyMatchesTheFloatValues) {
   }
 }
 
-TEST_F(DummyLoaderTest, EnvironmentOverridesTheConfigKey) {
-  setenv("BEACON_DUMMY_DTYPE", "q8_0", 1);
-  auto m = LoadDummyModel(Config("qwen3", {{"beacon_dummy_dtype", "f16"}}), 1);
+// The config key chooses the matrices' dtype; the environment does not
+// (a library reads none): BEACON_DUMMY_DTYPE, which once overrode it, is
+// ignored.
+TEST_F(DummyLoaderTest, ConfigKeyChoosesTheDtypeAndTheEnvironmentDoesNot) {
+  setenv("BEACON_DUMMY_DTYPE", "f16", 1);
+  auto m = LoadDummyModel(Config("qwen3", {{"beacon_dummy_dtype", "q8_0"}}), 1);
+  unsetenv("BEACON_DUMMY_DTYPE");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ((*m)->weights.layers[0].wq.dtype, DType::kQ8_0);
   EXPECT_EQ((*m)->weights.layers[0].q_norm.dtype, DType::kF32);  // vectors stay F32
-
-  setenv("BEACON_DUMMY_DTYPE", "int3", 1);
-  m = LoadDummyModel(Tiny("qwen3"), 1);
-  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(m.status().message()), HasSubstr("BEACON_DUMMY_DTYPE"));
-  EXPECT_THAT(std::string(m.status().message()), HasSubstr("'int3'"));
 }
 
 TEST_F(DummyLoaderTest, BadDtypeKeyIsNamed) {

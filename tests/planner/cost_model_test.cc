@@ -158,7 +158,8 @@ TEST(CostModel, AttentionObservingPoliciesPayForTheProbabilities) {
 
 TEST(GpuProfile, ShippedProfilesLoadWithASourcePerConstant) {
   for (const char* name : {"h200", "h100-sxm"}) {
-    absl::StatusOr<GpuProfile> p = LoadGpuProfile(test::Src(std::string("configs/gpus/") + name + ".json"));
+    absl::StatusOr<GpuProfile> p =
+        LoadGpuProfile(test::Src(std::string("configs/gpus/") + name + ".json"), DefaultShippedRoots(""));
     ASSERT_TRUE(p.ok()) << p.status();
     EXPECT_EQ(p->sources.size(), GpuProfileKeys().size());
     for (const auto& [key, src] : p->sources) {
@@ -168,7 +169,7 @@ TEST(GpuProfile, ShippedProfilesLoadWithASourcePerConstant) {
     EXPECT_TRUE(p->MeasuredKeys().empty());
     EXPECT_DOUBLE_EQ(p->bf16_flops, 989.5e12);
   }
-  absl::StatusOr<GpuProfile> h200 = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
+  absl::StatusOr<GpuProfile> h200 = LoadGpuProfile(test::Src("configs/gpus/h200.json"), DefaultShippedRoots(""));
   ASSERT_TRUE(h200.ok());
   EXPECT_DOUBLE_EQ(h200->memory_bytes, 141e9);
   EXPECT_DOUBLE_EQ(h200->hbm_bandwidth, 4.8e12);
@@ -199,8 +200,9 @@ TEST(GpuProfile, BadProfilesNameTheProblem) {
   j = *good;
   j["constants"]["memory_bytes"].erase("source");
   expect_error(j, "'source'");
-  EXPECT_TRUE(absl::IsNotFound(LoadGpuProfile("a100-nonexistent").status()));
-  EXPECT_NE(LoadGpuProfile("a100-nonexistent").status().message().find("h100-sxm, h200"), std::string::npos);
+  EXPECT_TRUE(absl::IsNotFound(LoadGpuProfile("a100-nonexistent", DefaultShippedRoots("")).status()));
+  EXPECT_NE(LoadGpuProfile("a100-nonexistent", DefaultShippedRoots("")).status().message().find("h100-sxm, h200"),
+            std::string::npos);
 }
 
 }  // namespace

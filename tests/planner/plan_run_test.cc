@@ -100,7 +100,7 @@ TEST(PlanRun, PoissonArrivalsQueueAndOverflowTheWaitingBound) {
 
 TEST(PlanRun, PublishedMemoryFiguresWithinFivePercent) {
   const ModelCost model = ShippedModel("qwen3-4b.json");
-  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
+  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"), DefaultShippedRoots(""));
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   absl::StatusOr<ResolvedPool> pool = ResolvePool(PoolSpec{}, *gpu, model);
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -132,7 +132,7 @@ TEST(PlanRun, PublishedMemoryFiguresWithinFivePercent) {
 TEST(PlanRun, ProductionScaleRunsAreCheap) {
   // 64 requests x 32K tokens: 2M decode-sequence-steps, O(batch) per step.
   const ModelCost model = ShippedModel("qwen3-4b.json");
-  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
+  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"), DefaultShippedRoots(""));
   ASSERT_TRUE(gpu.ok());
   RunInputs in{
       model, *gpu, *ResolvePool(PoolSpec{}, *gpu, model), SchedulerConfig{}, Beacon(2048), Fixed(512, 32768, 64, 64)};
@@ -155,7 +155,7 @@ TEST(PlanRun, BeaconStateComesOutOfAPoolSizedFromMemory) {
   // A pool sized from the H200's memory loses the whole blocks that cover
   // it all; a given pool stays as given.
   const ModelCost model = ShippedModel("qwen3-4b.json");
-  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"));
+  absl::StatusOr<GpuProfile> gpu = LoadGpuProfile(test::Src("configs/gpus/h200.json"), DefaultShippedRoots(""));
   ASSERT_TRUE(gpu.ok());
   absl::StatusOr<ResolvedPool> pool = ResolvePool(PoolSpec{}, *gpu, model);
   ASSERT_TRUE(pool.ok());
