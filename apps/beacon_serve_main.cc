@@ -213,10 +213,7 @@ Router MakeRoutes(const ServeConfig& c, Engine& e, const GrpcServiceOptions& gop
   AddOperationalRoutes(&routes, e.loop.get(), std::move(readiness), ApiKeys(c.api_keys), /*with_stats=*/!admin_port);
   OpenAiOptions oai;
   oai.served_model = c.served_model;
-  oai.limits = c.limits;
-  oai.api_keys = ApiKeys(c.api_keys);
-  oai.prefix_cache_salt_per_key = c.prefix_cache_salt_per_key;
-  oai.on_rejected = gopts.on_rejected;
+  oai.door = gopts.door;  // the same limits, keys, tenants and refusals' counter
   AddOpenAiRoutes(&routes, e.loop.get(), e.runtime->tokenizer(), oai);
   if (!admin_port) AddMetricsRoute(&routes, c, e);
   return routes;
@@ -343,13 +340,13 @@ int Main(int argc, char** argv) {
   Engine& e = *engine;
 
   GrpcServiceOptions gopts;
-  gopts.limits = c.limits;
-  gopts.api_keys = ApiKeys(c.api_keys);
-  gopts.prefix_cache_salt_per_key = c.prefix_cache_salt_per_key;
+  gopts.door.limits = c.limits;
+  gopts.door.api_keys = ApiKeys(c.api_keys);
+  gopts.door.prefix_cache_salt_per_key = c.prefix_cache_salt_per_key;
+  ServerMetrics* metrics = e.metrics.get();
+  gopts.door.on_rejected = [metrics](const absl::Status& s) { metrics->OnFrontEndRejected(s); };
   gopts.prepare_threads = c.grpc_prepare_threads;
   gopts.prepare_queue = c.grpc_prepare_queue;
-  ServerMetrics* metrics = e.metrics.get();
-  gopts.on_rejected = [metrics](const absl::Status& s) { metrics->OnFrontEndRejected(s); };
   gopts.model_info = MakeModelInfo(c.model, e.runtime->config(), *e.runtime->tokenizer(), c.limits, c.scheduler,
                                    c.kv_block_size, e.pool_slots);
   EngineLoop* loop = e.loop.get();

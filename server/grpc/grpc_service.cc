@@ -52,8 +52,7 @@ std::string_view BeaconGrpcService::Authorization(const grpc::CallbackServerCont
 }
 
 grpc::Status BeaconGrpcService::Authorize(const grpc::CallbackServerContext* context) const {
-  if (options_.api_keys.empty()) return grpc::Status::OK;
-  if (options_.api_keys.Match(Authorization(context)) >= 0) return grpc::Status::OK;
+  if (options_.door.api_keys.Allows(Authorization(context))) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "missing or wrong API key: send metadata 'authorization: Bearer <key>'");
 }
@@ -61,23 +60,18 @@ grpc::Status BeaconGrpcService::Authorize(const grpc::CallbackServerContext* con
 grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::CallbackServerContext* context,
                                                                         const v1::GenerateRequest* request) {
   if (grpc::Status auth = Authorize(context); !auth.ok()) {
-    if (options_.on_rejected) options_.on_rejected(absl::UnauthenticatedError(auth.error_message()));
-    logging::Info("gRPC Generate refused: %s", auth.error_message());
+    options_.door.Refused(absl::UnauthenticatedError(auth.error_message()), Excerpt(request->request_id(), 64));
     return new ErrorStream(auth);
   }
   // The stream answers now; the request is rendered and tokenized on the
   // PrepPool (grpc/prep_pool.h). Its sample count is the request's n when
   // valid; an invalid n is refused by PrepareRequest there, on a stream of 1.
   const int64_t n = request->sampling().n() == 0 ? 1 : request->sampling().n();
-  const int32_t samples = n >= 1 && n <= options_.limits.max_n ? static_cast<int32_t>(n) : 1;
+  const int32_t samples = n >= 1 && n <= options_.door.limits.max_n ? static_cast<int32_t>(n) : 1;
   auto* stream = new GenerateStream(loop_, samples);
-  const uint64_t tenant = options_.prefix_cache_salt_per_key
-                              ? options_.api_keys.Tenant(options_.api_keys.Match(Authorization(context)))
-                              : 0;
   const SchedClock::time_point arrival = SchedClock::now();
-  const bool queued = prep_->TrySubmit([this, context, request, stream, samples, tenant, arrival] {
+  const bool queued = prep_->TrySubmit([this, context, request, stream, samples, arrival] {
     ServeRequest r = FromProto(*request);
-    r.tenant = tenant;
     r.arrival = arrival;
     r.deadline = SteadyDeadline(context->deadline());
     if (r.request_id.empty()) r.request_id = NewRequestId();
@@ -85,21 +79,19 @@ grpc::ServerWriteReactor<GenerateResponse>* BeaconGrpcService::Generate(grpc::Ca
       stream->Start(r.request_id, absl::CancelledError("cancelled"), nullptr);
       return;
     }
-    absl::StatusOr<PreparedRequest> prepared = PrepareRequest(r, *tokenizer_, options_.limits);
+    absl::StatusOr<PreparedRequest> prepared = options_.door.Prepare(r, Authorization(context), *tokenizer_);
     if (prepared.ok() && prepared->samples != samples) {
       prepared = absl::InternalError(absl::StrCat("n: prepared ", prepared->samples, " samples, not ", samples));
+      options_.door.Refused(prepared.status(), r.request_id);
     }
-    if (!prepared.ok()) {
-      if (options_.on_rejected) options_.on_rejected(prepared.status());
-      logging::Request(logging::Level::kInfo, r.request_id, "refused: %s", prepared.status().ToString());
-    }
-    stream->Start(r.request_id, std::move(prepared), options_.on_rejected);
+    stream->Start(r.request_id, std::move(prepared), options_.door.on_rejected);
   });
   if (!queued) {
     const absl::Status busy = Busy();
-    if (options_.on_rejected) options_.on_rejected(busy);
-    stream->Start(request->request_id().empty() ? NewRequestId() : std::string(Excerpt(request->request_id(), 64)),
-                  busy, nullptr);
+    const std::string id =
+        request->request_id().empty() ? NewRequestId() : std::string(Excerpt(request->request_id(), 64));
+    options_.door.Refused(busy, id);
+    stream->Start(id, busy, nullptr);
   }
   return stream;
 }
@@ -120,7 +112,8 @@ grpc::ServerUnaryReactor* BeaconGrpcService::Tokenize(grpc::CallbackServerContex
   }
   // On the PrepPool: the request and response live until Finish.
   if (!prep_->TrySubmit([this, reactor, request, response] {
-        absl::StatusOr<std::vector<int32_t>> ids = TokenizeInput(FromProto(*request), *tokenizer_, options_.limits);
+        absl::StatusOr<std::vector<int32_t>> ids =
+            TokenizeInput(FromProto(*request), *tokenizer_, options_.door.limits);
         if (!ids.ok()) {
           reactor->Finish(ToGrpc(ids.status()));
           return;
@@ -147,7 +140,7 @@ grpc::ServerUnaryReactor* BeaconGrpcService::Detokenize(grpc::CallbackServerCont
   if (!prep_->TrySubmit([this, reactor, request, response] {
         const std::span<const int32_t> ids(request->ids().data(), static_cast<size_t>(request->ids().size()));
         const bool skip = !request->has_skip_special_tokens() || request->skip_special_tokens();
-        absl::StatusOr<std::string> text = DetokenizeIds(ids, *tokenizer_, skip, "ids", options_.limits);
+        absl::StatusOr<std::string> text = DetokenizeIds(ids, *tokenizer_, skip, "ids", options_.door.limits);
         if (!text.ok()) {
           reactor->Finish(ToGrpc(text.status()));
           return;

@@ -26,21 +26,16 @@
 #include "proto/beacon/v1/beacon.grpc.pb.h"
 #include "server/grpc/prep_pool.h"
 #include "server/ops/api_key.h"
+#include "server/ops/front_door.h"
 
 namespace beacon {
 
 struct GrpcServiceOptions {
-  ServeLimits limits;
+  // Limits, API keys (when set, every call must carry `authorization:
+  // Bearer <key>` with one of them), tenants and the refusals' counter,
+  // shared with the OpenAI routes (server/ops/front_door.h).
+  FrontDoor door;
   v1::ModelInfo model_info;
-  // When not empty, every call must carry `authorization: Bearer <key>`
-  // with one of the keys.
-  ApiKeys api_keys;
-  // --prefix-cache-salt-per-key: a Generate's tenant is its API key's
-  // (ServeRequest::tenant), so tenants never share prefix-cache blocks.
-  bool prefix_cache_salt_per_key = false;
-  // Called (any thread) for each Generate refused before it reached the
-  // engine: bad input, unauthenticated, draining. For metrics; may be empty.
-  std::function<void(const absl::Status&)> on_rejected;
   // The PrepPool (grpc/prep_pool.h): threads that render and tokenize, and
   // calls that may wait for them (--grpc-prepare-threads, --grpc-prepare-queue).
   int prepare_threads = 4;

@@ -212,15 +212,14 @@ class CompletionHandler::Output {
 };
 
 void CompletionHandler::Refuse(const absl::Status& s, std::string_view request_id, HttpResponder& resp) const {
-  if (options_->on_rejected) options_->on_rejected(s);
-  logging::Request(logging::Level::kInfo, request_id, "refused: %s", s.ToString());
+  options_->door.Refused(s, request_id);
   resp.Reply(OpenAiError(s));
 }
 
 void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) const {
   const bool chat = endpoint_ == OpenAiEndpoint::kChatCompletions;
   if (absl::Status s = CheckJsonContentType(req); !s.ok()) {
-    if (options_->on_rejected) options_->on_rejected(absl::InvalidArgumentError(s.message()));
+    if (options_->door.on_rejected) options_->door.on_rejected(absl::InvalidArgumentError(s.message()));
     logging::Info("%s refused: %s", req.path, s.ToString());
     return (void)resp.Reply(OpenAiError(415, std::string(s.message())));
   }
@@ -232,11 +231,9 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
     parsed->serve.request_id = absl::StrFormat("%s-%016x", chat ? "chatcmpl" : "cmpl", rng());
   }
   parsed->serve.arrival = SchedClock::now();
-  if (options_->prefix_cache_salt_per_key) {
-    parsed->serve.tenant = options_->api_keys.Tenant(options_->api_keys.Match(req.header("authorization")));
-  }
-  absl::StatusOr<PreparedRequest> prepared = PrepareRequest(parsed->serve, *tokenizer_, options_->limits);
-  if (!prepared.ok()) return Refuse(prepared.status(), parsed->serve.request_id, resp);
+  absl::StatusOr<PreparedRequest> prepared =
+      options_->door.Prepare(parsed->serve, req.header("authorization"), *tokenizer_);
+  if (!prepared.ok()) return (void)resp.Reply(OpenAiError(prepared.status()));  // counted and logged
   if (!parsed->user.empty()) {
     logging::Request(logging::Level::kInfo, parsed->serve.request_id, "user %s", LoggableUser(parsed->user));
   }
@@ -246,7 +243,7 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   ctx.model = parsed->model;
   ctx.created = static_cast<int64_t>(std::time(nullptr));
   ctx.chat = chat;
-  ctx.reasoning = chat && options_->limits.reasoning.enabled();
+  ctx.reasoning = chat && options_->door.limits.reasoning.enabled();
   ctx.logprobs = parsed->serve.logprobs >= 0;
   ctx.tokens_as_ids = parsed->tokens_as_ids;
   ctx.echo = parsed->echo;

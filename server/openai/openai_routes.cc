@@ -37,17 +37,17 @@ void AddOpenAiRoutes(Router* router, EngineLoop* loop, const Tokenizer* tokenize
                                 std::pair{"/v1/chat/completions", OpenAiEndpoint::kChatCompletions}}) {
     CompletionHandler h(loop, tokenizer, opts.get(), endpoint);
     router->Handle("POST", path,
-                   RequireApiKey(opts->api_keys, [h, opts](const HttpRequest& q, HttpResponder& r) { h(q, r); }));
+                   RequireApiKey(opts->door.api_keys, [h, opts](const HttpRequest& q, HttpResponder& r) { h(q, r); }));
   }
   AddTokenizeRoutes(router, tokenizer, opts);
   router->Handle(
-      "GET", "/v1/models", RequireApiKey(opts->api_keys, [opts](const HttpRequest&, HttpResponder& r) {
-        const DefaultSampling& d = opts->limits.defaults;
+      "GET", "/v1/models", RequireApiKey(opts->door.api_keys, [opts](const HttpRequest&, HttpResponder& r) {
+        const DefaultSampling& d = opts->door.limits.defaults;
         json model = {{"id", opts->served_model},
                       {"object", "model"},
                       {"created", 0},
                       {"owned_by", "beacon-serve"},
-                      {"max_model_len", opts->limits.context_length},
+                      {"max_model_len", opts->door.limits.context_length},
                       // This server's: what a request that leaves sampling out gets.
                       {"default_sampling",
                        {{"temperature", d.temperature},
@@ -56,8 +56,8 @@ void AddOpenAiRoutes(Router* router, EngineLoop* loop, const Tokenizer* tokenize
                         {"min_p", d.min_p},
                         {"repetition_penalty", d.repetition_penalty},
                         {"source", d.source}}},
-                      {"logprobs_mode", std::string(LogprobsModeName(opts->limits.logprobs_mode))},
-                      {"max_logprobs", opts->limits.max_logprobs}};
+                      {"logprobs_mode", std::string(LogprobsModeName(opts->door.limits.logprobs_mode))},
+                      {"max_logprobs", opts->door.limits.max_logprobs}};
         r.Reply(HttpResponse{200, "application/json", {}, Dump({{"object", "list"}, {"data", json::array({model})}})});
       }));
 }

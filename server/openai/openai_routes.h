@@ -24,19 +24,16 @@
 #include "server/http/http_server.h"
 #include "server/http/json_limits.h"
 #include "server/ops/api_key.h"
+#include "server/ops/front_door.h"
 
 namespace beacon {
 
 struct OpenAiOptions {
   std::string served_model;  // the id clients use ("model")
-  ServeLimits limits;
-  ApiKeys api_keys;  // empty: no authentication
-  // --prefix-cache-salt-per-key: each request's tenant is its API key's
-  // (ServeRequest::tenant), so tenants never share prefix-cache blocks.
-  bool prefix_cache_salt_per_key = false;
+  // Limits, API keys (empty: no authentication), tenants and the refusals'
+  // counter, shared with the gRPC API (server/ops/front_door.h).
+  FrontDoor door;
   JsonLimits json_limits;  // nesting depth and value count of a request body
-  // Requests refused before the engine (metrics); may be empty.
-  std::function<void(const absl::Status&)> on_rejected;
 };
 
 // Registers the routes. `loop` and `tokenizer` must outlive the server.

@@ -17,20 +17,20 @@ using nlohmann::json;
 void AddTokenizeRoutes(Router* router, const Tokenizer* tokenizer, std::shared_ptr<const OpenAiOptions> options) {
   using Fn = absl::StatusOr<json> (*)(std::string_view, const Tokenizer&, const TokenizeOptions&);
   auto body_options = std::make_shared<const TokenizeOptions>(
-      TokenizeOptions{options->served_model, options->limits, options->json_limits});
+      TokenizeOptions{options->served_model, options->door.limits, options->json_limits});
   for (const std::pair<const char*, Fn>& route : {std::pair<const char*, Fn>{"/tokenize", &TokenizeBody},
                                                   std::pair<const char*, Fn>{"/detokenize", &DetokenizeBody}}) {
     const Fn fn = route.second;  // a variable the lambda can capture (clang: not a structured binding)
     router->Handle(
         "POST", route.first,
-        RequireApiKey(options->api_keys, [tokenizer, options, body_options, fn](const HttpRequest& q,
-                                                                                HttpResponder& r) {
+        RequireApiKey(options->door.api_keys, [tokenizer, options, body_options, fn](const HttpRequest& q,
+                                                                                     HttpResponder& r) {
           if (absl::Status s = CheckJsonContentType(q); !s.ok()) {
             return (void)r.Reply(OpenAiError(415, std::string(s.message())));
           }
           absl::StatusOr<json> out = fn(q.body, *tokenizer, *body_options);
           if (!out.ok()) {
-            if (options->on_rejected) options->on_rejected(out.status());
+            if (options->door.on_rejected) options->door.on_rejected(out.status());
             return (void)r.Reply(OpenAiError(out.status()));
           }
           r.Reply(HttpResponse{200, "application/json", {}, out->dump(-1, ' ', false, json::error_handler_t::replace)});
