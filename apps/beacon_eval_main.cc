@@ -503,38 +503,37 @@ int Main(int argc, char** argv) {
                  "true, false or true,false: beacon's prompt queries in its FPS buffer (both: two configurations); "
                  "absent: the default");
   }
+  // The model and threads of every command that runs a model.
+  if (steps || revisit || needle || model) {
+    args.Declare(
+        "model", false, revisit ? "models/qwen2.5-coder-1.5b.gguf" : "models/default.gguf",
+        steps ? "the model that made the checkpoints' traces" : "GGUF file or HF directory (needs a tokenizer)");
+    args.Declare("threads", false, "0", "CPU threads (0 = all)");
+  }
   if (steps) {
-    args.Declare("model", false, "models/default.gguf", "the model that made the checkpoints' traces");
     args.Declare("from", false, "eval/results/fidelity-T2048", "a beacon-eval model output directory");
     args.Declare("threshold", false, "0.1",
                  "reference attention share on old generated tokens for a revisit step (a comma list: one table "
                  "each)");
     args.Declare("min-distinct", false, "0.1", "drop traces whose distinct-4-gram ratio is below this");
-    args.Declare("threads", false, "0", "CPU threads (0 = all)");
   } else if (revisit) {
-    args.Declare("model", false, "models/qwen2.5-coder-1.5b.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("cases", false, "10", "cases (ids 0..N-1)");
     args.Declare("seed", false, "1", "seed of the cases (facts, values, which are revisited, counting steps)");
-    args.Declare("threads", false, "0", "CPU threads (0 = all)");
     args.Declare("chunk", false, "16", "most stretch tokens per forward (1: every token a decode step)");
     args.Declare("facts", false, "6", "vault codes stated at the start of the reasoning");
     args.Declare("revisited", false, "3", "of them, named again during the stretch");
     args.Declare("revisits-per-fact", false, "3", "mentions of each revisited fact");
     args.Declare("steps", false, "14", "counting steps in the stretch");
   } else if (needle) {
-    args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("distances", false, "256,1024,2048", "filler tokens D between the fact and the cue, comma-separated");
     args.Declare("cases", false, "20", "cases tried per D (ids 0..N-1)");
     args.Declare("seed", false, "1", "seed of the cases (facts and filler samplers) and of the bootstrap");
-    args.Declare("threads", false, "0", "CPU threads (0 = all)");
     args.Declare("resamples", false, "2000", "bootstrap resamples per interval");
     args.Declare("filler-temperature", false, "0.8", "the filler sampler's temperature");
     args.Declare("filler-frequency-penalty", false, "0", "the filler sampler's frequency penalty");
   } else if (model) {
-    args.Declare("model", false, "models/default.gguf", "GGUF file or HF directory (needs a tokenizer)");
     args.Declare("prompts", false, "eval/prompts/long_prompts.jsonl", "JSON-lines prompts {\"id\", \"prompt\"}");
     args.Declare("tokens", false, "2048", "generated tokens T per prompt (the trace length)");
-    args.Declare("threads", false, "0", "CPU threads (0 = all)");
     args.Declare("max-prompts", false, "0", "use only the first N prompts (0 = all)");
     args.Declare("kv-beacon-state", false, "",
                  "f32, bf16 or f32,bf16: beacon's ring and FPS buffers in f32 or bf16-rounded (both: two "
