@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/generation.h"
 #include "eval/metrics.h"
+#include "eval/replay_batch.h"
 #include "kv/eviction_schedule.h"
 #include "kv/sequence_compressor.h"
 
@@ -108,70 +109,42 @@ absl::StatusOr<std::vector<ConfigAnswer>> RunCompressed(Runtime* rt, const Needl
   const int32_t distance = static_cast<int32_t>(filler.size());
   if (filler.empty()) return absl::InvalidArgumentError("needle: empty filler");
   if (absl::Status s = CheckStream(*rt, stream, distance); !s.ok()) return s;
-  const ModelConfig& cfg = rt->config();
-  const PolicyModelInfo info = PolicyInfoFor(cfg);
-  const size_t vocab = static_cast<size_t>(cfg.vocab_size);
   const int32_t n_prompt = static_cast<int32_t>(stream.prompt.size());
   const int32_t n_after = stream.Feeds(distance) + 1;
 
-  // Sequence 0 is the full cache; sequence i + 1 is specs[i].
+  // Sequence 0 is the full cache; sequence i + 1 is specs[i] (ReplayBatch:
+  // the passage teacher-forced into all, then each its own greedy answer).
   const size_t n_seq = specs.size() + 1;
-  int64_t slots = stream.TotalTokens(distance) + 16;
-  for (const PolicySpec& s : specs) slots += SequenceCompressor::PeakSlots(s.options, n_prompt, n_after) + 16;
-  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
+  absl::StatusOr<std::unique_ptr<ReplayBatch>> made =
+      ReplayBatch::Create(rt, n_prompt, n_after, specs, /*record=*/false);
   if (!made.ok()) return made.status();
-  std::unique_ptr<KvCache> cache = *std::move(made);
-  std::vector<std::unique_ptr<SequenceKv>> kvs;
-  std::vector<std::unique_ptr<SequenceCompressor>> compressors(n_seq);  // [0] stays null
-  std::vector<ForwardEntry> entries(n_seq);
-  for (size_t i = 0; i < n_seq; ++i) {
-    kvs.push_back(std::make_unique<SequenceKv>(cache.get()));
-    entries[i].kv = kvs[i].get();
-    if (i == 0) continue;
-    absl::StatusOr<std::unique_ptr<SequenceCompressor>> c =
-        SequenceCompressor::Create(specs[i - 1].options, info, n_prompt);
-    if (!c.ok()) return c.status();
-    compressors[i] = std::move(*c);
-    compressors[i]->set_thread_pool(rt->backend()->host_pool());
-    entries[i].policy = compressors[i]->policy();
-  }
-  // Eviction returns blocks to the shared pool: one sequence at a time.
-  auto after_step = [&](int32_t next_position) {
-    for (size_t i = 1; i < n_seq; ++i) compressors[i]->AfterDecodeStep(kvs[i].get(), next_position);
-  };
-
-  std::vector<float> logits;
-  if (absl::Status s = Prefill(rt, entries, stream.prompt, prefill_chunk, &logits); !s.ok()) return s;
-  after_step(n_prompt);
+  ReplayBatch& batch = **made;
+  if (absl::Status s = batch.Prefill(stream.prompt, prefill_chunk); !s.ok()) return s;
   std::vector<int32_t> passage = stream.fact;
   passage.insert(passage.end(), filler.begin(), filler.end());
   passage.insert(passage.end(), stream.cue.begin(), stream.cue.end());
   int32_t pos = n_prompt;
   for (size_t t = 0; t < passage.size(); ++t, ++pos) {
-    for (ForwardEntry& e : entries) {
-      e.tokens = std::span<const int32_t>(passage).subspan(t, 1);
-      e.start_pos = pos;
-    }
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
-    after_step(pos + 1);
+    if (absl::Status s = batch.Feed(passage[t], pos); !s.ok()) return s;
+    batch.AfterStep(pos);
   }
 
   std::vector<ConfigAnswer> out(n_seq);
   for (ConfigAnswer& a : out) a.answer.reserve(stream.answer_tokens);
+  std::vector<int32_t> tokens(n_seq);
   for (int32_t k = 0; k < stream.answer_tokens; ++k, ++pos) {
     for (size_t i = 0; i < n_seq; ++i) {
-      out[i].answer.push_back(ArgMax(std::span<const float>(logits.data() + i * vocab, vocab)));
-      // Stable until the next push_back, which comes after this step's forward.
-      entries[i].tokens = std::span<const int32_t>(&out[i].answer.back(), 1);
-      entries[i].start_pos = pos;
+      tokens[i] = ArgMax(batch.logits(i));
+      out[i].answer.push_back(tokens[i]);
     }
     if (k + 1 == stream.answer_tokens) break;
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
-    after_step(pos + 1);
+    if (absl::Status s = batch.FeedEach(tokens, pos); !s.ok()) return s;
+    batch.AfterStep(pos);
   }
-  for (size_t i = 0; i < n_seq; ++i) {
-    out[i].peak_slots = kvs[i]->peak_slots();
-    if (i > 0) out[i].evictions = compressors[i]->evictions();
+  out[0].peak_slots = batch.reference_kv().peak_slots();
+  for (size_t i = 1; i < n_seq; ++i) {
+    out[i].peak_slots = batch.kv(i - 1).peak_slots();
+    out[i].evictions = batch.compressor(i - 1).evictions();
   }
   return out;
 }

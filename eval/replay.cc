@@ -5,18 +5,10 @@
 #include <memory>
 
 #include "engine/generation.h"
-#include "eval/recording_policy.h"
-#include "kv/sequence_compressor.h"
+#include "eval/replay_batch.h"
 
 namespace beacon::eval {
 namespace {
-
-// A teacher-forced replay of one configuration.
-struct Replay {
-  std::unique_ptr<SequenceKv> kv;
-  std::unique_ptr<SequenceCompressor> compressor;
-  std::vector<uint8_t> agrees;  // per step: 1 when the greedy choice == the next trace token
-};
 
 // The Jaccard index of the kept positions of a and b per (layer, KV head),
 // averaged.
@@ -43,75 +35,28 @@ double KeptJaccard(const SequenceKv& a, const SequenceKv& b, const PolicyModelIn
 
 }  // namespace
 
-absl::Status PrefillTogether(Backend* backend, std::span<const int32_t> prompt, int32_t prefill_chunk,
-                             std::span<ForwardEntry> entries, std::vector<float>* logits) {
-  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
-  for (int32_t done = 0; done < n_prompt;) {
-    const int32_t n = std::min(prefill_chunk, n_prompt - done);
-    for (ForwardEntry& e : entries) {
-      e.tokens = prompt.subspan(done, n);
-      e.start_pos = done;
-    }
-    if (absl::Status s = backend->Forward(entries, logits); !s.ok()) return s;
-    done += n;
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& prompt,
                                        const std::vector<int32_t>& trace, std::span<const PolicySpec> specs,
                                        int32_t prefill_chunk, const StepProgress& progress) {
-  const ModelConfig& cfg = rt->config();
-  const PolicyModelInfo info = PolicyInfoFor(cfg);
+  const PolicyModelInfo info = PolicyInfoFor(rt->config());
   const int32_t n_prompt = static_cast<int32_t>(prompt.size());
   const int32_t n_trace = static_cast<int32_t>(trace.size());
   if (n_trace < 2) return absl::InvalidArgumentError("trace: needs >= 2 tokens");
-
-  int64_t slots = n_prompt + n_trace + 16;
-  for (const PolicySpec& s : specs) slots += SequenceCompressor::PeakSlots(s.options, n_prompt, n_trace) + 16;
-  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
+  absl::StatusOr<std::unique_ptr<ReplayBatch>> made = ReplayBatch::Create(rt, n_prompt, n_trace, specs);
   if (!made.ok()) return made.status();
-  std::unique_ptr<KvCache> cache = *std::move(made);
-  SequenceKv ref_kv(cache.get());
-  RecordingPolicy recorder(info);
-  std::vector<Replay> replays(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    replays[i].kv = std::make_unique<SequenceKv>(cache.get());
-    absl::StatusOr<std::unique_ptr<SequenceCompressor>> c =
-        SequenceCompressor::Create(specs[i].options, info, n_prompt);
-    if (!c.ok()) return c.status();
-    replays[i].compressor = std::move(*c);
-    replays[i].compressor->set_thread_pool(rt->backend()->host_pool());
-  }
-  // Entry 0 is the reference, entry i + 1 replays specs[i].
-  std::vector<ForwardEntry> entries(specs.size() + 1);
-  entries[0].kv = &ref_kv;
-  entries[0].policy = &recorder;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    entries[i + 1].kv = replays[i].kv.get();
-    entries[i + 1].policy = replays[i].compressor->policy();
-  }
-  std::vector<float> logits;
-
-  // Prefill, in chunks; then, as Generation does once the first token is
-  // sampled, AfterDecodeStep (no eviction: the prompt is within any bound).
-  if (absl::Status s = PrefillTogether(rt->backend(), prompt, prefill_chunk, entries, &logits); !s.ok()) return s;
-  for (Replay& r : replays) r.compressor->AfterDecodeStep(r.kv.get(), n_prompt);
+  ReplayBatch& batch = **made;
+  if (absl::Status s = batch.Prefill(prompt, prefill_chunk); !s.ok()) return s;
 
   ReplayResult result;
-  result.reference_mismatches += ArgMax(std::span<const float>(logits.data(), cfg.vocab_size)) != trace[0];
+  result.reference_mismatches += ArgMax(batch.logits(0)) != trace[0];
   result.stats.resize(specs.size());
-  const size_t vocab = static_cast<size_t>(cfg.vocab_size);
+  std::vector<std::vector<uint8_t>> agrees(specs.size());  // per step: the greedy choice == the next trace token
   SoftmaxRef ref;
   std::vector<std::vector<int32_t>> scratch(rt->pool()->n_threads());
   for (int32_t t = 0; t + 1 < n_trace; ++t) {
     const int32_t pos = n_prompt + t;
-    for (ForwardEntry& e : entries) {
-      e.tokens = std::span<const int32_t>(trace).subspan(t, 1);
-      e.start_pos = pos;
-    }
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
-    const std::span<const float> p_logits(logits.data(), vocab);
+    if (absl::Status s = batch.Feed(trace[t], pos); !s.ok()) return s;
+    const std::span<const float> p_logits = batch.logits(0);
     ref.Set(p_logits);
     const int32_t ref_top = ArgMax(p_logits);
     result.reference_mismatches += ref_top != trace[t + 1];
@@ -119,45 +64,41 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
     // over the pool (the backend is idle now).
     rt->pool()->ParallelFor(static_cast<int64_t>(specs.size()), 1, [&](int64_t begin, int64_t end, int thread) {
       for (int64_t i = begin; i < end; ++i) {
-        const std::span<const float> q_logits(logits.data() + (i + 1) * vocab, vocab);
-        Replay& r = replays[i];
+        const std::span<const float> q_logits = batch.logits(i + 1);
         ReplayStats& st = result.stats[i];
         const double kl = ref.KlTo(q_logits);
         const int32_t top = ArgMax(q_logits);
-        const double recall = AttentionRecall(recorder, *r.kv, info, &scratch[thread]);
+        const double recall = AttentionRecall(batch.recorder(), batch.kv(i), info, &scratch[thread]);
         st.kl.Add(kl);
         st.top1.Add(top == ref_top ? 1.0 : 0.0);
         st.recall.Add(recall);
-        if (r.compressor->evictions() > 0) {
+        if (batch.compressor(i).evictions() > 0) {
           st.kl_post.Add(kl);
           st.top1_post.Add(top == ref_top ? 1.0 : 0.0);
           st.recall_post.Add(recall);
         }
-        r.agrees.push_back(top == trace[t + 1] ? 1 : 0);
+        agrees[i].push_back(top == trace[t + 1] ? 1 : 0);
       }
     });
-    // Eviction returns blocks to the shared pool: one sequence at a time.
-    std::vector<int64_t> evictions_before(replays.size());
-    for (size_t i = 0; i < replays.size(); ++i) {
-      evictions_before[i] = replays[i].compressor->evictions();
-      replays[i].compressor->AfterDecodeStep(replays[i].kv.get(), pos + 1);
-    }
+    std::vector<int64_t> evictions_before(specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) evictions_before[i] = batch.compressor(i).evictions();
+    batch.AfterStep(pos);
     for (size_t i = 0; i < specs.size(); ++i) {
       const int w = specs[i].twin;
       if (w < 0) continue;
-      if (replays[i].compressor->evictions() == evictions_before[i] &&
-          replays[w].compressor->evictions() == evictions_before[w]) {
+      if (batch.compressor(i).evictions() == evictions_before[i] &&
+          batch.compressor(w).evictions() == evictions_before[w]) {
         continue;
       }
-      result.stats[i].kept_jaccard.Add(KeptJaccard(*replays[i].kv, *replays[w].kv, info));
+      result.stats[i].kept_jaccard.Add(KeptJaccard(batch.kv(i), batch.kv(w), info));
     }
-    if (progress) progress(t + 1, n_trace - 1, static_cast<int>(entries.size()));
+    if (progress) progress(t + 1, n_trace - 1, static_cast<int>(specs.size() + 1));
   }
   for (size_t i = 0; i < specs.size(); ++i) {
     ReplayStats& st = result.stats[i];
-    st.agreement = 1 + LeadingAgreement(replays[i].agrees);
-    st.peak_slots = replays[i].kv->peak_slots();
-    st.evictions = replays[i].compressor->evictions();
+    st.agreement = 1 + LeadingAgreement(agrees[i]);
+    st.peak_slots = batch.kv(i).peak_slots();
+    st.evictions = batch.compressor(i).evictions();
   }
   return result;
 }

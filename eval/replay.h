@@ -14,9 +14,8 @@
 //
 // "post" variants average only the steps after the configuration's first
 // eviction (before it, a replay's cache equals the full one and every
-// metric is exact). Each replay has its own SequenceCompressor built as
-// Generation builds it, AfterDecodeStep after every step (the prefill
-// included), its policy in ForwardEntry::policy.
+// metric is exact). The loop itself (the reference, each replay's
+// SequenceCompressor, one pass per step) is ReplayBatch's (replay_batch.h).
 #ifndef BEACON_EVAL_REPLAY_H_
 #define BEACON_EVAL_REPLAY_H_
 
@@ -54,13 +53,6 @@ struct ReplayResult {
   // (0 for a batch-invariant engine: the trace was made by the same model).
   int32_t reference_mismatches = 0;
 };
-
-// Runs `prompt` through every entry of `entries` together (each entry's kv
-// and policy set by the caller), in chunks of at most `prefill_chunk`
-// tokens; `logits` holds the last chunk's. The replays' shared prefill
-// (RunReplay, RunRevisitStepTrace).
-absl::Status PrefillTogether(Backend* backend, std::span<const int32_t> prompt, int32_t prefill_chunk,
-                             std::span<ForwardEntry> entries, std::vector<float>* logits);
 
 // REQUIRES trace.size() >= 2, prompt + trace within the model's context.
 absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& prompt,

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "engine/generation.h"
+#include "eval/replay_batch.h"
 #include "kv/sequence_compressor.h"
 #include "nlohmann/json.hpp"
 
@@ -18,11 +19,6 @@ namespace beacon::eval {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Replay {
-  std::unique_ptr<SequenceKv> kv;
-  std::unique_ptr<SequenceCompressor> compressor;
-};
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -178,30 +174,10 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
   for (double x : thresholds) {
     if (!(x > 0.0 && x <= 1.0)) return absl::InvalidArgumentError(absl::StrCat("threshold: ", x, " is not in (0, 1]"));
   }
-  int64_t slots = n_prompt + n_trace + 16;
-  for (const PolicySpec& s : specs) slots += SequenceCompressor::PeakSlots(s.options, n_prompt, n_trace) + 16;
-  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
+  absl::StatusOr<std::unique_ptr<ReplayBatch>> made = ReplayBatch::Create(rt, n_prompt, n_trace, specs);
   if (!made.ok()) return made.status();
-  std::unique_ptr<KvCache> cache = *std::move(made);
-  SequenceKv ref_kv(cache.get());
-  RecordingPolicy recorder(info);
-  std::vector<Replay> replays(specs.size());
-  std::vector<ForwardEntry> entries(specs.size() + 1);  // entry 0: the reference
-  entries[0].kv = &ref_kv;
-  entries[0].policy = &recorder;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    replays[i].kv = std::make_unique<SequenceKv>(cache.get());
-    absl::StatusOr<std::unique_ptr<SequenceCompressor>> c =
-        SequenceCompressor::Create(specs[i].options, info, n_prompt);
-    if (!c.ok()) return c.status();
-    replays[i].compressor = std::move(*c);
-    replays[i].compressor->set_thread_pool(rt->backend()->host_pool());
-    entries[i + 1].kv = replays[i].kv.get();
-    entries[i + 1].policy = replays[i].compressor->policy();
-  }
-  std::vector<float> logits;
-  if (absl::Status s = PrefillTogether(rt->backend(), prompt, prefill_chunk, entries, &logits); !s.ok()) return s;
-  for (Replay& r : replays) r.compressor->AfterDecodeStep(r.kv.get(), n_prompt);
+  ReplayBatch& batch = **made;
+  if (absl::Status s = batch.Prefill(prompt, prefill_chunk); !s.ok()) return s;
 
   RevisitStepTrace out;
   out.prompt_tokens = n_prompt;
@@ -212,8 +188,7 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
     st.top1.resize(thresholds.size());
     st.recall.resize(thresholds.size());
   }
-  const size_t vocab = static_cast<size_t>(cfg.vocab_size);
-  out.reference_mismatches += ArgMax(std::span<const float>(logits.data(), vocab)) != trace[0];
+  out.reference_mismatches += ArgMax(batch.logits(0)) != trace[0];
   std::set<int32_t> budgets;
   for (const PolicySpec& s : specs) budgets.insert(s.options.budget);
   const int32_t interval = specs.empty() ? 0 : specs.front().options.interval;
@@ -222,29 +197,24 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
   std::vector<double> mass(specs.size());
   for (int32_t t = 0; t + 1 < n_trace; ++t) {
     const int32_t pos = n_prompt + t;
-    for (ForwardEntry& e : entries) {
-      e.tokens = std::span<const int32_t>(trace).subspan(t, 1);
-      e.start_pos = pos;
-    }
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
-    const std::span<const float> p_logits(logits.data(), vocab);
+    if (absl::Status s = batch.Feed(trace[t], pos); !s.ok()) return s;
+    const std::span<const float> p_logits = batch.logits(0);
     ref.Set(p_logits);
     const int32_t ref_top = ArgMax(p_logits);
     out.reference_mismatches += ref_top != trace[t + 1];
     // Old generated tokens: [prompt, pos - B - interval), one mass per budget.
     for (size_t i = 0; i < specs.size(); ++i) {
       const int32_t end = pos - specs[i].options.budget - interval;
-      mass[i] = end > n_prompt ? ReferenceMass(recorder, info, n_prompt, end) : -1.0;
+      mass[i] = end > n_prompt ? ReferenceMass(batch.recorder(), info, n_prompt, end) : -1.0;
     }
     rt->pool()->ParallelFor(static_cast<int64_t>(specs.size()), 1, [&](int64_t begin, int64_t end, int thread) {
       for (int64_t i = begin; i < end; ++i) {
-        Replay& r = replays[i];
-        if (r.compressor->evictions() == 0) continue;
+        if (batch.compressor(i).evictions() == 0) continue;
         RevisitStepStats& st = out.stats[i];
-        const std::span<const float> q_logits(logits.data() + (i + 1) * vocab, vocab);
+        const std::span<const float> q_logits = batch.logits(i + 1);
         const double kl = ref.KlTo(q_logits);
         const double top1 = ArgMax(q_logits) == ref_top ? 1.0 : 0.0;
-        const double recall = AttentionRecall(recorder, *r.kv, info, &scratch[thread]);
+        const double recall = AttentionRecall(batch.recorder(), batch.kv(i), info, &scratch[thread]);
         st.kl_post.Add(kl);
         st.top1_post.Add(top1);
         st.recall_post.Add(recall);
@@ -257,8 +227,7 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
         }
       }
     });
-    // Eviction returns blocks to the shared pool: one sequence at a time.
-    for (Replay& r : replays) r.compressor->AfterDecodeStep(r.kv.get(), pos + 1);
+    batch.AfterStep(pos);
   }
   return out;
 }
