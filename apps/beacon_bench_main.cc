@@ -36,7 +36,7 @@
 #include "bench/policy_bench.h"
 #include "bench/prefill_bench.h"
 #include "engine/runtime.h"
-#include "kv/policy_registry.h"
+#include "kv/policy/policy_registry.h"
 #include "nlohmann/json.hpp"
 #include "plot/png_plot.h"
 #include "util/cli_args.h"

@@ -52,7 +52,7 @@
 #include "eval/revisit_report.h"
 #include "eval/revisit_steps.h"
 #include "eval/synthetic_eval.h"
-#include "kv/policy_registry.h"
+#include "kv/policy/policy_registry.h"
 #include "util/cli_args.h"
 #include "util/run_main.h"
 

@@ -71,7 +71,7 @@ void BM_MatMulPacked(benchmark::State& state, DType t, int64_t rows, int64_t col
 // An eviction's scoring logits for one (layer, KV head) of the 1.5B model
 // under BeaconKV's defaults (issue 34): 6 query heads x (16 recent + 16
 // beacons) = 192 queries against 384 cached bf16 keys of d = 128, one
-// 16-slot cache block at a time as kv/attention_scoring.cc calls it. One
+// 16-slot cache block at a time as kv/policy/attention_scoring.cc calls it. One
 // thread; an eviction runs 28 x 2 of these on the pool. Reports MAC/s.
 // kernel:0 is the register-tiled kernel, 1 key_logits.h's f32 one, 2 its
 // bf16 one (vdpbf16ps, the queries rounded to bf16).
@@ -96,7 +96,7 @@ void BM_ScoringLogits(benchmark::State& state) {
   std::vector<uint16_t> q_bf16(q.size());
   for (auto _ : state) {
     // The bf16 kernel's query rounding is part of its cost: once per call,
-    // as kv/attention_scoring.cc does it.
+    // as kv/policy/attention_scoring.cc does it.
     if (kernel == 2) Fp32ToBf16Row(q.data(), kQueries * kD, q_bf16.data());
     for (int64_t s0 = 0; s0 < kSlots; s0 += kBlock) {
       if (kernel == 2) {

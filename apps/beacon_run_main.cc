@@ -19,7 +19,7 @@
 #include "cli/tokenizer_flags.h"
 #include "engine/batch_runner.h"
 #include "engine/runtime.h"
-#include "kv/eviction_schedule.h"
+#include "kv/policy/eviction_schedule.h"
 #include "nlohmann/json.hpp"
 #include "util/cli_args.h"
 #include "util/run_main.h"

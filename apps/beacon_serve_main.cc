@@ -25,7 +25,7 @@
 #include "engine/fault_injection.h"
 #include "engine/runtime.h"
 #include "engine/serving/generation_config.h"
-#include "kv/kv_policy_limits.h"
+#include "kv/serving/kv_policy_limits.h"
 #include "server/grpc/grpc_front_end.h"
 #include "server/grpc/grpc_service.h"
 #include "server/grpc/model_info.h"

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/generation.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon {
 namespace {

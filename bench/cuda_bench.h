@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "bench/cuda_profile.h"
 #include "engine/runtime.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon {
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/generation.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon {
 

@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/runtime.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "engine/generation.h"
-#include "kv/eviction_schedule.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/eviction_schedule.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon {
 namespace {

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "bench/policy_step_stats.h"
 #include "engine/runtime.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <limits>
 
-#include "kv/kv_cache.h"
+#include "kv/store/kv_cache.h"
 
 namespace beacon {
 namespace {

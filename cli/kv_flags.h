@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "kv/kv_policy.h"
-#include "kv/policy_registry.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/policy/policy_registry.h"
 #include "util/cli_args.h"
 
 namespace beacon {

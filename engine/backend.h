@@ -14,8 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kv/kv_cache.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/store/kv_cache.h"
 #include "model/model_config.h"
 
 namespace beacon {
@@ -29,7 +29,7 @@ struct ForwardEntry {
   bool all_logits = false;          // logits for every token, not only the last
   // The sequence's KV policy, if it compresses: it is shown every token's
   // pre-RoPE queries and, on decode steps (one token), the attention
-  // probabilities when it asks for them (kv/kv_policy.h).
+  // probabilities when it asks for them (kv/policy/kv_policy.h).
   KvPolicy* policy = nullptr;
 };
 

@@ -25,9 +25,9 @@
 #include "engine/reasoning.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
-#include "kv/kv_cache.h"
-#include "kv/kv_policy.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/policy/sequence_compressor.h"
+#include "kv/store/kv_cache.h"
 #include "model/model_config.h"
 #include "model/tokenizer/tokenizer.h"
 
@@ -81,7 +81,7 @@ class Generation {
   static absl::StatusOr<std::unique_ptr<Generation>> Create(const Tokenizer* tokenizer, KvCache* cache,
                                                             const ModelConfig& config, std::vector<int32_t> prompt,
                                                             GenerationOptions options);
-  // The same on a KV it borrows (a KvCacheManager's, kv/kv_cache_manager.h,
+  // The same on a KV it borrows (a KvCacheManager's, kv/serving/kv_cache_manager.h,
   // which shares and frees it): `kv` must hold nothing and outlive the
   // generation (INVALID_ARGUMENT otherwise).
   static absl::StatusOr<std::unique_ptr<Generation>> CreateOn(const Tokenizer* tokenizer, SequenceKv* kv,

@@ -14,7 +14,7 @@
 #include "engine/cpu_backend.h"
 #include "engine/cuda_options.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kv/kv_cache.h"
+#include "kv/store/kv_cache.h"
 #include "model/model_loader.h"
 #include "model/tokenizer/tokenizer.h"
 

@@ -8,8 +8,8 @@
 #include "engine/generation.h"
 #include "eval/metrics.h"
 #include "eval/replay_batch.h"
-#include "kv/eviction_schedule.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/eviction_schedule.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon::eval {
 namespace {

@@ -28,7 +28,7 @@
 #include "engine/runtime.h"
 #include "engine/sampler.h"
 #include "eval/policy_grid.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon::eval {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon::eval {
 

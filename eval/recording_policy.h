@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon::eval {
 

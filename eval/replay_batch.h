@@ -22,7 +22,7 @@
 #include "engine/runtime.h"
 #include "eval/policy_grid.h"
 #include "eval/recording_policy.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon::eval {
 

@@ -11,7 +11,7 @@
 #include "eval/metrics.h"
 #include "eval/needle_cases.h"
 #include "eval/policy_grid.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon::eval {
 namespace {

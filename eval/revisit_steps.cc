@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/generation.h"
 #include "eval/replay_batch.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 #include "nlohmann/json.hpp"
 
 namespace beacon::eval {

@@ -7,8 +7,8 @@
 #include "eval/metrics.h"
 #include "eval/policy_grid.h"
 #include "kernels/cpu/ops.h"
-#include "kv/kv_cache.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
+#include "kv/store/kv_cache.h"
 
 namespace beacon::eval {
 namespace {

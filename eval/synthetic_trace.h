@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon::eval {
 

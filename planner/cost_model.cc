@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "kernels/cuda/beacon_state_layout.h"
-#include "kv/policy_registry.h"
+#include "kv/policy/policy_registry.h"
 
 namespace beacon::planner {
 namespace {

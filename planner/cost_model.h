@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "model/model_config.h"
 #include "planner/gpu_profile.h"
 

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 #include "scheduler/sim_engine.h"
 
 namespace beacon::planner {

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "planner/cost_engine.h"
 #include "planner/cost_model.h"
 #include "planner/gpu_profile.h"

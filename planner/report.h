@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "planner/plan_run.h"
 #include "planner/slo.h"
 

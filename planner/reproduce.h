@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "planner/report.h"
 #include "planner/workload.h"
 

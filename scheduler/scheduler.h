@@ -11,7 +11,7 @@
 // Requests that finish are handed to StepEngine::Remove with their final
 // state; then their KV is freed.
 //
-// The scheduler owns the KV cache manager (kv/kv_cache_manager.h): every
+// The scheduler owns the KV cache manager (kv/serving/kv_cache_manager.h): every
 // sequence's KV from Add to its end, the pool's accounting, prefix sharing.
 // It admits against it, preempts by releasing it, and hands each step's
 // sequences their KV in the SeqWork, as vLLM's scheduler owns its
@@ -57,8 +57,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kv/kv_cache.h"
-#include "kv/kv_cache_manager.h"
+#include "kv/serving/kv_cache_manager.h"
+#include "kv/store/kv_cache.h"
 #include "scheduler/request.h"
 #include "scheduler/step_engine.h"
 

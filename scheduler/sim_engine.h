@@ -48,10 +48,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "kv/eviction_schedule.h"
-#include "kv/kv_cache.h"
-#include "kv/kv_cache_manager.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/eviction_schedule.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/serving/kv_cache_manager.h"
+#include "kv/store/kv_cache.h"
 #include "scheduler/request.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/step_engine.h"
@@ -142,11 +142,11 @@ class SimEngine : public StepEngine {
     EvictionSchedule schedule{KvPolicyOptions{}, 0};  // the same arithmetic as SequenceCompressor
     int32_t prefill_target = 0;                       // tokens before decoding (prompt, or the recompute)
     int32_t prefill_done = 0;
-    bool recompute = false;  // the current prefill is a recompute: it samples nothing
+    bool recompute = false;    // the current prefill is a recompute: it samples nothing
     SequenceKv* kv = nullptr;  // the scheduler's, from the last SeqWork
     bool holds_kv = false;     // counted in running_
-    bool ever_ran = false;   // in first_run_order_
-    bool finished = false;   // reported a finished state: must not run again
+    bool ever_ran = false;     // in first_run_order_
+    bool finished = false;     // reported a finished state: must not run again
     int32_t generated = 0;
     int32_t max_slots = 0;
     int32_t preemptions = 0;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kv/kv_cache_manager.h"
+#include "kv/serving/kv_cache_manager.h"
 #include "scheduler/request.h"
 
 namespace beacon {

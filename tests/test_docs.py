@@ -2,7 +2,7 @@
 
 - every beacon-serve flag (`beacon-serve --help`) is in docs/serving.md's
   flag table (the "## Flags" section);
-- every repository path a comment or a doc names (`kv/prefix_cache.h`,
+- every repository path a comment or a doc names (`kv/serving/prefix_cache.h`,
   `tests/server/`, `server/ops/metrics.{h,cc}`: a path under a top-level folder
   of the repo) exists, but for the few in ALLOWED, each with its reason;
 - every `Class::member` a comment or a doc names, for a class, struct, enum

@@ -266,17 +266,17 @@ def test_checker_catches_a_forbidden_include():
               "engine": '#include <scheduler/scheduler.h>\n#include <vector>\n#include "kv/x.h"\n',
               "kernels": '#include "util/csv.h"\n#include "kernels/cpu/ops.h"\n#include "ops.h"\n',
               "loadtest": '#include "proto/x.h"\n  #  include "engine/runtime.h"\n',
-              "server": '#include "tools/x.h"\n#include "kv/kv_cache.h"\n',
+              "server": '#include "tools/x.h"\n#include "kv/store/kv_cache.h"\n',
               "tests": '#include "apps/x.h"\n#include "server/x.h"\n#include "planner/x.h"\n',
               "apps": '#include "server/x.h"\n#include "newpart/x.h"\n',
-              "newpart": '#include "kv/kv_cache.h"\n'}
+              "newpart": '#include "kv/store/kv_cache.h"\n'}
     with tempfile.TemporaryDirectory() as root:
         write_tree(root, {f"{part}/a.cc": body for part, body in bodies.items()}, table_parts(rules) | {"tools"})
         bad = {(w, i) for w, i, _ in violations(root, rules)}
         assert bad == {("kv/a.cc:1", "engine/serving/engine_loop.h"), ("engine/a.cc:1", "scheduler/scheduler.h"),
                        ("kernels/a.cc:1", "util/csv.h"), ("loadtest/a.cc:2", "engine/runtime.h"),
                        ("server/a.cc:1", "tools/x.h"), ("tests/a.cc:1", "apps/x.h"),
-                       ("newpart/a.cc:1", "kv/kv_cache.h")}, bad
+                       ("newpart/a.cc:1", "kv/store/kv_cache.h")}, bad
         with open(os.path.join(root, "server", "serve_main.cc"), "w") as f:
             f.write("int main(int argc, char** argv) { return 0; }\n")
         assert stray_mains(root) == ["server/serve_main.cc:1"], stray_mains(root)

@@ -26,13 +26,13 @@ import subprocess
 # ---------------------------------------------------------------------------
 # The server's KV option defaults, mirrored from the C++ (resolve_kv_options)
 
-# KvPolicyOptions' member defaults (kv/kv_policy.h). beacon_bf16_state has no beacon-serve
+# KvPolicyOptions' member defaults (kv/policy/kv_policy.h). beacon_bf16_state has no beacon-serve
 # flag: the server always runs the bf16 ring and FPS buffers (the CUDA state's format).
 BASE_OPTIONS = {"budget": 512, "interval": 128, "sinks": 4, "window": 32, "keep_prompt": True,
                 "recent_queries": 16, "beacons": 16, "fps_bound": 64, "beacon_filter": "all",
                 "beacon_prompt_queries": False, "beacon_bf16_state": True, "global_threshold": 0.5,
                 "pool_kernel": 1, "lambda": 0.1, "seed": 0}
-# The `published` rows of kv/policy_registry.cc (KvPolicyOptions::DefaultsFor).
+# The `published` rows of kv/policy/policy_registry.cc (KvPolicyOptions::DefaultsFor).
 PUBLISHED = {"snapkv": {"recent_queries": 32, "pool_kernel": 7},
              "rkv": {"recent_queries": 8, "pool_kernel": 7, "lambda": 0.1}}
 # beacon-serve's --kv-policy default (apps/serve_config.cc: DeclareKvFlags(a, "beacon")).
@@ -47,7 +47,7 @@ KV_FLAGS = {"kv-budget": ("budget", int), "kv-interval": ("interval", int), "kv-
             "kv-pool-kernel": ("pool_kernel", int), "kv-lambda": ("lambda", float), "kv-seed": ("seed", int)}
 SWITCHES = {"kv-keep-prompt", "kv-beacon-prompt-queries"}
 # What a request naming another policy than the server's default keeps of the server's options
-# (ResolveRequestKvOptions, kv/kv_policy_limits.cc); the rest are that policy's published defaults.
+# (ResolveRequestKvOptions, kv/serving/kv_policy_limits.cc); the rest are that policy's published defaults.
 OPERATOR_FIELDS = ("budget", "interval", "sinks", "window", "keep_prompt")
 
 

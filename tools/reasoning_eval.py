@@ -70,7 +70,7 @@ from eval_transport import Grpc, OpenAi, Server  # noqa: E402 (the transport: gR
 INSTRUCTION = ('Solve the problem step by step. End your reply with a final line of the form "Answer: N", '
                "where N is the final answer.")
 # In the tables' order: beacon first among the compressing policies, so pairs read "beacon vs peer".
-# A policy not named here (a new row of kv/policy_registry.h) sorts after them; whether a name
+# A policy not named here (a new row of kv/policy/policy_registry.h) sorts after them; whether a name
 # exists is the server's to say (it fails the request naming an unknown policy).
 POLICIES = ("full", "beacon", "rkv", "snapkv", "h2o", "streaming", "random")
 POLICY_NAME = re.compile(r"^[a-z0-9_-]+$")
@@ -462,7 +462,7 @@ def _provenance(args, server, client):
         if server is not None:
             o = prov.resolve_kv_options(policy, budget, prov.parse_server_flags(server.args, os.environ))
             o["checked_by_server"] = prov.check_against_server(o, info.get(policy))
-            o["source"] = "server flags over the defaults of kv/kv_policy.h and kv/policy_registry.cc"
+            o["source"] = "server flags over the defaults of kv/policy/kv_policy.h and kv/policy/policy_registry.cc"
         else:  # attached: only what the server reports
             o = {"policy": policy, "budget": budget or 0, **{k: v for k, v in info.get(policy, {}).items()
                                                              if k not in ("allowed", "budget")},

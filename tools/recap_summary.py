@@ -40,7 +40,7 @@ def _setting(c):
 
 def held_bytes(r):
     """Bytes a record's sequence held at its peak: its peak KV slots (the prompt's included) and its policy's
-    state (kv/policy_bytes.h, as the server reported them); None from a server that did not report bytes."""
+    state (kv/policy/policy_bytes.h, as the server reported them); None from a server that did not report bytes."""
     if not r.get("bytes_per_slot") or r.get("peak_cached_tokens") is None:
         return None
     return r["peak_cached_tokens"] * r["bytes_per_slot"] + (r.get("state_bytes") or 0)

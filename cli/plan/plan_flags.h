@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "planner/report.h"
 #include "util/cli_args.h"
 

@@ -20,7 +20,7 @@
 #include "engine/cuda/beacon_state_pool.h"
 #include "engine/cuda/device_memory.h"
 #include "kernels/cuda/beacon_state.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon {
 

@@ -7,7 +7,7 @@
 #include "kernels/cuda/beacon_state.h"
 #include "kernels/cuda/kv_compact.h"
 #include "kernels/cuda/kv_select.h"
-#include "kv/selection.h"
+#include "kv/policy/selection.h"
 
 namespace beacon {
 namespace {

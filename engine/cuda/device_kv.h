@@ -6,7 +6,7 @@
 // refuses the rest before a sequence starts): the sequence's block table
 // goes up, LaunchBeaconScore scores every (layer, KV head) with the recent
 // and beacon queries of its device state, LaunchSelectKeep picks the kept
-// slots by kv/selection.h's rule, LaunchCompact moves them to the front; one
+// slots by kv/policy/selection.h's rule, LaunchCompact moves them to the front; one
 // synchronisation at the end. The host then truncates the sequence. Its
 // scratch comes from the backend's start-up reservation (EvictScratch).
 //
@@ -25,8 +25,8 @@
 #include "engine/cuda/device_memory.h"
 #include "kernels/cuda/paged_kv.h"
 #include "kernels/cuda/rope.h"
-#include "kv/kv_cache.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/store/kv_cache.h"
 
 namespace beacon {
 

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
-#include "kv/prefix_cache.h"
+#include "kv/serving/prefix_cache.h"
 #include "util/log.h"
 
 namespace beacon {

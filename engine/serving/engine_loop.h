@@ -1,5 +1,5 @@
 // The engine thread: owns the scheduler (and through it every sequence's KV,
-// kv/kv_cache_manager.h) and the GenerationEngine (model state). Front-end threads only post to its inbox
+// kv/serving/kv_cache_manager.h) and the GenerationEngine (model state). Front-end threads only post to its inbox
 // (Submit, Cancel) and hear back through each request's RequestSink.
 //
 // Each iteration drains the inbox (so a cancel frees its blocks before the

@@ -7,9 +7,9 @@
 
 #include "absl/base/casts.h"
 #include "absl/strings/str_cat.h"
-#include "kv/policy_bytes.h"
-#include "kv/policy_registry.h"
-#include "kv/prefix_cache.h"
+#include "kv/policy/policy_bytes.h"
+#include "kv/policy/policy_registry.h"
+#include "kv/serving/prefix_cache.h"
 
 namespace beacon {
 namespace {

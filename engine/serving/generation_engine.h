@@ -22,7 +22,7 @@
 #include "engine/serving/request_sink.h"
 #include "engine/serving/serve_request.h"
 #include "engine/step_executor.h"
-#include "kv/kv_cache_manager.h"
+#include "kv/serving/kv_cache_manager.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/step_engine.h"
 

@@ -14,7 +14,7 @@
 #include "engine/finish_reason.h"
 #include "engine/logprobs.h"
 #include "engine/reasoning.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 
 namespace beacon {
 
@@ -26,13 +26,13 @@ struct RequestKvStats {
   int64_t evicted_tokens = 0;
   int32_t reserved_tokens = 0;  // KV slots admission set aside (reserve mode)
   int32_t preemptions = 0;
-  // Memory in bytes (kv/policy_bytes.h): one KV slot (K, V and position of
+  // Memory in bytes (kv/policy/policy_bytes.h): one KV slot (K, V and position of
   // every layer and KV head), and the policy's own state at the peak.
   int64_t bytes_per_slot = 0;
   int64_t state_bytes = 0;
   // What the request ran with (under full: the default-constructed options,
   // policy kFull), and the recent slots its policy protected in fact
-  // (kv/policy_registry.h ProtectedWindow; 0 under full).
+  // (kv/policy/policy_registry.h ProtectedWindow; 0 under full).
   KvPolicyOptions options;
   int32_t protected_window = 0;
 };

@@ -8,10 +8,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "kv/eviction_schedule.h"
-#include "kv/policy_bytes.h"
-#include "kv/prefix_cache.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/eviction_schedule.h"
+#include "kv/policy/policy_bytes.h"
+#include "kv/policy/sequence_compressor.h"
+#include "kv/serving/prefix_cache.h"
 #include "model/tokenizer/unicode.h"
 #include "openssl/sha.h"
 #include "util/utf8.h"
@@ -159,7 +159,7 @@ absl::StatusOr<std::vector<int32_t>> TokenizeChecked(const ServeRequest& r, cons
 
 // The prefix-cache partition of the request's (cache_salt, tenant).
 // kv_budget_bytes as a slot budget for the request's policy: the slots that
-// remain after the policy's own state (kv/policy_bytes.h). The result still
+// remain after the policy's own state (kv/policy/policy_bytes.h). The result still
 // goes through ResolveRequestKvOptions's range check, and what it refuses
 // names kv_budget_bytes here.
 absl::StatusOr<int32_t> BudgetFromBytes(const ServeRequest& r, const ServeLimits& limits) {

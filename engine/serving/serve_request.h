@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "engine/generation.h"
 #include "engine/reasoning.h"
-#include "kv/kv_policy.h"
-#include "kv/kv_policy_limits.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/serving/kv_policy_limits.h"
 #include "model/model_config.h"
 #include "model/tokenizer/tokenizer.h"
 #include "scheduler/request.h"
@@ -74,7 +74,7 @@ struct ServeRequest {
   std::optional<int64_t> max_reasoning_tokens;
   std::optional<std::string> kv_policy;
   std::optional<int64_t> kv_budget;
-  // The budget in bytes, KV slots and policy state together (kv/policy_bytes.h); not with kv_budget.
+  // The budget in bytes, KV slots and policy state together (kv/policy/policy_bytes.h); not with kv_budget.
   std::optional<int64_t> kv_budget_bytes;
   // Prefix-cache isolation (vLLM's cache_salt): a request takes cached prompt
   // blocks only from requests with the same salt and tenant, so another
@@ -139,7 +139,7 @@ struct ServeLimits {
   DefaultSampling defaults;                         // --generation-config
   KvPolicyOptions kv_default;                       // --kv-policy and its settings
   KvPolicyLimits kv_limits;
-  // What kv_budget_bytes converts with (kv/policy_bytes.h): the model's
+  // What kv_budget_bytes converts with (kv/policy/policy_bytes.h): the model's
   // shape and the bytes of one head's K row in the cache; row bytes 0: the
   // server takes no byte budgets.
   PolicyModelInfo kv_model;
@@ -174,7 +174,7 @@ struct PreparedRequest {
   bool spread_eviction_phase = false;  // ServeLimits's: ExpandSamples gives each sample its phase
   RequestId group = 0;                 // set by EngineLoop::SubmitGroup: sample 0's id
   // The prefix-cache partition of (cache_salt, tenant): kSharedPartition
-  // when both are absent (kv/prefix_cache.h).
+  // when both are absent (kv/serving/prefix_cache.h).
   uint64_t cache_partition = 0;
   // Whether the client is told its cached prompt tokens: with
   // --enable-prompt-tokens-details, or when cache_partition is its own. On

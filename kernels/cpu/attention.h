@@ -13,7 +13,7 @@
 
 namespace beacon {
 
-// One (layer, KV head) of one sequence in the paged layout of kv/kv_cache.h:
+// One (layer, KV head) of one sequence in the paged layout of kv/store/kv_cache.h:
 // slot s's row starts at element k_head_base + block_ids[s / block_size] *
 // block_stride + (s % block_size) * head_dim, elements of `dtype`: kF32,
 // kBF16, or kQ8_0 (head_dim % 32 == 0; a row is head_dim / 32 blocks of

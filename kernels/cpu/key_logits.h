@@ -1,5 +1,5 @@
 // The logits of many queries against one block of cached keys: what an
-// eviction's scoring spends most of its time on (kv/attention_scoring.cc;
+// eviction's scoring spends most of its time on (kv/policy/attention_scoring.cc;
 // issue 34). Keys stand in a cache block as rows of `d` elements; the
 // products are wanted for every query. A per-(key, query) dot product ends
 // in a horizontal reduction, which at d = 128 costs about as many

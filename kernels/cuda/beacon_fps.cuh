@@ -1,9 +1,9 @@
-// Block-wide farthest-point sampling (kv/fps.h's rule) and the exact
+// Block-wide farthest-point sampling (kv/policy/fps.h's rule) and the exact
 // admission norm of ContinualFps::Add, shared by beacon_observe.cu (shrinks)
 // and beacon_score.cu (beacon choice). Device code only; included by .cu
 // files.
 //
-// Bit-compatibility with kv/fps.cc. Every double operation is an explicit
+// Bit-compatibility with kv/policy/fps.cc. Every double operation is an explicit
 // _rn intrinsic, so nvcc cannot contract or reorder it, and follows the
 // order the CPU build executes (checked in GCC 12's -O3 -march=native
 // assembly of fps.cc):

@@ -1,5 +1,5 @@
 // The shrink phase of BeaconKV's continual FPS buffers, shared by the CPU
-// policy (kv/beacon_policy.cc hands it to ContinualFps) and the device
+// policy (kv/policy/beacon_policy.cc hands it to ContinualFps) and the device
 // observe kernel (beacon_observe.cu), so both shrink on the same tokens.
 // No CUDA headers: a constexpr function, which device code may call
 // (beacon_kernels_cuda builds with --expt-relaxed-constexpr).

@@ -24,7 +24,7 @@ namespace {
 
 using beacon_fps::kThreads;
 
-// RoPE of one pair of a query, QueryRotator's arithmetic (kv/attention_scoring.cc
+// RoPE of one pair of a query, QueryRotator's arithmetic (kv/policy/attention_scoring.cc
 // with kernels/cpu/ops.cc's Rope on the model's RopeTable): double angle, fp32
 // cos/sin times the attention factor, fp32 rotation. `in` is a bf16 state row
 // (widened exactly); `in` and `out` do not alias.

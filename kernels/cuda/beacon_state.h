@@ -2,8 +2,8 @@
 // kernel that feeds it every step (the device twin of BeaconPolicy's
 // ObserveQuery under beacon_filter = kAll) and the kernel that scores a
 // sequence's cached slots at an eviction (BeaconPolicy::Score), for every
-// layer and KV head at once. The reference is kv/beacon_policy.cc with
-// kv/fps.cc and kv/attention_scoring.cc; selection and compaction follow in
+// layer and KV head at once. The reference is kv/policy/beacon_policy.cc with
+// kv/policy/fps.cc and kv/policy/attention_scoring.cc; selection and compaction follow in
 // kv_select.h and kv_compact.h.
 //
 // State memory layout (one device allocation per sequence, carved by
@@ -35,7 +35,7 @@
 // unspecified.
 //
 // Arithmetic. The FPS (admission norms, shrinks, beacon choice) is double
-// precision with the operation order and fused multiply-adds of kv/fps.cc as
+// precision with the operation order and fused multiply-adds of kv/policy/fps.cc as
 // the project builds it (GCC contracts its dot products into FMAs under
 // -march with FMA): on data without near-ties the device keeps exactly the
 // points ContinualFps keeps, bit for bit, with the same inverse norms.

@@ -1,4 +1,4 @@
-// CompactLayer (kv/compaction.h) on the GPU for every layer of one sequence:
+// CompactLayer (kv/store/compaction.h) on the GPU for every layer of one sequence:
 // for every (layer, kv head) the K row, V row and position of slot
 // keep[layer][h][i] move to slot i, so the kept tokens sit at the front in
 // their original order. Slots >= n_keep are left as they are (the caller then

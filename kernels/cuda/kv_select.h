@@ -1,4 +1,4 @@
-// SelectKeep (kv/selection.h) on the GPU for every (layer, kv head) of one
+// SelectKeep (kv/policy/selection.h) on the GPU for every (layer, kv head) of one
 // sequence at once: which n_keep slots survive an eviction, given the
 // policy's scores.
 //
@@ -40,7 +40,7 @@
 
 namespace beacon {
 
-// As kv/selection.h's Protection.
+// As kv/policy/selection.h's Protection.
 struct DeviceProtection {
   int32_t prompt_len = 0;   // tokens at positions < prompt_len are the prompt
   int32_t sinks = 4;        // protect positions < sinks

@@ -1,12 +1,12 @@
 // The paged KV cache as the CUDA kernels see it: the device twin of
-// kv/kv_cache.h, in bf16.
+// kv/store/kv_cache.h, in bf16.
 //
 // Memory layout (device pointers; one allocation each for K, V and positions,
 // covering every layer):
 //   k[layer][block][kv_head][slot_in_block][head_dim]   bf16, keys after RoPE
 //   v[layer][block][kv_head][slot_in_block][head_dim]   bf16
 //   pos[layer][block][kv_head][slot_in_block]           int32, token position
-// Block ids are the host BlockPool's (kv/block_pool.h), so one block table
+// Block ids are the host BlockPool's (kv/store/block_pool.h), so one block table
 // serves both the host bookkeeping and the device data. A sequence's slot s
 // lives in block block_table[s / block_size] at offset s % block_size, for
 // every layer and KV head alike.

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "kv/kv_policy.h"
-#include "kv/kv_policy_limits.h"
-#include "kv/policy_bytes.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/policy/policy_bytes.h"
+#include "kv/serving/kv_policy_limits.h"
 
 namespace beacon {
 

@@ -33,7 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "engine/serving/engine_loop.h"
 #include "engine/serving/engine_observer.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "server/ops/metric_names.h"
 #include "util/mutex.h"
 

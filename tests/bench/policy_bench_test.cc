@@ -6,7 +6,7 @@
 #include "bench/policy_bench.h"
 
 #include "gtest/gtest.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "tests/engine/default_model.h"
 
 namespace beacon {

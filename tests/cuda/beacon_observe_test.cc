@@ -18,8 +18,8 @@
 #include "kernels/cpu/dtype.h"
 #include "kernels/cuda/beacon_fps_phase.h"
 #include "kernels/cuda/beacon_state.h"
-#include "kv/attention_scoring.h"
-#include "kv/fps.h"
+#include "kv/policy/attention_scoring.h"
+#include "kv/policy/fps.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {

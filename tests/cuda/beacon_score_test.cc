@@ -20,7 +20,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/rope_scaling.h"
 #include "kernels/cuda/beacon_state.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/kv_mirror_test_util.h"
 

@@ -18,7 +18,7 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 #include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 

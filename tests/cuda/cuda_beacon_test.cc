@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cuda/beacon_fps_phase.h"
 #include "kernels/cuda/beacon_state.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 #include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 

@@ -1,6 +1,6 @@
 // The prefix cache on the CUDA backend: device KV pages follow the host
 // pool's block ids, so a sequence that starts on blocks another sequence
-// computed and the KV cache manager indexed (kv/kv_cache_manager.h, the
+// computed and the KV cache manager indexed (kv/serving/kv_cache_manager.h, the
 // serving path's sharing) attends over those device blocks
 // and writes, token for token, what it writes running its whole prompt,
 // under `full` and under BeaconKV evicting on the device (keep_prompt: the
@@ -15,8 +15,8 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
-#include "kv/kv_cache_manager.h"
-#include "kv/prefix_cache.h"
+#include "kv/serving/kv_cache_manager.h"
+#include "kv/serving/prefix_cache.h"
 #include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 

@@ -13,7 +13,7 @@
 #include "engine/generation.h"
 #include "engine/runtime.h"
 #include "gtest/gtest.h"
-#include "kv/kv_cache_manager.h"
+#include "kv/serving/kv_cache_manager.h"
 #include "tests/cuda/backend_test_util.h"
 #include "tests/cuda/cuda_test_util.h"
 

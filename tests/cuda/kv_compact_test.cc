@@ -1,4 +1,4 @@
-// LaunchCompact against kv/compaction.h's CompactLayer on the same cache
+// LaunchCompact against kv/store/compaction.h's CompactLayer on the same cache
 // contents: afterwards the whole device cache (every layer, every block,
 // the sequence's and a neighbour's) equals the host cache bit for bit.
 #include "kernels/cuda/kv_compact.h"
@@ -11,7 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
-#include "kv/compaction.h"
+#include "kv/store/compaction.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/kv_mirror_test_util.h"
 

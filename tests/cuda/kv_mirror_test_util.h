@@ -1,4 +1,4 @@
-// A host KvCache (f32, kv/kv_cache.h) and its device twin (bf16 K/V, int32
+// A host KvCache (f32, kv/store/kv_cache.h) and its device twin (bf16 K/V, int32
 // positions, kernels/cuda/paged_kv.h) holding the same values at the same
 // block ids, for the KV kernel tests (beacon score, select, compact): the CPU
 // reference runs on `cache`, the kernel on `Device()`.
@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
 #include "kernels/cuda/paged_kv.h"
-#include "kv/kv_cache.h"
+#include "kv/store/kv_cache.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon::cuda_test {

@@ -1,4 +1,4 @@
-// LaunchSelectKeep against kv/selection.h's SelectKeep on the same scores
+// LaunchSelectKeep against kv/policy/selection.h's SelectKeep on the same scores
 // and slot positions: the keep lists must be identical (no tolerance: both
 // sides compare the same floats). Scores come distinct, with planted ties
 // (a coarse grid, so the tie rule "later slot wins" decides at the
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kv/selection.h"
+#include "kv/policy/selection.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/kv_mirror_test_util.h"
 

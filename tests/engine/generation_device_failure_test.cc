@@ -7,7 +7,7 @@
 #include "engine/generation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kv/kv_cache.h"
+#include "kv/store/kv_cache.h"
 #include "tests/engine/default_model.h"
 
 namespace beacon {

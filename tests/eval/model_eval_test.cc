@@ -11,7 +11,7 @@
 #include "eval/free_run.h"
 #include "eval/replay.h"
 #include "gtest/gtest.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon::eval {
 namespace {

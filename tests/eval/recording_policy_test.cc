@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kv/kv_cache.h"
+#include "kv/store/kv_cache.h"
 
 namespace beacon::eval {
 namespace {

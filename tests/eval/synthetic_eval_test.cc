@@ -5,7 +5,7 @@
 #include "eval/synthetic_eval.h"
 
 #include "gtest/gtest.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 
 namespace beacon::eval {
 namespace {

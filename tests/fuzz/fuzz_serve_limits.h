@@ -9,7 +9,7 @@
 
 #include "engine/reasoning.h"
 #include "engine/serving/serve_request.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
 #include "tests/fuzz/fuzz_fixtures.h"
 
 namespace beacon::fuzz {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/dtype.h"
-#include "kv/kv_cache.h"
+#include "kv/store/kv_cache.h"
 
 namespace beacon::beacon_test {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kv/kv_cache.h"
-#include "kv/kv_policy.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/store/kv_cache.h"
 
 namespace beacon::kvtest {
 

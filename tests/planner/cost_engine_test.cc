@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 #include "scheduler/scheduler.h"
 #include "tests/planner/planner_test_util.h"
 

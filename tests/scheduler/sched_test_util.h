@@ -9,8 +9,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "kv/kv_policy.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/kv_policy.h"
+#include "kv/policy/sequence_compressor.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/sim_engine.h"
 

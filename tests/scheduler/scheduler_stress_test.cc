@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/sequence_compressor.h"
 #include "scheduler/scheduler.h"
 #include "tests/scheduler/sched_test_util.h"
 

@@ -1,6 +1,6 @@
 """Budgets in bytes over gRPC and the OpenAI API (issue 45): kv.budget_bytes gives each policy the KV slots
 that remain after its own state, and the final KvStats reports the bytes (bytes_per_slot, state_bytes).
-The expected slot counts are computed here from the model's shape, independently of kv/policy_bytes.cc."""
+The expected slot counts are computed here from the model's shape, independently of kv/policy/policy_bytes.cc."""
 import json
 import os
 import sys

@@ -3,7 +3,7 @@
 // GenerationEngine (Generations on the default model, BeaconKV compression)
 // and the SimEngine through the same trace of steps (chunked prefill, decode,
 // a preemption with its recompute, more decode) and compares the slot counts
-// after every step. Both ask one EvictionSchedule (kv/eviction_schedule.h);
+// after every step. Both ask one EvictionSchedule (kv/policy/eviction_schedule.h);
 // this test is what keeps them from drifting apart if either changes.
 #include <memory>
 #include <string>

@@ -14,7 +14,7 @@
 #include "engine/serving/generation_engine.h"
 #include "engine/serving/serve_request.h"
 #include "gtest/gtest.h"
-#include "kv/prefix_cache.h"
+#include "kv/serving/prefix_cache.h"
 #include "scheduler/scheduler.h"
 #include "tests/engine/default_model.h"
 

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kv/eviction_schedule.h"
-#include "kv/prefix_cache.h"
-#include "kv/sequence_compressor.h"
+#include "kv/policy/eviction_schedule.h"
+#include "kv/policy/sequence_compressor.h"
+#include "kv/serving/prefix_cache.h"
 #include "tests/engine/default_model.h"
 
 namespace beacon {

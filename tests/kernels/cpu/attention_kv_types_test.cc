@@ -22,7 +22,7 @@
 namespace beacon {
 namespace {
 
-// One KV head laid out as kv/kv_cache.h does, twice: rows of `type` (bf16
+// One KV head laid out as kv/store/kv_cache.h does, twice: rows of `type` (bf16
 // or q8_0) and the same stored values widened to f32. Unused slots hold NaN
 // in the f32 twin and in bf16, and a NaN scale in q8_0.
 struct TwinHead {

@@ -18,7 +18,7 @@
 namespace beacon {
 namespace {
 
-// One KV head of one sequence, laid out as kv/kv_cache.h does (blocks of
+// One KV head of one sequence, laid out as kv/store/kv_cache.h does (blocks of
 // block_size slots, a block stride wider than one head, block ids shuffled).
 struct PagedHead {
   int head_dim, block_size;
