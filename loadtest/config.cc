@@ -13,7 +13,7 @@ absl::Status ApplyModelInfo(const v1::ModelInfo& info, Config* c) {
   const bool knows_kv = c->client.backend == Backend::kGrpc;
   for (const KvChoice& k : knows_kv ? c->workload.kv_mix : std::vector<KvChoice>{}) {
     if (k.policy != "default") {
-      // The server's registry is the list of policies (kv/policy_registry.h).
+      // The server's registry is the list of policies (kv/policy/policy_registry.h).
       bool known = false, allowed = false;
       std::string served;
       for (const v1::KvPolicyInfo& p : info.kv_policies()) {
