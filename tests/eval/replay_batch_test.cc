@@ -5,27 +5,21 @@
 // attention only when asked.
 #include "eval/replay_batch.h"
 
-#include <filesystem>
-
-#include "engine/runtime.h"
 #include "gtest/gtest.h"
+#include "tests/engine/default_model.h"
 
 namespace beacon::eval {
 namespace {
 
 TEST(ReplayBatchTest, NonEvictingReplayIsTheReferenceAndOthersEvict) {
-  if (!std::filesystem::exists(BEACON_MODEL_PATH)) GTEST_SKIP() << "no model at " << BEACON_MODEL_PATH;
-  RuntimeOptions ro;
-  ro.model = BEACON_MODEL_PATH;
-  ro.threads = 2;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
-  ASSERT_TRUE(rt.ok()) << rt.status();
+  Runtime* rt = testing::DefaultModel();
+  if (rt == nullptr) GTEST_SKIP() << "no model at " << BEACON_MODEL_PATH;
   const std::vector<int32_t> prompt = {1, 400, 500, 600, 700, 800, 900, 1000, 1100, 1200};
   absl::StatusOr<std::vector<PolicySpec>> grid = MakePolicyGrid({"streaming"}, {512, 40}, 4);
   ASSERT_TRUE(grid.ok()) << grid.status();
   constexpr int32_t kSteps = 64;
   absl::StatusOr<std::unique_ptr<ReplayBatch>> made =
-      ReplayBatch::Create(rt->get(), static_cast<int32_t>(prompt.size()), kSteps, *grid);
+      ReplayBatch::Create(rt, static_cast<int32_t>(prompt.size()), kSteps, *grid);
   ASSERT_TRUE(made.ok()) << made.status();
   ReplayBatch& b = **made;
   ASSERT_EQ(b.size(), 2u);
