@@ -12,7 +12,7 @@ namespace {
 absl::StatusOr<bool> StepUnfinished(StepExecutor* executor, std::span<Generation* const> gens,
                                     const BatchRunnerOptions& options,
                                     const std::function<void(size_t, const TokenEvent&)>& on_token) {
-  std::vector<StepItem> items;
+  std::vector<ExecItem> items;
   std::vector<size_t> owner;
   for (size_t i = 0; i < gens.size(); ++i) {
     if (gens[i]->finished()) continue;
@@ -20,7 +20,7 @@ absl::StatusOr<bool> StepUnfinished(StepExecutor* executor, std::span<Generation
     owner.push_back(i);
   }
   if (items.empty()) return false;
-  std::vector<StepResult> results;
+  std::vector<ExecResult> results;
   if (absl::Status s = executor->Run(items, &results); !s.ok()) return s;
   for (size_t j = 0; j < results.size(); ++j) {
     if (results[j].event.id >= 0 && on_token) on_token(owner[j], results[j].event);

@@ -2,12 +2,12 @@
 
 namespace beacon {
 
-absl::Status StepExecutor::Run(std::span<const StepItem> items, std::vector<StepResult>* results) {
+absl::Status StepExecutor::Run(std::span<const ExecItem> items, std::vector<ExecResult>* results) {
   entries_.clear();
   first_row_.clear();
   size_t rows = 0;
   bool any_all_logits = false;
-  for (const StepItem& item : items) {
+  for (const ExecItem& item : items) {
     const ForwardEntry e = item.gen->NextEntry(item.max_tokens);
     entries_.push_back(e);
     first_row_.push_back(rows);
@@ -22,7 +22,7 @@ absl::Status StepExecutor::Run(std::span<const StepItem> items, std::vector<Step
   absl::Status st;
   if (on_device_) {
     sampling_.clear();
-    for (const StepItem& item : items) sampling_.push_back(item.gen->device_sampling());
+    for (const ExecItem& item : items) sampling_.push_back(item.gen->device_sampling());
     st = backend_->ForwardSample(entries_, sampling_, &sampled_);
   } else {
     st = backend_->Forward(entries_, &logits_);
@@ -37,7 +37,7 @@ absl::Status StepExecutor::Run(std::span<const StepItem> items, std::vector<Step
     const SequenceCompressor* c = g.compressor();
     const int64_t evictions_before = c != nullptr ? c->evictions() : 0;
     const int64_t evicted_before = c != nullptr ? c->evicted_slots() : 0;
-    StepResult r;
+    ExecResult r;
     r.fed = static_cast<int32_t>(entries_[i].tokens.size());
     const size_t n_rows = entries_[i].all_logits ? static_cast<size_t>(r.fed) : 1;
     r.event = on_device_

@@ -26,13 +26,13 @@
 namespace beacon {
 
 // One sequence's share of a step.
-struct StepItem {
+struct ExecItem {
   Generation* gen = nullptr;  // not finished
   int32_t max_tokens = 1;     // prompt or recompute tokens to run at most (>= 1); decoding runs 1
 };
 
 // What the step did to it.
-struct StepResult {
+struct ExecResult {
   TokenEvent event;           // the sampled token's event; id -1 mid-prompt or mid-recompute
   int32_t fed = 0;            // tokens run
   int64_t evictions = 0;      // evictions during the step (its compressor's)
@@ -48,7 +48,7 @@ class StepExecutor {
   // backend error is returned as is, before any generation advanced: the
   // generations stay as they were (their KV may hold the failed pass's
   // writes past their slot counts, which the next pass overwrites).
-  absl::Status Run(std::span<const StepItem> items, std::vector<StepResult>* results);
+  absl::Status Run(std::span<const ExecItem> items, std::vector<ExecResult>* results);
 
   // Whether the last Run drew on the device.
   bool last_on_device() const { return on_device_; }

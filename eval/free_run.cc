@@ -48,8 +48,8 @@ absl::StatusOr<FreeRunResult> RunTraceAndFreeRuns(Runtime* rt, const std::vector
   std::vector<size_t> alive(gens.size());
   for (size_t i = 0; i < alive.size(); ++i) alive[i] = i;
   StepExecutor executor(rt->backend());  // the step beacon-serve runs
-  std::vector<StepItem> items;
-  std::vector<StepResult> results;
+  std::vector<ExecItem> items;
+  std::vector<ExecResult> results;
   while (!gens[0]->finished()) {
     items.clear();
     for (size_t i : alive) items.push_back({gens[i].get(), prefill_chunk});

@@ -1,6 +1,7 @@
 #include "planner/cost_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace beacon::planner {
@@ -11,6 +12,11 @@ int32_t Blocks(int64_t slots, int32_t block_size) {
 }
 
 }  // namespace
+
+SchedClock::time_point VirtualTime(double seconds) {
+  return SchedClock::time_point(
+      std::chrono::duration_cast<SchedClock::duration>(std::chrono::duration<double>(seconds)));
+}
 
 CostEngine::CostEngine(int32_t num_blocks, int32_t block_size, const CostModel& cost)
     : sim_(num_blocks, block_size), cost_(cost) {}
@@ -23,7 +29,7 @@ absl::Status CostEngine::AddSequence(RequestId id, const SimSequenceSpec& spec, 
   return absl::OkStatus();
 }
 
-absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+absl::Status CostEngine::Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) {
   slots_before_.resize(work.size());
   for (size_t i = 0; i < work.size(); ++i) {
     slots_before_[i] = work[i].kv != nullptr ? work[i].kv->num_slots() : 0;
@@ -39,8 +45,8 @@ absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutco
   int32_t transient_blocks = 0;  // blocks held mid-step by sequences that then evicted
   const int32_t bs = sim_.cache().shape().block_size;
   for (size_t i = 0; i < work.size(); ++i) {
-    const SeqWork& w = work[i];
-    const SeqOutcome& o = (*outcomes)[first_outcome + i];
+    const ScheduledSeq& w = work[i];
+    const SeqResult& o = (*outcomes)[first_outcome + i];
     const int64_t before = slots_before_[i];
     const int64_t n = w.n_tokens;
     const int64_t after = w.kv->num_slots();  // the scheduler frees it only after the step
@@ -85,21 +91,20 @@ absl::Status CostEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutco
   if (c.compute_bound()) ++stats_.compute_bound_steps;
   stats_.peak_used_blocks = std::max(stats_.peak_used_blocks, sim_.UsedBlocks() + transient_blocks);
 
+  const SchedClock::time_point at = VirtualTime(now_s_);
   for (size_t i = first_outcome; i < outcomes->size(); ++i) {
-    const SeqOutcome& o = (*outcomes)[i];
+    SeqResult& o = (*outcomes)[i];
+    o.at = at;  // the scheduler's record times its tokens by the virtual clock
     if (!o.sampled) continue;
+    // Kept here in exact virtual seconds (the record's time_point rounds to
+    // the clock's tick).
     auto it = timings_.find(o.id);
-    if (it == timings_.end()) continue;
-    if (it->second.first_token_s < 0) it->second.first_token_s = now_s_;
-    ++it->second.generated;
+    if (it != timings_.end() && it->second.first_token_s < 0) it->second.first_token_s = now_s_;
   }
   return absl::OkStatus();
 }
 
-int32_t CostEngine::Preempt(RequestId id) {
-  if (auto it = timings_.find(id); it != timings_.end()) ++it->second.preemptions;
-  return sim_.Preempt(id);
-}
+int32_t CostEngine::Preempt(RequestId id) { return sim_.Preempt(id); }
 
 void CostEngine::Remove(const SchedRequest& request) {
   sim_.Remove(request);
@@ -107,6 +112,8 @@ void CostEngine::Remove(const SchedRequest& request) {
   if (it == timings_.end()) return;
   it->second.finish_s = now_s_;
   it->second.state = request.state;
+  it->second.generated = request.generated;  // the scheduler's record counts them
+  it->second.preemptions = request.preemptions;
   finished_.push_back(request.id);
 }
 

@@ -27,7 +27,12 @@
 
 namespace beacon::planner {
 
-// One request's life in virtual seconds.
+// A point on the planner's virtual clock (seconds since the run began) as
+// the scheduler's time type.
+SchedClock::time_point VirtualTime(double seconds);
+
+// One request's life in virtual seconds, as the scheduler's record ends it
+// (counts) and the virtual clock timed it.
 struct RequestTiming {
   double arrival_s = 0;
   double first_token_s = -1;  // end of the step that sampled its first token
@@ -61,7 +66,7 @@ class CostEngine : public StepEngine {
   absl::Status AddSequence(RequestId id, const SimSequenceSpec& spec, double arrival_s);
 
   // StepEngine.
-  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
+  absl::Status Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
   // The KV memory the scheduler's KvCacheManager manages (SimEngine's).

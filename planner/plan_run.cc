@@ -12,14 +12,6 @@
 #include "scheduler/sim_engine.h"
 
 namespace beacon::planner {
-namespace {
-
-SchedClock::time_point VirtualTime(double s) {
-  return SchedClock::time_point(std::chrono::duration_cast<SchedClock::duration>(std::chrono::duration<double>(s)));
-}
-
-}  // namespace
-
 absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile& gpu, const ModelCost& model) {
   if (spec.block_size < 1 || spec.block_size > 4096) {
     return absl::InvalidArgumentError(absl::StrCat("kv_block_size: must be in [1, 4096], got ", spec.block_size));

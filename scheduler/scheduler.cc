@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -94,8 +95,10 @@ absl::StatusOr<SequenceKv*> Scheduler::Add(const SchedRequest& request, KvSeqSpe
   r.reserved_blocks = 0;
   r.shared_blocks = 0;
   r.preemptions = 0;
+  r.cached_tokens = 0;
   r.admit_seq = 0;
   r.scheduled_once = false;
+  r.first_token = r.last_token = {};
   requests_.emplace(r.id, r);
   waiting_.push_back(r.id);
   return kv_.kv(r.id);
@@ -180,7 +183,7 @@ bool Scheduler::TryAdmit(SchedRequest* r, int32_t* step_blocks) {
   }
   auto adopt = [&] {
     if (!fresh) return;
-    // The first chunk's SeqWork::computed tells the engine to start past
+    // The first chunk's ScheduledSeq::computed tells the engine to start past
     // the taken slots.
     r->prefill_done = kv_.Adopt(r->id, r->prefill_target);
     r->shared_blocks = probe.blocks;
@@ -241,7 +244,7 @@ int32_t Scheduler::PreemptUntilStepFits(StepReport* report) {
   }
 }
 
-void Scheduler::ScheduleRunning(StepPlan* plan, StepReport* report) {
+void Scheduler::ScheduleRunning(Batch* plan, StepReport* report) {
   std::vector<RequestId> order = running_;
   std::sort(order.begin(), order.end(),
             [&](RequestId a, RequestId b) { return requests_.at(a).admit_seq < requests_.at(b).admit_seq; });
@@ -264,7 +267,7 @@ void Scheduler::ScheduleRunning(StepPlan* plan, StepReport* report) {
   }
 }
 
-void Scheduler::AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepReport* report) {
+void Scheduler::AdmitWaiting(SchedClock::time_point now, Batch* plan, StepReport* report) {
   while (!waiting_.empty() && plan->token_budget >= 1 && static_cast<int32_t>(running_.size()) < config_.max_running) {
     SchedRequest& r = requests_.at(waiting_.front());
     if (!TryAdmit(&r, &plan->step_blocks)) break;  // the head blocks the rest: no starvation
@@ -275,6 +278,7 @@ void Scheduler::AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepRep
     if (!r.scheduled_once) {
       r.scheduled_once = true;
       r.first_scheduled = now;
+      r.cached_tokens = r.prefill_done;  // what TryAdmit took by reference
     }
     running_.push_back(r.id);
     ++report->admitted;
@@ -285,8 +289,8 @@ void Scheduler::AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepRep
   }
 }
 
-Scheduler::StepPlan Scheduler::Plan(SchedClock::time_point now, StepReport* report) {
-  StepPlan plan;
+Scheduler::Batch Scheduler::Plan(SchedClock::time_point now, StepReport* report) {
+  Batch plan;
   plan.token_budget = config_.max_step_tokens;
   // Optimistic mode: a step that would not fit preempts the newest sequences;
   // what the running sequences' work takes is then counted against admission.
@@ -296,7 +300,7 @@ Scheduler::StepPlan Scheduler::Plan(SchedClock::time_point now, StepReport* repo
   return plan;
 }
 
-absl::Status Scheduler::RunEngine(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+absl::Status Scheduler::RunEngine(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) {
   if (absl::Status s = engine_->Run(work, outcomes); !s.ok()) return s;
   // Outcomes the scheduler cannot pair with its work would leave requests
   // whose tokens or end it never learns of: the step failed.
@@ -305,7 +309,7 @@ absl::Status Scheduler::RunEngine(std::span<const SeqWork> work, std::vector<Seq
         absl::StrCat("the engine reported ", outcomes->size(), " outcomes for a step of ", work.size(), " sequences"));
   }
   for (size_t i = 0; i < work.size(); ++i) {
-    const SeqOutcome& o = (*outcomes)[i];
+    const SeqResult& o = (*outcomes)[i];
     if (o.id != work[i].id) {
       return absl::InternalError(absl::StrCat("the engine's outcome ", i, " is for id ", o.id, ", not ", work[i].id));
     }
@@ -318,12 +322,21 @@ absl::Status Scheduler::RunEngine(std::span<const SeqWork> work, std::vector<Seq
   return absl::OkStatus();
 }
 
-void Scheduler::Apply(std::span<const SeqWork> work, std::span<const SeqOutcome> outcomes, StepReport* report) {
+void Scheduler::Apply(std::span<const ScheduledSeq> work, std::span<const SeqResult> outcomes, StepReport* report) {
   for (size_t i = 0; i < work.size(); ++i) {
-    const SeqOutcome& o = outcomes[i];
+    const SeqResult& o = outcomes[i];
     SchedRequest& r = requests_.at(o.id);
     if (work[i].prefill) r.prefill_done += work[i].n_tokens;
-    if (o.sampled) ++r.generated;
+    if (o.sampled) {
+      if (r.generated == 0) {
+        r.first_token = o.at;
+        report->ttft_seconds.push_back(std::chrono::duration<double>(o.at - r.arrival).count());
+      } else {
+        report->itl_seconds.push_back(std::chrono::duration<double>(o.at - r.last_token).count());
+      }
+      r.last_token = o.at;
+      ++r.generated;
+    }
     // Indexes the prompt blocks this chunk completed (the prefix cache, a
     // sample group's later members): counted in this run of the prefill.
     kv_.OnRan(o.id, r.prefill_done, r.prefilling());
@@ -334,9 +347,9 @@ void Scheduler::Apply(std::span<const SeqWork> work, std::span<const SeqOutcome>
   }
 }
 
-void Scheduler::FailStep(std::span<const SeqWork> work, const absl::Status& status, StepReport* report) {
+void Scheduler::FailStep(std::span<const ScheduledSeq> work, const absl::Status& status, StepReport* report) {
   report->engine_status = status;
-  for (const SeqWork& w : work) {
+  for (const ScheduledSeq& w : work) {
     if (requests_.contains(w.id)) {
       Finish(w.id, RequestState::kFinishedError);
       ++report->finished;
@@ -347,11 +360,11 @@ void Scheduler::FailStep(std::span<const SeqWork> work, const absl::Status& stat
 StepReport Scheduler::Step(SchedClock::time_point now) {
   StepReport report;
   Expire(now, &report);
-  const StepPlan plan = Plan(now, &report);
+  const Batch plan = Plan(now, &report);
   if (plan.work.empty()) return report;
   report.ran = true;
-  for (const SeqWork& w : plan.work) report.tokens += w.n_tokens;
-  std::vector<SeqOutcome> outcomes;
+  for (const ScheduledSeq& w : plan.work) report.tokens += w.n_tokens;
+  std::vector<SeqResult> outcomes;
   outcomes.reserve(plan.work.size());
   if (absl::Status s = RunEngine(plan.work, &outcomes); !s.ok()) {
     FailStep(plan.work, s, &report);

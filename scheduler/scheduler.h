@@ -14,7 +14,7 @@
 // The scheduler owns the KV cache manager (kv/serving/kv_cache_manager.h): every
 // sequence's KV from Add to its end, the pool's accounting, prefix sharing.
 // It admits against it, preempts by releasing it, and hands each step's
-// sequences their KV in the SeqWork, as vLLM's scheduler owns its
+// sequences their KV in the ScheduledSeq, as vLLM's scheduler owns its
 // KVCacheManager and sends the worker block tables.
 //
 // Capacity (what fits in the KV pool) is kept apart from the token budget
@@ -32,7 +32,7 @@
 // Shared prefixes (a sample group's prompt, the prefix cache): for a request
 // holding no KV the scheduler asks its KV manager what whole leading blocks
 // it can take by reference (KvCacheManager::Probe), takes them (Adopt) and
-// tells the engine in the first chunk's SeqWork::computed; a sample group's later member waits
+// tells the engine in the first chunk's ScheduledSeq::computed; a sample group's later member waits
 // at the head of the queue until the first has run the prompt. Admission
 // counts a shared block once, by looking at the pool as it is:
 //   committed = sum over running r of max(0, reserved_r - own_r)
@@ -91,6 +91,11 @@ struct StepReport {
   int32_t finished = 0;        // any terminal state, expiries included
   bool ran = false;            // an engine step ran
   absl::Status engine_status;  // the engine's error, if the step failed
+  // Token latencies of the step, from the engine's SeqResult::at: each first
+  // token's time since its request's arrival, and each later token's since
+  // the same request's previous one (for the TTFT and ITL histograms).
+  std::vector<double> ttft_seconds;
+  std::vector<double> itl_seconds;
 };
 
 class Scheduler {
@@ -145,31 +150,31 @@ class Scheduler {
 
  private:
   // A step in the making: its work and what is left of its budgets.
-  struct StepPlan {
-    std::vector<SeqWork> work;
+  struct Batch {
+    std::vector<ScheduledSeq> work;
     int32_t token_budget = 0;  // tokens the step may still take
     int32_t step_blocks = 0;   // optimistic mode: blocks the step's work takes
   };
 
   // Step's phases: expire, plan, run, apply (or fail the step).
   void Expire(SchedClock::time_point now, StepReport* report);
-  StepPlan Plan(SchedClock::time_point now, StepReport* report);
+  Batch Plan(SchedClock::time_point now, StepReport* report);
   // The engine's Run, with its outcomes checked against the work (one per
   // entry, same ids, a state the engine may report): INTERNAL otherwise.
-  absl::Status RunEngine(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes);
+  absl::Status RunEngine(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes);
   // REQUIRES outcomes passed RunEngine's checks.
-  void Apply(std::span<const SeqWork> work, std::span<const SeqOutcome> outcomes, StepReport* report);
+  void Apply(std::span<const ScheduledSeq> work, std::span<const SeqResult> outcomes, StepReport* report);
   // Ends every sequence of a failed step with kFinishedError.
-  void FailStep(std::span<const SeqWork> work, const absl::Status& status, StepReport* report);
+  void FailStep(std::span<const ScheduledSeq> work, const absl::Status& status, StepReport* report);
 
   // Plan's parts. Optimistic mode: preempts the newest sequences until the
   // running sequences' next work fits the free blocks; returns those blocks.
   int32_t PreemptUntilStepFits(StepReport* report);
   // Every decoding sequence one token (oldest first), then prefill chunks.
-  void ScheduleRunning(StepPlan* plan, StepReport* report);
+  void ScheduleRunning(Batch* plan, StepReport* report);
   // Admits waiting requests FCFS while capacity, the running cap and the
   // token budget allow, each with its first chunk.
-  void AdmitWaiting(SchedClock::time_point now, StepPlan* plan, StepReport* report);
+  void AdmitWaiting(SchedClock::time_point now, Batch* plan, StepReport* report);
   bool TryAdmit(SchedRequest* r, int32_t* step_blocks);
   // What the running sequences may still allocate under their reservations.
   int32_t CommittedBlocks() const;

@@ -73,7 +73,7 @@ absl::Status SimEngine::AddSequence(RequestId id, const SimSequenceSpec& spec) {
   return absl::OkStatus();
 }
 
-absl::Status SimEngine::StartChunk(const SeqWork& w, Seq& s) {
+absl::Status SimEngine::StartChunk(const ScheduledSeq& w, Seq& s) {
   if (s.prefill_done == 0 && w.computed > 0) {
     // Not a change of state: the slots the scheduler adopted are already
     // this sequence's; the chunk's bounds count from past them.
@@ -99,10 +99,10 @@ absl::Status SimEngine::StartChunk(const SeqWork& w, Seq& s) {
   return absl::OkStatus();
 }
 
-absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+absl::Status SimEngine::Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) {
   // Protocol checks first, so that a broken step changes nothing.
   absl::flat_hash_map<RequestId, int> seen;
-  for (const SeqWork& w : work) {
+  for (const ScheduledSeq& w : work) {
     auto it = seqs_.find(w.id);
     absl::Status bad;
     if (it == seqs_.end()) {
@@ -125,10 +125,10 @@ absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcom
     }
   }
   last_work_.assign(work.begin(), work.end());
-  for (const SeqWork& w : work) {
+  for (const ScheduledSeq& w : work) {
     Seq& s = seqs_.find(w.id)->second;
     s.kv = w.kv;
-    SeqOutcome out;
+    SeqResult out;
     if (absl::Status st = RunOne(w, s, &out); !st.ok()) {
       if (absl::IsResourceExhausted(st)) ++exhausted_;
       return st;
@@ -141,8 +141,9 @@ absl::Status SimEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcom
   return absl::OkStatus();
 }
 
-absl::Status SimEngine::RunOne(const SeqWork& w, Seq& s, SeqOutcome* out) {
+absl::Status SimEngine::RunOne(const ScheduledSeq& w, Seq& s, SeqResult* out) {
   out->id = w.id;
+  out->at = time_;
   if (!s.ever_ran) {
     s.ever_ran = true;
     first_run_order_.push_back(w.id);
@@ -244,6 +245,7 @@ void SimEngine::Remove(const SchedRequest& request) {
   r.preemptions = s.preemptions;
   r.sched_preemptions = request.preemptions;
   r.remove_calls = 1;
+  r.request = request;
   remove_order_.push_back(request.id);
   seqs_.erase(it);
 }

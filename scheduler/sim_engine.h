@@ -16,13 +16,13 @@
 //     below `max_new_tokens`, and ends by length (kFinishedLength) at
 //     `max_new_tokens`.
 //     There is no context length;
-//   - the KV it writes is the scheduler's (SeqWork::kv, registered by
+//   - the KV it writes is the scheduler's (ScheduledSeq::kv, registered by
 //     AddSimRequest with the scheduler's KvCacheManager over this engine's
 //     KvCache); with the manager's prefix cache on, prompts carry synthetic
 //     token ids (SimSequenceSpec::prefix_id), so a sequence holding no KV
 //     takes the cached leading blocks of its prompt as with the real engine
 //     (never the block of the last prompt token, only when PrefixShareable),
-//     and the first chunk's SeqWork::computed says how many;
+//     and the first chunk's ScheduledSeq::computed says how many;
 //   - Preempt (after the scheduler released the KV) asks for prompt + generated - 1 tokens to be
 //     recomputed; the recompute prefill samples nothing (the next step decodes
 //     the last sampled token), as the real engine does. A compressing
@@ -92,6 +92,7 @@ class SimEngine : public StepEngine {
     int32_t preemptions = 0;                      // Preempt calls
     int32_t sched_preemptions = 0;                // SchedRequest::preemptions as passed to Remove
     int32_t remove_calls = 0;                     // Remove calls (the contract: exactly 1)
+    SchedRequest request;                         // the scheduler's record as passed to Remove
   };
 
   SimEngine(int32_t num_blocks, int32_t block_size);
@@ -103,7 +104,7 @@ class SimEngine : public StepEngine {
   absl::Status AddSequence(RequestId id, const SimSequenceSpec& spec);
 
   // StepEngine.
-  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
+  absl::Status Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
 
@@ -116,6 +117,9 @@ class SimEngine : public StepEngine {
   void SetRunHook(std::function<void(const SimEngine&)> hook) { run_hook_ = std::move(hook); }
   // The next Run that includes `id` fails that sequence alone (kFinishedError, KV released).
   void InjectError(RequestId id) { inject_error_.push_back(id); }
+  // The time its results carry (SeqResult::at) from now on; the epoch until
+  // set. The simulation has no clock of its own: a test or a planner gives it one.
+  void SetTime(SchedClock::time_point t) { time_ = t; }
 
   // Stats.
   int32_t UsedBlocks() const { return cache_.pool().num_used(); }
@@ -128,7 +132,7 @@ class SimEngine : public StepEngine {
   int64_t exhausted() const { return exhausted_; }              // Runs failed with RESOURCE_EXHAUSTED
   int64_t protocol_errors() const { return protocol_errors_; }  // Runs failed for a protocol error
   int64_t unknown_removes() const { return unknown_removes_; }  // Remove/Preempt of ids never added
-  const std::vector<SeqWork>& last_work() const { return last_work_; }
+  const std::vector<ScheduledSeq>& last_work() const { return last_work_; }
   const std::vector<RequestId>& first_run_order() const { return first_run_order_; }
   const std::vector<RequestId>& remove_order() const { return remove_order_; }
   const absl::flat_hash_map<RequestId, Record>& records() const { return records_; }
@@ -143,7 +147,7 @@ class SimEngine : public StepEngine {
     int32_t prefill_target = 0;                       // tokens before decoding (prompt, or the recompute)
     int32_t prefill_done = 0;
     bool recompute = false;    // the current prefill is a recompute: it samples nothing
-    SequenceKv* kv = nullptr;  // the scheduler's, from the last SeqWork
+    SequenceKv* kv = nullptr;  // the scheduler's, from the last ScheduledSeq
     bool holds_kv = false;     // counted in running_
     bool ever_ran = false;     // in first_run_order_
     bool finished = false;     // reported a finished state: must not run again
@@ -151,19 +155,20 @@ class SimEngine : public StepEngine {
     int32_t max_slots = 0;
     int32_t preemptions = 0;
   };
-  absl::Status RunOne(const SeqWork& w, Seq& s, SeqOutcome* out);
+  absl::Status RunOne(const ScheduledSeq& w, Seq& s, SeqResult* out);
   // A prefill chunk: a run that has fed nothing starts past the `computed`
   // slots its KV took by reference at admission, as the real engine's; a
   // protocol error when the counts disagree.
-  absl::Status StartChunk(const SeqWork& w, Seq& s);
+  absl::Status StartChunk(const ScheduledSeq& w, Seq& s);
   void Drop(Seq& s);  // holds no KV any more (running_)
 
   KvCache cache_;
   absl::flat_hash_map<RequestId, Seq> seqs_;
   absl::flat_hash_map<RequestId, Record> records_;
   std::function<void(const SimEngine&)> run_hook_;
+  SchedClock::time_point time_{};
   std::vector<RequestId> inject_error_;
-  std::vector<SeqWork> last_work_;
+  std::vector<ScheduledSeq> last_work_;
   std::vector<RequestId> first_run_order_, remove_order_;
   int32_t running_ = 0, peak_running_ = 0;
   int64_t steps_ = 0, tokens_ = 0, exhausted_ = 0, protocol_errors_ = 0, unknown_removes_ = 0;

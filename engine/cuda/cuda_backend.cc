@@ -273,7 +273,7 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output ou
   *kv = &(*storage)->paged();
   if (absl::Status s = GroupObservers(batch); !s.ok()) return s;
   if (absl::Status s = ReserveBatch(batch); !s.ok()) return s;
-  BuildStepPlan(batch, &plan_);
+  BuildForwardPlan(batch, &plan_);
   return absl::OkStatus();
 }
 

@@ -17,7 +17,7 @@
 //   (tokens, logits rows, block-table stride, BeaconKV groups, output kind)
 //   is seen, is captured the second time and replayed after; the step's
 //   metadata goes up in one copy to a fixed address before the replay
-//   (step_plan.h). Any buffer growth drops the graphs; a capture the CUDA
+//   (forward_plan.h). Any buffer growth drops the graphs; a capture the CUDA
 //   stack refuses turns graphs off with one message, never fails a step.
 //
 // Errors: the checks of ValidateBatch (INVALID_ARGUMENT), RESOURCE_EXHAUSTED
@@ -43,8 +43,8 @@
 #include "engine/cuda/device_kv.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_weights.h"
+#include "engine/cuda/forward_plan.h"
 #include "engine/cuda/gemm.h"
-#include "engine/cuda/step_plan.h"
 #include "engine/cuda_options.h"
 #include "kernels/cuda/beacon_state.h"
 
@@ -160,7 +160,7 @@ class CudaBackend : public Backend {
   int32_t min_block_size_ = 0;
 
   // The step being run.
-  StepPlan plan_;
+  ForwardPlan plan_;
   std::vector<BeaconObserveEntry> observe_;
   std::vector<BeaconGroup> groups_;
   std::vector<BeaconDeviceState*> observe_states_;
@@ -174,7 +174,7 @@ class CudaBackend : public Backend {
   float *q_pre_ = nullptr, *logits_ = nullptr;
   int32_t* tokens_ = nullptr;
   void* attn_workspace_ = nullptr;
-  DeviceAllocation meta_;  // StepPlan::packed
+  DeviceAllocation meta_;  // ForwardPlan::packed
   DeviceAllocation observe_dev_;
   DeviceAllocation sampling_dev_;  // DeviceSamplingParams [cap_rows_] + sampling workspace
   size_t sampling_workspace_bytes_ = 0;

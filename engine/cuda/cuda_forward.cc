@@ -16,7 +16,7 @@
 //                                     next layer's attn_norm, or output_norm)
 //   rows = xb[logit_rows]  (skipped when every token wants logits)
 //   logits = rows Wout^T (fp32); greedy: ids = argmax(logits)
-// Everything reads its metadata from the packed plan at meta_ (step_plan.h),
+// Everything reads its metadata from the packed plan at meta_ (forward_plan.h),
 // so the same launches replay as a graph for the next step of that shape.
 #include <cmath>
 #include <cstdio>

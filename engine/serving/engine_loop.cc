@@ -283,6 +283,9 @@ void EngineLoop::Run() {
       watchdog_->EndStep();
       if (observer_ != nullptr && report.ran) {
         observer_->OnStep(report, std::chrono::duration<double>(SchedClock::now() - t0).count());
+        // The scheduler's record times each token (SeqResult::at).
+        for (double seconds : report.ttft_seconds) observer_->OnFirstToken(seconds);
+        for (double seconds : report.itl_seconds) observer_->OnInterToken(seconds);
       }
       AfterStep(report);
     }

@@ -1,4 +1,6 @@
-// Hooks the engine thread calls as requests progress, for metrics. Kept
+// Hooks the engine thread calls as requests progress, for metrics: the
+// engine loop after each step (OnStep, and the step's token latencies from
+// the scheduler's records), the engine as a request ends (OnFinish). Kept
 // apart from any metrics library so the engine and its tests need none.
 // Implementations must be cheap and must not block: they run on the engine
 // thread inside a step.

@@ -60,6 +60,7 @@ absl::Status AddRequest(Scheduler& scheduler, GenerationEngine& engine, RequestI
                         std::shared_ptr<RequestSink> sink) {
   SchedRequest r;
   r.id = id;
+  r.name = request.request_id;
   r.prompt_tokens = static_cast<int32_t>(request.prompt.size());
   r.max_new_tokens = request.options.max_tokens;
   r.peak_slots = request.peak_slots;
@@ -83,11 +84,6 @@ absl::Status GenerationEngine::Add(RequestId id, PreparedRequest request, std::s
   Seq s;
   s.gen = std::move(*gen);
   s.sink = std::move(sink);
-  s.request_id = std::move(request.request_id);
-  s.arrival = request.arrival;
-  s.seed = s.gen->sampling_seed();
-  s.group = request.group;
-  s.index = request.sample_index;
   s.report_cached_tokens = request.report_cached_tokens;
   seqs_.emplace(id, std::move(s));
   return absl::OkStatus();
@@ -103,7 +99,7 @@ uint64_t GenerationEngine::PrefixCacheSaltFor(std::string_view model, const Mode
   return PrefixCacheSalt(parts);
 }
 
-absl::Status GenerationEngine::StartChunk(Seq& s, const SeqWork& w) {
+absl::Status GenerationEngine::StartChunk(Seq& s, const ScheduledSeq& w) {
   Generation& g = *s.gen;
   if (g.prefill_done() == 0 && w.computed > 0) {
     // The prefix the scheduler adopted is this sequence's KV already.
@@ -114,7 +110,6 @@ absl::Status GenerationEngine::StartChunk(Seq& s, const SeqWork& w) {
     g.OnPrefixAdopted();
     totals_.prompt_tokens += w.computed;  // prefilled by reuse: counted as prompt tokens, as vLLM does
   }
-  if (s.cached_tokens < 0) s.cached_tokens = w.computed;
   if (g.prefill_done() != w.computed) {
     return absl::InternalError(absl::StrCat("sequence ", w.id, ": the scheduler counts ", w.computed,
                                             " prefilled tokens, the generation ", g.prefill_done()));
@@ -139,22 +134,12 @@ int64_t GenerationEngine::KvLogicalTokens() const {
 }
 
 int32_t GenerationEngine::Preempt(RequestId id) {
-  Seq& s = seqs_.at(id);
-  ++s.preemptions;
   ++totals_.preemptions;
-  return s.gen->Preempt();  // its KV is released already (the scheduler's)
+  return seqs_.at(id).gen->Preempt();  // its KV is released already (the scheduler's)
 }
 
-void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now) {
+void GenerationEngine::Stream(Seq& s, const TokenEvent& ev) {
   ++totals_.generation_tokens;
-  if (!s.has_first_token) {
-    s.has_first_token = true;
-    s.first_token = now;
-    if (observer_ != nullptr) observer_->OnFirstToken(Seconds(now - s.arrival));
-  } else if (observer_ != nullptr) {
-    observer_->OnInterToken(Seconds(now - s.last_token));
-  }
-  s.last_token = now;
   if (!s.prompt_logprobs_sent && s.gen->prompt_logprobs_complete()) {
     s.prompt_logprobs_sent = true;
     s.sink->OnPromptLogprobs(s.gen->prompt(), s.gen->prompt_logprobs());
@@ -172,10 +157,10 @@ void GenerationEngine::Stream(Seq& s, const TokenEvent& ev, SchedClock::time_poi
   }
 }
 
-absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) {
+absl::Status GenerationEngine::Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) {
   items_.clear();
   owners_.clear();
-  for (const SeqWork& w : work) {
+  for (const ScheduledSeq& w : work) {
     auto it = seqs_.find(w.id);
     if (it == seqs_.end() || w.kv != it->second.gen->kv()) {
       last_error_ = absl::StrCat("the step names sequence ", w.id,
@@ -199,14 +184,15 @@ absl::Status GenerationEngine::Run(std::span<const SeqWork> work, std::vector<Se
   ++totals_.steps;
   const SchedClock::time_point now = SchedClock::now();
   for (size_t i = 0; i < work.size(); ++i) {
-    const StepResult& r = results_[i];
+    const ExecResult& r = results_[i];
     if (work[i].prefill) totals_.prompt_tokens += r.fed;
     totals_.evictions += r.evictions;
     totals_.evicted_tokens += r.evicted_slots;
-    SeqOutcome o;
+    SeqResult o;
     o.id = work[i].id;
     o.sampled = r.event.id >= 0;
-    if (o.sampled) Stream(*owners_[i], r.event, now);
+    o.at = now;
+    if (o.sampled) Stream(*owners_[i], r.event);
     o.state = StepState(r.event.finish);
     outcomes->push_back(o);
   }
@@ -219,7 +205,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   Seq& s = it->second;
   Generation& g = *s.gen;
   StreamFinal f;
-  f.request_id = s.request_id;
+  f.request_id = request.name;
   f.reason = FinalReason(request.state, g.finish_reason());
   if (f.reason == FinishReason::kError) {
     if (!g.error().empty()) {
@@ -230,16 +216,16 @@ void GenerationEngine::Remove(const SchedRequest& request) {
   }
   f.matched_stop = g.matched_stop();
   f.stop_token_id = g.stop_token();
-  f.seed = s.seed;
+  f.seed = g.sampling_seed();
   f.prompt_tokens = static_cast<int32_t>(g.prompt().size());
   f.completion_tokens = static_cast<int32_t>(g.generated().size());
   f.reasoning_tokens = g.reasoning_tokens();
-  f.cached_tokens = std::max(0, s.cached_tokens);
+  f.cached_tokens = request.cached_tokens;
   f.cached_tokens_reported = s.report_cached_tokens;
   const SchedClock::time_point now = SchedClock::now();
-  f.total_seconds = Seconds(now - s.arrival);
-  f.queue_seconds = request.scheduled_once ? Seconds(request.first_scheduled - s.arrival) : f.total_seconds;
-  f.ttft_seconds = s.has_first_token ? Seconds(s.first_token - s.arrival) : 0.0;
+  f.total_seconds = Seconds(now - request.arrival);
+  f.queue_seconds = request.scheduled_once ? Seconds(request.first_scheduled - request.arrival) : f.total_seconds;
+  f.ttft_seconds = request.generated > 0 ? Seconds(request.first_token - request.arrival) : 0.0;
   const KvPolicyOptions& kv = g.compressor() != nullptr ? g.compressor()->options() : KvPolicyOptions();
   f.kv.policy = kv.policy;
   f.kv.budget = kv.compresses() ? kv.budget : 0;
@@ -249,7 +235,7 @@ void GenerationEngine::Remove(const SchedRequest& request) {
     f.kv.evicted_tokens = g.compressor()->evicted_slots();
   }
   f.kv.reserved_tokens = request.reserved_blocks * cache_->shape().block_size;
-  f.kv.preemptions = s.preemptions;
+  f.kv.preemptions = request.preemptions;
   const PolicyModelInfo model = PolicyInfoFor(config_);
   f.kv.bytes_per_slot = KvBytesPerSlot(model, static_cast<int64_t>(cache_->shape().row_bytes()));
   f.kv.state_bytes = PolicyStateBytes(kv, model, f.kv.peak_cached_tokens);

@@ -71,7 +71,7 @@ class GenerationEngine : public StepEngine {
   // INVALID_ARGUMENT if the generation options are invalid.
   absl::Status Add(RequestId id, PreparedRequest request, std::shared_ptr<RequestSink> sink, SequenceKv* kv);
 
-  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override;
+  absl::Status Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) override;
   int32_t Preempt(RequestId id) override;
   void Remove(const SchedRequest& request) override;
   // The salt for a cache of this model: what besides the tokens changes a
@@ -91,30 +91,24 @@ class GenerationEngine : public StepEngine {
   const EngineTotals& totals() const { return totals_; }
 
  private:
+  // What the engine keeps of a request, keyed by its id: the forward pass's
+  // state (the Generation: tokens, sampler, compressor, on the scheduler's
+  // KV) and the output stream. Everything else about the request (its name,
+  // arrival, timings, preemptions, cached tokens, reservation) is in the
+  // scheduler's record, which Remove() reads.
   struct Seq {
     std::unique_ptr<Generation> gen;
     std::shared_ptr<RequestSink> sink;
-    std::string request_id;
-    SchedClock::time_point arrival;
-    SchedClock::time_point first_token{};
-    SchedClock::time_point last_token{};
-    bool has_first_token = false;
-    int32_t preemptions = 0;
-    uint64_t seed = 0;
     bool prompt_logprobs_sent = false;
-    RequestId group = 0;                // sample 0's id in a sample group, else 0
-    int32_t index = 0;                  // sample index in the group
-    int32_t cached_tokens = -1;         // prompt tokens taken by reference at first admission (-1: not run yet)
     bool report_cached_tokens = false;  // PreparedRequest's
   };
   // A prefill chunk: a run that has fed nothing yet starts past the `computed`
   // slots the scheduler took by reference at admission (KvCacheManager::Adopt,
-  // already in the sequence's KV); the first run records them as the
-  // request's cached tokens. INTERNAL when the scheduler's count and the
-  // generation's disagree (a broken protocol, not a client's error).
-  absl::Status StartChunk(Seq& s, const SeqWork& w);
-  // A sampled token: timings, observer and the sink (EOS and stop ids unstreamed).
-  void Stream(Seq& s, const TokenEvent& ev, SchedClock::time_point now);
+  // already in the sequence's KV). INTERNAL when the scheduler's count and
+  // the generation's disagree (a broken protocol, not a client's error).
+  absl::Status StartChunk(Seq& s, const ScheduledSeq& w);
+  // A sampled token to the sink (EOS and stop ids unstreamed).
+  void Stream(Seq& s, const TokenEvent& ev);
 
   Backend* backend_;
   KvCache* cache_;
@@ -122,9 +116,9 @@ class GenerationEngine : public StepEngine {
   const ModelConfig& config_;
   absl::flat_hash_map<RequestId, Seq> seqs_;
   StepExecutor executor_;        // builds and runs every step's batch
-  std::vector<StepItem> items_;  // reused across steps
+  std::vector<ExecItem> items_;  // reused across steps
   std::vector<Seq*> owners_;     // items_[i] is owners_[i]'s
-  std::vector<StepResult> results_;
+  std::vector<ExecResult> results_;
   std::string last_error_;  // the failed step's error, for its sequences' final records
   EngineTotals totals_;
   EngineObserver* observer_ = nullptr;

@@ -58,6 +58,31 @@ class RecentQueryRing {
   int count_ = 0;
 };
 
+// The state SnapKV and R-KV share: per layer, a ring of the last R
+// (recent_queries) pre-RoPE queries of every query head with their
+// positions, filled by ObserveQuery for every token, and the rotator that
+// puts them at their own positions when a policy scores. `window`: the
+// protected recent slots the policy scores before (slots past it are kept
+// by selection.h whatever their score).
+class RecentQueryPolicy : public KvPolicy {
+ public:
+  void ObserveQuery(int layer, const float* q, int32_t position) final { rings_[layer].Push(q, position); }
+
+ protected:
+  RecentQueryPolicy(const KvPolicyOptions& options, const PolicyModelInfo& model, int32_t window)
+      : model_(model),
+        window_(window),
+        pool_kernel_(options.pool_kernel),
+        rotator_(model),
+        rings_(model.n_layers, RecentQueryRing(options.recent_queries, model.n_heads, model.head_dim)) {}
+
+  PolicyModelInfo model_;
+  int32_t window_;
+  int pool_kernel_;
+  QueryRotator rotator_;
+  std::vector<RecentQueryRing> rings_;  // per layer
+};
+
 // For `n_queries` rotated query vectors [n_queries][head_dim], every query's
 // attention distribution p_j = softmax(q_j . k / sqrt(d)) over the slots of
 // (keys, kv_head); scores[s] = aggregate over j of p_j[s].

@@ -35,7 +35,8 @@
 // memory: R-KV's own cost, acceptable every `interval` steps.
 //
 // State: per layer, a ring of the last R pre-RoPE queries (all query heads)
-// with their positions, fed by ObserveQuery for every token. Engine thread.
+// with their positions, fed by ObserveQuery for every token
+// (RecentQueryPolicy, attention_scoring.h). Engine thread.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,20 +56,12 @@ namespace {
 constexpr float kSimilarityThreshold = 0.5f;  // reference cal_similarity threshold
 constexpr float kNormEpsilon = 1e-8f;
 
-class RkvPolicy final : public KvPolicy {
+class RkvPolicy final : public RecentQueryPolicy {
  public:
   RkvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m)
-      : model_(m),
-        capacity_(o.recent_queries),
-        window_(o.window),
-        pool_kernel_(o.pool_kernel),
-        lambda_(o.lambda),
-        rotator_(m),
-        rings_(m.n_layers, RecentQueryRing(capacity_, m.n_heads, m.head_dim)) {}
+      : RecentQueryPolicy(o, m, o.window), lambda_(o.lambda) {}
 
   std::string_view name() const override { return "rkv"; }
-
-  void ObserveQuery(int layer, const float* q, int32_t position) override { rings_[layer].Push(q, position); }
 
   void Score(int layer, int kv_head, const KeysView& keys, int32_t position, float* scores) override {
     const int32_t n = keys.n_slots();
@@ -148,13 +141,7 @@ class RkvPolicy final : public KvPolicy {
     if (n > 0) SoftmaxInPlace(redundancy_.data(), n);
   }
 
-  PolicyModelInfo model_;
-  int capacity_;
-  int32_t window_;
-  int pool_kernel_;
   float lambda_;
-  QueryRotator rotator_;
-  std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
   std::vector<float> importance_, redundancy_, unit_, row_, logits_, rotated_, cs_;
   std::vector<float> keys_;  // Score's keys as f32, [slot][head_dim]

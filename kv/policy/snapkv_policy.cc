@@ -37,7 +37,8 @@
 // kept by selection.h whatever their score.
 //
 // State: per layer, a ring of the last R pre-RoPE queries (all query heads)
-// with their positions, fed by ObserveQuery for every token. Engine thread.
+// with their positions, fed by ObserveQuery for every token
+// (RecentQueryPolicy, attention_scoring.h). Engine thread.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,19 +56,12 @@
 namespace beacon {
 namespace {
 
-class SnapKvPolicy final : public KvPolicy {
+class SnapKvPolicy final : public RecentQueryPolicy {
  public:
-  SnapKvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m)
-      : model_(m),
-        capacity_(o.recent_queries),
-        window_(ProtectedWindow(o)),
-        pool_kernel_(o.pool_kernel),
-        rotator_(m),
-        rings_(m.n_layers, RecentQueryRing(capacity_, m.n_heads, m.head_dim)) {}
+  // The observation window is the protected one (the file comment).
+  SnapKvPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m) : RecentQueryPolicy(o, m, ProtectedWindow(o)) {}
 
   std::string_view name() const override { return "snapkv"; }
-
-  void ObserveQuery(int layer, const float* q, int32_t position) override { rings_[layer].Push(q, position); }
 
   void Score(int layer, int kv_head, const KeysView& keys, int32_t position, float* scores) override {
     const int32_t n = keys.n_slots();
@@ -126,12 +120,6 @@ class SnapKvPolicy final : public KvPolicy {
   }
 
  private:
-  PolicyModelInfo model_;
-  int capacity_;
-  int32_t window_;
-  int pool_kernel_;
-  QueryRotator rotator_;
-  std::vector<RecentQueryRing> rings_;  // per layer
   // Scratch reused across Score calls (engine thread only).
   std::vector<int32_t> key_pos_, seen_by_;
   std::vector<float> head_sum_, probs_, rotated_, keys_, cs_;

@@ -5,7 +5,7 @@
 // simulated ones (scheduler/sim_engine.h, the planner):
 //   - the pool's facts (total, free, idle blocks; block size);
 //   - one SequenceKv per sequence, owned here from Add to Remove (the
-//     scheduler hands it to the engine in every step's SeqWork, and the
+//     scheduler hands it to the engine in every step's ScheduledSeq, and the
 //     engine's Generation writes it);
 //   - prefix sharing: a sample group's later member takes its first
 //     member's whole prompt blocks, any other sequence holding no KV takes

@@ -37,9 +37,9 @@ class StepExecutorTest : public ::testing::Test {
     std::vector<std::vector<int32_t>> ids(gens.size());
     if (evictions != nullptr) evictions->assign(gens.size(), 0);
     StepExecutor ex(rt_->backend());
-    std::vector<StepItem> items;
+    std::vector<ExecItem> items;
     std::vector<size_t> owner;
-    std::vector<StepResult> results;
+    std::vector<ExecResult> results;
     for (;;) {
       items.clear();
       owner.clear();

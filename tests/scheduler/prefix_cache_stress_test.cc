@@ -50,9 +50,9 @@ TEST(PrefixCacheScheduling, SharedBlocksAreCountedOnceByAdmission) {
     EXPECT_EQ(r2->shared_blocks, 20);
     EXPECT_EQ(r2->reserved_blocks, Ceil(430, 16) - 20);
     // The engine is told, not left to infer: request 2's first chunk starts
-    // past the 320 adopted slots (SeqWork::computed) and runs the other 10.
-    const std::vector<SeqWork>& work = h.engine.last_work();
-    auto w2 = std::find_if(work.begin(), work.end(), [](const SeqWork& w) { return w.id == 2; });
+    // past the 320 adopted slots (ScheduledSeq::computed) and runs the other 10.
+    const std::vector<ScheduledSeq>& work = h.engine.last_work();
+    auto w2 = std::find_if(work.begin(), work.end(), [](const ScheduledSeq& w) { return w.id == 2; });
     ASSERT_NE(w2, work.end());
     EXPECT_TRUE(w2->prefill);
     EXPECT_EQ(w2->computed, 320);

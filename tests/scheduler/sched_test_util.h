@@ -68,7 +68,11 @@ struct Harness {
     return AddSimRequest(sched, engine, id, spec, r);
   }
 
+  // The time a step's tokens come out: 4 ms into the step.
+  SchedClock::time_point TokenTime() const { return Now() + 4ms; }
+
   StepReport Step() {
+    engine.SetTime(TokenTime());
     StepReport r = sched.Step(Now());
     ++steps;
     EXPECT_TRUE(r.engine_status.ok()) << "step " << steps << ": " << r.engine_status;

@@ -21,7 +21,7 @@ using namespace schedtest;
 // In every step's work, decode entries come before prefill entries.
 void ExpectDecodeFirst(const SimEngine& e) {
   bool seen_prefill = false;
-  for (const SeqWork& w : e.last_work()) {
+  for (const ScheduledSeq& w : e.last_work()) {
     if (w.prefill) seen_prefill = true;
     EXPECT_FALSE(!w.prefill && seen_prefill) << "decode of " << w.id << " after a prefill";
     if (!w.prefill) {
@@ -44,7 +44,7 @@ TEST(Scheduler, DecodeRunsBeforePrefill) {
   ASSERT_TRUE(h.Add(2, Full(300, 5, 5)).ok());
   ASSERT_TRUE(h.Add(3, Full(300, 5, 5)).ok());
   r = h.Step();
-  const std::vector<SeqWork>& w = h.engine.last_work();
+  const std::vector<ScheduledSeq>& w = h.engine.last_work();
   ASSERT_EQ(w.size(), 3u);
   EXPECT_EQ(w[0].id, 1u);
   EXPECT_FALSE(w[0].prefill);
@@ -64,6 +64,43 @@ TEST(Scheduler, DecodeRunsBeforePrefill) {
   h.ExpectFinishedNormally(3, Full(300, 5, 5));
 }
 
+// The scheduler's record is the request's one record: it times the tokens
+// by the engine's results (SeqResult::at), reports the step's token
+// latencies, keeps the prompt tokens taken by reference at the first
+// admission, and Remove gets it whole.
+TEST(Scheduler, RecordTimesTokensAndKeepsCachedTokens) {
+  Harness h(Config(), 100);
+  h.sched.kv().EnablePrefixCache(/*salt=*/1);
+  SimSequenceSpec spec = Full(40, 3, 3);
+  spec.prefix_id = 9;  // every prompt token shared by the same prefix id
+  spec.prefix_tokens = 40;
+  const SchedClock::time_point arrival = h.Now();
+  ASSERT_TRUE(h.Add(1, spec).ok());
+  StepReport r = h.Step();  // the prompt, and the first token 4 ms into the step
+  ASSERT_EQ(r.ttft_seconds.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.ttft_seconds[0], 0.004);
+  EXPECT_TRUE(r.itl_seconds.empty());
+  EXPECT_EQ(h.sched.Find(1)->first_token, arrival + 4ms);
+  r = h.Step();
+  EXPECT_TRUE(r.ttft_seconds.empty());
+  ASSERT_EQ(r.itl_seconds.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.itl_seconds[0], 0.010);
+  ASSERT_TRUE(h.RunUntilIdle());
+  const SchedRequest& first = h.engine.records().at(1).request;
+  EXPECT_EQ(first.state, RequestState::kFinishedLength);
+  EXPECT_EQ(first.generated, 3);
+  EXPECT_EQ(first.first_token, arrival + 4ms);
+  EXPECT_EQ(first.last_token, arrival + 24ms);
+  EXPECT_EQ(first.first_scheduled, arrival);
+  EXPECT_EQ(first.cached_tokens, 0);
+  // The same prompt again: its two whole blocks before the last prompt
+  // token's come from the prefix cache.
+  ASSERT_TRUE(h.Add(2, spec).ok());
+  ASSERT_TRUE(h.RunUntilIdle());
+  EXPECT_EQ(h.engine.records().at(2).request.cached_tokens, 32);
+  EXPECT_EQ(h.engine.records().at(2).request.generated, 3);
+}
+
 TEST(Scheduler, TokenBudgetPerStep) {
   Harness h(Config(AdmissionMode::kReserve, 8, 64, 32), 1000);
   std::mt19937 rng(5);
@@ -77,7 +114,7 @@ TEST(Scheduler, TokenBudgetPerStep) {
     const StepReport r = h.Step();
     if (!r.ran) continue;
     int32_t sum = 0;
-    for (const SeqWork& w : h.engine.last_work()) {
+    for (const ScheduledSeq& w : h.engine.last_work()) {
       sum += w.n_tokens;
       if (w.prefill) {
         EXPECT_LE(w.n_tokens, 32);
@@ -324,7 +361,7 @@ class BrokenOutcomes : public StepEngine {
   enum class Break { kNone, kDropLast, kWrongId, kSchedulersState };
   explicit BrokenOutcomes(SimEngine* engine) : e_(engine) {}
 
-  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* outcomes) override {
+  absl::Status Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* outcomes) override {
     absl::Status s = e_->Run(work, outcomes);
     if (!s.ok() || outcomes->empty()) return s;
     switch (armed) {

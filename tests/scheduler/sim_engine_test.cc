@@ -27,7 +27,7 @@ SimSequenceSpec Spec(int32_t prompt, int32_t output, int32_t max_new, const std:
 
 // The SimEngine alone, with the KV manager a scheduler would own over it:
 // sequences registered with both, each prefill run's tokens counted as the
-// scheduler counts them (SeqWork::computed), the KV released before Preempt
+// scheduler counts them (ScheduledSeq::computed), the KV released before Preempt
 // and freed after Remove, as the scheduler does.
 struct Sim {
   Sim(int32_t blocks, int32_t block_size) : e(blocks, block_size), kv(e.mutable_cache()) {}
@@ -35,13 +35,13 @@ struct Sim {
     if (absl::Status s = e.AddSequence(id, spec); !s.ok()) return s;
     return kv.Add(id, MakeSimKvSpec(id, spec, /*with_prompt=*/false));
   }
-  SeqWork Work(RequestId id, int32_t n, bool prefill) {
+  ScheduledSeq Work(RequestId id, int32_t n, bool prefill) {
     return {id, n, prefill, prefill ? computed[id] : 0, kv.kv(id)};
   }
-  absl::Status Run(std::span<const SeqWork> work, std::vector<SeqOutcome>* out) {
+  absl::Status Run(std::span<const ScheduledSeq> work, std::vector<SeqResult>* out) {
     absl::Status s = e.Run(work, out);
     if (s.ok()) {
-      for (const SeqWork& w : work) computed[w.id] += w.prefill ? w.n_tokens : 0;
+      for (const ScheduledSeq& w : work) computed[w.id] += w.prefill ? w.n_tokens : 0;
     }
     return s;
   }
@@ -60,13 +60,13 @@ struct Sim {
   std::map<RequestId, int32_t> computed;
 };
 
-// Runs one SeqWork and returns its outcome; fails the test on a step error.
-SeqOutcome RunOne(Sim& sim, RequestId id, int32_t n, bool prefill) {
-  const SeqWork w = sim.Work(id, n, prefill);
-  std::vector<SeqOutcome> out;
+// Runs one ScheduledSeq and returns its outcome; fails the test on a step error.
+SeqResult RunOne(Sim& sim, RequestId id, int32_t n, bool prefill) {
+  const ScheduledSeq w = sim.Work(id, n, prefill);
+  std::vector<SeqResult> out;
   const absl::Status st = sim.Run({&w, 1}, &out);
   EXPECT_TRUE(st.ok()) << st;
-  return out.empty() ? SeqOutcome{} : out[0];
+  return out.empty() ? SeqResult{} : out[0];
 }
 
 SchedRequest Final(RequestId id, RequestState state, int32_t generated) {
@@ -82,7 +82,7 @@ TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   SimEngine& e = sim.e;
   ASSERT_TRUE(sim.Add(1, Spec(40, 5, 10)).ok());
   EXPECT_EQ(sim.kv.BlocksToAppend(1, 40), 3);
-  SeqOutcome o = RunOne(sim, 1, 16, true);
+  SeqResult o = RunOne(sim, 1, 16, true);
   EXPECT_FALSE(o.sampled);
   EXPECT_EQ(o.state, RequestState::kRunning);
   EXPECT_EQ(e.UsedBlocks(), 1);
@@ -107,8 +107,8 @@ TEST(SimEngine, PrefillSamplesFirstTokenDecodeAppendsAndStops) {
   EXPECT_EQ(e.steps(), 6);
   EXPECT_EQ(e.tokens(), 44);
   // Running a finished sequence again is a protocol error.
-  const SeqWork again = sim.Work(1, 1, false);
-  std::vector<SeqOutcome> out;
+  const ScheduledSeq again = sim.Work(1, 1, false);
+  std::vector<SeqResult> out;
   EXPECT_FALSE(sim.Run({&again, 1}, &out).ok());
 
   sim.Remove(Final(1, RequestState::kFinishedStopped, 5));
@@ -152,8 +152,8 @@ TEST(SimEngine, PoolExhaustionFailsTheStepAllOrNothing) {
   Sim sim(2, 16);
   SimEngine& e = sim.e;
   ASSERT_TRUE(sim.Add(1, Spec(40, 5, 5)).ok());
-  const SeqWork w = sim.Work(1, 40, true);
-  std::vector<SeqOutcome> out;
+  const ScheduledSeq w = sim.Work(1, 40, true);
+  std::vector<SeqResult> out;
   const absl::Status st = sim.Run({&w, 1}, &out);
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
   EXPECT_EQ(e.exhausted(), 1);
@@ -173,11 +173,11 @@ TEST(SimEngine, PreemptReleasesAndRecomputeSamplesNothing) {
   EXPECT_EQ(e.UsedBlocks(), 0);
   EXPECT_EQ(e.running(), 0);
   EXPECT_EQ(sim.kv.BlocksToAppend(1, 25), 2);
-  const SeqWork decode = sim.Work(1, 1, false);
-  std::vector<SeqOutcome> out;
+  const ScheduledSeq decode = sim.Work(1, 1, false);
+  std::vector<SeqResult> out;
   EXPECT_FALSE(sim.Run({&decode, 1}, &out).ok());  // must recompute first
   EXPECT_EQ(e.protocol_errors(), 1);
-  SeqOutcome o = RunOne(sim, 1, 16, true);
+  SeqResult o = RunOne(sim, 1, 16, true);
   EXPECT_FALSE(o.sampled);
   o = RunOne(sim, 1, 9, true);  // recompute done: no sample
   EXPECT_FALSE(o.sampled);
@@ -217,7 +217,7 @@ TEST(SimEngine, CompressingRecomputeStaysWithinPeakPlusChunk) {
   for (int i = 0; i < 300; ++i) RunOne(sim, 1, 1, false);
   EXPECT_EQ(sim.Preempt(1), 320);
   for (int32_t chunk : {128, 128, 64}) {
-    const SeqOutcome o = RunOne(sim, 1, chunk, true);
+    const SeqResult o = RunOne(sim, 1, chunk, true);
     EXPECT_FALSE(o.sampled);
     EXPECT_EQ(e.kv(1)->num_slots(), 84);  // bound
   }
@@ -249,12 +249,12 @@ TEST(SimEngine, ProtocolErrorsChangeNothing) {
   Sim sim(10, 16);
   SimEngine& e = sim.e;
   ASSERT_TRUE(sim.Add(1, Spec(20, 5, 5)).ok());
-  std::vector<SeqOutcome> out;
-  SeqWork other_count = sim.Work(1, 4, true);
+  std::vector<SeqResult> out;
+  ScheduledSeq other_count = sim.Work(1, 4, true);
   other_count.computed = 3;
-  SeqWork no_kv = sim.Work(1, 4, true);
+  ScheduledSeq no_kv = sim.Work(1, 4, true);
   no_kv.kv = nullptr;
-  const std::vector<std::vector<SeqWork>> bad = {
+  const std::vector<std::vector<ScheduledSeq>> bad = {
       {sim.Work(2, 4, true)},                        // unknown id
       {sim.Work(1, 21, true)},                       // past the prefill target
       {sim.Work(1, 0, true)},                        // empty chunk
@@ -276,12 +276,12 @@ TEST(SimEngine, InjectedErrorReleasesTheSequence) {
   SimEngine& e = sim.e;
   ASSERT_TRUE(sim.Add(1, Spec(20, 5, 5)).ok());
   ASSERT_TRUE(sim.Add(2, Spec(20, 5, 5)).ok());
-  const std::vector<SeqWork> w = {sim.Work(1, 20, true), sim.Work(2, 20, true)};
-  std::vector<SeqOutcome> out;
+  const std::vector<ScheduledSeq> w = {sim.Work(1, 20, true), sim.Work(2, 20, true)};
+  std::vector<SeqResult> out;
   ASSERT_TRUE(sim.Run(w, &out).ok());
   e.InjectError(2);
   out.clear();
-  const std::vector<SeqWork> d = {sim.Work(1, 1, false), sim.Work(2, 1, false)};
+  const std::vector<ScheduledSeq> d = {sim.Work(1, 1, false), sim.Work(2, 1, false)};
   ASSERT_TRUE(sim.Run(d, &out).ok());
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].state, RequestState::kRunning);

@@ -68,8 +68,10 @@ def main():
             time.sleep(0.02)
         srv.proc.wait(15)
         assert srv.proc.returncode == 1, (srv.proc.returncode, srv.read_log()[-3000:])
-        broken = next(i for i, ((status, _), _) in enumerate(seen) if status == 503)  # at most a poll late
-        assert broken <= 1, seen[:3]
+        # The exit can beat the first poll (nothing is in flight to wait for, and a loaded machine runs the
+        # client late): then there is no broken replica left to ask, which is as good as a 503.
+        broken = next((i for i, ((status, _), _) in enumerate(seen) if status == 503), len(seen))
+        assert broken <= 1, seen[:3]  # otherwise at most a poll late
         for (ready, why), (status, reply) in seen[broken:]:
             assert ready == 503 and "failed 2 steps in a row" in why["reason"], why
             assert status == 503 and "cannot serve" in reply["error"]["message"], reply
@@ -77,6 +79,8 @@ def main():
         assert "exiting with status 1" in log, log[-2000:]
     print(f"engine failure: OK (two 500s naming the failure, then {len(seen) - broken} /ready answers 503 and as "
           f"many requests refused 503 until the process exited with status 1)")
+    if not seen:
+        print("engine failure: the process exited before the first poll, so no 503 was seen this run")
     hung_step()
 
 

@@ -76,8 +76,8 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
 
   auto real_slots = [&] { return real_kv.HeldSlots(); };
   int step = 0;
-  auto run_both = [&](SeqWork w) {
-    std::vector<SeqOutcome> ro, so;
+  auto run_both = [&](ScheduledSeq w) {
+    std::vector<SeqResult> ro, so;
     w.kv = real_kv.kv(kId);
     ASSERT_TRUE(real.Run({&w, 1}, &ro).ok()) << "step " << step;
     w.kv = sim_kv.kv(kId);
@@ -91,13 +91,13 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   auto prefill = [&](int32_t total) {
     for (int32_t done = 0; done < total;) {
       const int32_t n = std::min(kChunk, total - done);
-      run_both(SeqWork{kId, n, /*prefill=*/true, /*computed=*/done});
+      run_both(ScheduledSeq{kId, n, /*prefill=*/true, /*computed=*/done});
       done += n;
     }
   };
 
   prefill(n_prompt);
-  for (int i = 0; i < 50; ++i) run_both(SeqWork{kId, 1, false});
+  for (int i = 0; i < 50; ++i) run_both(ScheduledSeq{kId, 1, false});
   // Preempted mid-generation: both give the KV back and ask for the same
   // recompute, which evicts as it goes past the prompt.
   real_kv.Release(kId);
@@ -107,7 +107,7 @@ TEST_P(GenerationEngineSimTest, SameSlotCountsAtEveryStep) {
   ASSERT_EQ(target_real, target_sim);
   ASSERT_EQ(real_slots(), 0);
   prefill(target_real);
-  for (int i = 0; i < 30; ++i) run_both(SeqWork{kId, 1, false});
+  for (int i = 0; i < 30; ++i) run_both(ScheduledSeq{kId, 1, false});
   EXPECT_GT(real.totals().evictions, 0) << "the trace never evicted: it tests nothing";
   SchedRequest r;
   r.id = kId;
@@ -134,16 +134,16 @@ TEST(GenerationEngineProtocol, DisagreeingCountsFailTheStep) {
   ASSERT_TRUE(kv.Add(1, KvSeqSpecFor(p, false)).ok());
   ASSERT_TRUE(kv.Add(2, KvSeqSpecFor(p, false)).ok());
   ASSERT_TRUE(engine.Add(1, p, std::make_shared<NullSink>(), kv.kv(1)).ok());
-  std::vector<SeqOutcome> out;
-  const SeqWork first{1, 4, true, 0, kv.kv(1)};
+  std::vector<SeqResult> out;
+  const ScheduledSeq first{1, 4, true, 0, kv.kv(1)};
   ASSERT_TRUE(engine.Run({&first, 1}, &out).ok());
-  const SeqWork wrong_count{1, 4, true, 3, kv.kv(1)};
+  const ScheduledSeq wrong_count{1, 4, true, 3, kv.kv(1)};
   EXPECT_EQ(engine.Run({&wrong_count, 1}, &out).code(), absl::StatusCode::kInternal);
-  const SeqWork adopted_nothing{1, 4, true, 0, kv.kv(1)};
+  const ScheduledSeq adopted_nothing{1, 4, true, 0, kv.kv(1)};
   EXPECT_EQ(engine.Run({&adopted_nothing, 1}, &out).code(), absl::StatusCode::kInternal);
-  const SeqWork other_kv{1, 4, true, 4, kv.kv(2)};
+  const ScheduledSeq other_kv{1, 4, true, 4, kv.kv(2)};
   EXPECT_EQ(engine.Run({&other_kv, 1}, &out).code(), absl::StatusCode::kInternal);
-  const SeqWork right{1, 4, true, 4, kv.kv(1)};
+  const ScheduledSeq right{1, 4, true, 4, kv.kv(1)};
   EXPECT_TRUE(engine.Run({&right, 1}, &out).ok());
   EXPECT_EQ(out.size(), 2u);
   EXPECT_TRUE(out.back().sampled);

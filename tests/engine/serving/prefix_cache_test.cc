@@ -14,21 +14,12 @@
 #include "gtest/gtest.h"
 #include "scheduler/scheduler.h"
 #include "tests/engine/default_model.h"
+#include "tests/engine/serving/collect_sink.h"
 
 namespace beacon {
 namespace {
 
-class Collect : public RequestSink {
- public:
-  void OnTokens(std::span<const int32_t> ids, std::string_view, TextPart, std::span<const PositionLogprobs>) override {
-    tokens.insert(tokens.end(), ids.begin(), ids.end());
-  }
-  void OnFinish(const StreamFinal& f) override { final = f; }
-  void OnRejected(const absl::Status& s) override { rejected = s; }
-  std::vector<int32_t> tokens;
-  StreamFinal final;
-  absl::Status rejected;
-};
+using Collect = testing::CollectSink;
 
 constexpr int32_t kPrefix = 100;  // a "system prompt": 6 whole blocks of 16 and 4 tokens
 

@@ -1,5 +1,5 @@
-// The host half of a CUDA step (engine/cuda/step_plan.h): runs without a GPU.
-#include "engine/cuda/step_plan.h"
+// The host half of a CUDA step (engine/cuda/forward_plan.h): runs without a GPU.
+#include "engine/cuda/forward_plan.h"
 
 #include <vector>
 
@@ -19,7 +19,7 @@ KvCacheShape Shape() {
 }
 
 TEST(StepPlanTest, OffsetsAreAlignedAndDisjoint) {
-  const StepPlanOffsets o = PlanOffsets(5, 3, 2, 16);
+  const ForwardPlanOffsets o = PlanOffsets(5, 3, 2, 16);
   const size_t starts[] = {o.token_ids,  o.tok_seq,   o.tok_slot, o.tok_pos,
                            o.logit_rows, o.seq_first, o.seq_n,    o.block_tables};
   const size_t lens[] = {5, 5, 5, 5, 3, 2, 2, 32};
@@ -31,7 +31,7 @@ TEST(StepPlanTest, OffsetsAreAlignedAndDisjoint) {
   }
   EXPECT_GE(o.total, o.block_tables + 32);
   // Offsets depend only on the counts: the same shape, the same layout.
-  const StepPlanOffsets again = PlanOffsets(5, 3, 2, 16);
+  const ForwardPlanOffsets again = PlanOffsets(5, 3, 2, 16);
   EXPECT_EQ(again.block_tables, o.block_tables);
   EXPECT_EQ(again.total, o.total);
 }
@@ -46,8 +46,8 @@ TEST(StepPlanTest, RaggedBatchFlattensInOrder) {
   ASSERT_TRUE(a.Reserve(7).ok());
   ASSERT_TRUE(b.Reserve(3).ok());
   const ForwardEntry batch[] = {ForwardEntry{&a, ta, 6, false}, ForwardEntry{&b, tb, 0, true}};
-  StepPlan p;
-  BuildStepPlan(batch, &p);
+  ForwardPlan p;
+  BuildForwardPlan(batch, &p);
   EXPECT_EQ(p.n_tokens, 4);
   EXPECT_EQ(p.n_rows, 4);  // a: its last token; b: all three
   EXPECT_EQ(p.n_seqs, 2);
@@ -85,8 +85,8 @@ TEST(StepPlanTest, DecodeBatchGathersLastRowsAndPicksAPowerOfTwoStride) {
   b.CommitSlots(1);
   std::vector<int32_t> ta = {5}, tb = {6};
   const ForwardEntry batch[] = {ForwardEntry{&a, ta, 100, false}, ForwardEntry{&b, tb, 1, false}};
-  StepPlan p;
-  BuildStepPlan(batch, &p);
+  ForwardPlan p;
+  BuildForwardPlan(batch, &p);
   EXPECT_TRUE(p.all_decode);
   EXPECT_EQ(p.stride, 32);
   EXPECT_EQ(p.n_rows, 2);
@@ -103,8 +103,8 @@ TEST(StepPlanTest, PrefillChunkWithLastLogitOnlyNeedsAGather) {
   std::vector<int32_t> t = {1, 2, 3, 4, 5};
   ASSERT_TRUE(a.Reserve(5).ok());
   const ForwardEntry batch[] = {ForwardEntry{&a, t, 0, false}};
-  StepPlan p;
-  BuildStepPlan(batch, &p);
+  ForwardPlan p;
+  BuildForwardPlan(batch, &p);
   EXPECT_EQ(p.n_rows, 1);
   EXPECT_FALSE(p.rows_are_tokens);
   EXPECT_EQ(p.packed[p.offsets.logit_rows], 4);

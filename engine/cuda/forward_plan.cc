@@ -1,4 +1,4 @@
-#include "engine/cuda/step_plan.h"
+#include "engine/cuda/forward_plan.h"
 
 #include <algorithm>
 
@@ -9,8 +9,8 @@ size_t Align4(size_t n) { return (n + 3) / 4 * 4; }  // 4 int32 = 16 bytes
 
 }  // namespace
 
-StepPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride) {
-  StepPlanOffsets o;
+ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride) {
+  ForwardPlanOffsets o;
   size_t at = 0;
   auto take = [&](size_t* field, size_t n) {
     *field = at;
@@ -28,8 +28,8 @@ StepPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, in
   return o;
 }
 
-void BuildStepPlan(std::span<const ForwardEntry> batch, StepPlan* plan) {
-  StepPlan& p = *plan;
+void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan) {
+  ForwardPlan& p = *plan;
   p.n_seqs = static_cast<int64_t>(batch.size());
   p.n_tokens = 0;
   p.n_rows = 0;

@@ -16,8 +16,8 @@
 //   block_tables[n_seqs][stride]  entry e's block ids (unused tail: 0)
 // Tokens of an entry are contiguous and in order; slots continue the
 // entry's cache (num_slots() before the step).
-#ifndef BEACON_ENGINE_CUDA_STEP_PLAN_H_
-#define BEACON_ENGINE_CUDA_STEP_PLAN_H_
+#ifndef BEACON_ENGINE_CUDA_FORWARD_PLAN_H_
+#define BEACON_ENGINE_CUDA_FORWARD_PLAN_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -28,16 +28,16 @@
 
 namespace beacon {
 
-struct StepPlanOffsets {
+struct ForwardPlanOffsets {
   size_t token_ids = 0, tok_seq = 0, tok_slot = 0, tok_pos = 0, logit_rows = 0, seq_first = 0, seq_n = 0,
          block_tables = 0;
   size_t total = 0;  // int32 elements of the whole packed buffer
 };
 
 // Offsets (in int32 elements) of the packed arrays.
-StepPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride);
+ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride);
 
-struct StepPlan {
+struct ForwardPlan {
   int64_t n_tokens = 0;
   int64_t n_rows = 0;  // logits rows
   int64_t n_seqs = 0;
@@ -45,14 +45,14 @@ struct StepPlan {
   int32_t max_seq_tokens = 0;
   bool all_decode = false;       // every entry runs exactly one token
   bool rows_are_tokens = false;  // logit_rows[i] == i for every token (no gather needed)
-  StepPlanOffsets offsets;
+  ForwardPlanOffsets offsets;
   std::vector<int32_t> packed;
 };
 
 // Builds the plan of `batch`, whose sequences already reserved their new
 // slots (the block tables cover them).
-void BuildStepPlan(std::span<const ForwardEntry> batch, StepPlan* plan);
+void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan);
 
 }  // namespace beacon
 
-#endif  // BEACON_ENGINE_CUDA_STEP_PLAN_H_
+#endif  // BEACON_ENGINE_CUDA_FORWARD_PLAN_H_
