@@ -14,7 +14,9 @@
 //
 // Measures, in one run, this machine's memory bandwidth (a streaming copy of
 // a buffer far larger than the caches) and decode throughput at each batch
-// size; prints the batch-1 fraction of the bandwidth roofline (weight bytes
+// size (each step a serving step: the StepExecutor's forward pass, greedy
+// draw and detokenising, since 2026-12-05; a bare forward pass before);
+// prints the batch-1 fraction of the bandwidth roofline (weight bytes
 // read per token / step time against that bandwidth), and for every batch the
 // fraction of the compute roofline (the matrices' multiply-adds per second
 // against this machine's int8 dot-product peak, bench/int8_peak.h), which is
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,7 +38,9 @@
 #include "bench/int8_peak.h"
 #include "bench/policy_bench.h"
 #include "bench/prefill_bench.h"
+#include "engine/generation.h"
 #include "engine/runtime.h"
+#include "engine/step_executor.h"
 #include "kv/policy/policy_registry.h"
 #include "nlohmann/json.hpp"
 #include "plot/png_plot.h"
@@ -87,43 +92,45 @@ struct DecodeResult {
   double tokens_per_second;
 };
 
+// `batch` sequences of distinct `prompt_len`-token prompts, prefilled one at
+// a time (not timed), then `steps` decode steps of the whole batch, timed.
+// Every step goes through the StepExecutor serving runs (the forward pass,
+// the greedy draw, detokenising, stop checks), so the figure is a serving
+// step's, not a bare forward pass's; the cache is full (no compression).
 absl::StatusOr<DecodeResult> BenchDecode(Runtime* rt, int batch, int prompt_len, int steps) {
   const ModelConfig& cfg = rt->config();
   absl::StatusOr<std::unique_ptr<KvCache>> made_cache = rt->MakeKvCache(int64_t{batch} * (prompt_len + steps + 32));
   if (!made_cache.ok()) return made_cache.status();
   std::unique_ptr<KvCache> cache = *std::move(made_cache);
-  std::vector<SequenceKv> seqs;
-  seqs.reserve(batch);
-  std::vector<std::vector<int32_t>> last(batch);
-  for (int b = 0; b < batch; ++b) seqs.emplace_back(cache.get());
-  std::vector<float> logits;
-  auto argmax = [&](size_t row) {
-    const float* r = logits.data() + row * cfg.vocab_size;
-    return static_cast<int32_t>(std::max_element(r, r + cfg.vocab_size) - r);
-  };
-  // Prefill distinct prompts, one sequence at a time (not timed).
+  GenerationOptions options;
+  options.max_tokens = steps + 2;  // the warm-up and the timed steps, after the prefill's token
+  options.ignore_eos = true;
+  options.kv = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
+  std::vector<std::unique_ptr<Generation>> gens;
   for (int b = 0; b < batch; ++b) {
     std::vector<int32_t> prompt(prompt_len);
     for (int i = 0; i < prompt_len; ++i) prompt[i] = (b * 131 + i * 31 + 7) % cfg.vocab_size;
-    ForwardEntry e{&seqs[b], prompt, 0, false};
-    if (absl::Status s = rt->backend()->Forward(std::span<const ForwardEntry>(&e, 1), &logits); !s.ok()) return s;
-    last[b] = {argmax(0)};
+    absl::StatusOr<std::unique_ptr<Generation>> g =
+        Generation::Create(rt->tokenizer(), cache.get(), cfg, std::move(prompt), options);
+    if (!g.ok()) return g.status();
+    (*g)->set_thread_pool(rt->backend()->host_pool());
+    gens.push_back(*std::move(g));
   }
-  auto step = [&](int pos) -> absl::Status {
-    std::vector<ForwardEntry> entries;
-    entries.reserve(batch);
-    for (int b = 0; b < batch; ++b) entries.push_back(ForwardEntry{&seqs[b], last[b], pos, false});
-    if (absl::Status s = rt->backend()->Forward(entries, &logits); !s.ok()) return s;
-    for (int b = 0; b < batch; ++b) last[b] = {argmax(b)};
-    return absl::OkStatus();
-  };
-  if (absl::Status s = step(prompt_len); !s.ok()) return s;  // warm-up
+  StepExecutor executor(rt->backend());
+  std::vector<ExecItem> items;
+  std::vector<ExecResult> results;
+  for (const std::unique_ptr<Generation>& g : gens) {  // the prefill, one sequence at a time
+    items = {ExecItem{g.get(), prompt_len}};
+    if (absl::Status s = executor.Run(items, &results); !s.ok()) return s;
+  }
+  items.clear();
+  for (const std::unique_ptr<Generation>& g : gens) items.push_back(ExecItem{g.get(), 1});
+  if (absl::Status s = executor.Run(items, &results); !s.ok()) return s;  // warm-up
   const auto t0 = Clock::now();
   for (int i = 1; i <= steps; ++i) {
-    if (absl::Status s = step(prompt_len + i); !s.ok()) return s;
+    if (absl::Status s = executor.Run(items, &results); !s.ok()) return s;
   }
   const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-  for (SequenceKv& s : seqs) s.Release();
   return DecodeResult{batch, sec / steps * 1e3, batch * steps / sec};
 }
 
