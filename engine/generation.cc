@@ -39,6 +39,16 @@ absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
           absl::StrFormat("stop_token_ids: %d is outside the vocabulary [0, %d)", id, vocab_size));
     }
   }
+  if (static_cast<int64_t>(forced_tokens.size()) > max_tokens) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("forced_tokens: %d tokens, more than max_tokens = %d", forced_tokens.size(), max_tokens));
+  }
+  for (int32_t id : forced_tokens) {
+    if (id < 0 || id >= vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("forced_tokens: %d is outside the vocabulary [0, %d)", id, vocab_size));
+    }
+  }
   if (reasoning.max_reasoning_tokens < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("max_reasoning_tokens: must be >= 0 (0: no limit), got %d", reasoning.max_reasoning_tokens));
@@ -220,10 +230,13 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
   }
   if (!Consume(n_fed)) return NothingDue();
   const std::span<const float> row = logits.last(vocab);
-  const bool forced = reasoning_.MustClose();
+  const bool teacher = teacher_forced();
+  const bool forced = teacher || reasoning_.MustClose();
   const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
-  const int32_t id = forced ? reasoning_.close_id()
-                            : sampler_.Sample(row, prompt_, generated_, banning ? banned_ : std::span<const int32_t>());
+  const int32_t id = teacher ? options_.forced_tokens[generated_.size()]
+                     : forced
+                         ? reasoning_.close_id()
+                         : sampler_.Sample(row, prompt_, generated_, banning ? banned_ : std::span<const int32_t>());
   std::optional<PositionLogprobs> lp;
   if (options_.logprobs >= 0) lp = SampledLogprobs(row, id, !forced);
   TokenEvent ev = Accept(id);
@@ -253,6 +266,7 @@ PositionLogprobs Generation::SampledLogprobs(std::span<const float> row, int32_t
 
 TokenEvent Generation::AdvanceSampled(int32_t n_fed, int32_t token) {
   if (!Consume(n_fed)) return NothingDue();
+  if (teacher_forced()) return Accept(options_.forced_tokens[generated_.size()]);
   return Accept(reasoning_.MustClose() ? reasoning_.close_id() : token);
 }
 

@@ -56,6 +56,12 @@ struct GenerationOptions {
   LogprobsMode logprobs_mode = LogprobsMode::kRaw;
   KvPolicyOptions kv;          // KV compression; policy "full" = none
   ReasoningOptions reasoning;  // the reasoning/answer split (parser none: all answer)
+  // Teacher forcing, for the evaluation (eval/replay_batch.h): generated
+  // token i is forced_tokens[i] whatever the logits say; the sampler is not
+  // consulted for it (its state does not advance). Past the end the draw
+  // resumes. Stop criteria apply to forced tokens as to drawn ones. At most
+  // max_tokens ids, each in the vocabulary.
+  std::vector<int32_t> forced_tokens;
 
   // INVALID_ARGUMENT naming the field.
   absl::Status Validate(int32_t vocab_size) const;
@@ -137,8 +143,14 @@ class Generation {
 
   SequenceKv* kv() { return kv_; }
   const SequenceKv* kv() const { return kv_; }
-  // The KV policy to hand the backend (null under `full`).
-  KvPolicy* policy() { return compressor_ != nullptr ? compressor_->policy() : nullptr; }
+  // The KV policy to hand the backend: the compressor's, else the
+  // attention observer (null under `full` without one).
+  KvPolicy* policy() { return compressor_ != nullptr ? compressor_->policy() : attention_observer_; }
+  // A policy that only observes this sequence's forward passes (the
+  // evaluation's RecordingPolicy on its full-cache reference); it must
+  // outlive the generation. Ignored when the sequence compresses (its
+  // compressor's policy observes).
+  void set_attention_observer(KvPolicy* observer) { attention_observer_ = observer; }
   // This sequence's entry of the next forward pass: its KV, PendingInput(max_chunk),
   // the position of the first of those tokens and its policy (the one place a
   // batch entry is built from a Generation).
@@ -207,6 +219,8 @@ class Generation {
   bool Consume(int32_t n_fed);
   TokenEvent Accept(int32_t id);
   bool replaying() const { return replay_done_ < static_cast<int32_t>(replay_.size()); }
+  // The next generated token is GenerationOptions::forced_tokens'.
+  bool teacher_forced() const { return generated_.size() < options_.forced_tokens.size(); }
   // The next chunk is prompt whose logprobs are still owed.
   bool wants_prompt_rows() const {
     return options_.prompt_logprobs >= 0 && !replaying() && prefilling() && !prompt_logprobs_complete();
@@ -225,7 +239,8 @@ class Generation {
   std::unique_ptr<SequenceKv> own_kv_;  // Create: the KV is the generation's own; CreateOn: null
   SequenceKv* kv_;                      // the sequence's KV, owned or borrowed
   std::unique_ptr<SequenceCompressor> compressor_;
-  ThreadPool* pool_ = nullptr;  // set_thread_pool
+  KvPolicy* attention_observer_ = nullptr;  // set_attention_observer
+  ThreadPool* pool_ = nullptr;              // set_thread_pool
   Sampler sampler_;
   IncrementalDetokenizer detok_;
   StopChecker stop_checker_;

@@ -5,6 +5,7 @@ namespace beacon {
 absl::Status StepExecutor::Run(std::span<const ExecItem> items, std::vector<ExecResult>* results) {
   entries_.clear();
   first_row_.clear();
+  last_row_.clear();
   size_t rows = 0;
   bool any_all_logits = false;
   for (const ExecItem& item : items) {
@@ -12,12 +13,13 @@ absl::Status StepExecutor::Run(std::span<const ExecItem> items, std::vector<Exec
     entries_.push_back(e);
     first_row_.push_back(rows);
     rows += e.all_logits ? e.tokens.size() : 1;  // prompt logprobs: a row per token
+    last_row_.push_back(rows - 1);
     any_all_logits |= e.all_logits;
   }
   // A device that samples takes the draw where the logits are (no logits
   // copy, no host sampler) unless some sequence needs the logits on the
   // host (penalties, logit_bias, logprobs; prompt logprobs need every row).
-  on_device_ = backend_->samples_on_device() && !any_all_logits;
+  on_device_ = backend_->samples_on_device() && !any_all_logits && observer_ == nullptr;
   for (size_t i = 0; on_device_ && i < items.size(); ++i) on_device_ = items[i].gen->device_samplable();
   absl::Status st;
   if (on_device_) {
@@ -28,6 +30,7 @@ absl::Status StepExecutor::Run(std::span<const ExecItem> items, std::vector<Exec
     st = backend_->Forward(entries_, &logits_);
   }
   if (!st.ok()) return st;
+  if (observer_ != nullptr) observer_->AfterForward(items, *this);
 
   const size_t vocab = static_cast<size_t>(backend_->config().vocab_size);
   results->clear();
@@ -50,6 +53,11 @@ absl::Status StepExecutor::Run(std::span<const ExecItem> items, std::vector<Exec
     results->push_back(std::move(r));
   }
   return absl::OkStatus();
+}
+
+std::span<const float> StepExecutor::logits(size_t item) const {
+  const size_t vocab = static_cast<size_t>(backend_->config().vocab_size);
+  return std::span<const float>(logits_).subspan(last_row_[item] * vocab, vocab);
 }
 
 }  // namespace beacon

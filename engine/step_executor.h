@@ -4,6 +4,11 @@
 // (engine/batch_runner.h) and the eval's free runs all step through it, so
 // what a benchmark or an evaluation measures is the step serving runs.
 //
+// An observer (set_observer) sees every step between the forward pass and
+// the generations' advance: the evaluation takes its per-step measurements
+// there (eval/replay_batch.h), on the step serving runs, with each item's
+// KV as the pass left it (nothing the step will evict is gone yet).
+//
 // One step: each item's Generation::NextEntry (up to `max_tokens` prompt or
 // recompute tokens, or the last sampled token), one ragged forward pass, then
 // each Generation's Advance in order. The draw happens where the logits are:
@@ -39,6 +44,16 @@ struct ExecResult {
   int64_t evicted_slots = 0;  // slots they dropped
 };
 
+class StepExecutor;
+
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  // After the forward pass of `items`, before any of them advances: their
+  // logits are `step.logits(i)`.
+  virtual void AfterForward(std::span<const ExecItem> items, const StepExecutor& step) = 0;
+};
+
 class StepExecutor {
  public:
   // `backend` must outlive the executor.
@@ -53,11 +68,20 @@ class StepExecutor {
   // Whether the last Run drew on the device.
   bool last_on_device() const { return on_device_; }
 
+  // Optional; must outlive the executor. While one is set every step draws
+  // on the host (the observer reads the logits).
+  void set_observer(StepObserver* observer) { observer_ = observer; }
+  // Item i's logits row of the last Run that drew on the host (the row of
+  // its last fed token); valid until the next Run.
+  std::span<const float> logits(size_t item) const;
+
  private:
   Backend* backend_;
+  StepObserver* observer_ = nullptr;
   // Reused across steps.
   std::vector<ForwardEntry> entries_;
   std::vector<size_t> first_row_;  // entries_[i]'s first logits row
+  std::vector<size_t> last_row_;   // and its last
   std::vector<float> logits_;
   std::vector<EntrySampling> sampling_;
   std::vector<int32_t> sampled_;

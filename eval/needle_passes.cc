@@ -109,37 +109,29 @@ absl::StatusOr<std::vector<ConfigAnswer>> RunCompressed(Runtime* rt, const Needl
   const int32_t distance = static_cast<int32_t>(filler.size());
   if (filler.empty()) return absl::InvalidArgumentError("needle: empty filler");
   if (absl::Status s = CheckStream(*rt, stream, distance); !s.ok()) return s;
-  const int32_t n_prompt = static_cast<int32_t>(stream.prompt.size());
-  const int32_t n_after = stream.Feeds(distance) + 1;
 
   // Sequence 0 is the full cache; sequence i + 1 is specs[i] (ReplayBatch:
   // the passage teacher-forced into all, then each its own greedy answer).
-  const size_t n_seq = specs.size() + 1;
-  absl::StatusOr<std::unique_ptr<ReplayBatch>> made =
-      ReplayBatch::Create(rt, n_prompt, n_after, specs, /*record=*/false);
-  if (!made.ok()) return made.status();
-  ReplayBatch& batch = **made;
-  if (absl::Status s = batch.Prefill(stream.prompt, prefill_chunk); !s.ok()) return s;
   std::vector<int32_t> passage = stream.fact;
   passage.insert(passage.end(), filler.begin(), filler.end());
   passage.insert(passage.end(), stream.cue.begin(), stream.cue.end());
-  int32_t pos = n_prompt;
-  for (size_t t = 0; t < passage.size(); ++t, ++pos) {
-    if (absl::Status s = batch.Feed(passage[t], pos); !s.ok()) return s;
-    batch.AfterStep(pos);
+  const int32_t n_passage = static_cast<int32_t>(passage.size());
+  const size_t n_seq = specs.size() + 1;
+  absl::StatusOr<std::unique_ptr<ReplayBatch>> made =
+      ReplayBatch::Create(rt, stream.prompt, passage, n_passage + stream.answer_tokens, specs, /*record=*/false);
+  if (!made.ok()) return made.status();
+  ReplayBatch& batch = **made;
+  if (absl::Status s = batch.Prefill(prefill_chunk); !s.ok()) return s;
+  // The prefill made passage[0]; each step feeds one token and makes the
+  // next: the passage's, then the answer's.
+  for (int32_t t = 1; t < n_passage + stream.answer_tokens; ++t) {
+    if (absl::Status s = batch.Step(); !s.ok()) return s;
   }
 
   std::vector<ConfigAnswer> out(n_seq);
-  for (ConfigAnswer& a : out) a.answer.reserve(stream.answer_tokens);
-  std::vector<int32_t> tokens(n_seq);
-  for (int32_t k = 0; k < stream.answer_tokens; ++k, ++pos) {
-    for (size_t i = 0; i < n_seq; ++i) {
-      tokens[i] = ArgMax(batch.logits(i));
-      out[i].answer.push_back(tokens[i]);
-    }
-    if (k + 1 == stream.answer_tokens) break;
-    if (absl::Status s = batch.FeedEach(tokens, pos); !s.ok()) return s;
-    batch.AfterStep(pos);
+  for (size_t i = 0; i < n_seq; ++i) {
+    const std::vector<int32_t>& g = batch.generated(i);
+    out[i].answer.assign(g.begin() + n_passage, g.end());
   }
   out[0].peak_slots = batch.reference_kv().peak_slots();
   for (size_t i = 1; i < n_seq; ++i) {

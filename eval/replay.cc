@@ -39,13 +39,14 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
                                        const std::vector<int32_t>& trace, std::span<const PolicySpec> specs,
                                        int32_t prefill_chunk, const StepProgress& progress) {
   const PolicyModelInfo info = PolicyInfoFor(rt->config());
-  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
   const int32_t n_trace = static_cast<int32_t>(trace.size());
   if (n_trace < 2) return absl::InvalidArgumentError("trace: needs >= 2 tokens");
-  absl::StatusOr<std::unique_ptr<ReplayBatch>> made = ReplayBatch::Create(rt, n_prompt, n_trace, specs);
+  // The trace forced into every entry; one more token allowed, so that no
+  // entry finishes (and frees its KV) at the last step measured.
+  absl::StatusOr<std::unique_ptr<ReplayBatch>> made = ReplayBatch::Create(rt, prompt, trace, n_trace + 1, specs);
   if (!made.ok()) return made.status();
   ReplayBatch& batch = **made;
-  if (absl::Status s = batch.Prefill(prompt, prefill_chunk); !s.ok()) return s;
+  if (absl::Status s = batch.Prefill(prefill_chunk); !s.ok()) return s;
 
   ReplayResult result;
   result.reference_mismatches += ArgMax(batch.logits(0)) != trace[0];
@@ -53,36 +54,37 @@ absl::StatusOr<ReplayResult> RunReplay(Runtime* rt, const std::vector<int32_t>& 
   std::vector<std::vector<uint8_t>> agrees(specs.size());  // per step: the greedy choice == the next trace token
   SoftmaxRef ref;
   std::vector<std::vector<int32_t>> scratch(rt->pool()->n_threads());
+  std::vector<int64_t> evictions_before(specs.size());
   for (int32_t t = 0; t + 1 < n_trace; ++t) {
-    const int32_t pos = n_prompt + t;
-    if (absl::Status s = batch.Feed(trace[t], pos); !s.ok()) return s;
-    const std::span<const float> p_logits = batch.logits(0);
-    ref.Set(p_logits);
-    const int32_t ref_top = ArgMax(p_logits);
-    result.reference_mismatches += ref_top != trace[t + 1];
-    // Metrics of the replays are independent of each other: spread them
-    // over the pool (the backend is idle now).
-    rt->pool()->ParallelFor(static_cast<int64_t>(specs.size()), 1, [&](int64_t begin, int64_t end, int thread) {
-      for (int64_t i = begin; i < end; ++i) {
-        const std::span<const float> q_logits = batch.logits(i + 1);
-        ReplayStats& st = result.stats[i];
-        const double kl = ref.KlTo(q_logits);
-        const int32_t top = ArgMax(q_logits);
-        const double recall = AttentionRecall(batch.recorder(), batch.kv(i), info, &scratch[thread]);
-        st.kl.Add(kl);
-        st.top1.Add(top == ref_top ? 1.0 : 0.0);
-        st.recall.Add(recall);
-        if (batch.compressor(i).evictions() > 0) {
-          st.kl_post.Add(kl);
-          st.top1_post.Add(top == ref_top ? 1.0 : 0.0);
-          st.recall_post.Add(recall);
+    // Step t feeds trace[t]; its logits predict trace[t + 1].
+    auto measure = [&] {
+      const std::span<const float> p_logits = batch.logits(0);
+      ref.Set(p_logits);
+      const int32_t ref_top = ArgMax(p_logits);
+      result.reference_mismatches += ref_top != trace[t + 1];
+      // Metrics of the replays are independent of each other: spread them
+      // over the pool (the backend is idle now).
+      rt->pool()->ParallelFor(static_cast<int64_t>(specs.size()), 1, [&](int64_t begin, int64_t end, int thread) {
+        for (int64_t i = begin; i < end; ++i) {
+          const std::span<const float> q_logits = batch.logits(i + 1);
+          ReplayStats& st = result.stats[i];
+          const double kl = ref.KlTo(q_logits);
+          const int32_t top = ArgMax(q_logits);
+          const double recall = AttentionRecall(batch.recorder(), batch.kv(i), info, &scratch[thread]);
+          st.kl.Add(kl);
+          st.top1.Add(top == ref_top ? 1.0 : 0.0);
+          st.recall.Add(recall);
+          if (batch.compressor(i).evictions() > 0) {
+            st.kl_post.Add(kl);
+            st.top1_post.Add(top == ref_top ? 1.0 : 0.0);
+            st.recall_post.Add(recall);
+          }
+          agrees[i].push_back(top == trace[t + 1] ? 1 : 0);
         }
-        agrees[i].push_back(top == trace[t + 1] ? 1 : 0);
-      }
-    });
-    std::vector<int64_t> evictions_before(specs.size());
-    for (size_t i = 0; i < specs.size(); ++i) evictions_before[i] = batch.compressor(i).evictions();
-    batch.AfterStep(pos);
+      });
+      for (size_t i = 0; i < specs.size(); ++i) evictions_before[i] = batch.compressor(i).evictions();
+    };
+    if (absl::Status s = batch.Step(measure); !s.ok()) return s;  // then each entry evicts as it is due
     for (size_t i = 0; i < specs.size(); ++i) {
       const int w = specs[i].twin;
       if (w < 0) continue;

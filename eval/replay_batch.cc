@@ -1,78 +1,72 @@
 #include "eval/replay_batch.h"
 
 #include <algorithm>
+#include <utility>
 
-#include "engine/generation.h"
+#include "absl/strings/str_cat.h"
 
 namespace beacon::eval {
 
 ReplayBatch::ReplayBatch(Runtime* rt, std::unique_ptr<KvCache> cache)
-    : rt_(rt), cache_(std::move(cache)), ref_kv_(cache_.get()), recorder_(PolicyInfoFor(rt->config())) {}
+    : cache_(std::move(cache)), recorder_(PolicyInfoFor(rt->config())), executor_(rt->backend()) {
+  executor_.set_observer(this);
+}
 
-absl::StatusOr<std::unique_ptr<ReplayBatch>> ReplayBatch::Create(Runtime* rt, int32_t n_prompt, int32_t n_trace,
+absl::StatusOr<std::unique_ptr<ReplayBatch>> ReplayBatch::Create(Runtime* rt, std::vector<int32_t> prompt,
+                                                                 std::vector<int32_t> forced, int32_t max_new,
                                                                  std::span<const PolicySpec> specs, bool record) {
-  const PolicyModelInfo info = PolicyInfoFor(rt->config());
-  int64_t slots = n_prompt + n_trace + 16;
-  for (const PolicySpec& s : specs) slots += SequenceCompressor::PeakSlots(s.options, n_prompt, n_trace) + 16;
+  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+  int64_t slots = n_prompt + max_new + 16;
+  for (const PolicySpec& s : specs) slots += SequenceCompressor::PeakSlots(s.options, n_prompt, max_new) + 16;
   absl::StatusOr<std::unique_ptr<KvCache>> cache = rt->MakeKvCache(slots);
   if (!cache.ok()) return cache.status();
   std::unique_ptr<ReplayBatch> b(new ReplayBatch(rt, *std::move(cache)));
-  b->replays_.resize(specs.size());
-  b->entries_.resize(specs.size() + 1);
-  b->entries_[0].kv = &b->ref_kv_;
-  b->entries_[0].policy = record ? &b->recorder_ : nullptr;
-  b->tokens_.resize(specs.size() + 1);
-  for (size_t i = 0; i < specs.size(); ++i) {
-    Replay& r = b->replays_[i];
-    r.kv = std::make_unique<SequenceKv>(b->cache_.get());
-    absl::StatusOr<std::unique_ptr<SequenceCompressor>> c =
-        SequenceCompressor::Create(specs[i].options, info, n_prompt);
-    if (!c.ok()) return c.status();
-    r.compressor = std::move(*c);
-    r.compressor->set_thread_pool(rt->backend()->host_pool());
-    b->entries_[i + 1].kv = r.kv.get();
-    b->entries_[i + 1].policy = r.compressor->policy();
+  GenerationOptions o;
+  o.max_tokens = max_new;
+  o.ignore_eos = true;  // a trace, or a greedy answer, runs its whole length
+  o.forced_tokens = std::move(forced);
+  o.sampling.temperature = 0.0f;
+  o.sampling.seed = 0;
+  for (size_t i = 0; i <= specs.size(); ++i) {
+    o.kv = i == 0 ? KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull) : specs[i - 1].options;
+    if (i > 0 && !o.kv.compresses()) {
+      return absl::InvalidArgumentError(absl::StrCat("spec ", i - 1, ": policy ", std::string(o.kv.policy_name()),
+                                                     " does not compress; the full cache is the reference"));
+    }
+    absl::StatusOr<std::unique_ptr<Generation>> g =
+        Generation::Create(rt->tokenizer(), b->cache_.get(), rt->config(), prompt, o);
+    if (!g.ok()) return g.status();
+    (*g)->set_thread_pool(rt->backend()->host_pool());
+    b->gens_.push_back(*std::move(g));
   }
+  if (record) b->gens_[0]->set_attention_observer(&b->recorder_);
   return b;
 }
 
-absl::Status ReplayBatch::Prefill(std::span<const int32_t> prompt, int32_t chunk) {
-  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
-  for (int32_t done = 0; done < n_prompt;) {
-    const int32_t n = std::min(chunk, n_prompt - done);
-    for (ForwardEntry& e : entries_) {
-      e.tokens = prompt.subspan(done, n);
-      e.start_pos = done;
-    }
-    if (absl::Status s = rt_->backend()->Forward(entries_, &logits_); !s.ok()) return s;
-    done += n;
+void ReplayBatch::AfterForward(std::span<const ExecItem>, const StepExecutor&) {
+  if (measure_ != nullptr && *measure_) (*measure_)();
+}
+
+absl::Status ReplayBatch::Run(int32_t max_tokens, const std::function<void()>& measure) {
+  items_.clear();
+  for (const std::unique_ptr<Generation>& g : gens_) {
+    if (g->finished()) return absl::FailedPreconditionError("replay: an entry has generated all its tokens");
+    items_.push_back(ExecItem{g.get(), max_tokens});
   }
-  for (Replay& r : replays_) r.compressor->AfterDecodeStep(r.kv.get(), n_prompt);
+  measure_ = &measure;
+  absl::Status s = executor_.Run(items_, &results_);
+  measure_ = nullptr;
+  return s;
+}
+
+absl::Status ReplayBatch::Prefill(int32_t chunk) {
+  // Every entry has the same prompt: they leave the prefill together.
+  while (gens_[0]->prefilling()) {
+    if (absl::Status s = Run(chunk, {}); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 
-absl::Status ReplayBatch::Feed(int32_t token, int32_t position) {
-  std::fill(tokens_.begin(), tokens_.end(), token);
-  return FeedEach(tokens_, position);
-}
-
-absl::Status ReplayBatch::FeedEach(std::span<const int32_t> tokens, int32_t position) {
-  if (tokens.size() != entries_.size()) return absl::InvalidArgumentError("FeedEach: one token per entry");
-  if (tokens.data() != tokens_.data()) std::copy(tokens.begin(), tokens.end(), tokens_.begin());
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    entries_[i].tokens = std::span<const int32_t>(&tokens_[i], 1);
-    entries_[i].start_pos = position;
-  }
-  return rt_->backend()->Forward(entries_, &logits_);
-}
-
-void ReplayBatch::AfterStep(int32_t position) {
-  for (Replay& r : replays_) r.compressor->AfterDecodeStep(r.kv.get(), position + 1);
-}
-
-std::span<const float> ReplayBatch::logits(size_t entry) const {
-  const size_t vocab = static_cast<size_t>(rt_->config().vocab_size);
-  return std::span<const float>(logits_.data() + entry * vocab, vocab);
-}
+absl::Status ReplayBatch::Step(const std::function<void()>& measure) { return Run(1, measure); }
 
 }  // namespace beacon::eval

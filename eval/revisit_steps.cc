@@ -174,10 +174,12 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
   for (double x : thresholds) {
     if (!(x > 0.0 && x <= 1.0)) return absl::InvalidArgumentError(absl::StrCat("threshold: ", x, " is not in (0, 1]"));
   }
-  absl::StatusOr<std::unique_ptr<ReplayBatch>> made = ReplayBatch::Create(rt, n_prompt, n_trace, specs);
+  // The trace forced into every entry (one token to spare: none finishes
+  // within the steps measured).
+  absl::StatusOr<std::unique_ptr<ReplayBatch>> made = ReplayBatch::Create(rt, prompt, trace, n_trace + 1, specs);
   if (!made.ok()) return made.status();
   ReplayBatch& batch = **made;
-  if (absl::Status s = batch.Prefill(prompt, prefill_chunk); !s.ok()) return s;
+  if (absl::Status s = batch.Prefill(prefill_chunk); !s.ok()) return s;
 
   RevisitStepTrace out;
   out.prompt_tokens = n_prompt;
@@ -196,38 +198,39 @@ absl::StatusOr<RevisitStepTrace> RunRevisitStepReplay(Runtime* rt, const std::ve
   std::vector<std::vector<int32_t>> scratch(rt->pool()->n_threads());
   std::vector<double> mass(specs.size());
   for (int32_t t = 0; t + 1 < n_trace; ++t) {
-    const int32_t pos = n_prompt + t;
-    if (absl::Status s = batch.Feed(trace[t], pos); !s.ok()) return s;
-    const std::span<const float> p_logits = batch.logits(0);
-    ref.Set(p_logits);
-    const int32_t ref_top = ArgMax(p_logits);
-    out.reference_mismatches += ref_top != trace[t + 1];
-    // Old generated tokens: [prompt, pos - B - interval), one mass per budget.
-    for (size_t i = 0; i < specs.size(); ++i) {
-      const int32_t end = pos - specs[i].options.budget - interval;
-      mass[i] = end > n_prompt ? ReferenceMass(batch.recorder(), info, n_prompt, end) : -1.0;
-    }
-    rt->pool()->ParallelFor(static_cast<int64_t>(specs.size()), 1, [&](int64_t begin, int64_t end, int thread) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (batch.compressor(i).evictions() == 0) continue;
-        RevisitStepStats& st = out.stats[i];
-        const std::span<const float> q_logits = batch.logits(i + 1);
-        const double kl = ref.KlTo(q_logits);
-        const double top1 = ArgMax(q_logits) == ref_top ? 1.0 : 0.0;
-        const double recall = AttentionRecall(batch.recorder(), batch.kv(i), info, &scratch[thread]);
-        st.kl_post.Add(kl);
-        st.top1_post.Add(top1);
-        st.recall_post.Add(recall);
-        if (mass[i] >= 0.0) st.old_mass.Add(mass[i]);
-        for (size_t k = 0; k < thresholds.size(); ++k) {
-          if (mass[i] < thresholds[k]) continue;
-          st.kl[k].Add(kl);
-          st.top1[k].Add(top1);
-          st.recall[k].Add(recall);
-        }
+    const int32_t pos = n_prompt + t;  // trace[t]'s; the step's logits predict trace[t + 1]
+    auto measure = [&] {
+      const std::span<const float> p_logits = batch.logits(0);
+      ref.Set(p_logits);
+      const int32_t ref_top = ArgMax(p_logits);
+      out.reference_mismatches += ref_top != trace[t + 1];
+      // Old generated tokens: [prompt, pos - B - interval), one mass per budget.
+      for (size_t i = 0; i < specs.size(); ++i) {
+        const int32_t end = pos - specs[i].options.budget - interval;
+        mass[i] = end > n_prompt ? ReferenceMass(batch.recorder(), info, n_prompt, end) : -1.0;
       }
-    });
-    batch.AfterStep(pos);
+      rt->pool()->ParallelFor(static_cast<int64_t>(specs.size()), 1, [&](int64_t begin, int64_t end, int thread) {
+        for (int64_t i = begin; i < end; ++i) {
+          if (batch.compressor(i).evictions() == 0) continue;
+          RevisitStepStats& st = out.stats[i];
+          const std::span<const float> q_logits = batch.logits(i + 1);
+          const double kl = ref.KlTo(q_logits);
+          const double top1 = ArgMax(q_logits) == ref_top ? 1.0 : 0.0;
+          const double recall = AttentionRecall(batch.recorder(), batch.kv(i), info, &scratch[thread]);
+          st.kl_post.Add(kl);
+          st.top1_post.Add(top1);
+          st.recall_post.Add(recall);
+          if (mass[i] >= 0.0) st.old_mass.Add(mass[i]);
+          for (size_t k = 0; k < thresholds.size(); ++k) {
+            if (mass[i] < thresholds[k]) continue;
+            st.kl[k].Add(kl);
+            st.top1[k].Add(top1);
+            st.recall[k].Add(recall);
+          }
+        }
+      });
+    };
+    if (absl::Status s = batch.Step(measure); !s.ok()) return s;  // then each entry evicts as it is due
   }
   return out;
 }
