@@ -137,6 +137,38 @@ TEST_F(GenerationTest, OptionsValidateNamesTheField) {
   o.stop = {};
   o.sampling.top_p = 0;
   EXPECT_NE(o.Validate(100).message().find("top_p"), std::string::npos);
+  o.sampling.top_p = 1;
+  o.forced_tokens = {1, 2};
+  EXPECT_NE(o.Validate(100).message().find("forced_tokens: 2 tokens, more than max_tokens = 1"), std::string::npos);
+  o.max_tokens = 2;
+  EXPECT_TRUE(o.Validate(100).ok());
+  o.forced_tokens = {1, 100};
+  EXPECT_NE(o.Validate(100).message().find("forced_tokens: 100 is outside"), std::string::npos);
+}
+
+// Teacher forcing (the evaluation's replays): the forced tokens come out
+// whatever the logits say, stop criteria still apply to them, and past them
+// the greedy draw resumes exactly as it would from that history.
+TEST_F(GenerationTest, ForcedTokensComeOutThenTheDrawResumes) {
+  GenerationOptions o;
+  o.max_tokens = 12;
+  o.ignore_eos = true;
+  Out free = Run("Write a long story about a dragon.", o);
+  ASSERT_EQ(free.ids.size(), 12u);
+  // Force a different start; then what greedy continues from it.
+  o.forced_tokens = {free.ids[1], free.ids[0], free.ids[2]};
+  Out forced = Run("Write a long story about a dragon.", o);
+  ASSERT_EQ(forced.ids.size(), 12u);
+  EXPECT_EQ(std::vector<int32_t>(forced.ids.begin(), forced.ids.begin() + 3), o.forced_tokens);
+  // Forcing exactly what greedy drew changes nothing.
+  o.forced_tokens.assign(free.ids.begin(), free.ids.begin() + 5);
+  EXPECT_EQ(Run("Write a long story about a dragon.", o).ids, free.ids);
+  // A forced token that is a stop id ends the generation like a drawn one.
+  o.forced_tokens = {free.ids[0], free.ids[1]};
+  o.stop_token_ids = {free.ids[1]};
+  Out stopped = Run("Write a long story about a dragon.", o);
+  EXPECT_EQ(stopped.finish, FinishReason::kStop);
+  EXPECT_EQ(stopped.ids.size(), 2u);
 }
 
 }  // namespace
