@@ -12,7 +12,7 @@
 //                      [--kv-budget 64,128,256,512,1024] [--kv-policy ...] [--cases 20] [--seed 1]
 //                      [--kv-interval 128] [--out-dir build/eval] [--threads N]
 //   beacon-eval revisit [--model models/qwen2.5-coder-1.5b.gguf] [--kv-policy ...] [--kv-budget 64,128]
-//                       [--kv-interval 16] [--cases 10] [--seed 1] [--chunk 16] [--facts 6] [--revisited 3]
+//                       [--kv-interval 16] [--cases 10] [--seed 1] [--facts 6] [--revisited 3]
 //                       [--revisits-per-fact 3] [--steps 14] [--out-dir build/eval] [--threads N]
 //   beacon-eval revisit-steps [--from eval/results/fidelity-T2048] [--model models/default.gguf]
 //                       [--kv-policy ...] [--kv-budget 128,256] [--threshold 0.1,0.2] [--min-distinct 0.1]
@@ -385,7 +385,7 @@ int Revisit(const cli::Args& args) {
   if (o.policies.empty()) return Fail(absl::InvalidArgumentError("--kv-policy: no compressing policy given"));
   std::vector<std::pair<const char*, int64_t>> ints;
   for (const char* flag :
-       {"cases", "seed", "kv-interval", "threads", "chunk", "facts", "revisited", "revisits-per-fact", "steps"}) {
+       {"cases", "seed", "kv-interval", "threads", "facts", "revisited", "revisits-per-fact", "steps"}) {
     absl::StatusOr<int64_t> v = args.Int(flag);
     if (!v.ok()) return Fail(v.status());
     if (*v < 0 || *v > (int64_t{1} << 30)) {
@@ -402,7 +402,6 @@ int Revisit(const cli::Args& args) {
   o.cases = get("cases");
   o.seed = static_cast<uint64_t>(get("seed"));
   o.interval = get("kv-interval");
-  o.chunk = get("chunk");
   o.shape.facts = get("facts");
   o.shape.revisited = get("revisited");
   o.shape.revisits_per_fact = get("revisits-per-fact");
@@ -418,8 +417,8 @@ int Revisit(const cli::Args& args) {
   if (!rt.ok()) return Fail(rt.status());
 
   std::string command = "beacon-eval revisit";
-  for (const char* flag : {"model", "kv-policy", "kv-budget", "kv-interval", "cases", "seed", "chunk", "facts",
-                           "revisited", "revisits-per-fact", "steps", "threads"}) {
+  for (const char* flag : {"model", "kv-policy", "kv-budget", "kv-interval", "cases", "seed", "facts", "revisited",
+                           "revisits-per-fact", "steps", "threads"}) {
     absl::StrAppend(&command, " --", flag, " ", args.Str(flag));
   }
   if (absl::Status s = eval::RunRevisitToFiles(rt->get(), o, args.Str("model"), command, dir, stderr); !s.ok()) {
@@ -519,7 +518,6 @@ int Main(int argc, char** argv) {
   } else if (revisit) {
     args.Declare("cases", false, "10", "cases (ids 0..N-1)");
     args.Declare("seed", false, "1", "seed of the cases (facts, values, which are revisited, counting steps)");
-    args.Declare("chunk", false, "16", "most stretch tokens per forward (1: every token a decode step)");
     args.Declare("facts", false, "6", "vault codes stated at the start of the reasoning");
     args.Declare("revisited", false, "3", "of them, named again during the stretch");
     args.Declare("revisits-per-fact", false, "3", "mentions of each revisited fact");

@@ -11,6 +11,7 @@
 #include "eval/metrics.h"
 #include "eval/needle_cases.h"
 #include "eval/policy_grid.h"
+#include "eval/replay_batch.h"
 #include "kv/policy/sequence_compressor.h"
 
 namespace beacon::eval {
@@ -114,156 +115,93 @@ double LogSoftmaxAt(std::span<const float> logits, int32_t token) {
   return static_cast<double>(logits[token]) - mx - std::log(sum);
 }
 
+// One configuration's answers, built up over the question tokens.
 struct Config {
-  std::unique_ptr<SequenceKv> kv;
-  std::unique_ptr<SequenceCompressor> compressor;  // null: the full cache
-  bool stepwise = false;                           // fed one token per forward (wants_attention)
-  std::vector<int32_t> argmax;                     // per asked fact, built up
+  std::vector<int32_t> argmax;  // per asked fact, built up
   std::vector<bool> all_match;
   RevisitRow row;
 };
 
-// Runs one case over every configuration; fills result->rows.
+// Runs one case over every configuration; fills result->rows. Entry 0 of
+// the ReplayBatch is the full cache, entry i + 1 grid[i]; every generated
+// token is teacher-forced to s.gen, one decode step per token as in serving.
 absl::Status RunCase(Runtime* rt, const RevisitOptions& o, const std::vector<PolicySpec>& grid, const RevisitCase& c,
                      const Stream& s, RevisitCaseResult* result) {
   const PolicyModelInfo info = PolicyInfoFor(rt->config());
-  const size_t vocab = static_cast<size_t>(rt->config().vocab_size);
-  const int32_t n_prompt = static_cast<int32_t>(s.prompt.size());
   const int32_t n_gen = static_cast<int32_t>(s.gen.size());
-  int64_t slots = n_prompt + n_gen + 16;
-  for (const PolicySpec& p : grid) slots += SequenceCompressor::PeakSlots(p.options, n_prompt, n_gen) + 16;
-  absl::StatusOr<std::unique_ptr<KvCache>> made = rt->MakeKvCache(slots);
+  // One token past the case: the step that feeds its last token (whose
+  // logits end the last answer) generates one more, drawn.
+  absl::StatusOr<std::unique_ptr<ReplayBatch>> made =
+      ReplayBatch::Create(rt, s.prompt, s.gen, n_gen + 1, grid, /*record=*/false);
   if (!made.ok()) return made.status();
-  std::unique_ptr<KvCache> cache = *std::move(made);
+  ReplayBatch& batch = **made;
+  auto kv_of = [&](size_t i) -> const SequenceKv& { return i == 0 ? batch.reference_kv() : batch.kv(i - 1); };
 
   std::vector<Config> cfgs(grid.size() + 1);
   for (size_t i = 0; i < cfgs.size(); ++i) {
     Config& cf = cfgs[i];
-    cf.kv = std::make_unique<SequenceKv>(cache.get());
     cf.row.policy = i == 0 ? "full" : grid[i - 1].policy;
     cf.row.budget = i == 0 ? 0 : grid[i - 1].budget;
     cf.row.answers.resize(s.asks.size());
     cf.all_match.assign(s.asks.size(), true);
-    if (i == 0) continue;
-    absl::StatusOr<std::unique_ptr<SequenceCompressor>> comp =
-        SequenceCompressor::Create(grid[i - 1].options, info, n_prompt);
-    if (!comp.ok()) return comp.status();
-    cf.compressor = *std::move(comp);
-    cf.compressor->set_thread_pool(rt->backend()->host_pool());
-    cf.stepwise = cf.compressor->policy()->wants_attention();
   }
-  auto entry_of = [&](Config& cf, std::span<const int32_t> tokens, int32_t start) {
-    ForwardEntry e;
-    e.kv = cf.kv.get();
-    e.policy = cf.compressor ? cf.compressor->policy() : nullptr;
-    e.tokens = tokens;
-    e.start_pos = start;
-    return e;
-  };
-  // Eviction returns blocks to the shared pool: one sequence at a time.
-  auto after = [&](Config& cf, int32_t next_position) {
-    if (cf.compressor) cf.compressor->AfterDecodeStep(cf.kv.get(), next_position);
-  };
-  std::vector<float> logits;
-  std::vector<ForwardEntry> batch;
+  if (absl::Status st = batch.Prefill(o.prefill_chunk); !st.ok()) return st;
 
-  for (int32_t done = 0; done < n_prompt;) {
-    const int32_t n = std::min(o.prefill_chunk, n_prompt - done);
-    batch.clear();
-    for (Config& cf : cfgs) batch.push_back(entry_of(cf, std::span<const int32_t>(s.prompt).subspan(done, n), done));
-    if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
-    done += n;
-  }
-  for (Config& cf : cfgs) after(cf, n_prompt);
-
-  // The stretch, in chunks that never cross an eviction point.
-  const std::span<const int32_t> gen(s.gen);
-  for (int32_t g = 0; g < s.first_cue;) {
-    int32_t n = std::min(o.chunk, s.first_cue - g);
-    for (Config& cf : cfgs) {
-      if (cf.compressor && !cf.stepwise) {
-        n = std::min(n, std::max(1, cf.compressor->bound() + o.interval - cf.kv->num_slots()));
-      }
-    }
-    const int32_t pos = n_prompt + g;
-    batch.clear();
-    for (Config& cf : cfgs) batch.push_back(entry_of(cf, gen.subspan(g, cf.stepwise ? 1 : n), pos));
-    if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
-    for (Config& cf : cfgs) {
-      if (cf.stepwise) after(cf, pos + 1);
-    }
-    for (int32_t j = 1; j < n; ++j) {
-      batch.clear();
-      for (Config& cf : cfgs) {
-        if (cf.stepwise) batch.push_back(entry_of(cf, gen.subspan(g + j, 1), pos + j));
-      }
-      if (batch.empty()) break;
-      if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
-      for (Config& cf : cfgs) {
-        if (cf.stepwise) after(cf, pos + j + 1);
-      }
-    }
-    for (Config& cf : cfgs) {
-      if (!cf.stepwise) after(cf, pos + n);
-    }
-    g += n;
-  }
-
-  // The questions, one token per forward; logits row i is config i's.
+  // The stretch, then the questions: step g feeds gen[g] (the prefill made
+  // gen[0]), and its logits (row i: configuration i's) predict gen[g + 1].
   std::vector<uint8_t> present;
   std::vector<std::vector<int32_t>> greedy(cfgs.size() * s.asks.size());
-  for (int32_t g = s.first_cue; g < n_gen; ++g) {
-    const int32_t pos = n_prompt + g;
-    batch.clear();
-    for (Config& cf : cfgs) batch.push_back(entry_of(cf, gen.subspan(g, 1), pos));
-    if (absl::Status st = rt->backend()->Forward(batch, &logits); !st.ok()) return st;
-    for (size_t a = 0; a < s.asks.size(); ++a) {
-      const Stream::Ask& ask = s.asks[a];
-      if (g + 1 < ask.begin || g + 1 > ask.end) continue;
-      for (size_t i = 0; i < cfgs.size(); ++i) {
-        Config& cf = cfgs[i];
-        RevisitAnswer& ans = cf.row.answers[a];
-        const std::span<const float> row(logits.data() + i * vocab, vocab);
-        const int32_t top = ArgMax(row);
-        greedy[i * s.asks.size() + a].push_back(top);
-        if (g + 1 == ask.begin) {
-          // The cache that computes the first answer token, before this
-          // step's eviction.
-          ans.fact = ask.fact;
-          ans.revisited = c.facts[ask.fact].revisited;
-          const Holding held = Held(*cf.kv, info, s.value_positions[ask.fact], &present);
-          ans.pairs_held = held.all;
-          ans.digits_held = held.digits;
-          if (a == 0) {
-            Mean rev, plain, rev_digits, plain_digits;
-            for (size_t f = 0; f < c.facts.size(); ++f) {
-              const Holding hf = Held(*cf.kv, info, s.value_positions[f], &present);
-              (c.facts[f].revisited ? rev : plain).Add(hf.all);
-              (c.facts[f].revisited ? rev_digits : plain_digits).Add(hf.digits);
+  for (int32_t g = 0; g < n_gen; ++g) {
+    auto measure = [&] {
+      if (g + 1 == n_gen) {
+        // The eviction after the case's last token belongs to no measured token.
+        for (size_t i = 1; i < cfgs.size(); ++i) cfgs[i].row.evictions = batch.compressor(i - 1).evictions();
+      }
+      for (size_t a = 0; a < s.asks.size(); ++a) {
+        const Stream::Ask& ask = s.asks[a];
+        if (g + 1 < ask.begin || g + 1 > ask.end) continue;
+        for (size_t i = 0; i < cfgs.size(); ++i) {
+          Config& cf = cfgs[i];
+          RevisitAnswer& ans = cf.row.answers[a];
+          const std::span<const float> row = batch.logits(i);
+          const int32_t top = ArgMax(row);
+          greedy[i * s.asks.size() + a].push_back(top);
+          if (g + 1 == ask.begin) {
+            // The cache that computes the first answer token, before this
+            // step's eviction.
+            ans.fact = ask.fact;
+            ans.revisited = c.facts[ask.fact].revisited;
+            const Holding held = Held(kv_of(i), info, s.value_positions[ask.fact], &present);
+            ans.pairs_held = held.all;
+            ans.digits_held = held.digits;
+            if (a == 0) {
+              Mean rev, plain, rev_digits, plain_digits;
+              for (size_t f = 0; f < c.facts.size(); ++f) {
+                const Holding hf = Held(kv_of(i), info, s.value_positions[f], &present);
+                (c.facts[f].revisited ? rev : plain).Add(hf.all);
+                (c.facts[f].revisited ? rev_digits : plain_digits).Add(hf.digits);
+              }
+              cf.row.held_revisited = rev.value();
+              cf.row.held_plain = plain.value();
+              cf.row.digits_revisited = rev_digits.value();
+              cf.row.digits_plain = plain_digits.value();
             }
-            cf.row.held_revisited = rev.value();
-            cf.row.held_plain = plain.value();
-            cf.row.digits_revisited = rev_digits.value();
-            cf.row.digits_plain = plain_digits.value();
+          }
+          if (g + 1 < ask.end) {
+            ans.logprob += LogSoftmaxAt(row, s.gen[g + 1]);
+            if (top != s.gen[g + 1]) cf.all_match[a] = false;
+          } else {  // the token after the answer: the boundary
+            ans.greedy = rt->tokenizer()->Decode(greedy[i * s.asks.size() + a]);
+            ans.exact = cf.all_match[a] && AnswerMatches(ans.greedy, c.facts[ask.fact].value);
           }
         }
-        if (g + 1 < ask.end) {
-          ans.logprob += LogSoftmaxAt(row, s.gen[g + 1]);
-          if (top != s.gen[g + 1]) cf.all_match[a] = false;
-        } else {  // the token after the answer: the boundary
-          ans.greedy = rt->tokenizer()->Decode(greedy[i * s.asks.size() + a]);
-          ans.exact = cf.all_match[a] && AnswerMatches(ans.greedy, c.facts[ask.fact].value);
-        }
       }
-    }
-    if (g + 1 < n_gen) {
-      for (Config& cf : cfgs) after(cf, pos + 1);
-    }
+    };
+    if (absl::Status st = batch.Step(measure); !st.ok()) return st;
   }
-  for (Config& cf : cfgs) {
-    cf.row.peak_slots = cf.kv->peak_slots();
-    cf.row.evictions = cf.compressor ? cf.compressor->evictions() : 0;
-    result->rows.push_back(std::move(cf.row));
+  for (size_t i = 0; i < cfgs.size(); ++i) {
+    cfgs[i].row.peak_slots = kv_of(i).peak_slots();
+    result->rows.push_back(std::move(cfgs[i].row));
   }
   return absl::OkStatus();
 }
@@ -275,7 +213,6 @@ absl::Status ValidateRevisitOptions(const RevisitOptions& o) {
     return g.status();
   }
   if (o.cases < 1) return absl::InvalidArgumentError(absl::StrCat("cases: ", o.cases, " is not >= 1"));
-  if (o.chunk < 1) return absl::InvalidArgumentError(absl::StrCat("chunk: ", o.chunk, " is not >= 1"));
   if (o.prefill_chunk < 1) return absl::InvalidArgumentError("prefill_chunk: must be >= 1");
   return ValidateRevisitShape(o.shape);
 }

@@ -5,23 +5,16 @@
 // then the text asks for one revisited and one never-revisited fact.
 //
 // Every configuration (the full cache first, then each (policy, budget))
-// runs in one ragged batch, teacher-forced over the same tokens, each with
-// its own SequenceCompressor built as Generation builds it:
-//
-//   prompt    prefilled in chunks, then AfterDecodeStep (as Generation).
-//   stretch   everything before the first cue, fed in chunks of at most
-//             `chunk` tokens that end exactly where a decoding sequence
-//             would evict (a chunk never crosses any configuration's
-//             bound + interval), AfterDecodeStep after each chunk. Between
-//             evictions a decoding cache only grows, so the chunk attends
-//             to the same slots its tokens would one by one, and the
-//             policy is shown every token's query (ObserveQuery runs for
-//             every token of a multi-token forward). A policy that reads
-//             decode attention probabilities (wants_attention: H2O, beacon
-//             with the global filter) is not shown them in a multi-token
-//             forward, so such configurations are fed one token per
-//             forward instead, AfterDecodeStep after each, as in decoding.
-//   questions from the first cue on, one token per forward for everyone.
+// runs in one ragged batch, teacher-forced over the same tokens, through
+// the serving step executor (eval/replay_batch.h: each configuration is a
+// Generation whose tokens are forced to the case's): the prompt prefilled
+// in chunks, then one decode step per token, stretch and questions alike,
+// each compressor evicting after the prompt and after every step exactly
+// as a served sequence's does. (Until 2026-12-05 the stretch was fed in
+// multi-token chunks between eviction points, --chunk 16, as the recorded
+// results in eval/results/revisit-1.5b/ were; on a check run (default
+// model, 2 cases, 5 policies x 2 budgets) --chunk 16, --chunk 1 and this
+// path gave identical results, timings aside.)
 //
 // Per configuration and asked fact: the answer's log-probability (sum over
 // its tokens, teacher-forced), exact match (every answer token is the
@@ -53,13 +46,10 @@ struct RevisitOptions {
   int32_t cases = 10;  // ids 0 .. cases - 1
   uint64_t seed = 1;
   RevisitShape shape;
-  // Most stretch tokens per forward (1: every token a decode step, for
-  // checking that chunking changes nothing).
-  int32_t chunk = 16;
   int32_t prefill_chunk = 512;
 };
 
-// INVALID_ARGUMENT naming the bad field (the grid, cases, chunk, shape).
+// INVALID_ARGUMENT naming the bad field (the grid, cases, shape).
 absl::Status ValidateRevisitOptions(const RevisitOptions& options);
 
 // One configuration's answer to one asked fact.

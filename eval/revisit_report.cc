@@ -195,17 +195,16 @@ absl::Status RunRevisitToFiles(Runtime* rt, const RevisitOptions& o, const std::
                      {"budgets", o.budgets},
                      {"policies", o.policies},
                      {"interval", o.interval},
-                     {"chunk", o.chunk},
                      {"facts", o.shape.facts},
                      {"revisited", o.shape.revisited},
                      {"revisits_per_fact", o.shape.revisits_per_fact},
                      {"steps", o.shape.steps}};
     const std::string heading = absl::StrFormat(
-        "# beacon-eval revisit%s\n\nmodel %s, seed %d, interval %d, chunk %d; %d facts, %d revisited %d times "
+        "# beacon-eval revisit%s\n\nmodel %s, seed %d, interval %d, one decode step per token; %d facts, %d revisited "
+        "%d times "
         "each over %d counting steps; %.0f s on %d threads\n\n`%s`\n",
-        complete ? "" : " (PARTIAL: run still going or stopped early)", model, o.seed, o.interval, o.chunk,
-        o.shape.facts, o.shape.revisited, o.shape.revisits_per_fact, o.shape.steps, seconds, rt->pool()->n_threads(),
-        command);
+        complete ? "" : " (PARTIAL: run still going or stopped early)", model, o.seed, o.interval, o.shape.facts,
+        o.shape.revisited, o.shape.revisits_per_fact, o.shape.steps, seconds, rt->pool()->n_threads(), command);
     if (absl::Status s = write_file("revisit.md", RevisitMarkdown(cells, results, heading)); !s.ok()) return s;
     return write_file("revisit.json", j.dump(1) + "\n");
   };

@@ -17,7 +17,7 @@ def run(*args, timeout=60):
 def main():
     rc, out, err = run("--help")
     assert rc == 0, f"--help: exit {rc}: {err}"
-    for flag in ("--model", "--kv-policy", "--kv-budget", "--kv-interval", "--cases", "--seed", "--chunk", "--facts",
+    for flag in ("--model", "--kv-policy", "--kv-budget", "--kv-interval", "--cases", "--seed", "--facts",
                  "--revisited", "--revisits-per-fact", "--steps", "--out-dir"):
         assert flag in out, f"help does not name {flag}:\n{out}"
 
@@ -27,7 +27,7 @@ def main():
         (["--cases", "0"], "cases"),
         (["--cases", "-3"], "--cases"),
         (["--cases", "ten"], "--cases"),
-        (["--chunk", "0"], "chunk"),
+        (["--chunk", "16"], "--chunk"),  # gone: every token is a decode step (issue 47)
         (["--facts", "11"], "facts"),
         (["--revisited", "6"], "revisited"),
         (["--revisits-per-fact", "0"], "revisits_per_fact"),

@@ -10,9 +10,12 @@
 #include <set>
 
 #include "engine/runtime.h"
+#include "eval/policy_grid.h"
 #include "eval/revisit_cases.h"
 #include "eval/revisit_report.h"
 #include "gtest/gtest.h"
+#include "kv/policy/eviction_schedule.h"
+#include "tests/engine/default_model.h"
 
 namespace beacon::eval {
 namespace {
@@ -111,7 +114,6 @@ TEST(RevisitOptionsTest, BadOptionsNameTheField) {
     return std::string(s.message());
   };
   EXPECT_NE(message([](RevisitOptions& o) { o.cases = 0; }).find("cases"), std::string::npos);
-  EXPECT_NE(message([](RevisitOptions& o) { o.chunk = 0; }).find("chunk"), std::string::npos);
   EXPECT_NE(message([](RevisitOptions& o) { o.shape.facts = 11; }).find("facts"), std::string::npos);
   EXPECT_NE(message([](RevisitOptions& o) { o.shape.revisited = 6; }).find("revisited"), std::string::npos);
   EXPECT_NE(message([](RevisitOptions& o) { o.shape.steps = 0; }).find("steps"), std::string::npos);
@@ -119,13 +121,12 @@ TEST(RevisitOptionsTest, BadOptionsNameTheField) {
   EXPECT_NE(message([](RevisitOptions& o) { o.policies = {"full"}; }).find("full"), std::string::npos);
 }
 
-std::vector<RevisitCaseResult> RunSmall(Runtime* rt, int32_t chunk) {
+std::vector<RevisitCaseResult> RunSmall(Runtime* rt) {
   RevisitOptions o;
   o.policies = {"streaming", "beacon", "h2o"};
   o.budgets = {32};
   o.interval = 8;
   o.cases = 1;
-  o.chunk = chunk;
   o.shape.facts = 4;
   o.shape.revisited = 2;
   o.shape.revisits_per_fact = 2;
@@ -136,17 +137,12 @@ std::vector<RevisitCaseResult> RunSmall(Runtime* rt, int32_t chunk) {
   return out;
 }
 
-TEST(RevisitModelTest, FullHoldsEveryFactStreamingNoneAndChunkingEvictsAsDecoding) {
-  if (!std::filesystem::exists(BEACON_MODEL_PATH)) GTEST_SKIP() << "no model at " << BEACON_MODEL_PATH;
-  RuntimeOptions ro;
-  ro.model = BEACON_MODEL_PATH;
-  ro.threads = 2;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
-  ASSERT_TRUE(rt.ok()) << rt.status();
-  const std::vector<RevisitCaseResult> chunked = RunSmall(rt->get(), 8), stepped = RunSmall(rt->get(), 1);
-  ASSERT_EQ(chunked.size(), 1u);
-  ASSERT_EQ(stepped.size(), 1u);
-  const RevisitCaseResult& r = chunked[0];
+TEST(RevisitModelTest, FullHoldsEveryFactStreamingNoneAndEvictionsFollowTheSchedule) {
+  Runtime* rt = testing::DefaultModel();
+  if (rt == nullptr) GTEST_SKIP() << "no model at " << BEACON_MODEL_PATH;
+  const std::vector<RevisitCaseResult> runs = RunSmall(rt);
+  ASSERT_EQ(runs.size(), 1u);
+  const RevisitCaseResult& r = runs[0];
   // The stretch alone is far past budget + interval (40 generated slots).
   EXPECT_GT(r.stretch_tokens, 3 * 40);
   ASSERT_EQ(r.rows.size(), 4u);
@@ -167,7 +163,6 @@ TEST(RevisitModelTest, FullHoldsEveryFactStreamingNoneAndChunkingEvictsAsDecodin
   }
   const RevisitRow& streaming = r.rows[1];
   EXPECT_EQ(streaming.policy, "streaming");
-  EXPECT_GT(streaming.evictions, 0);
   EXPECT_LE(streaming.peak_slots, r.prompt_tokens + 32 + 8);
   EXPECT_DOUBLE_EQ(streaming.held_revisited, 0.0);
   EXPECT_DOUBLE_EQ(streaming.held_plain, 0.0);
@@ -177,19 +172,30 @@ TEST(RevisitModelTest, FullHoldsEveryFactStreamingNoneAndChunkingEvictsAsDecodin
     EXPECT_DOUBLE_EQ(a.pairs_held, 0.0);
     EXPECT_DOUBLE_EQ(a.digits_held, 0.0);
   }
-  // Chunks end where decoding evicts: the same evictions and peaks, and
-  // streaming (which scores nothing) keeps the same positions.
-  for (size_t i = 0; i < r.rows.size(); ++i) {
+  // Every compressing row evicted as its schedule says over the case's
+  // tokens: after the prompt and after every token but the last.
+  for (size_t i = 1; i < r.rows.size(); ++i) {
     SCOPED_TRACE(r.rows[i].policy);
-    EXPECT_EQ(r.rows[i].evictions, stepped[0].rows[i].evictions);
-    EXPECT_EQ(r.rows[i].peak_slots, stepped[0].rows[i].peak_slots);
+    absl::StatusOr<std::vector<PolicySpec>> spec = MakePolicyGrid({r.rows[i].policy}, {32}, 8);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EvictionSchedule schedule(spec->front().options, r.prompt_tokens);
+    int32_t slots = r.prompt_tokens;
+    int64_t evictions = 0;
+    for (int32_t g = 0; g < r.generated_tokens; ++g) {  // after the prompt, then after tokens 0 .. n-2
+      if (g > 0) ++slots;
+      if (schedule.OnDecodeStep(slots)) {
+        ++evictions;
+        slots = schedule.bound();
+        schedule.OnEvicted();
+      }
+    }
+    EXPECT_GT(evictions, 2);
+    EXPECT_EQ(r.rows[i].evictions, evictions);
   }
-  EXPECT_DOUBLE_EQ(stepped[0].rows[1].answers[0].pairs_held, 0.0);
-  for (size_t a = 0; a < 2; ++a) EXPECT_NEAR(full.answers[a].logprob, stepped[0].rows[0].answers[a].logprob, 0.05);
-  const std::vector<RevisitCell> cells = SummarizeRevisit(chunked);
+  const std::vector<RevisitCell> cells = SummarizeRevisit(runs);
   ASSERT_EQ(cells.size(), 4u);
   EXPECT_DOUBLE_EQ(cells[0].held_revisited, 1.0);
-  EXPECT_NE(RevisitMarkdown(cells, chunked, "# t\n").find("| streaming 32 |"), std::string::npos);
+  EXPECT_NE(RevisitMarkdown(cells, runs, "# t\n").find("| streaming 32 |"), std::string::npos);
 }
 
 }  // namespace
