@@ -58,7 +58,7 @@ class StreamClient {
   // The server's model as far as the backend tells it: the gRPC backend has
   // the whole GetModelInfo; the OpenAI ones the model name and, where the
   // server gives it (vLLM's max_model_len), the context length.
-  virtual const v1::ModelInfo& model_info() const = 0;
+  const v1::ModelInfo& model_info() const { return info_; }
 
   // Called exactly once per Start(), on a client thread, after the stream ended.
   using DoneFn = std::function<void(RequestResult)>;
@@ -75,6 +75,11 @@ class StreamClient {
   // The number of tokens the server's tokenizer makes of `text` (raw, no
   // chat template): for dataset reference lengths. Blocking.
   virtual absl::StatusOr<int32_t> CountTokens(const std::string& text) = 0;
+
+ protected:
+  // What every backend knows once connected (its Connect sets them).
+  ClientOptions options_;
+  v1::ModelInfo info_;
 };
 
 // What every backend's result starts as: the request's index, warm-up flag,

@@ -32,7 +32,6 @@ class GrpcStreamClient final : public StreamClient {
   static absl::StatusOr<std::unique_ptr<GrpcStreamClient>> Connect(const ClientOptions& options);
   ~GrpcStreamClient() override;
 
-  const v1::ModelInfo& model_info() const override { return info_; }
   void Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start, Clock::time_point run_start,
              DoneFn done, std::function<void(int)> on_tokens = nullptr) override;
   void CancelAll() override;
@@ -45,11 +44,9 @@ class GrpcStreamClient final : public StreamClient {
   void Register(GenerateCall* call);
   void Unregister(GenerateCall* call);
 
-  ClientOptions options_;
   std::vector<std::unique_ptr<v1::BeaconService::Stub>> stubs_;
   std::atomic<uint64_t> next_stub_{0};
   std::atomic<int64_t> inflight_{0};
-  v1::ModelInfo info_;
   std::mutex mu_;
   std::unordered_set<GenerateCall*> calls_;  // GUARDED_BY(mu_)
 };

@@ -24,7 +24,6 @@ class OpenAiStreamClient final : public StreamClient {
   static absl::StatusOr<std::unique_ptr<OpenAiStreamClient>> Connect(const ClientOptions& options);
   ~OpenAiStreamClient() override;
 
-  const v1::ModelInfo& model_info() const override { return info_; }
   void Start(const RequestSpec& spec, bool warmup, Clock::time_point intended_start, Clock::time_point run_start,
              DoneFn done, std::function<void(int)> on_tokens = nullptr) override;
   void CancelAll() override;
@@ -34,9 +33,7 @@ class OpenAiStreamClient final : public StreamClient {
  private:
   OpenAiStreamClient() = default;
 
-  ClientOptions options_;
   HttpUrl url_;
-  v1::ModelInfo info_;
   std::unique_ptr<HttpStreamPool> pool_;
   std::mutex mu_;
   std::unordered_map<int64_t, std::shared_ptr<HttpStream>> calls_;  // GUARDED_BY(mu_), by serial
