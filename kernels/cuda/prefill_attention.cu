@@ -10,6 +10,7 @@ namespace {
 
 using attention_tiles::Align16;
 using attention_tiles::kLog2e;
+using attention_tiles::KvTileLoader;
 using attention_tiles::LoadBf16;
 using attention_tiles::LoadF32;
 using attention_tiles::Phys;
@@ -109,27 +110,12 @@ __global__ void __launch_bounds__(kThreads)
   const int n_keys = max_slot + 1;
   const int n_tiles = (n_keys + T - 1) / T;
 
-  const int bs = p.kv.layout.block_size;
   const int32_t* table_row = p.tables.table + static_cast<int64_t>(p.tok_seq[tok0]) * p.tables.stride;
-  // Tile loader: thread (ld_c, ld_key0) copies chunk ld_c of keys ld_key0,
-  // ld_key0 + ld_step, ...; the block and offset of its slot advance
-  // incrementally (one division per tile, not per copy).
-  const int ld_step = kThreads / n_chunks;
-  const int ld_c = tid % n_chunks, ld_key0 = tid / n_chunks;
+  const KvTileLoader<kVec, kStages> loader(p.kv, table_row, p.layer, kv_head, T, d, swizzle, kv_s, n_chunks, tid,
+                                           kThreads);
   auto issue = [&](int tile) {
-    if (ld_key0 >= ld_step) return;
     const int first = tile * T;
-    const int nv = min(T, n_keys - first);
-    __nv_bfloat16* ks = kv_s + static_cast<size_t>(tile % kStages) * 2 * T * d;
-    __nv_bfloat16* vs = ks + T * d;
-    int blk = (first + ld_key0) / bs, off = (first + ld_key0) % bs;
-    for (int key = ld_key0; key < nv; key += ld_step) {
-      const int64_t src = p.kv.layout.KvIndex(p.layer, table_row[blk], kv_head, off) + ld_c * kVec;
-      const int dst = key * d + Phys(swizzle, ld_c, key) * kVec;
-      __pipeline_memcpy_async(ks + dst, p.kv.k + src, kVec * 2);
-      __pipeline_memcpy_async(vs + dst, p.kv.v + src, kVec * 2);
-      for (off += ld_step; off >= bs; off -= bs) ++blk;
-    }
+    loader.Issue(tile, first, min(T, n_keys - first));
   };
 
   // Step 3 roles: chunk pv_c of rows [pv_r0, pv_r0 + pv_rows).
