@@ -85,6 +85,27 @@ if [ ${#missing_apt[@]} -gt 0 ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
 fi
 
+# ---- xgrammar, the structured-output engine (engine/grammar/) --------------------
+# Its C++ library comes from its PyPI source distribution, pinned and checked: the
+# build (CMakeLists.txt, "xgrammar") unpacks and compiles it into the build tree. It
+# is fetched with curl, not pip (pip would try to build the Python package). Neither
+# Debian nor PyPI ships the library built; its sources never enter ours.
+XGRAMMAR_VERSION=0.2.8
+XGRAMMAR_URL=https://files.pythonhosted.org/packages/03/0f/29f521535729be740779c2c98b630ef6607cf28be9b669895dd2b821ff63/xgrammar-$XGRAMMAR_VERSION.tar.gz
+XGRAMMAR_SHA256=8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80
+xgrammar_sdist=$root/.deps/xgrammar-$XGRAMMAR_VERSION.tar.gz
+if ! echo "$XGRAMMAR_SHA256  $xgrammar_sdist" | sha256sum -c --status 2>/dev/null; then
+  log "fetching xgrammar $XGRAMMAR_VERSION (PyPI sdist) into .deps/"
+  mkdir -p "$root/.deps"
+  curl -fsSL --retry 3 -o "$xgrammar_sdist.part" "$XGRAMMAR_URL"
+  if ! echo "$XGRAMMAR_SHA256  $xgrammar_sdist.part" | sha256sum -c --status; then
+    echo "[bootstrap] $XGRAMMAR_URL does not have the pinned sha256 $XGRAMMAR_SHA256" >&2
+    rm -f "$xgrammar_sdist.part"
+    exit 1
+  fi
+  mv "$xgrammar_sdist.part" "$xgrammar_sdist"
+fi
+
 # ---- The project's Python environment --------------------------------------------
 [ "${BEACON_SKIP_PIP:-0}" = 1 ] && exit 0
 VENV=${BEACON_VENV:-$root/.venv}
