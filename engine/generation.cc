@@ -49,6 +49,9 @@ absl::Status GenerationOptions::Validate(int32_t vocab_size) const {
           absl::StrFormat("forced_tokens: %d is outside the vocabulary [0, %d)", id, vocab_size));
     }
   }
+  if (grammar != nullptr && !forced_tokens.empty()) {
+    return absl::InvalidArgumentError("forced_tokens: not with a grammar (structured output)");
+  }
   if (reasoning.max_reasoning_tokens < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("max_reasoning_tokens: must be >= 0 (0: no limit), got %d", reasoning.max_reasoning_tokens));
@@ -104,6 +107,13 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Make(const Tokenizer* to
   if (!options.sampling.seed.has_value()) {
     options.sampling.seed = RandomSeed();
   }
+  if (options.grammar != nullptr) {
+    GrammarMatcher probe(options.grammar);
+    if (probe.vocab_size() != config.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrFormat("grammar: compiled for a vocabulary of %d tokens, the model has %d",
+                                                        probe.vocab_size(), config.vocab_size));
+    }
+  }
   std::unique_ptr<SequenceCompressor> compressor;
   if (options.kv.compresses()) {
     auto c = SequenceCompressor::Create(options.kv, PolicyInfoFor(config), static_cast<int32_t>(prompt.size()));
@@ -133,6 +143,10 @@ Generation::Generation(const Tokenizer* tokenizer, SequenceKv* kv, std::unique_p
       stop_checker_(options_.stop),
       reasoning_(options_.reasoning) {
   sampler_.set_keep_processed(options_.logprobs >= 0 && options_.logprobs_mode == LogprobsMode::kProcessed);
+  if (options_.grammar != nullptr) {
+    grammar_ = std::make_unique<GrammarMatcher>(options_.grammar);
+    mask_.resize(static_cast<size_t>(MaskWords(vocab_size_)));
+  }
   if (options_.min_tokens > 0) {
     // Every id that would end generation now: the tokenizer's end tokens
     // (unless EOS is ignored) and the request's stop ids.
@@ -206,7 +220,9 @@ bool Generation::device_samplable() const {
   // needs the logits on the host (penalties, logit_bias, bans, logprobs)
   // samples here.
   const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
-  return !sampler_.modifies_logits() && !banning && options_.logprobs < 0;
+  // A grammar's mask is applied on the host (the CUDA sampler takes no
+  // bitmask yet): only its reasoning tokens may draw on the device.
+  return !sampler_.modifies_logits() && !banning && options_.logprobs < 0 && !constrained();
 }
 
 EntrySampling Generation::device_sampling() const {
@@ -233,10 +249,19 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
   const bool teacher = teacher_forced();
   const bool forced = teacher || reasoning_.MustClose();
   const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
+  std::span<const uint32_t> allowed;
+  if (!forced && constrained()) {
+    if (!mask_ready_ && !grammar_->FillNextTokenMask(mask_)) {
+      error_ = "grammar: no token may come next (the grammar cannot be continued)";
+      return Finish(TokenEvent{}, FinishReason::kError);
+    }
+    allowed = mask_;
+  }
   const int32_t id = teacher ? options_.forced_tokens[generated_.size()]
                      : forced
                          ? reasoning_.close_id()
-                         : sampler_.Sample(row, prompt_, generated_, banning ? banned_ : std::span<const int32_t>());
+                         : sampler_.Sample(row, prompt_, generated_, banning ? banned_ : std::span<const int32_t>(),
+                                           allowed);
   std::optional<PositionLogprobs> lp;
   if (options_.logprobs >= 0) lp = SampledLogprobs(row, id, !forced);
   TokenEvent ev = Accept(id);
@@ -262,6 +287,17 @@ PositionLogprobs Generation::SampledLogprobs(std::span<const float> row, int32_t
   const float t = options_.sampling.temperature;
   const float inv_t = t > 0.0f ? 1.0f / t : 1.0f;
   return LogprobsAt(sampled ? sampler_.processed() : row, inv_t, id, options_.logprobs);
+}
+
+bool Generation::PrepareMask(int32_t n_fed) {
+  mask_ready_ = false;
+  if (!constrained() || reasoning_.MustClose()) return false;
+  // Only a chunk that ends the prompt (or a decode step) draws; a recompute
+  // or a mid-prompt chunk does not.
+  if (replaying()) return false;
+  if (prefilling() && prompt_done_ + n_fed < static_cast<int32_t>(prompt_.size())) return false;
+  mask_ready_ = grammar_->FillNextTokenMask(mask_);
+  return mask_ready_;
 }
 
 TokenEvent Generation::AdvanceSampled(int32_t n_fed, int32_t token) {
@@ -309,6 +345,14 @@ bool Generation::Consume(int32_t n_fed) {
 
 TokenEvent Generation::Accept(int32_t id) {
   TokenEvent ev;
+  // The grammar takes the answer's tokens: decided before the reasoning
+  // tracker sees this one (the </think> that closes the block is not).
+  const bool constrained_token = constrained();
+  mask_ready_ = false;
+  if (constrained_token && !grammar_->Accept(id)) {
+    error_ = absl::StrFormat("grammar: token %d is not allowed here", id);
+    return Finish(std::move(ev), FinishReason::kError);
+  }
   generated_.push_back(id);
   // The step's K/V is in the cache: the moment to evict, before the next
   // step appends more.
@@ -323,6 +367,8 @@ TokenEvent Generation::Accept(int32_t id) {
       std::find(options_.stop_token_ids.begin(), options_.stop_token_ids.end(), id) != options_.stop_token_ids.end();
   if (eos) return Finish(std::move(ev), FinishReason::kEos);
   if (stop_id) return Finish(std::move(ev), FinishReason::kStop);
+  // The grammar ended on an end token that ignore_eos let through: nothing may follow.
+  if (constrained_token && grammar_->terminated()) return Finish(std::move(ev), FinishReason::kStop);
 
   if (part.marker) {
     // A marker has no text. The one that closes the reasoning releases what

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "engine/backend.h"
 #include "engine/finish_reason.h"
+#include "engine/grammar/grammar_matcher.h"
 #include "engine/logprobs.h"
 #include "engine/reasoning.h"
 #include "engine/sampler.h"
@@ -62,6 +63,12 @@ struct GenerationOptions {
   // resumes. Stop criteria apply to forced tokens as to drawn ones. At most
   // max_tokens ids, each in the vocabulary.
   std::vector<int32_t> forced_tokens;
+  // Structured output (engine/grammar/): the answer must match this grammar,
+  // compiled for the model's vocabulary (GrammarCompiler). The constraint
+  // starts where the answer does: after the reasoning block closes, or at the
+  // first token without one. Tokens of the reasoning are never masked.
+  // Null: unconstrained. Not with forced_tokens.
+  std::shared_ptr<const CompiledGrammar> grammar;
 
   // INVALID_ARGUMENT naming the field.
   absl::Status Validate(int32_t vocab_size) const;
@@ -125,6 +132,15 @@ class Generation {
   // (ReasoningTracker::MustClose), on both sampling paths.
   TokenEvent Advance(int32_t n_fed, std::span<const float> logits);
 
+  // With a grammar: fills the mask of the token the next Advance draws, if
+  // that Advance draws under the grammar after running `n_fed` tokens (the
+  // step executor fills the masks of a step's sequences in parallel before
+  // the forward pass); Advance fills it itself otherwise. Returns whether it
+  // filled one.
+  bool PrepareMask(int32_t n_fed);
+  // The next draw is constrained by the grammar.
+  bool constrained() const { return grammar_ != nullptr && !reasoning_.inside() && !teacher_forced(); }
+
   // Device sampling (Backend::ForwardSample): whether this sequence's
   // sampling can run there (no penalties, which need the history), the
   // parameters of its next draw, and Advance with the drawn token instead
@@ -186,7 +202,8 @@ class Generation {
   // Generated tokens that were reasoning (ReasoningTracker), markers included.
   int32_t reasoning_tokens() const { return reasoning_.reasoning_tokens(); }
   // kNone while running; then kLength, kEos, kStop or kStopSequence, or
-  // kError when its KV eviction failed on the device (error() says how); a
+  // kError when its KV eviction failed on the device or its grammar allowed
+  // no token (error() says how); a grammar's end with ignore_eos is kStop; a
   // Generation never ends itself for the other reasons.
   FinishReason finish_reason() const { return finish_; }
   // With kError: what failed.
@@ -245,6 +262,9 @@ class Generation {
   IncrementalDetokenizer detok_;
   StopChecker stop_checker_;
   ReasoningTracker reasoning_;
+  std::unique_ptr<GrammarMatcher> grammar_;  // options_.grammar's; null without one
+  std::vector<uint32_t> mask_;               // the grammar's mask for the next draw
+  bool mask_ready_ = false;                  // mask_ is for the next draw (PrepareMask)
   std::vector<int32_t> generated_;
   std::vector<int32_t> banned_;  // min_tokens: the ids that would end generation
   std::vector<PositionLogprobs> prompt_logprobs_;

@@ -81,13 +81,14 @@ Sampler::Sampler(const SamplingParams& params)
 // is greedy). Returns -1 only for empty logits.
 //
 // Pipeline (vLLM / llama.cpp order): penalties on a copy of the logits, then
-// logit_bias and the bans (the processed logits); greedy
+// logit_bias, the bans and the grammar's mask (the processed logits); greedy
 // if temperature == 0; otherwise top-k on logits, softmax at the temperature,
 // top-p over the sorted candidates, min-p relative to the best candidate, and
 // a draw proportional to the surviving (implicitly renormalised) weights.
 // NaN logits are treated as -inf so that they are never chosen.
 int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> prompt,
-                        std::span<const int32_t> generated, std::span<const int32_t> banned) {
+                        std::span<const int32_t> generated, std::span<const int32_t> banned,
+                        std::span<const uint32_t> allowed) {
   // Advanced exactly once per call, greedy included, so a seeded request's
   // stream of draws does not depend on which steps happened to be greedy.
   const double unit = ToUnitInterval(rng_());
@@ -137,6 +138,18 @@ int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> 
   }
   for (int32_t t : banned) {
     if (t >= 0 && static_cast<size_t>(t) < n) x[t] = -std::numeric_limits<float>::infinity();
+  }
+  if (!allowed.empty()) {
+    // A grammar's mask, word by word: a token past the mask is not allowed.
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    for (size_t w = 0; w * 32 < n; ++w) {
+      const uint32_t bits = w < allowed.size() ? allowed[w] : 0u;
+      if (bits == 0xffffffffu) continue;
+      const size_t end = std::min(n, w * 32 + 32);
+      for (size_t t = w * 32; t < end; ++t) {
+        if (((bits >> (t - w * 32)) & 1u) == 0) x[t] = kNegInf;
+      }
+    }
   }
   if (keep_processed_) processed_.assign(x.begin(), x.end());
 

@@ -1,6 +1,6 @@
 // Next-token sampling from logits: greedy, temperature, top-k, top-p, min-p,
-// repetition / presence / frequency penalties, logit_bias and banned tokens
-// (min_tokens), with a per-request seed.
+// repetition / presence / frequency penalties, logit_bias, banned tokens
+// (min_tokens) and a grammar's allowed tokens, with a per-request seed.
 //
 // Same params (with a seed), same logits, same history -> same token, always:
 // the RNG is owned by the Sampler and advanced once per Sample().
@@ -49,9 +49,12 @@ class Sampler {
   // `prompt` and `generated` feed the penalties (repetition over both,
   // presence/frequency over generated only, as OpenAI defines them).
   // `banned` tokens get logit -inf (min_tokens bans the end-of-generation
-  // ids): never drawn while some token has a finite logit.
+  // ids): never drawn while some token has a finite logit. `allowed`, when
+  // not empty, is a grammar's token bitmask (engine/grammar/grammar_matcher.h:
+  // token t allowed when bit t % 32 of word t / 32 is set): every other token
+  // gets -inf too, after the bans.
   int32_t Sample(std::span<const float> logits, std::span<const int32_t> prompt, std::span<const int32_t> generated,
-                 std::span<const int32_t> banned = {});
+                 std::span<const int32_t> banned = {}, std::span<const uint32_t> allowed = {});
 
   // With `keep` set, each Sample() keeps a copy of the logits it drew from
   // (penalties, logit_bias and bans applied; neither temperature nor

@@ -1,5 +1,7 @@
 #include "engine/step_executor.h"
 
+#include "kernels/cpu/thread_pool.h"
+
 namespace beacon {
 
 absl::Status StepExecutor::Run(std::span<const ExecItem> items, std::vector<ExecResult>* results) {
@@ -15,6 +17,26 @@ absl::Status StepExecutor::Run(std::span<const ExecItem> items, std::vector<Exec
     rows += e.all_logits ? e.tokens.size() : 1;  // prompt logprobs: a row per token
     last_row_.push_back(rows - 1);
     any_all_logits |= e.all_logits;
+  }
+  // Grammar masks of the sequences that draw under one this step, filled
+  // before the pass, in parallel across sequences on the host pool.
+  masked_.clear();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].gen->constrained()) masked_.push_back(i);
+  }
+  if (!masked_.empty()) {
+    auto fill = [&](int64_t begin, int64_t end, int) {
+      for (int64_t k = begin; k < end; ++k) {
+        const size_t i = masked_[static_cast<size_t>(k)];
+        items[i].gen->PrepareMask(static_cast<int32_t>(entries_[i].tokens.size()));
+      }
+    };
+    ThreadPool* pool = backend_->host_pool();
+    if (pool != nullptr && masked_.size() > 1) {
+      pool->ParallelFor(static_cast<int64_t>(masked_.size()), 1, fill);
+    } else {
+      fill(0, static_cast<int64_t>(masked_.size()), 0);
+    }
   }
   // A device that samples takes the draw where the logits are (no logits
   // copy, no host sampler) unless some sequence needs the logits on the

@@ -14,7 +14,9 @@
 // each Generation's Advance in order. The draw happens where the logits are:
 // on the device (Backend::ForwardSample) when the backend samples there and
 // every generation allows it (no penalties, no logprobs or logit bias, no
-// prompt rows), on the host otherwise.
+// prompt rows), on the host otherwise. Sequences under a grammar (structured
+// output) have their token masks filled before the pass, in parallel across
+// them on the backend's host pool, and draw on the host.
 //
 // Thread ownership: the caller's (the engine thread when serving).
 #ifndef BEACON_ENGINE_STEP_EXECUTOR_H_
@@ -85,6 +87,7 @@ class StepExecutor {
   std::vector<float> logits_;
   std::vector<EntrySampling> sampling_;
   std::vector<int32_t> sampled_;
+  std::vector<size_t> masked_;  // items drawing under a grammar this step
   bool on_device_ = false;
 };
 

@@ -89,5 +89,29 @@ TEST(SamplerBiasTest, BiasOutsideTheRangeIsRefusedByName) {
   EXPECT_FALSE(p.Validate().ok());
 }
 
+TEST(SamplerBiasTest, GrammarMaskAllowsOnlyItsTokens) {
+  // 70 tokens: the mask's third word is partial. Allowed: 3, 40 and 65;
+  // token 10 has the best logit but is not allowed.
+  std::vector<float> x(70, 0.0f);
+  x[10] = 9.0f;
+  x[40] = 2.0f;
+  x[65] = 1.0f;
+  std::vector<uint32_t> mask(3, 0u);
+  for (int t : {3, 40, 65}) mask[t / 32] |= 1u << (t % 32);
+  Sampler greedy(Params(0.0f, 1));
+  EXPECT_EQ(greedy.Sample(x, {}, {}, {}, mask), 40);
+  // A ban applies with the mask: 40 banned leaves 65 the best allowed.
+  const std::vector<int32_t> banned = {40};
+  EXPECT_EQ(greedy.Sample(x, {}, {}, banned, mask), 65);
+  Sampler hot(Params(2.0f, 3));
+  for (int i = 0; i < 500; ++i) {
+    const int32_t t = hot.Sample(x, {}, {}, {}, mask);
+    EXPECT_TRUE(t == 3 || t == 40 || t == 65) << t;
+  }
+  // A mask shorter than the vocabulary allows nothing past its end.
+  const std::vector<uint32_t> short_mask = {0u, 1u << 8};  // token 40 only
+  EXPECT_EQ(greedy.Sample(x, {}, {}, {}, short_mask), 40);
+}
+
 }  // namespace
 }  // namespace beacon
