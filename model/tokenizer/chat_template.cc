@@ -1,5 +1,6 @@
 #include "model/tokenizer/chat_template.h"
 
+#include <regex>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -23,6 +24,10 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromSource(std::string_view source, s
   if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("chat template: ", t.status().message()));
   ChatTemplate out;
   out.template_ = *std::move(t);
+  // A template that pipes a call's arguments through tojson (Qwen's,
+  // Llama's) wants them as an object; others concatenate the string (R1's).
+  static const std::regex kObjectArguments(R"(arguments(['"]\])?\s*\|\s*tojson)");
+  out.object_arguments_ = std::regex_search(source.begin(), source.end(), kObjectArguments);
   out.bos_text_ = std::move(bos_text);
   out.eos_text_ = std::move(eos_text);
   return out;
@@ -33,12 +38,30 @@ absl::StatusOr<std::string> ChatTemplate::Render(const std::vector<ChatMessage>&
   jinja::Json array = jinja::Json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
-    if (role != "system" && role != "user" && role != "assistant") {
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
       return absl::InvalidArgumentError(
-          absl::StrCat("messages[", i, "].role: '", role, "' is not one of system, user, assistant"));
+          absl::StrCat("messages[", i, "].role: '", role, "' is not one of system, user, assistant, tool"));
     }
-    jinja::Json m = {{"role", role}, {"content", messages[i].content}};
-    if (messages[i].reasoning_content.has_value()) m["reasoning_content"] = *messages[i].reasoning_content;
+    const ChatMessage& msg = messages[i];
+    jinja::Json m = {{"role", role}, {"content", msg.content}};
+    if (msg.reasoning_content.has_value()) m["reasoning_content"] = *msg.reasoning_content;
+    if (!msg.tool_calls.empty()) {
+      // As HF passes them: content none when the turn is only calls.
+      if (msg.content.empty()) m["content"] = nullptr;
+      jinja::Json calls = jinja::Json::array();
+      for (const ChatToolCall& c : msg.tool_calls) {
+        jinja::Json args = c.arguments;
+        if (object_arguments_) {
+          args = jinja::Json::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
+          if (args.is_discarded()) args = c.arguments;  // the template shows what was sent
+        }
+        calls.push_back(
+            {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", std::move(args)}}}});
+      }
+      m["tool_calls"] = std::move(calls);
+    }
+    if (!msg.tool_call_id.empty()) m["tool_call_id"] = msg.tool_call_id;
+    if (!msg.name.empty()) m["name"] = msg.name;
     array.push_back(std::move(m));
   }
   return RenderJson(array, add_generation_prompt, extra_vars);

@@ -28,8 +28,11 @@ class ChatTemplate {
   static absl::StatusOr<ChatTemplate> FromSource(std::string_view source, std::string bos_text,
                                                  std::string eos_text = "");
 
-  // INVALID_ARGUMENT naming the message whose role is not system, user or
-  // assistant, or with the template's own message when it refuses the
+  // Tool calls of assistant turns go to the template as OpenAI's shape, their
+  // arguments an object when the template pipes them through tojson (Qwen,
+  // Llama) and the string as sent otherwise (R1); a tool turn carries
+  // tool_call_id and name. INVALID_ARGUMENT naming the message whose role
+  // is not system, user, assistant or tool, or with the template's own message when it refuses the
   // conversation (raise_exception) or fails. `extra_vars` as for RenderJson.
   absl::StatusOr<std::string> Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                      const jinja::Json& extra_vars = jinja::Json::object()) const;
@@ -43,6 +46,7 @@ class ChatTemplate {
 
  private:
   jinja::Template template_;
+  bool object_arguments_ = false;  // tool calls' arguments as objects (Render)
   std::string bos_text_;
   std::string eos_text_;
 };

@@ -19,16 +19,28 @@
 
 namespace beacon {
 
+// A call the assistant made in an earlier turn (OpenAI's tool_calls[i]).
+struct ChatToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON object's text, as the API carries it
+};
+
 struct ChatMessage {
   ChatMessage() = default;
   ChatMessage(std::string r, std::string c, std::optional<std::string> reasoning = std::nullopt)
       : role(std::move(r)), content(std::move(c)), reasoning_content(std::move(reasoning)) {}
 
-  std::string role;  // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
   // An assistant turn's reasoning, as the OpenAI API returns it: templates
   // that know the field (Qwen3's) render it, others ignore it.
   std::optional<std::string> reasoning_content;
+  // Tool calling: an assistant turn's calls, and a tool turn's answer to
+  // one (its call's id and, optionally, the function's name).
+  std::vector<ChatToolCall> tool_calls;
+  std::string tool_call_id;
+  std::string name;
 };
 
 class Tokenizer {
