@@ -23,8 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "apps/serve_config.h"
 #include "engine/fault_injection.h"
+#include "engine/grammar/grammar_compiler.h"
 #include "engine/runtime.h"
 #include "engine/serving/generation_config.h"
+#include "engine/tools/tool_format.h"
 #include "kv/serving/kv_policy_limits.h"
 #include "server/grpc/grpc_front_end.h"
 #include "server/grpc/grpc_service.h"
@@ -103,6 +105,7 @@ struct Engine {
   std::unique_ptr<KvCache> cache;
   std::unique_ptr<ServerMetrics> metrics;
   std::unique_ptr<EngineLoop> loop;
+  std::unique_ptr<GrammarCompiler> grammars;  // null with --grammar-threads 0
   int64_t pool_slots = 0;
 };
 
@@ -121,6 +124,20 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   absl::StatusOr<ReasoningSyntax> reasoning = ResolveReasoningParser(c->reasoning_parser, *e.runtime->tokenizer());
   if (!reasoning.ok()) return reasoning.status();
   c->limits.reasoning = *reasoning;
+  absl::StatusOr<ToolSyntax> tools =
+      ResolveToolSyntax(c->structured.tool_call_parser, e.runtime->tokenizer()->chat_template_source());
+  if (!tools.ok()) return tools.status();
+  c->limits.tool_syntax = *tools;
+  if (c->structured.grammar_threads > 0) {
+    absl::StatusOr<std::unique_ptr<GrammarCompiler>> grammars =
+        GrammarCompiler::Create(*e.runtime->tokenizer(), config.vocab_size, c->structured.grammar);
+    if (!grammars.ok()) return grammars.status();
+    e.grammars = *std::move(grammars);
+    c->limits.grammars = e.grammars.get();
+  }
+  logging::Info("tool calls: %s (%s); structured output: %s", std::string(ToolCallFormatName(tools->format)),
+                tools->traits.renders_tools ? "listed by the chat template" : "described in the system message",
+                e.grammars != nullptr ? absl::StrCat(c->structured.grammar_threads, " compile threads") : "off");
   absl::StatusOr<DefaultSampling> defaults =
       ResolveGenerationConfig(c->generation_config, c->model, c->override_generation_config);
   if (!defaults.ok()) return defaults.status();

@@ -220,6 +220,7 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("reasoning-parser", false, "auto",
              "how chat output is split into reasoning_content and content: auto (by the model's <think> tokens "
              "and template), none, deepseek_r1 or qwen3");
+  DeclareStructuredFlags(a);
   a->Declare("generation-config", false, "auto",
              "sampling defaults for fields a request leaves out: auto (the model's generation_config.json or "
              "GGUF general.sampling keys, else OpenAI's: temperature 1), none (OpenAI's), or a "
@@ -424,6 +425,7 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("--reasoning-parser: '", c.reasoning_parser, "' is not one of auto, none, deepseek_r1, qwen3"));
   }
+  if (absl::Status s = ParseStructuredFlags(args, &c.limits, &c.structured); !s.ok()) return s;
   c.served_model = args.Str("served-model-name");
   if (c.served_model.empty()) {
     c.served_model = std::filesystem::path(c.model).filename().string();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cli/structured_flags.h"
 #include "engine/runtime.h"
 #include "engine/serving/serve_request.h"
 #include "scheduler/scheduler.h"
@@ -32,6 +33,7 @@ struct ServeConfig {
   std::string served_model;                // the OpenAI model id
   RuntimeOptions runtime;                  // model, tokenizer, threads, device
   std::string reasoning_parser = "auto";   // resolved against the tokenizer at start-up
+  StructuredConfig structured;             // --tool-call-parser, --grammar-*, --max-tools, ...
   std::string generation_config = "auto";  // --generation-config, resolved at start-up
   std::string override_generation_config;  // --override-generation-config (JSON)
   SchedulerConfig scheduler;

@@ -110,8 +110,8 @@ absl::StatusOr<std::unique_ptr<Generation>> Generation::Make(const Tokenizer* to
   if (options.grammar != nullptr) {
     GrammarMatcher probe(options.grammar);
     if (probe.vocab_size() != config.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrFormat("grammar: compiled for a vocabulary of %d tokens, the model has %d",
-                                                        probe.vocab_size(), config.vocab_size));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "grammar: compiled for a vocabulary of %d tokens, the model has %d", probe.vocab_size(), config.vocab_size));
     }
   }
   std::unique_ptr<SequenceCompressor> compressor;
@@ -257,11 +257,10 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
     }
     allowed = mask_;
   }
-  const int32_t id = teacher ? options_.forced_tokens[generated_.size()]
-                     : forced
-                         ? reasoning_.close_id()
-                         : sampler_.Sample(row, prompt_, generated_, banning ? banned_ : std::span<const int32_t>(),
-                                           allowed);
+  const int32_t id =
+      teacher  ? options_.forced_tokens[generated_.size()]
+      : forced ? reasoning_.close_id()
+               : sampler_.Sample(row, prompt_, generated_, banning ? banned_ : std::span<const int32_t>(), allowed);
   std::optional<PositionLogprobs> lp;
   if (options_.logprobs >= 0) lp = SampledLogprobs(row, id, !forced);
   TokenEvent ev = Accept(id);

@@ -4,6 +4,7 @@
 #include <exception>
 #include <list>
 #include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,7 +24,13 @@ namespace {
 // problem in its first few hundred bytes.
 constexpr size_t kMaxMessageBytes = 400;
 
+// xgrammar's message, less its log prefix ("[10:35:51] /path/file.cc:4944: ":
+// a time and our build's paths say nothing to a client), trailing newlines
+// and anything past kMaxMessageBytes.
 std::string Clip(std::string s) {
+  static const std::regex kLogPrefix(R"(^\[[0-9:]+\] [^ ]+:[0-9]+: )");
+  s = std::regex_replace(s, kLogPrefix, "", std::regex_constants::format_first_only);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   if (s.size() > kMaxMessageBytes) s = s.substr(0, kMaxMessageBytes) + "...";
   return s;
 }

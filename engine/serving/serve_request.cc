@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/serving/structured_input.h"
 #include "kv/policy/eviction_schedule.h"
 #include "kv/policy/policy_bytes.h"
 #include "kv/policy/sequence_compressor.h"
@@ -77,9 +78,11 @@ absl::Status CheckTemplateKwargs(const jinja::Json& kwargs) {
 // prompt as tokenised, with it) less its longest common prefix with the
 // rendering without it.
 absl::StatusOr<std::string> GenerationPromptText(const ServeRequest& r, const Tokenizer& tokenizer,
-                                                 const std::string& rendered) {
+                                                 const ServeLimits& limits, const std::string& rendered) {
   if (!r.add_generation_prompt) return std::string();
-  absl::StatusOr<std::string> without = tokenizer.ApplyChatTemplate(r.messages, false, r.chat_template_kwargs);
+  absl::StatusOr<ToolChat> chat = ChatForTemplate(r, limits);
+  if (!chat.ok()) return chat.status();
+  absl::StatusOr<std::string> without = tokenizer.ApplyChatTemplate(chat->messages, false, chat->vars);
   if (!without.ok()) return without.status();
   const auto diverge = std::mismatch(rendered.begin(), rendered.end(), without->begin(), without->end()).first;
   return std::string(diverge, rendered.end());
@@ -89,7 +92,9 @@ absl::StatusOr<std::string> GenerationPromptText(const ServeRequest& r, const To
 // (TokenizeChecked has validated and rendered the chat).
 absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const Tokenizer& tokenizer,
                                                   const ServeLimits& limits, const std::string& rendered) {
-  const int64_t max = r.max_reasoning_tokens.value_or(0);
+  absl::StatusOr<int64_t> budget = ReasoningBudget(r, limits);
+  if (!budget.ok()) return budget.status();
+  const int64_t max = *budget;
   if (max < 0 || max > std::numeric_limits<int32_t>::max()) {
     return Invalid("max_reasoning_tokens",
                    absl::StrCat(Shown(r, "max_reasoning_tokens", max), " is outside [0, 2147483647] (0 = no limit)"));
@@ -101,7 +106,7 @@ absl::StatusOr<ReasoningOptions> ResolveReasoning(const ServeRequest& r, const T
                    "this server splits no reasoning (--reasoning-parser none, or the model has no <think> markers)");
   }
   if (!chat || !limits.reasoning.enabled()) return ReasoningOptions();
-  absl::StatusOr<std::string> generation_prompt = GenerationPromptText(r, tokenizer, rendered);
+  absl::StatusOr<std::string> generation_prompt = GenerationPromptText(r, tokenizer, limits, rendered);
   if (!generation_prompt.ok()) return Invalid("messages", std::string(generation_prompt.status().message()));
   return ReasoningFor(limits.reasoning, *generation_prompt, static_cast<int32_t>(max));
 }
@@ -124,18 +129,25 @@ absl::StatusOr<std::vector<int32_t>> TokenizeChecked(const ServeRequest& r, cons
       for (size_t i = 0; i < r.messages.size(); ++i) {
         const ChatMessage& m = r.messages[i];
         const std::string field = absl::StrCat("messages[", i, "]");
-        if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+        if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
           return Invalid(field + ".role",
-                         absl::StrCat("'", Excerpt(m.role), "' is not one of system, user, assistant"));
+                         absl::StrCat("'", Excerpt(m.role), "' is not one of system, user, assistant, tool"));
         }
         if (absl::Status s = CheckUtf8(field + ".content", m.content); !s.ok()) return s;
+        for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+          const std::string f = absl::StrCat(field, ".tool_calls[", k, "].function");
+          if (absl::Status s = CheckUtf8(f + ".name", m.tool_calls[k].name); !s.ok()) return s;
+          if (absl::Status s = CheckUtf8(f + ".arguments", m.tool_calls[k].arguments); !s.ok()) return s;
+        }
         if (m.reasoning_content.has_value()) {
           if (absl::Status s = CheckUtf8(field + ".reasoning_content", *m.reasoning_content); !s.ok()) return s;
         }
       }
       if (absl::Status s = CheckTemplateKwargs(r.chat_template_kwargs); !s.ok()) return s;
+      absl::StatusOr<ToolChat> chat = ChatForTemplate(r, limits);
+      if (!chat.ok()) return chat.status();
       absl::StatusOr<std::string> rendered =
-          tokenizer.ApplyChatTemplate(r.messages, r.add_generation_prompt, r.chat_template_kwargs);
+          tokenizer.ApplyChatTemplate(chat->messages, r.add_generation_prompt, chat->vars);
       if (!rendered.ok()) return Invalid("messages", std::string(rendered.status().message()));
       *rendered_chat = *std::move(rendered);
       // The template's markers are special tokens; user content is parsed the
@@ -343,6 +355,8 @@ absl::StatusOr<PreparedRequest> PrepareRequest(const ServeRequest& r, const Toke
   absl::StatusOr<ReasoningOptions> reasoning = ResolveReasoning(r, tokenizer, limits, rendered);
   if (!reasoning.ok()) return reasoning.status();
   p.options.reasoning = *reasoning;
+  // Last of the checks: compiling a grammar is the costliest of them.
+  if (absl::Status s = PrepareStructured(r, limits, &p); !s.ok()) return s;
   // Sampling ranges and stop token ids (names the field).
   if (absl::Status s = p.options.Validate(tokenizer.vocab_size()); !s.ok()) return s;
 

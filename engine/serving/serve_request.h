@@ -8,6 +8,7 @@
 #ifndef BEACON_ENGINE_SERVING_SERVE_REQUEST_H_
 #define BEACON_ENGINE_SERVING_SERVE_REQUEST_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -18,7 +19,11 @@
 
 #include "absl/status/statusor.h"
 #include "engine/generation.h"
+#include "engine/grammar/grammar_compiler.h"
+#include "engine/grammar/grammar_spec.h"
 #include "engine/reasoning.h"
+#include "engine/tools/tool_format.h"
+#include "engine/tools/tool_spec.h"
 #include "kv/policy/kv_policy.h"
 #include "kv/serving/kv_policy_limits.h"
 #include "model/model_config.h"
@@ -72,6 +77,15 @@ struct ServeRequest {
   // kChat on a reasoning model: close the think block after this many
   // tokens (ReasoningOptions::max_reasoning_tokens); absent or 0: no limit.
   std::optional<int64_t> max_reasoning_tokens;
+  // kChat: OpenAI's reasoning_effort, "low", "medium" or "high": the budget
+  // ServeLimits::reasoning_effort_tokens gives it, unless
+  // max_reasoning_tokens is set; empty: none (structured_input.h).
+  std::string reasoning_effort;
+  // Structured output (response_format, vLLM's structured_outputs, gRPC's
+  // StructuredOutput): the answer, after any reasoning, matches this.
+  std::optional<GrammarSpec> structured;
+  // kChat: tools the model may call, and how (engine/tools/tool_spec.h).
+  ToolRequest tools;
   std::optional<std::string> kv_policy;
   std::optional<int64_t> kv_budget;
   // The budget in bytes, KV slots and policy state together (kv/policy/policy_bytes.h); not with kv_budget.
@@ -156,6 +170,16 @@ struct ServeLimits {
   // --reasoning-parser, resolved for the model: chat requests have their
   // reasoning split from the answer (engine/reasoning.h).
   ReasoningSyntax reasoning;
+  // reasoning_effort low, medium, high: the thinking budgets they name
+  // (--reasoning-effort-tokens).
+  std::array<int64_t, 3> reasoning_effort_tokens = {1024, 4096, 16384};
+  // Structured output and forced tool calls compile here; null: refused
+  // (structured_input.h). Not owned: the server's, it outlives every request.
+  GrammarCompiler* grammars = nullptr;
+  // --tool-call-parser, resolved for the model's template, and the bounds
+  // on the tools a request may bring.
+  ToolSyntax tool_syntax;
+  ToolLimits tool_limits;
 };
 
 // A validated request, ready for the engine thread.
@@ -181,6 +205,10 @@ struct PreparedRequest {
   // the shared partition the count is an oracle for other clients' recent
   // prompts (16-token-aligned prefixes), so it is withheld by default.
   bool report_cached_tokens = false;
+  // Chat with tools offered (tool_choice not none): the answer is parsed for
+  // calls in this format, of these functions (engine/tools/tool_parser.h).
+  std::optional<ToolCallFormat> tool_format;
+  std::vector<std::string> tool_names;
 };
 
 // INVALID_ARGUMENT naming the field (and the value or count, and the limit)

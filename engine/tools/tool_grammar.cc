@@ -19,7 +19,9 @@ json ToolTag(ToolCallFormat format, const ToolDefinition& t) {
   const size_t at = call.find(marker);
   return json{{"type", "tag"},
               {"begin", call.substr(0, at)},
-              {"content", json{{"type", "json_schema"}, {"json_schema", schema}}},
+              // One whitespace character at most between tokens of the
+              // arguments: unbounded runs are where small models loop.
+              {"content", json{{"type", "json_schema"}, {"json_schema", schema}, {"max_whitespace_cnt", 1}}},
               {"end", call.substr(at + marker.size())}};
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/tools/tool_parser.h"
 #include "model/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
 #include "server/openai/completion_sink.h"
@@ -38,6 +39,32 @@ std::string ErrorType(int status) {
 // while running. kError never gets here: it is answered with an error.
 json OpenAiFinish(FinishReason f) {
   return f == FinishReason::kNone ? json(nullptr) : json(std::string(VllmFinishReason(f)));
+}
+
+// OpenAI's finish_reason "tool_calls" for an answer that ended by itself
+// with calls in it; a cut one (length) says so.
+json FinishWithCalls(FinishReason f, bool calls) {
+  const bool natural = f == FinishReason::kEos || f == FinishReason::kStop || f == FinishReason::kStopSequence;
+  return calls && natural ? json("tool_calls") : OpenAiFinish(f);
+}
+
+// OpenAI's id of a tool call: "call_" and 24 random hex digits.
+std::string NewCallId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrFormat("call_%016x%08x", rng(), static_cast<uint32_t>(rng()));
+}
+
+// Calls in OpenAI's shape; streamed ones carry their index in the choice's list.
+json CallsJson(const std::vector<ParsedToolCall>& calls, int first_index, bool stream) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = {{"id", NewCallId()},
+              {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (stream) c["index"] = first_index + static_cast<int>(i);
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 // `reasoning`: the server splits reasoning, so usage says how much was
@@ -118,6 +145,9 @@ struct CompletionHandler::Context {
   bool include_usage = false;
   bool continuous_usage = false;
   int32_t prompt_tokens = 0;
+  // Tools offered: the answer is parsed for calls (PreparedRequest::tool_format).
+  std::optional<ToolCallFormat> tool_format;
+  std::vector<std::string> tool_names;
 };
 
 // The output of one request as it builds up: text by part, logprobs, the
@@ -125,7 +155,33 @@ struct CompletionHandler::Context {
 class CompletionHandler::Output {
  public:
   Output(const Context& c, const Tokenizer* tokenizer, int32_t index)
-      : c_(c), tokenizer_(tokenizer), index_(index), completion_lp_(tokenizer, c.tokens_as_ids) {}
+      : c_(c), tokenizer_(tokenizer), index_(index), completion_lp_(tokenizer, c.tokens_as_ids) {
+    if (c.tool_format.has_value()) calls_.emplace(*c.tool_format, c.tool_names);
+  }
+
+  // Streaming with tools: an answer piece through the call parser (its
+  // text, less what may begin a call; whole calls once ended); `final`
+  // flushes it. Without tools the piece as it is.
+  ParsedAnswer Answer(const std::string& text, bool final) {
+    if (!calls_.has_value()) return ParsedAnswer{text, {}};
+    ParsedAnswer p = calls_->Push(text);
+    if (final) {
+      ParsedAnswer rest = calls_->Finish();
+      p.content += rest.content;
+      for (ParsedToolCall& c : rest.calls) p.calls.push_back(std::move(c));
+    }
+    return p;
+  }
+  // A stream chunk's choice with calls (their index continues the choice's list).
+  json CallsChoice(const std::vector<ParsedToolCall>& calls) {
+    json choice = {{"index", index_},
+                   {"delta", {{"tool_calls", CallsJson(calls, calls_sent_, true)}}},
+                   {"logprobs", nullptr},
+                   {"finish_reason", nullptr}};
+    calls_sent_ += static_cast<int>(calls.size());
+    return choice;
+  }
+  bool sent_calls() const { return calls_sent_ > 0; }
 
   void Prompt(const CompletionEvent& e) {
     prompt_ids_ = e.ids;
@@ -168,6 +224,14 @@ class CompletionHandler::Output {
     json choice = {{"index", index_}, {"finish_reason", finish}};
     if (c_.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", text}};
+      if (c_.tool_format.has_value()) {
+        ParsedAnswer p = ParseToolCalls(*c_.tool_format, text, c_.tool_names);
+        if (!p.calls.empty()) {
+          choice["message"]["content"] = p.content.empty() ? json(nullptr) : json(p.content);
+          choice["message"]["tool_calls"] = CallsJson(p.calls, 0, false);
+          choice["finish_reason"] = FinishWithCalls(final->reason, true);
+        }
+      }
       // vLLM's field: null when the model wrote no reasoning.
       if (c_.reasoning) choice["message"]["reasoning_content"] = reasoning.empty() ? json(nullptr) : json(reasoning);
     } else {
@@ -209,6 +273,8 @@ class CompletionHandler::Output {
   CompletionLogprobs completion_lp_;
   std::vector<int32_t> prompt_ids_;
   std::vector<PositionLogprobs> prompt_lp_;
+  std::optional<ToolCallStream> calls_;  // tools offered: the streamed answer's call parser
+  int calls_sent_ = 0;
 };
 
 void CompletionHandler::Refuse(const absl::Status& s, std::string_view request_id, HttpResponder& resp) const {
@@ -256,6 +322,8 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   ctx.include_usage = parsed->include_usage;
   ctx.continuous_usage = parsed->continuous_usage;
   ctx.prompt_tokens = static_cast<int32_t>(prepared->prompt.size());
+  ctx.tool_format = prepared->tool_format;
+  ctx.tool_names = prepared->tool_names;
 
   const int32_t n = prepared->samples;
   auto queue = std::make_shared<CompletionQueue>();
@@ -376,9 +444,15 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
     if (e.kind == CompletionEvent::kTokens) {
       tokens_of[e.index] += static_cast<int32_t>(e.ids.size());
       completion_tokens += static_cast<int32_t>(e.ids.size());
-      if (!e.text.empty() || !e.logprobs.empty()) {
+      ParsedAnswer piece = e.part == TextPart::kAnswer ? out.Answer(e.text, false) : ParsedAnswer{e.text, {}};
+      if (!piece.content.empty() || !e.logprobs.empty()) {
         json chunk = out.Envelope(true);
-        chunk["choices"] = json::array({out.ChunkChoice(e.text, e.part, e.logprobs, nullptr)});
+        chunk["choices"] = json::array({out.ChunkChoice(piece.content, e.part, e.logprobs, nullptr)});
+        if (!send(chunk)) return;
+      }
+      if (!piece.calls.empty()) {
+        json chunk = out.Envelope(true);
+        chunk["choices"] = json::array({out.CallsChoice(piece.calls)});
         if (!send(chunk)) return;
       }
       continue;
@@ -393,8 +467,21 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
     if (e.final.reason == FinishReason::kError) {
       if (error.empty()) error = e.final.error;
     } else {
+      // What the call parser still held: text, or a call the end closed.
+      ParsedAnswer rest = out.Answer("", true);
+      if (!rest.content.empty()) {
+        json chunk = out.Envelope(true);
+        chunk["choices"] = json::array({out.ChunkChoice(rest.content, TextPart::kAnswer, {}, nullptr)});
+        if (!send(chunk)) return;
+      }
+      if (!rest.calls.empty()) {
+        json chunk = out.Envelope(true);
+        chunk["choices"] = json::array({out.CallsChoice(rest.calls)});
+        if (!send(chunk)) return;
+      }
       json last = out.Envelope(true);
-      last["choices"] = json::array({out.ChunkChoice("", TextPart::kAnswer, {}, OpenAiFinish(e.final.reason))});
+      last["choices"] =
+          json::array({out.ChunkChoice("", TextPart::kAnswer, {}, FinishWithCalls(e.final.reason, out.sent_calls()))});
       if (!send(last)) return;
     }
     if (++finals == n) break;

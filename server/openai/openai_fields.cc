@@ -34,20 +34,23 @@ constexpr OpenAiField kFields[] = {
     {"best_of", OpenAiField::kCompletions},
     // Accepted at their do-nothing values only (RefuseUnsupported).
     {"suffix", OpenAiField::kCompletions, true},
-    {"tools", OpenAiField::kChat, true},
-    {"tool_choice", OpenAiField::kChat, true},
-    {"parallel_tool_calls", OpenAiField::kChat, true},
-    {"functions", OpenAiField::kChat, true},
-    {"function_call", OpenAiField::kChat, true},
-    {"response_format", OpenAiField::kChat, true},
     {"modalities", OpenAiField::kChat, true},
     {"audio", OpenAiField::kChat, true},
     {"prediction", OpenAiField::kChat, true},
     {"store", OpenAiField::kChat, true},
     {"metadata", OpenAiField::kChat, true},
     {"service_tier", OpenAiField::kBoth, true},
-    {"reasoning_effort", OpenAiField::kChat, true},
     {"web_search_options", OpenAiField::kChat, true},
+    // Structured output and tool calling (openai_structured.h).
+    {"response_format", OpenAiField::kChat},
+    {"tools", OpenAiField::kChat},
+    {"tool_choice", OpenAiField::kChat},
+    {"parallel_tool_calls", OpenAiField::kChat},
+    {"functions", OpenAiField::kChat},
+    {"function_call", OpenAiField::kChat},
+    {"reasoning_effort", OpenAiField::kChat},
+    {"structured_outputs", OpenAiField::kBoth},    // vLLM's
+    {"constrain_tool_calls", OpenAiField::kChat},  // this server's
     // vLLM's extensions.
     {"top_k", OpenAiField::kBoth},
     {"min_p", OpenAiField::kBoth},
@@ -100,19 +103,6 @@ bool Off(const json& j, const char* field, const json& off) {
 // implement: accepted only at the value that asks for nothing.
 absl::Status RefuseUnsupported(const json& j) {
   if (!Off(j, "suffix", "")) return FieldError("suffix", "insertion (suffix) is not supported by this server");
-  if (auto it = j.find("tools"); it != j.end() && !it->is_null() && !(it->is_array() && it->empty())) {
-    return FieldError("tools", "tool calling is not supported by this server");
-  }
-  if (!Off(j, "tool_choice", "none")) return FieldError("tool_choice", "tool calling is not supported: only \"none\"");
-  if (!Off(j, "parallel_tool_calls", false)) return FieldError("parallel_tool_calls", "tool calling is not supported");
-  if (!Off(j, "functions", json::array())) return FieldError("functions", "function calling is not supported");
-  if (!Off(j, "function_call", "none"))
-    return FieldError("function_call", "function calling is not supported: only \"none\"");
-  if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
-    if (!it->is_object() || it->value("type", "") != "text" || it->size() != 1) {
-      return FieldError("response_format", "only {\"type\": \"text\"} is supported (no JSON mode or schemas)");
-    }
-  }
   if (!Off(j, "modalities", json::array({"text"}))) return FieldError("modalities", "only [\"text\"] is supported");
   if (!Off(j, "audio", nullptr)) return FieldError("audio", "audio output is not supported");
   if (!Off(j, "prediction", nullptr)) return FieldError("prediction", "predicted outputs are not supported");
@@ -121,9 +111,6 @@ absl::Status RefuseUnsupported(const json& j) {
     return FieldError("metadata", "is stored with store, which this server does not do");
   if (auto it = j.find("service_tier"); it != j.end() && !it->is_null() && *it != "auto" && *it != "default") {
     return FieldError("service_tier", "this server has one tier: only \"auto\" or \"default\"");
-  }
-  if (!Off(j, "reasoning_effort", nullptr)) {
-    return FieldError("reasoning_effort", "is not supported: limit thinking with max_reasoning_tokens");
   }
   if (!Off(j, "web_search_options", nullptr)) return FieldError("web_search_options", "web search is not supported");
   return absl::OkStatus();

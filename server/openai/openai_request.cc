@@ -10,6 +10,7 @@
 #include "server/http/json_fields.h"
 #include "server/http/json_limits.h"
 #include "server/openai/openai_fields.h"
+#include "server/openai/openai_structured.h"
 #include "util/utf8.h"
 
 namespace beacon {
@@ -185,6 +186,7 @@ absl::Status ParseMessages(const json& j, ServeRequest* r) {
       if (!rc->is_string()) return FieldError(f + ".reasoning_content", "must be a string");
       msg.reasoning_content = rc->get<std::string>();
     }
+    if (absl::Status s = ParseMessageToolFields(m, f, &msg); !s.ok()) return s;
     r->messages.push_back(std::move(msg));
   }
   return absl::OkStatus();
@@ -376,6 +378,24 @@ absl::StatusOr<OpenAiRequest> ParseOpenAiRequest(OpenAiEndpoint endpoint, const 
     r.chat_template_kwargs = jinja::Json::parse(it->dump());
   }
   if (absl::Status s = GetServerChecked(j, "max_reasoning_tokens", &r, &r.max_reasoning_tokens); !s.ok()) return s;
+  for (const char* key :
+       {"response_format", "structured_outputs", "tools", "functions", "tool_choice", "function_call"}) {
+    if (auto it = j.find(key); it != j.end() && !it->is_null()) {
+      // Parsed again keeping key order (the body passed the limits above).
+      const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+      if (absl::Status s = ParseStructuredFields(ordered, endpoint, &r); !s.ok()) return s;
+      break;
+    }
+  }
+  if (auto it = j.find("reasoning_effort"); it != j.end() && !it->is_null()) {
+    if (endpoint != OpenAiEndpoint::kChatCompletions)
+      return FieldError("reasoning_effort", "is for chat completions only");
+    if (!it->is_string()) return FieldError("reasoning_effort", "must be low, medium or high");
+    r.reasoning_effort = it->get<std::string>();  // PrepareRequest checks the value
+  }
+  if (auto it = j.find("constrain_tool_calls"); it != j.end() && !it->is_null()) {
+    if (absl::Status s = GetJsonBool(j, "constrain_tool_calls", &r.tools.constrain_auto); !s.ok()) return s;
+  }
 
   if (absl::Status s = GetJsonBool(j, "stream", &out.stream); !s.ok()) return s;
   if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
