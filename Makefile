@@ -84,10 +84,11 @@ bench: build model
 # gguf (the GGUF reader and loader), jinja (the Jinja engine and chat templates),
 # tokenizer (encoding and the streaming detokenizer), openai (the OpenAI request
 # reader up to the prepared request), grpc (the beacon.v1 request conversion, the
-# same), model_files (safetensors, config.json, tokenizer.json and tokenizer_config.json).
+# same), model_files (safetensors, config.json, tokenizer.json and tokenizer_config.json),
+# grammar (structured output's schemas, regexes, grammars and structural tags, through xgrammar).
 # Findings land in build-fuzz/; each becomes a regression input of its corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= gguf jinja tokenizer openai grpc model_files
+FUZZ_TARGETS ?= gguf jinja tokenizer openai grpc model_files grammar
 FUZZ_FLAGS ?= -timeout=10 -rss_limit_mb=2048
 fuzz: deps
 	cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

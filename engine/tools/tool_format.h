@@ -1,6 +1,8 @@
 // The tool-call formats of the model families this server serves, and which
 // one a model's chat template speaks:
 //   hermes       <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>
+//                (parsed also from a ```json fence holding such an object,
+//                which Qwen2.5-Coder writes instead of the tags)
 //                Qwen2.5, Qwen3, QwQ, Hermes; also the format of models
 //                whose template has no tool support (SmolLM2): the tools
 //                are then described to them in a system message

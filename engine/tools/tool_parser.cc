@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <random>
 
+#include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 
 namespace beacon {
@@ -115,25 +117,51 @@ ParsedAnswer ParseLlama(std::string_view text, const std::vector<std::string>& t
   return out;
 }
 
-// Text between `begin` and `end` markers is a call: hermes and deepseek_r1.
+// Where a call may begin: its opening marker and the marker that closes it.
+struct Opening {
+  size_t at = std::string_view::npos;
+  std::string_view open, close;
+};
+
+// hermes: <tool_call>...</tool_call>, and a ```json fence holding a call
+// object, which Qwen2.5-Coder writes instead of the tags (llama.cpp's parser
+// takes both too); deepseek_r1: a call between its markers.
+constexpr std::string_view kFenceOpen = "```json";
+constexpr std::string_view kFenceClose = "```";
+
+Opening FindOpening(ToolCallFormat format, std::string_view text, size_t from) {
+  Opening o;
+  auto consider = [&](std::string_view open, std::string_view close) {
+    const size_t at = text.find(open, from);
+    if (at < o.at) o = Opening{at, open, close};
+  };
+  if (format == ToolCallFormat::kDeepSeekR1) {
+    consider(kR1CallBegin, kR1CallEnd);
+  } else {
+    consider("<tool_call>", "</tool_call>");
+    consider(kFenceOpen, kFenceClose);
+  }
+  return o;
+}
+
+// Text between a call's markers is a call: hermes and deepseek_r1.
 ParsedAnswer ParseTagged(ToolCallFormat format, std::string_view text, const std::vector<std::string>& tools) {
   const bool r1 = format == ToolCallFormat::kDeepSeekR1;
-  const std::string_view begin = r1 ? kR1CallBegin : std::string_view("<tool_call>");
-  const std::string_view end = r1 ? kR1CallEnd : std::string_view("</tool_call>");
   ParsedAnswer out;
   size_t pos = 0;
   while (pos < text.size()) {
-    const size_t b = text.find(begin, pos);
+    const Opening o = FindOpening(format, text, pos);
+    const size_t b = o.at;
     if (b == std::string_view::npos) {
       out.content.append(text.substr(pos));
       break;
     }
     std::string_view before = text.substr(pos, b - pos);
     if (r1) ConsumeSuffix(&before, kR1CallsBegin);
-    const size_t e = text.find(end, b + begin.size());
+    const size_t e = text.find(o.close, b + o.open.size());
     const size_t body_end = e == std::string_view::npos ? text.size() : e;
-    const size_t next = e == std::string_view::npos ? text.size() : e + end.size();
-    std::string_view body = text.substr(b + begin.size(), body_end - b - begin.size());
+    const size_t next = e == std::string_view::npos ? text.size() : e + o.close.size();
+    std::string_view body = text.substr(b + o.open.size(), body_end - b - o.open.size());
     std::optional<ParsedToolCall> call;
     if (r1) {
       // function<｜tool▁sep｜>NAME\n```json\n{...}\n```
@@ -179,6 +207,11 @@ size_t PartialMarker(std::string_view text, std::string_view marker) {
 
 }  // namespace
 
+std::string NewToolCallId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrFormat("call_%016x%08x", rng(), static_cast<uint32_t>(rng()));
+}
+
 ParsedAnswer ParseToolCalls(ToolCallFormat format, std::string_view text, const std::vector<std::string>& tools) {
   if (format == ToolCallFormat::kLlama3Json) return ParseLlama(text, tools);
   return ParseTagged(format, text, tools);
@@ -215,9 +248,9 @@ ParsedAnswer ToolCallStream::Drain(bool final) {
     return out;
   }
   const bool r1 = format_ == ToolCallFormat::kDeepSeekR1;
-  const std::string_view start = r1 ? kR1CallsBegin : std::string_view("<tool_call>");
-  const std::string_view alt_start = r1 ? kR1CallBegin : start;
-  const std::string_view end = r1 ? kR1CallEnd : std::string_view("</tool_call>");
+  // What may begin a call: R1's list marker too, so that it is held back whole.
+  const std::vector<std::string_view> starts = r1 ? std::vector<std::string_view>{kR1CallsBegin, kR1CallBegin}
+                                                  : std::vector<std::string_view>{"<tool_call>", kFenceOpen};
   for (;;) {
     if (calls_ + out.calls.size() > 0) {
       // After a call: its newlines and R1's end of the list are not text (once whole).
@@ -230,22 +263,24 @@ ParsedAnswer ToolCallStream::Drain(bool final) {
       if (!final && (t.empty() || (r1 && PartialMarker(t, kR1CallsEnd) == t.size()))) break;
       held_.erase(0, space);
     }
-    size_t b = held_.find(start);
-    b = std::min(b, held_.find(alt_start));
+    const Opening o = FindOpening(format_, held_, 0);
+    size_t b = o.at;
+    if (r1) b = std::min(b, held_.find(kR1CallsBegin));
     if (b == std::string::npos) {
       // Text, less what may begin a call.
-      const size_t keep = final ? 0 : std::max(PartialMarker(held_, start), PartialMarker(held_, alt_start));
+      size_t keep = 0;
+      for (std::string_view m : starts) keep = std::max(keep, final ? 0 : PartialMarker(held_, m));
       out.content.append(held_, 0, held_.size() - keep);
       held_.erase(0, held_.size() - keep);
       break;
     }
-    size_t e = held_.find(end, b);
+    size_t e = o.at == std::string::npos ? std::string::npos : held_.find(o.close, o.at + o.open.size());
     if (e == std::string::npos && !final) {
       out.content.append(held_, 0, b);
       held_.erase(0, b);
       break;
     }
-    size_t stop = e == std::string::npos ? held_.size() : e + end.size();
+    size_t stop = e == std::string::npos ? held_.size() : e + o.close.size();
     if (r1 && e != std::string::npos) {
       const std::string_view after = std::string_view(held_).substr(stop);
       const std::string_view trimmed = StripLeading(after);

@@ -30,6 +30,9 @@ struct ParsedAnswer {
   std::vector<ParsedToolCall> calls;
 };
 
+// A new call's id, as OpenAI makes them: "call_" and 24 random hex digits.
+std::string NewToolCallId();
+
 // `tools`: the names a call may have.
 ParsedAnswer ParseToolCalls(ToolCallFormat format, std::string_view text, const std::vector<std::string>& tools);
 

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "engine/serving/engine_loop.h"
 #include "engine/serving/serve_request.h"
+#include "engine/tools/tool_parser.h"
 #include "proto/beacon/v1/beacon.grpc.pb.h"
 #include "server/grpc/grpc_convert.h"
 #include "util/log.h"
@@ -76,7 +77,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   // request is prepared on the PrepPool meanwhile, and a cancel that comes
   // first is answered then.
   GenerateStream(EngineLoop* loop, int32_t samples)
-      : loop_(loop), n_(samples), pending_(samples), has_pending_(samples), final_pending_(samples) {
+      : loop_(loop), n_(samples), pending_(samples), has_pending_(samples), final_pending_(samples), calls_(samples) {
     for (int32_t i = 0; i < samples; ++i) sinks_.push_back(std::make_shared<Sink>(this, i));
   }
 
@@ -94,6 +95,10 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
       started_ = true;
       cancelled = cancelled_;
       if (!request.ok()) reject_ = ToGrpc(request.status());
+      // Tools offered: each sample's answer goes through a call parser.
+      if (request.ok() && request->tool_format.has_value()) {
+        for (auto& c : calls_) c.emplace(*request->tool_format, request->tool_names);
+      }
     }
     if (cancelled || !request.ok()) {
       Action a;
@@ -173,8 +178,12 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
       GenerateResponse& m = pending_[i];
       for (int32_t id : ids) m.add_token_ids(id);
       for (const PositionLogprobs& lp : logprobs) ToProto(lp, m.add_logprobs());
-      std::string* field = part == TextPart::kReasoning ? m.mutable_reasoning_text() : m.mutable_text();
-      field->append(text.data(), text.size());
+      if (part == TextPart::kAnswer && calls_[i].has_value()) {
+        AddAnswer(calls_[i]->Push(text), &m);
+      } else {
+        std::string* field = part == TextPart::kReasoning ? m.mutable_reasoning_text() : m.mutable_text();
+        field->append(text.data(), text.size());
+      }
       has_pending_[i] = true;
       a = Next();
     }
@@ -192,6 +201,7 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     Action a;
     {
       MutexLock lock(&mu_);
+      if (calls_[i].has_value()) AddAnswer(calls_[i]->Finish(), &pending_[i]);  // what the parser held
       FillFinal(f, &pending_[i]);
       // A failure inside the engine ends the stream with a non-OK status as
       // well as the final message, for clients that check only the status.
@@ -213,6 +223,17 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
     }
     if (n_ > 1) CancelInEngine();  // the samples that were queued
     Act(a);
+  }
+
+  // An answer piece through the call parser: its text, and its whole calls.
+  static void AddAnswer(const ParsedAnswer& p, GenerateResponse* m) {
+    m->mutable_text()->append(p.content);
+    for (const ParsedToolCall& c : p.calls) {
+      v1::ToolCall* t = m->add_tool_calls();
+      t->set_id(NewToolCallId());
+      t->set_name(c.name);
+      t->set_arguments(c.arguments);
+    }
   }
 
   // Decides the next gRPC operation.
@@ -291,6 +312,8 @@ class GenerateStream : public grpc::ServerWriteReactor<GenerateResponse> {
   std::vector<GenerateResponse> pending_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> has_pending_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> final_pending_ ABSL_GUARDED_BY(mu_);
+  // Per sample, with tools offered: the answer's call parser (Start).
+  std::vector<std::optional<ToolCallStream>> calls_ ABSL_GUARDED_BY(mu_);
   int32_t last_written_ ABSL_GUARDED_BY(mu_) = -1;
   int32_t finals_written_ ABSL_GUARDED_BY(mu_) = 0;
   // The message being written. Not GUARDED_BY(mu_): gRPC reads it, without

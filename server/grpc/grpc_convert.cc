@@ -19,6 +19,9 @@ std::vector<ChatMessage> Messages(const v1::ChatInput& chat) {
   for (const v1::ChatMessage& m : chat.messages()) {
     out.emplace_back(m.role(), m.content(),
                      m.has_reasoning_content() ? std::optional<std::string>(m.reasoning_content()) : std::nullopt);
+    for (const v1::ToolCall& c : m.tool_calls()) out.back().tool_calls.push_back({c.id(), c.name(), c.arguments()});
+    out.back().tool_call_id = m.tool_call_id();
+    out.back().name = m.name();
   }
   return out;
 }
@@ -66,6 +69,57 @@ void ReadChat(const v1::ChatInput& chat, ServeRequest* r) {
   r->messages = Messages(chat);
   r->add_generation_prompt = !chat.has_add_generation_prompt() || chat.add_generation_prompt();
   if (!chat.chat_template_kwargs().empty()) r->chat_template_kwargs = ToJson(chat.chat_template_kwargs());
+  for (const v1::Tool& t : chat.tools()) {
+    r->tools.tools.push_back({t.name(), t.description(), t.parameters().empty() ? "{}" : t.parameters(), t.strict()});
+  }
+  const v1::ToolChoice& c = chat.tool_choice();
+  if (c.choice_case() == v1::ToolChoice::kFunction) {
+    r->tools.choice = {ToolChoice::Mode::kNamed, c.function()};
+  } else {
+    switch (c.mode()) {
+      case v1::TOOL_CHOICE_MODE_NONE: r->tools.choice.mode = ToolChoice::Mode::kNone; break;
+      case v1::TOOL_CHOICE_MODE_REQUIRED: r->tools.choice.mode = ToolChoice::Mode::kRequired; break;
+      default: r->tools.choice.mode = ToolChoice::Mode::kAuto; break;
+    }
+  }
+  r->tools.parallel = !chat.has_parallel_tool_calls() || chat.parallel_tool_calls();
+  r->tools.constrain_auto = chat.constrain_tool_calls();
+  r->reasoning_effort = chat.reasoning_effort();
+}
+
+// StructuredOutput -> the request's grammar; fields are named as in the proto.
+void ReadStructured(const v1::StructuredOutput& so, ServeRequest* r) {
+  GrammarSpec s;
+  s.strict = so.strict();
+  switch (so.format_case()) {
+    case v1::StructuredOutput::kJsonSchema:
+      s.kind = GrammarKind::kJsonSchema;
+      s.source = so.json_schema();
+      break;
+    case v1::StructuredOutput::kJsonObject:
+      if (!so.json_object()) return;
+      s.kind = GrammarKind::kJsonObject;
+      break;
+    case v1::StructuredOutput::kRegex:
+      s.kind = GrammarKind::kRegex;
+      s.source = so.regex();
+      break;
+    case v1::StructuredOutput::kGrammar:
+      s.kind = GrammarKind::kEbnf;
+      s.source = so.grammar();
+      break;
+    case v1::StructuredOutput::kChoice:
+      s.kind = GrammarKind::kChoice;
+      s.choices.assign(so.choice().choices().begin(), so.choice().choices().end());
+      break;
+    case v1::StructuredOutput::kStructuralTag:
+      s.kind = GrammarKind::kStructuralTag;
+      s.source = so.structural_tag();
+      break;
+    case v1::StructuredOutput::FORMAT_NOT_SET: return;
+  }
+  s.field = absl::StrCat("structured.", std::string(GrammarKindName(s.kind)));
+  r->structured = std::move(s);
 }
 
 }  // namespace
@@ -118,6 +172,7 @@ ServeRequest FromProto(const v1::GenerateRequest& q) {
   if (q.kv().has_budget()) r.kv_budget = q.kv().budget();
   if (q.kv().has_budget_bytes()) r.kv_budget_bytes = q.kv().budget_bytes();
   if (q.has_cache_salt()) r.cache_salt = q.cache_salt();
+  if (q.has_structured()) ReadStructured(q.structured(), &r);
   return r;
 }
 

@@ -48,17 +48,11 @@ json FinishWithCalls(FinishReason f, bool calls) {
   return calls && natural ? json("tool_calls") : OpenAiFinish(f);
 }
 
-// OpenAI's id of a tool call: "call_" and 24 random hex digits.
-std::string NewCallId() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return absl::StrFormat("call_%016x%08x", rng(), static_cast<uint32_t>(rng()));
-}
-
 // Calls in OpenAI's shape; streamed ones carry their index in the choice's list.
 json CallsJson(const std::vector<ParsedToolCall>& calls, int first_index, bool stream) {
   json out = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    json c = {{"id", NewCallId()},
+    json c = {{"id", NewToolCallId()},
               {"type", "function"},
               {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
     if (stream) c["index"] = first_index + static_cast<int>(i);

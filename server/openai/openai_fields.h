@@ -1,7 +1,7 @@
 // Which fields the OpenAI-compatible endpoints take. Every request field is
 // honoured or refused, never silently ignored: a client must not believe it
 // got something it did not. Fields of OpenAI's schemas whose features this
-// server lacks (tools, JSON mode, audio, stored completions...) are accepted
+// server lacks (audio, predicted outputs, stored completions...) are accepted
 // only at the value that asks for nothing, and otherwise refused by name
 // with the reason; a field no schema has is refused as unrecognised, as
 // OpenAI's own API does. The field list is the one place to add a field:

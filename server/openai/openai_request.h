@@ -24,6 +24,10 @@
 // chat_template_kwargs; this server's kv_policy, kv_budget,
 // time_limit_ms, request_id (the response's id instead of a generated one,
 // as in the gRPC API), max_reasoning_tokens and messages[].reasoning_content.
+// Structured output and tools (openai_structured.h): response_format,
+// structured_outputs, tools, tool_choice, parallel_tool_calls, functions,
+// function_call, constrain_tool_calls, reasoning_effort, and messages'
+// tool_calls, tool_call_id and name.
 // Sampling fields left out take the server's defaults (ServeLimits::defaults).
 #ifndef BEACON_SERVER_OPENAI_OPENAI_REQUEST_H_
 #define BEACON_SERVER_OPENAI_OPENAI_REQUEST_H_

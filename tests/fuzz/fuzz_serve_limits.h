@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 
+#include "engine/grammar/grammar_compiler.h"
 #include "engine/reasoning.h"
 #include "engine/serving/serve_request.h"
+#include "engine/tools/tool_format.h"
 #include "kv/policy/kv_policy.h"
 #include "tests/fuzz/fuzz_fixtures.h"
 
@@ -24,6 +27,18 @@ inline const ServeLimits& FuzzServeLimits() {
     l.kv_limits.min_budget = 32;
     l.kv_limits.max_budget = 2048;
     if (auto r = ResolveReasoningParser("auto", R1Tokenizer()); r.ok()) l.reasoning = *r;
+    if (auto t = ResolveToolSyntax("auto", R1Tokenizer().chat_template_source()); t.ok()) l.tool_syntax = *t;
+    // Structured output compiles for real (engine/grammar/), within small bounds.
+    static std::unique_ptr<GrammarCompiler> grammars = [] {
+      GrammarCompilerOptions o;
+      o.limits.max_source_bytes = 16 << 10;
+      o.compile_timeout_ms = 5000;
+      o.compile_threads = 1;
+      o.cache_entries = 64;
+      auto c = GrammarCompiler::Create(R1Tokenizer(), R1Tokenizer().vocab_size(), o);
+      return c.ok() ? *std::move(c) : nullptr;
+    }();
+    l.grammars = grammars.get();
     return l;
   }();
   return limits;

@@ -93,7 +93,7 @@ def test_errors(srv):
         (dict(messages=MSG, n=65), "n"),
         (dict(messages=MSG, n=2, extra_body={"best_of": 3}), "best_of"),
         (dict(messages=MSG, logprobs=True, top_logprobs=21), "logprobs"),
-        (dict(messages=MSG, tools=[{"type": "function", "function": {"name": "f"}}]), "tools"),
+        (dict(messages=MSG, tools=[{"type": "function", "function": {"name": "no spaces"}}]), "tools[0].function.name"),
         (dict(messages=MSG, extra_body={"temprature": 0.5}), "temprature"),
         (dict(messages=MSG, extra_body={"echo": True}), "echo"),
         (dict(messages=MSG, logit_bias={"49152": 1}), "logit_bias"),

@@ -7,6 +7,10 @@ two-turn tool loop and parallel_tool_calls; every answer parses and
 validates against its schema (jsonschema). Bad schemas, grammars and tool
 lists are refused with 400 naming the field, and the server goes on.
 
+The same over gRPC (beacon.v1 StructuredOutput, ChatInput.tools,
+GenerateResponse.tool_calls): the same greedy answers as over HTTP, and
+INVALID_ARGUMENT naming the field for a bad grammar.
+
 Then reasoning: a tiny random-weight model behind the DeepSeek-R1 distill's
 vocabulary and template (as tests/server/test_reasoning.py): the constraint
 starts after </think> (reasoning_content is the same with and without a
@@ -18,12 +22,13 @@ import json
 import os
 import sys
 
+import grpc
 import jsonschema
 import openai
 import pydantic
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_util import SRC, Server  # noqa: E402
+from serve_util import SRC, Server, expect_rpc_error, pb  # noqa: E402
 
 VOCAB = os.path.join(SRC, "tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf")
 DUMMY = "dummy:" + os.path.join(SRC, "tests/data/tiny-r1-qwen2.json")
@@ -222,6 +227,49 @@ def test_refusals(c):
     print(f"refusals: {len(bad)} bad inputs, each 400 naming its field")
 
 
+def test_grpc(srv, c):
+    schema = Person.model_json_schema()
+    ask = [{"role": "user", "content": "Describe a programmer."}]
+    http = c.chat.completions.create(model="default", messages=ask, max_tokens=120, temperature=0,
+                                     response_format={"type": "json_schema", "json_schema": {
+                                         "name": "p", "strict": True, "schema": schema}}).choices[0].message.content
+    chat = pb.ChatInput(messages=[pb.ChatMessage(role="user", content=ask[0]["content"])])
+    req = pb.GenerateRequest(chat=chat, sampling=pb.SamplingParams(temperature=0),
+                             stopping=pb.StoppingCriteria(max_tokens=120),
+                             structured=pb.StructuredOutput(json_schema=json.dumps(schema), strict=True))
+    text = "".join(m.text for m in srv.stub.Generate(req))
+    assert text == http and Person.model_validate_json(text), (text, http)
+    # Tools: required, the calls typed in the stream, the same as over HTTP.
+    tool = WEATHER["function"]
+    http_calls = c.chat.completions.create(model="default", messages=ASK, tools=[WEATHER], tool_choice="required",
+                                           max_tokens=120, temperature=0).choices[0].message.tool_calls
+    chat = pb.ChatInput(messages=[pb.ChatMessage(role="user", content=ASK[0]["content"])],
+                        tools=[pb.Tool(name=tool["name"], description=tool["description"],
+                                       parameters=json.dumps(tool["parameters"]))],
+                        tool_choice=pb.ToolChoice(mode=pb.TOOL_CHOICE_MODE_REQUIRED))
+    calls, text = [], ""
+    for m in srv.stub.Generate(pb.GenerateRequest(chat=chat, sampling=pb.SamplingParams(temperature=0),
+                                                  stopping=pb.StoppingCriteria(max_tokens=120))):
+        calls += m.tool_calls
+        text += m.text
+    assert not text and [(t.name, json.loads(t.arguments)) for t in calls] == \
+        [(t.function.name, json.loads(t.function.arguments)) for t in http_calls], (text, calls, http_calls)
+    assert all(t.id.startswith("call_") for t in calls), calls
+    # A tool turn back: the history renders (the second answer is text under tool_choice none).
+    chat.messages.append(pb.ChatMessage(role="assistant", tool_calls=calls[:1]))
+    chat.messages.append(pb.ChatMessage(role="tool", tool_call_id=calls[0].id, content='{"temperature": 21}'))
+    chat.tool_choice.CopyFrom(pb.ToolChoice(mode=pb.TOOL_CHOICE_MODE_NONE))
+    out = list(srv.stub.Generate(pb.GenerateRequest(chat=chat, sampling=pb.SamplingParams(temperature=0),
+                                                    stopping=pb.StoppingCriteria(max_tokens=20))))
+    assert "".join(m.text for m in out) and not any(m.tool_calls for m in out), out
+    bad = pb.GenerateRequest(text="x", structured=pb.StructuredOutput(regex="(unclosed"))
+    expect_rpc_error(lambda: srv.stub.Generate(bad), grpc.StatusCode.INVALID_ARGUMENT, "structured.regex")
+    bad = pb.GenerateRequest(chat=pb.ChatInput(messages=[pb.ChatMessage(role="user", content="x")],
+                                               tool_choice=pb.ToolChoice(function="nope")))
+    expect_rpc_error(lambda: srv.stub.Generate(bad), grpc.StatusCode.INVALID_ARGUMENT, "tool_choice")
+    print("gRPC: structured output and tool calls as over HTTP")
+
+
 def test_reasoning_then_structure():
     """The R1 distill: the answer starts after </think> (forced after 6 tokens)."""
     with Server("--tokenizer", VOCAB, model=DUMMY, threads=1) as srv:
@@ -262,6 +310,7 @@ def main():
         test_tools(c)
         test_tool_loop(c)
         test_refusals(c)
+        test_grpc(srv, c)
     test_reasoning_then_structure()
     print("PASS")
 

@@ -59,6 +59,12 @@ TEST(ToolParser, Hermes) {
   ExpectBoth(f, unknown, unknown, {});
   const std::string not_object = "<tool_call>{\"name\": \"get_time\", \"arguments\": [1]}</tool_call>";
   ExpectBoth(f, not_object, not_object, {});
+  // A ```json fence holding a call (Qwen2.5-Coder writes them): a call; one
+  // holding other JSON, or an unknown name: text as written.
+  ExpectBoth(f, "Here:\n```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n```", "Here:\n",
+             {{"get_weather", R"({"city":"Rome"})"}});
+  const std::string code = "Example:\n```json\n{\"a\": 1}\n```\nDone.";
+  ExpectBoth(f, code, code, {});
 }
 
 TEST(ToolParser, Llama3Json) {

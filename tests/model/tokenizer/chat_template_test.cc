@@ -142,11 +142,11 @@ TEST(ChatTemplate, AnyTemplateRendersNowGemmaLike) {
 TEST(ChatTemplate, BadRoleIsInvalidArgumentNamingIt) {
   absl::StatusOr<ChatTemplate> t = ChatTemplate::FromSource(kSmolLmTemplate, "");
   ASSERT_TRUE(t.ok());
-  absl::StatusOr<std::string> text = t->Render({{"user", "hi"}, {"tool", "{}"}}, true);
+  absl::StatusOr<std::string> text = t->Render({{"user", "hi"}, {"function", "{}"}}, true);
   ASSERT_FALSE(text.ok());
   EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(text.status().message(), HasSubstr("messages[1].role"));
-  EXPECT_THAT(text.status().message(), HasSubstr("'tool'"));
+  EXPECT_THAT(text.status().message(), HasSubstr("'function'"));
 }
 
 TEST(ChatTemplate, TemplateThatDoesNotParseNamesTheLine) {

@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include "engine/grammar/grammar_spec.h"
+#include "engine/tools/tool_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/openai/openai_request.h"
@@ -62,19 +64,12 @@ const std::map<std::string, Case>& Cases() {
       {"echo", {kC, R"("echo": true, "logprobs": 2)", [](R r) { return r.echo && r.serve.prompt_logprobs == 2; }}},
       {"best_of", {kC, R"("best_of": 2)", nullptr}},
       {"suffix", {kC, R"("suffix": "end")", nullptr}},
-      {"tools", {kChat, R"("tools": [{"type": "function", "function": {"name": "f"}}])", nullptr}},
-      {"tool_choice", {kChat, R"("tool_choice": "auto")", nullptr}},
-      {"parallel_tool_calls", {kChat, R"("parallel_tool_calls": true)", nullptr}},
-      {"functions", {kChat, R"("functions": [{"name": "f"}])", nullptr}},
-      {"function_call", {kChat, R"("function_call": "auto")", nullptr}},
-      {"response_format", {kChat, R"("response_format": {"type": "json_object"})", nullptr}},
       {"modalities", {kChat, R"("modalities": ["text", "audio"])", nullptr}},
       {"audio", {kChat, R"("audio": {"voice": "alloy", "format": "wav"})", nullptr}},
       {"prediction", {kChat, R"("prediction": {"type": "content", "content": "x"})", nullptr}},
       {"store", {kChat, R"("store": true)", nullptr}},
       {"metadata", {kChat, R"("metadata": {"k": "v"})", nullptr}},
       {"service_tier", {kC, R"("service_tier": "flex")", nullptr}},
-      {"reasoning_effort", {kChat, R"("reasoning_effort": "low")", nullptr}},
       {"web_search_options", {kChat, R"("web_search_options": {})", nullptr}},
       {"top_k", {kC, R"("top_k": 40)", [](R r) { return r.serve.top_k == 40; }}},
       {"min_p", {kC, R"("min_p": 0.1)", [](R r) { return r.serve.min_p == 0.1f; }}},
@@ -105,6 +100,41 @@ const std::map<std::string, Case>& Cases() {
       {"time_limit_ms", {kC, R"("time_limit_ms": 1500)", [](R r) { return r.serve.time_limit_ms == 1500u; }}},
       {"max_reasoning_tokens",
        {kChat, R"("max_reasoning_tokens": 64)", [](R r) { return r.serve.max_reasoning_tokens == 64; }}},
+      // Structured output and tool calling (openai_structured.h).
+      {"tools",
+       {kChat, R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])",
+        [](R r) {
+          return r.serve.tools.tools.size() == 1 && r.serve.tools.tools[0].name == "f" &&
+                 r.serve.tools.choice.mode == ToolChoice::Mode::kAuto;
+        }}},
+      {"tool_choice",
+       {kChat, R"("tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function",
+           "function": {"name": "f"}})",
+        [](R r) { return r.serve.tools.choice.mode == ToolChoice::Mode::kNamed && r.serve.tools.choice.name == "f"; }}},
+      {"parallel_tool_calls",
+       {kChat, R"("tools": [{"type": "function", "function": {"name": "f"}}], "parallel_tool_calls": false)",
+        [](R r) { return !r.serve.tools.parallel; }}},
+      {"functions", {kChat, R"("functions": [{"name": "f"}])", [](R r) { return r.serve.tools.tools.size() == 1; }}},
+      {"function_call",
+       {kChat, R"("functions": [{"name": "f"}], "function_call": {"name": "f"})",
+        [](R r) { return r.serve.tools.choice.mode == ToolChoice::Mode::kNamed; }}},
+      {"response_format",
+       {kChat, R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+           "schema": {"type": "object", "properties": {"b": {}, "a": {}}}}})",
+        [](R r) {
+          // The schema's properties keep the client's order (b before a).
+          return r.serve.structured.has_value() && r.serve.structured->kind == GrammarKind::kJsonSchema &&
+                 r.serve.structured->strict &&
+                 r.serve.structured->source.find(R"("b")") < r.serve.structured->source.find(R"("a")");
+        }}},
+      {"structured_outputs",
+       {kC, R"("structured_outputs": {"choice": ["x", "y"]})",
+        [](R r) { return r.serve.structured.has_value() && r.serve.structured->choices.size() == 2; }}},
+      {"constrain_tool_calls",
+       {kChat, R"("tools": [{"type": "function", "function": {"name": "f"}}], "constrain_tool_calls": true)",
+        [](R r) { return r.serve.tools.constrain_auto; }}},
+      {"reasoning_effort",
+       {kChat, R"("reasoning_effort": "low")", [](R r) { return r.serve.reasoning_effort == "low"; }}},
   };
   return *cases;
 }
@@ -139,7 +169,7 @@ TEST(OpenAiFieldsTest, EachFieldIsHonouredOrRefusedByName) {
 }
 
 TEST(OpenAiFieldsTest, RefusedFeaturesAreAcceptedAtTheirDoNothingValues) {
-  for (const char* fields : {R"("tools": [], "tool_choice": "none", "parallel_tool_calls": false, "functions": [])",
+  for (const char* fields : {R"("tools": [], "tool_choice": "none", "parallel_tool_calls": false)",
                              R"("response_format": {"type": "text"}, "modalities": ["text"], "store": false)",
                              R"("audio": null, "metadata": null, "service_tier": "auto", "reasoning_effort": null)"}) {
     const absl::StatusOr<OpenAiRequest> r = ParseOpenAiRequest(kChat, Body(kChat, fields), "m");
