@@ -42,6 +42,11 @@ struct EntrySampling {
   float min_p = 0.0f;
   uint64_t seed = 0;
   uint64_t step = 0;  // draw counter: tokens the sequence generated so far
+  // A grammar's token mask for this draw (structured output,
+  // engine/grammar/grammar_matcher.h: (vocab + 31) / 32 words, token t
+  // allowed when bit t % 32 of word t / 32 is set); empty: no constraint.
+  // Host memory, read during the call.
+  std::span<const uint32_t> allowed;
 };
 
 class Backend {

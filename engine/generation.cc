@@ -220,9 +220,10 @@ bool Generation::device_samplable() const {
   // needs the logits on the host (penalties, logit_bias, bans, logprobs)
   // samples here.
   const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
-  // A grammar's mask is applied on the host (the CUDA sampler takes no
-  // bitmask yet): only its reasoning tokens may draw on the device.
-  return !sampler_.modifies_logits() && !banning && options_.logprobs < 0 && !constrained();
+  // A grammar's draw goes to the device with its mask when the mask was
+  // filled before the pass (PrepareMask, the step executor's); otherwise it
+  // is drawn here.
+  return !sampler_.modifies_logits() && !banning && options_.logprobs < 0 && (!constrained() || mask_ready_);
 }
 
 EntrySampling Generation::device_sampling() const {
@@ -234,6 +235,7 @@ EntrySampling Generation::device_sampling() const {
   s.min_p = p.min_p;
   s.seed = p.seed.value_or(0);
   s.step = generated_.size();
+  if (constrained() && mask_ready_) s.allowed = mask_;
   return s;
 }
 

@@ -16,7 +16,8 @@
 // every generation allows it (no penalties, no logprobs or logit bias, no
 // prompt rows), on the host otherwise. Sequences under a grammar (structured
 // output) have their token masks filled before the pass, in parallel across
-// them on the backend's host pool, and draw on the host.
+// them on the backend's host pool; the device draws with the masks where the
+// backend samples there (Backend::ForwardSample, EntrySampling::allowed).
 //
 // Thread ownership: the caller's (the engine thread when serving).
 #ifndef BEACON_ENGINE_STEP_EXECUTOR_H_

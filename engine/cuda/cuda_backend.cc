@@ -13,6 +13,7 @@
 #include "engine/generation.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/sampling.h"
+#include "kernels/cuda/token_bitmask.h"
 
 namespace beacon {
 namespace {
@@ -353,6 +354,33 @@ absl::Status CudaBackend::EnsureObserveEntries(int n_observe) {
   return observe_host_.Reserve(bytes, "BeaconKV observe entries");
 }
 
+absl::Status CudaBackend::UploadMasks(std::span<const EntrySampling> sampling) {
+  const int words = TokenMaskWords(config_.vocab_size);
+  if (cap_mask_rows_ < cap_rows_) {
+    // Captured graphs read the old buffer: they go with it.
+    DropGraphs();
+    const size_t bytes = static_cast<size_t>(cap_rows_) * words * sizeof(uint32_t);
+    if (absl::Status s = masks_dev_.Allocate(bytes, "grammar masks"); !s.ok()) return s;
+    if (absl::Status s = masks_host_.Reserve(bytes, "grammar masks"); !s.ok()) return s;
+    cap_mask_rows_ = cap_rows_;
+  }
+  auto* host = masks_host_.as<uint32_t>();
+  for (size_t r = 0; r < sampling.size(); ++r) {
+    uint32_t* row = host + r * words;
+    const std::span<const uint32_t> a = sampling[r].allowed;
+    if (a.empty()) {
+      std::fill(row, row + words, 0xffffffffu);  // unconstrained: every token allowed
+    } else {
+      const size_t n = std::min<size_t>(a.size(), words);
+      std::copy(a.begin(), a.begin() + n, row);
+      std::fill(row + n, row + words, 0u);  // a short mask allows nothing past its end, as on the host
+    }
+  }
+  return CudaStatus(cudaMemcpyAsync(masks_dev_.get(), host, sampling.size() * words * sizeof(uint32_t),
+                                    cudaMemcpyHostToDevice, stream_),
+                    "uploading grammar masks");
+}
+
 absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output output,
                                std::span<const EntrySampling> sampling, std::vector<float>* logits,
                                std::vector<int32_t>* tokens) {
@@ -397,6 +425,11 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
     s = CudaStatus(cudaMemcpyAsync(sampling_dev_.get(), p, sampling.size() * sizeof(DeviceSamplingParams),
                                    cudaMemcpyHostToDevice, stream_),
                    "uploading sampling parameters");
+  }
+  masked_ = false;
+  if (s.ok() && output == Output::kSample) {
+    for (const EntrySampling& e : sampling) masked_ |= !e.allowed.empty();
+    if (masked_) s = UploadMasks(sampling);
   }
   if (s.ok()) s = Launch(*kv, output);
   if (s.ok()) {

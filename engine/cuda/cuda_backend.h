@@ -115,6 +115,8 @@ class CudaBackend : public Backend {
   absl::Status Init(const ModelWeights* weights, const CudaBackendOptions& options);
   // Validation, reservation, plan and upload, then the kernels; the output
   // (logits or greedy ids) is copied to the host and the stream synchronised.
+  // Grammar masks of a sampling step into masks_dev_ (rows without one: all ones).
+  absl::Status UploadMasks(std::span<const EntrySampling> sampling);
   absl::Status Step(std::span<const ForwardEntry> batch, Output output, std::span<const EntrySampling> sampling,
                     std::vector<float>* logits, std::vector<int32_t>* tokens);
   // Step's first phase: CheckBatch, GroupObservers, then the batch's slots
@@ -177,6 +179,13 @@ class CudaBackend : public Backend {
   DeviceAllocation meta_;  // ForwardPlan::packed
   DeviceAllocation observe_dev_;
   DeviceAllocation sampling_dev_;  // DeviceSamplingParams [cap_rows_] + sampling workspace
+  // Grammar masks of a step whose draws are constrained: [cap_rows_][words],
+  // an unconstrained row all ones (kernels/cuda/token_bitmask.h). Allocated
+  // at the first such step; `masked_` says whether this step applies them.
+  DeviceAllocation masks_dev_;
+  PinnedBuffer masks_host_;
+  int64_t cap_mask_rows_ = 0;
+  bool masked_ = false;
   size_t sampling_workspace_bytes_ = 0;
   PinnedBuffer meta_host_, observe_host_, tokens_host_, sampling_host_;
 

@@ -33,6 +33,7 @@
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/swiglu.h"
+#include "kernels/cuda/token_bitmask.h"
 #include "util/log.h"
 
 namespace beacon {
@@ -61,6 +62,10 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
   if (output == Output::kGreedy) {
     BEACON_CUDA_RETURN_IF_ERROR(LaunchArgmax(logits_, plan_.n_rows, c.vocab_size, tokens_, stream_));
   } else if (output == Output::kSample) {
+    if (masked_) {
+      BEACON_CUDA_RETURN_IF_ERROR(
+          LaunchApplyTokenBitmask(logits_, plan_.n_rows, c.vocab_size, masks_dev_.as<uint32_t>(), stream_));
+    }
     const size_t cap_params = (cap_rows_ * sizeof(DeviceSamplingParams) + 255) / 256 * 256;
     BEACON_CUDA_RETURN_IF_ERROR(
         LaunchSample(logits_, plan_.n_rows, c.vocab_size, sampling_dev_.as<DeviceSamplingParams>(), tokens_,
@@ -130,8 +135,8 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
 }
 
 std::string CudaBackend::GraphKey(const PagedKv& kv, Output output) const {
-  std::string key = absl::StrFormat("%p/%d/%d/%d/%d", static_cast<const void*>(kv.k), plan_.n_tokens, plan_.n_rows,
-                                    plan_.stride, static_cast<int>(output));
+  std::string key = absl::StrFormat("%p/%d/%d/%d/%d/%d", static_cast<const void*>(kv.k), plan_.n_tokens, plan_.n_rows,
+                                    plan_.stride, static_cast<int>(output), masked_ ? 1 : 0);
   for (const BeaconGroup& g : groups_) {
     absl::StrAppendFormat(&key, "|%d,%d,%d,%d,%d", g.offset, g.count, g.dims.recent, g.dims.beacons, g.dims.fps_bound);
   }

@@ -248,3 +248,59 @@ TEST(CudaBackendTest, ForwardSampleDrawsOnTheDevice) {
 
 }  // namespace
 }  // namespace beacon
+
+namespace beacon {
+namespace {
+
+// A grammar's mask on the device (structured output): the greedy draw is the
+// best allowed token of the same logits, a sampled draw stays among the
+// allowed, and an unconstrained row of the same batch draws as without masks.
+TEST(CudaBackendTest, ForwardSampleAppliesGrammarMasks) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  const std::string model = "dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json";
+  std::unique_ptr<Runtime> rt = MakeRuntime(model, "cuda");
+  ASSERT_NE(rt, nullptr);
+  Backend* be = rt->backend();
+  const int vocab = rt->config().vocab_size;
+  const int words = (vocab + 31) / 32;
+  std::unique_ptr<KvCache> cache = *rt->MakeKvCache(1024);
+  const std::vector<int32_t> prompt = Tokens(24, vocab, 3);
+  // The logits row first, to build masks around it.
+  std::vector<float> logits;
+  {
+    SequenceKv s(cache.get());
+    ForwardEntry e{&s, prompt, 0, false};
+    ASSERT_TRUE(be->Forward(std::span(&e, 1), &logits).ok());
+    s.Release();
+  }
+  const int32_t best = Argmax(logits.data(), vocab);
+  // Allowed: every third token but the best one.
+  std::vector<uint32_t> mask(words, 0u);
+  for (int t = 1; t < vocab; t += 3) {
+    if (t != best) mask[t / 32] |= 1u << (t % 32);
+  }
+  int32_t best_allowed = -1;
+  for (int t = 0; t < vocab; ++t) {
+    if (((mask[t / 32] >> (t % 32)) & 1u) && (best_allowed < 0 || logits[t] > logits[best_allowed])) best_allowed = t;
+  }
+  for (float temperature : {0.0f, 1.5f}) {
+    SequenceKv a(cache.get()), b(cache.get());
+    std::vector<ForwardEntry> batch = {ForwardEntry{&a, prompt, 0, false}, ForwardEntry{&b, prompt, 0, false}};
+    std::vector<EntrySampling> p(2);
+    p[0].temperature = p[1].temperature = temperature;
+    p[0].seed = p[1].seed = 11;
+    p[0].allowed = mask;  // row 1 unconstrained
+    std::vector<int32_t> ids;
+    ASSERT_TRUE(be->ForwardSample(batch, p, &ids).ok());
+    EXPECT_TRUE((mask[ids[0] / 32] >> (ids[0] % 32)) & 1u) << "drew a token the mask forbids: " << ids[0];
+    if (temperature == 0.0f) {
+      EXPECT_EQ(ids[0], best_allowed);
+      EXPECT_EQ(ids[1], best);
+    }
+    a.Release();
+    b.Release();
+  }
+}
+
+}  // namespace
+}  // namespace beacon
