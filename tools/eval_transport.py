@@ -139,10 +139,10 @@ class OpenAi:
 class Server:
     """A beacon-serve started here on ephemeral loopback ports; stopped on close."""
 
-    def __init__(self, binary, model, log_path, flags):
+    def __init__(self, binary, model, log_path, flags, tag="reasoning_eval"):
         args = [binary, "--model", model, "--host", "127.0.0.1", "--grpc-port", "0", "--http-port", "0", *flags]
         self.args = args
-        print("[reasoning_eval] starting: " + " ".join(args), file=sys.stderr, flush=True)
+        print(f"[{tag}] starting: " + " ".join(args), file=sys.stderr, flush=True)
         self.log_path = log_path
         self.log = open(log_path, "ab")
         start = self.log.tell()
@@ -171,3 +171,34 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+def run_pool(todo, one, concurrency, server, tag):
+    """Runs one(item) for every item of `todo` on `concurrency` threads. A
+    failure is logged and left unrecorded (a rerun resumes it); if the
+    server died, the rest is cancelled and the run stops. Exits non-zero
+    when any item failed."""
+    import concurrent.futures
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(one, item) for item in todo]
+        for fut in concurrent.futures.as_completed(futures):
+            try:
+                fut.result()
+            except Exception as e:  # noqa: BLE001 (logged; the record stays missing and resumes later)
+                failed += 1
+                print(f"[{tag}] request failed: {e!r}", file=sys.stderr, flush=True)
+                if server is not None and server.proc.poll() is not None:
+                    for f in futures:
+                        f.cancel()
+                    raise RuntimeError("beacon-serve exited; rerun to resume") from e
+    if failed:
+        sys.exit(f"{failed} requests failed; rerun to retry them")
+
+
+def print_summary(text, markdown=None):
+    """Prints a summary, and writes it to `markdown` too when given."""
+    print(text)
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(text + "\n")

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace beacon {
@@ -9,13 +10,20 @@ namespace {
 
 using nlohmann::json;
 
+// The ```json fence hermes calls are also parsed from (tool_parser.h): the
+// text of a call written that way, `arguments` a placeholder.
+std::string FencedCall(std::string_view name, std::string_view arguments) {
+  return absl::StrCat("```json\n{\"name\": \"", std::string(name), "\", \"arguments\": ", std::string(arguments),
+                      "}\n```");
+}
+
 // One tool's tag: what precedes its arguments, the arguments' schema, what
-// follows them (FormatToolCall's text around the arguments).
-json ToolTag(ToolCallFormat format, const ToolDefinition& t) {
+// follows them (FormatToolCall's text around the arguments, or the fence's).
+json ToolTag(ToolCallFormat format, const ToolDefinition& t, bool fenced = false) {
   json schema = json::parse(t.parameters, nullptr, /*allow_exceptions=*/false);
   if (!schema.is_object() || schema.empty()) schema = json{{"type", "object"}};
   const std::string marker = "\x01";  // never in a name: FormatToolCall's arguments placeholder
-  const std::string call = FormatToolCall(format, t.name, marker);
+  const std::string call = fenced ? FencedCall(t.name, marker) : FormatToolCall(format, t.name, marker);
   const size_t at = call.find(marker);
   return json{{"type", "tag"},
               {"begin", call.substr(0, at)},
@@ -57,8 +65,16 @@ std::optional<GrammarSpec> ToolGrammar(ToolCallFormat format, const ToolRequest&
     // The trigger: the start every tool's call shares.
     std::string trigger = format == ToolCallFormat::kLlama3Json ? "{\"name\": \"" : std::string(ToolCallStart(format));
     if (format == ToolCallFormat::kDeepSeekR1) trigger = std::string(kR1CallBegin);
+    json triggers = json::array({trigger});
+    if (format == ToolCallFormat::kHermes) {
+      // The fence the parser also takes: under the grammar, a ```json fence
+      // is a call too (Qwen2.5-Coder writes its calls so; with only the tags
+      // as trigger its calls would never be constrained).
+      triggers.push_back("```json");
+      for (const ToolDefinition& t : tools.tools) tags.push_back(ToolTag(format, t, /*fenced=*/true));
+    }
     body = json{{"type", "triggered_tags"},
-                {"triggers", json::array({trigger})},
+                {"triggers", triggers},
                 {"tags", tags},
                 {"at_least_one", false},
                 {"stop_after_first", one}};

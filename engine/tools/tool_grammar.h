@@ -4,7 +4,9 @@
 //   required   one or more calls, nothing else (one with parallel off);
 //   named      exactly one call of that function;
 //   auto with constrain_auto: free text until the format's start marker,
-//              then a valid call of one of the tools, then free text again.
+//              then a valid call of one of the tools, then free text again
+//              (hermes: a ```json fence starts a call too, as the parser
+//              reads it).
 // auto (unconstrained) and none have no grammar: the answer is free and is
 // parsed afterwards (tool_parser.h).
 #ifndef BEACON_ENGINE_TOOLS_TOOL_GRAMMAR_H_

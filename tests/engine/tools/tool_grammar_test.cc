@@ -89,6 +89,10 @@ TEST_F(ToolGrammarTest, AutoNeedsNoGrammarUnlessConstrained) {
   EXPECT_TRUE(Accepts(f, autos, "Sure, it is sunny."));
   EXPECT_TRUE(Accepts(f, autos, "Checking. " + FormatToolCall(f, "get_weather", R"({"city": "Oslo"})")));
   EXPECT_FALSE(Accepts(f, autos, "Checking. " + FormatToolCall(f, "get_weather", R"({"town": "Oslo"})")));
+  // A ```json fence is a call under the grammar too (the parser reads it as one).
+  EXPECT_TRUE(
+      Accepts(f, autos, "Sure.\n```json\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n```"));
+  EXPECT_FALSE(Accepts(f, autos, "Sure.\n```json\n{\"a\": 1}\n```"));
 }
 
 }  // namespace
