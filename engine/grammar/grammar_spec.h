@@ -1,7 +1,7 @@
 // What a request asks its answer to match: a JSON schema, any JSON object, a
 // regular expression, an EBNF grammar, one of a list of strings, or an
 // xgrammar structural tag (tool calls in a model's own format,
-// engine/grammar/tool_grammar.h). The OpenAI routes (response_format, vLLM's
+// engine/tools/tool_grammar.h). The OpenAI routes (response_format, vLLM's
 // structured_outputs, tools) and the gRPC API (beacon.v1 StructuredOutput)
 // both fill one; GrammarCompiler (grammar_compiler.h) turns it into the
 // token masks the sampler applies once the reasoning has ended.
