@@ -410,11 +410,8 @@ def main(argv=None):
     r.add_argument("--server-log", help="beacon-serve's log (default: bfcl-serve.log beside --out)")
     r.add_argument("--concurrency", type=int, default=4, help="requests in flight")
     r.add_argument("--request-timeout", type=float, default=3600)
-    r.add_argument("--allow-mixed-binaries", action="store_true",
-                   help="append to a records file whose earlier rows name another beacon-serve binary")
-    s = sub.add_parser("summary", help="tables of a records file")
-    s.add_argument("records")
-    s.add_argument("--markdown", help="also write the tables to this file")
+    from eval_transport import add_records_args  # noqa: PLC0415
+    add_records_args(r, sub)
     args = ap.parse_args(argv)
     if args.cmd == "selfcheck":
         sys.exit(0 if selfcheck(args.categories.split(",")) else 1)

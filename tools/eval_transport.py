@@ -202,3 +202,13 @@ def print_summary(text, markdown=None):
     if markdown:
         with open(markdown, "w") as f:
             f.write(text + "\n")
+
+
+def add_records_args(run_parser, subparsers):
+    """The arguments every eval tool's records share: --allow-mixed-binaries on
+    `run`, and the `summary RECORDS [--markdown OUT]` command."""
+    run_parser.add_argument("--allow-mixed-binaries", action="store_true",
+                            help="append to a records file whose earlier rows name another beacon-serve binary")
+    s = subparsers.add_parser("summary", help="tables of a records file, recounted from its records")
+    s.add_argument("records")
+    s.add_argument("--markdown", help="also write the tables to this file")

@@ -45,7 +45,7 @@ TOOLS = os.path.join(ROOT, "tools")
 if TOOLS not in sys.path:
     sys.path.insert(0, TOOLS)
 import eval_provenance as prov  # noqa: E402 (sha256, commit, one binary per file, JSONL reading)
-from eval_transport import Server, print_summary  # noqa: E402 (beacon-serve on ephemeral loopback ports)
+from eval_transport import Server, add_records_args, print_summary  # noqa: E402 (beacon-serve on ephemeral loopback ports)
 
 SYSTEM = "Reply with one JSON document only."
 
@@ -345,11 +345,7 @@ def main(argv=None):
     r.add_argument("--limit", type=int, help="the first N schemas by file name (default: all)")
     r.add_argument("--max-tokens", type=int, default=512)
     r.add_argument("--timeout", type=float, default=600, help="seconds a request may go silent")
-    r.add_argument("--allow-mixed-binaries", action="store_true",
-                   help="append to a file whose records name another beacon-serve binary")
-    s = sub.add_parser("summary", help="tables of a records file")
-    s.add_argument("records")
-    s.add_argument("--markdown", help="also write the tables to this file")
+    add_records_args(r, sub)
     args = ap.parse_args(argv)
     if args.cmd == "run":
         run(args)
