@@ -12,7 +12,7 @@ GenerateResponse.tool_calls): the same greedy answers as over HTTP, and
 INVALID_ARGUMENT naming the field for a bad grammar.
 
 Then reasoning: a tiny random-weight model behind the DeepSeek-R1 distill's
-vocabulary and template (as tests/server/test_reasoning.py): the constraint
+vocabulary, with its template and with QwQ's, a Qwen template (as tests/server/test_reasoning.py): the constraint
 starts after </think> (reasoning_content is the same with and without a
 response format) and tool calls come out of the answer, never the reasoning.
 
@@ -32,6 +32,7 @@ from serve_util import SRC, Server, expect_rpc_error, pb  # noqa: E402
 
 VOCAB = os.path.join(SRC, "tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf")
 DUMMY = "dummy:" + os.path.join(SRC, "tests/data/tiny-r1-qwen2.json")
+TEMPLATES = os.path.join(SRC, "tests/fixtures/chat_templates")
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "The current weather in a city",
@@ -270,12 +271,16 @@ def test_grpc(srv, c):
     print("gRPC: structured output and tool calls as over HTTP")
 
 
-def test_reasoning_then_structure():
-    """The R1 distill: the answer starts after </think> (forced after 6 tokens)."""
-    with Server("--tokenizer", VOCAB, model=DUMMY, threads=1) as srv:
+def test_reasoning_then_structure(template=None):
+    """The answer starts after </think> (forced after 6 tokens): the R1
+    distill's own template, or QwQ's (Qwen's, which lists the tools itself and opens the think block)."""
+    flags = ["--tokenizer", VOCAB] + (["--chat-template", os.path.join(TEMPLATES, template)] if template else [])
+    with Server(*flags, model=DUMMY, threads=1) as srv:
         c = client(srv)
         kw = dict(model=c.models.list().data[0].id, messages=[{"role": "user", "content": "What is 2+2?"}],
                   max_tokens=200, temperature=0, extra_body={"max_reasoning_tokens": 6})
+        if template:  # QwQ's edited template opens the block only with enable_thinking
+            kw["extra_body"]["chat_template_kwargs"] = {"enable_thinking": True}
         free = c.chat.completions.create(**kw).choices[0].message
         fmt = c.chat.completions.create(response_format={"type": "json_schema", "json_schema": {
             "name": "a", "strict": True, "schema": {"type": "object", "properties": {"answer": {"enum": [3, 4, 5]}},
@@ -300,7 +305,7 @@ def test_reasoning_then_structure():
         assert reasoning == r.message.model_extra["reasoning_content"], (reasoning, r)
         assert "set_unit" not in reasoning and not content, (reasoning, content)
         assert [n for n, _ in calls.values()] == [t.function.name for t in r.message.tool_calls], calls
-    print("reasoning: constraint and tool calls only after </think>")
+    print(f"reasoning ({template or 'the R1 distill template'}): constraint and tool calls only after </think>")
 
 
 def main():
@@ -312,6 +317,7 @@ def main():
         test_refusals(c)
         test_grpc(srv, c)
     test_reasoning_then_structure()
+    test_reasoning_then_structure("Qwen-QwQ-32B.jinja")
     print("PASS")
 
 
