@@ -75,7 +75,9 @@ TEST(GrammarCompiler, SchemaConstrainsTokens) {
     std::vector<uint32_t> mask(static_cast<size_t>(MaskWords(m.vocab_size())));
     ASSERT_TRUE(m.FillNextTokenMask(mask));
     for (int32_t id = 0; id < tok->vocab_size(); ++id) {
-      if (MaskAllows(mask, id)) EXPECT_TRUE(tok->IsEndOfGeneration(id)) << id;
+      if (MaskAllows(mask, id)) {
+        EXPECT_TRUE(tok->IsEndOfGeneration(id)) << id;
+      }
     }
     EXPECT_TRUE(m.Accept(tok->eos_id()) || m.terminated());
   }
