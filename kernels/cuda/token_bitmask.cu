@@ -1,6 +1,6 @@
-#include "kernels/cuda/token_bitmask.h"
-
 #include <cmath>
+
+#include "kernels/cuda/token_bitmask.h"
 
 namespace beacon {
 namespace {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "engine/batch_runner.h"
 #include "engine/generation.h"
 #include "engine/grammar/grammar_compiler.h"
 #include "engine/runtime.h"
-#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/engine/default_model.h"
@@ -131,8 +131,8 @@ TEST_F(GenerationGrammarTest, ReasoningIsNeverMasked) {
   free.reasoning = constrained.reasoning = r;
   free.max_tokens = constrained.max_tokens = 40;
   constrained.grammar = Compile(GrammarKind::kRegex, "(yes|no)");
-  const std::vector<Out> out = Run({"Is the sky blue? Think first.", "Is the sky blue? Think first."},
-                                   {free, constrained});
+  const std::vector<Out> out =
+      Run({"Is the sky blue? Think first.", "Is the sky blue? Think first."}, {free, constrained});
   ASSERT_EQ(out.size(), 2u);
   ASSERT_GE(out[1].ids.size(), 7u);
   EXPECT_EQ(std::vector<int32_t>(out[0].ids.begin(), out[0].ids.begin() + 6),
