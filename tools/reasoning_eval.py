@@ -53,7 +53,6 @@ Nothing here imports reasoning_gym or grpc at import time: the pure functions
 """
 import argparse
 import collections
-import concurrent.futures
 import json
 import math
 import os
@@ -66,7 +65,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = os.path.join(ROOT, "tools")
 if TOOLS not in sys.path:  # chain_task, recap_summary, eval_provenance, eval_transport sit beside this file
     sys.path.insert(0, TOOLS)
-from eval_transport import Grpc, OpenAi, Server  # noqa: E402 (the transport: gRPC, the OpenAI API, a server)
+from eval_transport import Grpc, OpenAi, Server, run_pool  # noqa: E402 (the transport: gRPC, the OpenAI API, a server)
 INSTRUCTION = ('Solve the problem step by step. End your reply with a final line of the form "Answer: N", '
                "where N is the final answer.")
 # In the tables' order: beacon first among the compressing policies, so pairs read "beacon vs peer".
@@ -594,21 +593,7 @@ def run(args):
                       f"{sum(counts.values())}/{len(todo)} done, {tokens[0] / el:.1f} tok/s",
                       file=sys.stderr, flush=True)
 
-        failed = 0
-        with concurrent.futures.ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-            futures = [pool.submit(one, item) for item in todo]
-            for fut in concurrent.futures.as_completed(futures):
-                try:
-                    fut.result()
-                except Exception as e:  # noqa: BLE001 (logged; the record stays missing and resumes later)
-                    failed += 1
-                    print(f"[reasoning_eval] request failed: {e}", file=sys.stderr, flush=True)
-                    if server is not None and server.proc.poll() is not None:
-                        for f in futures:
-                            f.cancel()
-                        raise RuntimeError("beacon-serve exited; rerun to resume") from e
-        if failed:
-            sys.exit(f"{failed} requests failed; rerun to retry them")
+        run_pool(todo, one, args.concurrency, server, "reasoning_eval")
     finally:
         if server is not None:
             server.close()
