@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "server/grpc/accept_probe.h"
 #include "util/log.h"
 
 namespace beacon {
@@ -19,20 +20,25 @@ namespace {
 using Clock = std::chrono::system_clock;
 
 // Where the self-check dials: the bound address, or loopback for a wildcard.
+std::string CheckHost(const std::string& host) {
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") return "127.0.0.1";
+  return host;
+}
 std::string CheckTarget(const std::string& host, int port) {
-  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") return absl::StrCat("127.0.0.1:", port);
-  if (host.find(':') != std::string::npos && host.front() != '[') return absl::StrCat("[", host, "]:", port);
-  return absl::StrCat(host, ":", port);
+  const std::string h = CheckHost(host);
+  if (h.find(':') != std::string::npos && h.front() != '[') return absl::StrCat("[", h, "]:", port);
+  return absl::StrCat(h, ":", port);
 }
 
 int Ms(std::chrono::milliseconds d) { return static_cast<int>(std::min<int64_t>(d.count(), INT32_MAX)); }
 
 }  // namespace
 
-SelfCheckVerdict JudgeSelfCheck(bool answered, std::chrono::steady_clock::duration elapsed,
+SelfCheckVerdict JudgeSelfCheck(bool answered, bool accepts, std::chrono::steady_clock::duration elapsed,
                                 std::chrono::milliseconds timeout) {
   if (answered) return SelfCheckVerdict::kServing;
-  return elapsed > 2 * timeout ? SelfCheckVerdict::kInconclusive : SelfCheckVerdict::kFailed;
+  if (elapsed > 2 * timeout) return SelfCheckVerdict::kInconclusive;
+  return accepts ? SelfCheckVerdict::kBusy : SelfCheckVerdict::kFailed;
 }
 
 GrpcFrontEnd::Instance::~Instance() {
@@ -183,6 +189,7 @@ bool GrpcFrontEnd::CheckOnce() {
 void GrpcFrontEnd::Watch() {
   int failures = 0;
   bool late_streak = false;
+  bool busy_streak = false;
   mu_.Lock();
   while (!stopping_) {
     const absl::Time next_check = absl::Now() + absl::FromChrono(options_.check_interval);
@@ -193,8 +200,13 @@ void GrpcFrontEnd::Watch() {
     mu_.Unlock();
     const auto started = std::chrono::steady_clock::now();
     const bool answered = CheckOnce();
-    const SelfCheckVerdict verdict =
-        JudgeSelfCheck(answered, std::chrono::steady_clock::now() - started, options_.check_timeout);
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    // Unanswered in time: does the listener still accept? (accept_probe.h:
+    // a plain socket, since the check's own client may queue behind the
+    // backlog that delayed the answer.)
+    const bool accepts = !answered && elapsed <= 2 * options_.check_timeout &&
+                         ProbeAccept(CheckHost(options_.host), port_, options_.check_timeout) == AcceptProbe::kAccepted;
+    const SelfCheckVerdict verdict = JudgeSelfCheck(answered, accepts, elapsed, options_.check_timeout);
     mu_.Lock();
     if (stopping_) break;
     checks_.fetch_add(1);
@@ -208,6 +220,24 @@ void GrpcFrontEnd::Watch() {
       continue;
     }
     late_streak = false;
+    if (verdict == SelfCheckVerdict::kBusy) {
+      busy_.fetch_add(1);
+      // The accept loop works: whatever failed before is not the dead
+      // listener a rebuild is for. Readiness stays as it was.
+      failures = 0;
+      if (!busy_streak) {
+        logging::Warn(
+            "gRPC self-check on port %d: connection accepted, call not answered within %d ms (the listener is "
+            "working off a backlog of calls, e.g. a flood of reset streams): not counted",
+            port_, Ms(options_.check_timeout));
+      }
+      busy_streak = true;
+      continue;
+    }
+    if (busy_streak && verdict == SelfCheckVerdict::kServing) {
+      logging::Info("gRPC self-check on port %d answered again after a backlog", port_);
+    }
+    busy_streak = false;
     if (verdict == SelfCheckVerdict::kServing) {
       if (failures >= options_.failures_to_restart) {
         logging::Warn("gRPC listener on port %d serves again", port_);

@@ -54,15 +54,26 @@
 namespace beacon {
 
 // What one self-check says about the listener. A listener that accepts
-// connections but never serves them (the EMFILE case above) fails the check
-// at its deadline, on time; a starved process fails it late, because the
-// check's own deadline could not fire on time either.
+// connections but never serves them (the EMFILE case above) leaves them
+// unread in the kernel's backlog: the check fails at its deadline, on time,
+// and so does a probe of the port (accept_probe.h). A listener that the
+// probe finds answering while the check went unanswered is alive and behind:
+// gRPC 1.51 works off one connection's flood of streams (100,000 opened and
+// reset at once: HTTP/2 rapid reset) on one of its executor threads, and
+// closures of other connections that hash to that thread wait behind it for
+// seconds, while new connections are still accepted and sent SETTINGS
+// within a millisecond (tests/server/test_grpc_rapid_reset.py). A rebuild
+// cannot help that (the attacker reconnects) and it cancels every call the
+// old server runs, so a busy check counts neither way. A starved process
+// fails a check late, because the check's own deadline could not fire on
+// time either.
 enum class SelfCheckVerdict {
   kServing,       // the server answered
-  kFailed,        // no answer, and the check ended in time: counts towards a restart
+  kBusy,          // no answer in time, but the listener accepts and answers a probe: not counted
+  kFailed,        // no answer, the probe unanswered, and the check ended in time: counts towards a restart
   kInconclusive,  // no answer, but the check ended more than `timeout` past its deadline
 };
-SelfCheckVerdict JudgeSelfCheck(bool answered, std::chrono::steady_clock::duration elapsed,
+SelfCheckVerdict JudgeSelfCheck(bool answered, bool accepts, std::chrono::steady_clock::duration elapsed,
                                 std::chrono::milliseconds timeout);
 
 struct GrpcFrontEndOptions {
@@ -120,6 +131,8 @@ class GrpcFrontEnd {
   int restarts() const { return restarts_.load(); }
   // Failed checks not counted because they ended late (JudgeSelfCheck).
   int inconclusive_checks() const { return inconclusive_.load(); }
+  // Checks not answered in time on a connection the listener accepted.
+  int busy_checks() const { return busy_.load(); }
   // Self-checks judged so far (every verdict): lets a test wait for the
   // watchdog to have looked, instead of sleeping and hoping it did.
   int checks() const { return checks_.load(); }
@@ -155,6 +168,7 @@ class GrpcFrontEnd {
   std::atomic<bool> serving_{false};
   std::atomic<int> restarts_{0};
   std::atomic<int> inconclusive_{0};
+  std::atomic<int> busy_{0};
   std::atomic<int> checks_{0};
 
   Mutex mu_;

@@ -72,6 +72,7 @@ TEST(GrpcFrontEndTest, ServesAndChecksItself) {
   ASSERT_TRUE(WaitFor([&] { return (*fe)->checks() >= checks + 2; }, 10s)) << "no self-check ran";
   EXPECT_TRUE((*fe)->serving());
   EXPECT_EQ((*fe)->restarts(), 0);
+  EXPECT_EQ((*fe)->busy_checks(), 0);
   (*fe)->Shutdown(std::chrono::system_clock::now());
   EXPECT_FALSE((*fe)->serving());
 }
@@ -82,13 +83,30 @@ TEST(GrpcFrontEndTest, ServesAndChecksItself) {
 TEST(GrpcFrontEndTest, ALateFailedCheckIsInconclusive) {
   using std::chrono::milliseconds;
   const milliseconds timeout(2000);
-  EXPECT_EQ(JudgeSelfCheck(true, milliseconds(10), timeout), SelfCheckVerdict::kServing);
-  EXPECT_EQ(JudgeSelfCheck(true, milliseconds(9000), timeout), SelfCheckVerdict::kServing) << "an answer is an answer";
-  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(5), timeout), SelfCheckVerdict::kFailed) << "refused at once";
-  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(2010), timeout), SelfCheckVerdict::kFailed) << "timed out on time";
-  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(4000), timeout), SelfCheckVerdict::kFailed);
-  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(4001), timeout), SelfCheckVerdict::kInconclusive);
-  EXPECT_EQ(JudgeSelfCheck(false, milliseconds(30000), timeout), SelfCheckVerdict::kInconclusive);
+  EXPECT_EQ(JudgeSelfCheck(true, true, milliseconds(10), timeout), SelfCheckVerdict::kServing);
+  EXPECT_EQ(JudgeSelfCheck(true, true, milliseconds(9000), timeout), SelfCheckVerdict::kServing)
+      << "an answer is an answer";
+  EXPECT_EQ(JudgeSelfCheck(false, false, milliseconds(5), timeout), SelfCheckVerdict::kFailed) << "refused at once";
+  EXPECT_EQ(JudgeSelfCheck(false, false, milliseconds(2010), timeout), SelfCheckVerdict::kFailed)
+      << "timed out on time";
+  EXPECT_EQ(JudgeSelfCheck(false, false, milliseconds(4000), timeout), SelfCheckVerdict::kFailed);
+  EXPECT_EQ(JudgeSelfCheck(false, false, milliseconds(4001), timeout), SelfCheckVerdict::kInconclusive);
+  EXPECT_EQ(JudgeSelfCheck(false, false, milliseconds(30000), timeout), SelfCheckVerdict::kInconclusive);
+  EXPECT_EQ(JudgeSelfCheck(false, true, milliseconds(30000), timeout), SelfCheckVerdict::kInconclusive)
+      << "late says nothing, connected or not";
+}
+
+// A check whose connection the server accepted (its SETTINGS arrived) but
+// whose call waited past the deadline found a listener working off a backlog
+// (gRPC 1.51 under a rapid-reset flood): a rebuild would cancel every stream
+// the old server runs and the flood would follow, so it never counts.
+TEST(GrpcFrontEndTest, AnAcceptedButUnansweredCheckIsBusyNotFailed) {
+  using std::chrono::milliseconds;
+  const milliseconds timeout(2000);
+  EXPECT_EQ(JudgeSelfCheck(false, true, milliseconds(2010), timeout), SelfCheckVerdict::kBusy);
+  EXPECT_EQ(JudgeSelfCheck(false, true, milliseconds(5), timeout), SelfCheckVerdict::kBusy);
+  EXPECT_EQ(JudgeSelfCheck(false, false, milliseconds(2010), timeout), SelfCheckVerdict::kFailed)
+      << "no SETTINGS: the EMFILE listener";
 }
 
 TEST(GrpcFrontEndTest, BadOptionsNameTheField) {
@@ -135,6 +153,8 @@ TEST(GrpcFrontEndTest, RebuildsTheListenerAfterDescriptorsRunOut) {
   EXPECT_TRUE(WaitFor([&] { return (*fe)->serving(); }, 10s)) << "listener not rebuilt";
   EXPECT_GE((*fe)->restarts(), 1);
   EXPECT_EQ((*fe)->port(), port);
+  // The dead listener never sent SETTINGS to a check: no check of it was busy.
+  EXPECT_EQ((*fe)->busy_checks(), 0);
 }
 
 }  // namespace
