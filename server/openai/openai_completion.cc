@@ -11,6 +11,7 @@
 #include "engine/tools/tool_parser.h"
 #include "model/tokenizer/unicode.h"
 #include "nlohmann/json.hpp"
+#include "server/openai/completion_output.h"
 #include "server/openai/completion_sink.h"
 #include "server/openai/openai_logprobs.h"
 #include "util/log.h"
@@ -32,48 +33,6 @@ std::string ErrorType(int status) {
     case 503: return "service_unavailable";
     default: return "server_error";
   }
-}
-
-// OpenAI's finish_reason: vLLM's word for it (engine/finish_reason.h,
-// VllmFinishReason: a time limit is `length`, a cancellation `abort`), null
-// while running. kError never gets here: it is answered with an error.
-json OpenAiFinish(FinishReason f) {
-  return f == FinishReason::kNone ? json(nullptr) : json(std::string(VllmFinishReason(f)));
-}
-
-// OpenAI's finish_reason "tool_calls" for an answer that ended by itself
-// with calls in it; a cut one (length) says so.
-json FinishWithCalls(FinishReason f, bool calls) {
-  const bool natural = f == FinishReason::kEos || f == FinishReason::kStop || f == FinishReason::kStopSequence;
-  return calls && natural ? json("tool_calls") : OpenAiFinish(f);
-}
-
-// Calls in OpenAI's shape; streamed ones carry their index in the choice's list.
-json CallsJson(const std::vector<ParsedToolCall>& calls, int first_index, bool stream) {
-  json out = json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    json c = {{"id", NewToolCallId()},
-              {"type", "function"},
-              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (stream) c["index"] = first_index + static_cast<int>(i);
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-// `reasoning`: the server splits reasoning, so usage says how much was
-// (OpenAI's completion_tokens_details.reasoning_tokens). `cached_tokens`
-// (>= 0, with the final record, when StreamFinal::cached_tokens_reported):
-// prompt tokens whose KV was reused (the prefix cache), OpenAI's
-// prompt_tokens_details.cached_tokens; -1 leaves prompt_tokens_details out.
-json Usage(int32_t prompt_tokens, int32_t completion_tokens, bool reasoning, int32_t reasoning_tokens,
-           int32_t cached_tokens = -1) {
-  json u = {{"prompt_tokens", prompt_tokens},
-            {"completion_tokens", completion_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens}};
-  if (cached_tokens >= 0) u["prompt_tokens_details"] = {{"cached_tokens", cached_tokens}};
-  if (reasoning) u["completion_tokens_details"] = {{"reasoning_tokens", reasoning_tokens}};
-  return u;
 }
 
 // OpenAI's `user` (an end-user id) as logged: valid UTF-8, at most 128
@@ -125,152 +84,6 @@ absl::Status CheckJsonContentType(const HttpRequest& req) {
       absl::StrCat("Content-Type must be application/json (got '", shown, sent.size() > kShown ? "...'" : "'", ")"));
 }
 
-struct CompletionHandler::Context {
-  std::string id;
-  std::string model;
-  int64_t created = 0;
-  bool chat = false;
-  bool reasoning = false;      // chat on a reasoning model: reasoning_content is split out
-  bool logprobs = false;       // the request asked for logprobs
-  bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids
-  bool echo = false;           // completions: the prompt's text first
-  std::string echo_text;
-  bool prompt_logprobs_field = false;  // vLLM's prompt_logprobs field
-  bool include_usage = false;
-  bool continuous_usage = false;
-  int32_t prompt_tokens = 0;
-  // Tools offered: the answer is parsed for calls (PreparedRequest::tool_format).
-  std::optional<ToolCallFormat> tool_format;
-  std::vector<std::string> tool_names;
-};
-
-// The output of one request as it builds up: text by part, logprobs, the
-// prompt's logprobs; turned into a whole body or into stream chunks.
-class CompletionHandler::Output {
- public:
-  Output(const Context& c, const Tokenizer* tokenizer, int32_t index)
-      : c_(c), tokenizer_(tokenizer), index_(index), completion_lp_(tokenizer, c.tokens_as_ids) {
-    if (c.tool_format.has_value()) calls_.emplace(*c.tool_format, c.tool_names);
-  }
-
-  // Streaming with tools: an answer piece through the call parser (its
-  // text, less what may begin a call; whole calls once ended); `final`
-  // flushes it. Without tools the piece as it is.
-  ParsedAnswer Answer(const std::string& text, bool final) {
-    if (!calls_.has_value()) return ParsedAnswer{text, {}};
-    ParsedAnswer p = calls_->Push(text);
-    if (final) {
-      ParsedAnswer rest = calls_->Finish();
-      p.content += rest.content;
-      for (ParsedToolCall& c : rest.calls) p.calls.push_back(std::move(c));
-    }
-    return p;
-  }
-  // A stream chunk's choice with calls (their index continues the choice's list).
-  json CallsChoice(const std::vector<ParsedToolCall>& calls) {
-    json choice = {{"index", index_},
-                   {"delta", {{"tool_calls", CallsJson(calls, calls_sent_, true)}}},
-                   {"logprobs", nullptr},
-                   {"finish_reason", nullptr}};
-    calls_sent_ += static_cast<int>(calls.size());
-    return choice;
-  }
-  bool sent_calls() const { return calls_sent_ > 0; }
-
-  void Prompt(const CompletionEvent& e) {
-    prompt_ids_ = e.ids;
-    prompt_lp_ = e.logprobs;
-    if (c_.echo && c_.logprobs) completion_lp_.AddPrompt(prompt_ids_, prompt_lp_);
-  }
-
-  json Envelope(bool chunk) const {
-    return {{"id", c_.id},
-            {"object", c_.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
-            {"created", c_.created},
-            {"model", c_.model}};
-  }
-
-  // The logprobs of `positions` in the endpoint's shape (null without).
-  json Logprobs(std::span<const PositionLogprobs> positions) {
-    if (!c_.logprobs) return nullptr;
-    if (c_.chat) return {{"content", ChatLogprobs(positions, *tokenizer_, c_.tokens_as_ids)}};
-    completion_lp_.Add(positions);
-    return completion_lp_.Take();
-  }
-
-  json PromptLogprobs() const { return PromptLogprobsJson(prompt_ids_, prompt_lp_, *tokenizer_); }
-
-  // A stream chunk's choice for `text` of `part` (finish null while running).
-  json ChunkChoice(const std::string& text, TextPart part, std::span<const PositionLogprobs> lp, const json& finish) {
-    json choice = {{"index", index_}, {"finish_reason", finish}};
-    if (c_.chat) {
-      const char* field = part == TextPart::kReasoning ? "reasoning_content" : "content";
-      choice["delta"] = text.empty() && !finish.is_null() ? json::object() : json{{field, text}};
-    } else {
-      choice["text"] = text;
-    }
-    choice["logprobs"] = lp.empty() && !finish.is_null() ? json(nullptr) : Logprobs(lp);
-    return choice;
-  }
-
-  // The whole response's choice, from what was accumulated.
-  json WholeChoice(const json& finish) {
-    json choice = {{"index", index_}, {"finish_reason", finish}};
-    if (c_.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", text}};
-      if (c_.tool_format.has_value()) {
-        ParsedAnswer p = ParseToolCalls(*c_.tool_format, text, c_.tool_names);
-        if (!p.calls.empty()) {
-          choice["message"]["content"] = p.content.empty() ? json(nullptr) : json(p.content);
-          choice["message"]["tool_calls"] = CallsJson(p.calls, 0, false);
-          choice["finish_reason"] = FinishWithCalls(final->reason, true);
-        }
-      }
-      // vLLM's field: null when the model wrote no reasoning.
-      if (c_.reasoning) choice["message"]["reasoning_content"] = reasoning.empty() ? json(nullptr) : json(reasoning);
-    } else {
-      choice["text"] = (c_.echo ? c_.echo_text : "") + text;
-      if (c_.prompt_logprobs_field) choice["prompt_logprobs"] = PromptLogprobs();
-    }
-    choice["logprobs"] = Logprobs(lp);
-    return choice;
-  }
-
-  // The first stream chunk of this choice: the assistant's role (chat), the
-  // echoed prompt (completions), vLLM's prompt_logprobs; null when none is due.
-  json HeadChoice() {
-    head_sent_ = true;
-    if (c_.chat) {
-      return {{"index", index_},
-              {"delta", {{"role", "assistant"}, {"content", ""}}},
-              {"logprobs", nullptr},
-              {"finish_reason", nullptr}};
-    }
-    if (!c_.echo && !c_.prompt_logprobs_field) return nullptr;
-    json choice = {{"index", index_}, {"text", c_.echo ? c_.echo_text : ""}, {"finish_reason", nullptr}};
-    choice["logprobs"] = c_.echo ? Logprobs({}) : json(nullptr);
-    if (c_.prompt_logprobs_field) choice["prompt_logprobs"] = PromptLogprobs();
-    return choice;
-  }
-  bool head_sent() const { return head_sent_; }
-
-  // The whole response's accumulation.
-  std::string text, reasoning;
-  std::vector<PositionLogprobs> lp;
-  std::optional<StreamFinal> final;
-
- private:
-  const Context& c_;
-  const Tokenizer* tokenizer_;
-  int32_t index_;
-  bool head_sent_ = false;
-  CompletionLogprobs completion_lp_;
-  std::vector<int32_t> prompt_ids_;
-  std::vector<PositionLogprobs> prompt_lp_;
-  std::optional<ToolCallStream> calls_;  // tools offered: the streamed answer's call parser
-  int calls_sent_ = 0;
-};
-
 void CompletionHandler::Refuse(const absl::Status& s, std::string_view request_id, HttpResponder& resp) const {
   options_->door.Refused(s, request_id);
   resp.Reply(OpenAiError(s));
@@ -298,7 +111,7 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
     logging::Request(logging::Level::kInfo, parsed->serve.request_id, "user %s", LoggableUser(parsed->user));
   }
 
-  Context ctx;
+  CompletionContext ctx;
   ctx.id = parsed->serve.request_id;
   ctx.model = parsed->model;
   ctx.created = static_cast<int64_t>(std::time(nullptr));
@@ -344,7 +157,7 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
     return (void)resp.Reply(OpenAiError(e.status));
   }
   if (resp.Disconnected()) return;
-  std::vector<Output> outs;
+  std::vector<CompletionOutput> outs;
   for (int32_t i = 0; i < n; ++i) outs.emplace_back(ctx, tokenizer_, i);
   if (parsed->stream) return Stream(ctx, std::move(e), queue.get(), &outs, resp);
 
@@ -360,7 +173,7 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
       if (resp.Disconnected()) return;
       continue;
     }
-    Output& out = outs[e.index];
+    CompletionOutput& out = outs[e.index];
     if (e.kind == CompletionEvent::kPrompt) out.Prompt(e);
     if (e.kind == CompletionEvent::kTokens) {
       (e.part == TextPart::kReasoning ? out.reasoning : out.text) += e.text;
@@ -374,7 +187,7 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
   json body = outs[0].Envelope(false);
   body["choices"] = json::array();
   int32_t completion = 0, reasoning = 0;
-  for (Output& out : outs) {
+  for (CompletionOutput& out : outs) {
     if (out.final->reason == FinishReason::kError) {
       return (void)resp.Reply(OpenAiError(500, "generation failed: " + out.final->error));
     }
@@ -391,8 +204,8 @@ void CompletionHandler::operator()(const HttpRequest& req, HttpResponder& resp) 
 
 // Server-sent events: one `data: <chunk>` per message (a choice each, by
 // index), then `data: [DONE]` once every sample has finished.
-void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, CompletionQueue* queue, std::vector<Output>* outs,
-                               HttpResponder& resp) const {
+void CompletionHandler::Stream(const CompletionContext& ctx, CompletionEvent e, CompletionQueue* queue,
+                               std::vector<CompletionOutput>* outs, HttpResponder& resp) const {
   if (!resp.BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}})) {
     return;
   }
@@ -405,7 +218,7 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
     if (ctx.continuous_usage) chunk["usage"] = Usage(ctx.prompt_tokens, completion_tokens, false, 0);
     return resp.Write("data: " + Dump(chunk) + "\n\n");
   };
-  auto head = [&](Output& out) {
+  auto head = [&](CompletionOutput& out) {
     json choice = out.HeadChoice();
     if (choice.is_null()) return true;
     json chunk = out.Envelope(true);
@@ -415,7 +228,7 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
   };
   // Prompt logprobs arrive before a sample's first token: its head waits for them.
   const bool wait_for_prompt = ctx.prompt_logprobs_field || (ctx.echo && ctx.logprobs);
-  for (Output& out : *outs) {
+  for (CompletionOutput& out : *outs) {
     if (!wait_for_prompt && !head(out)) return;
   }
   int32_t finals = 0, reasoning = 0, completion = 0, cached = 0;
@@ -428,7 +241,7 @@ void CompletionHandler::Stream(const Context& ctx, CompletionEvent e, Completion
       if (++finals == n) break;
       continue;
     }
-    Output& out = (*outs)[e.index];
+    CompletionOutput& out = (*outs)[e.index];
     if (e.kind == CompletionEvent::kPrompt) {
       out.Prompt(e);
       if (!head(out)) return;

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "engine/serving/engine_loop.h"
 #include "server/http/http_server.h"
+#include "server/openai/completion_output.h"
 #include "server/openai/completion_sink.h"
 #include "server/openai/openai_request.h"
 #include "server/openai/openai_routes.h"
@@ -43,10 +44,8 @@ class CompletionHandler {
   void operator()(const HttpRequest& req, HttpResponder& resp) const;
 
  private:
-  struct Context;
-  class Output;
-  void Stream(const Context& ctx, CompletionEvent first, CompletionQueue* queue, std::vector<Output>* outs,
-              HttpResponder& resp) const;
+  void Stream(const CompletionContext& ctx, CompletionEvent first, CompletionQueue* queue,
+              std::vector<CompletionOutput>* outs, HttpResponder& resp) const;
   // `request_id`: empty when the body did not parse as far as one.
   void Refuse(const absl::Status& s, std::string_view request_id, HttpResponder& resp) const;
 
