@@ -155,6 +155,8 @@ Generation::Generation(const Tokenizer* tokenizer, SequenceKv* kv, std::unique_p
       if (tokenizer_->IsEndOfGeneration(id)) banned_.push_back(id);
     }
     banned_.insert(banned_.end(), options_.stop_token_ids.begin(), options_.stop_token_ids.end());
+    std::sort(banned_.begin(), banned_.end());  // each id once (OnlyBannedAllowed counts them)
+    banned_.erase(std::unique(banned_.begin(), banned_.end()), banned_.end());
   }
 }
 
@@ -250,7 +252,7 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
   const std::span<const float> row = logits.last(vocab);
   const bool teacher = teacher_forced();
   const bool forced = teacher || reasoning_.MustClose();
-  const bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
+  bool banning = static_cast<int32_t>(generated_.size()) < options_.min_tokens;
   std::span<const uint32_t> allowed;
   if (!forced && constrained()) {
     if (!mask_ready_ && !grammar_->FillNextTokenMask(mask_)) {
@@ -258,6 +260,8 @@ TokenEvent Generation::Advance(int32_t n_fed, std::span<const float> logits) {
       return Finish(TokenEvent{}, FinishReason::kError);
     }
     allowed = mask_;
+    // The grammar may only end here: min_tokens yields (GenerationOptions).
+    if (banning && OnlyBannedAllowed()) banning = false;
   }
   const int32_t id =
       teacher  ? options_.forced_tokens[generated_.size()]
@@ -288,6 +292,19 @@ PositionLogprobs Generation::SampledLogprobs(std::span<const float> row, int32_t
   const float t = options_.sampling.temperature;
   const float inv_t = t > 0.0f ? 1.0f / t : 1.0f;
   return LogprobsAt(sampled ? sampler_.processed() : row, inv_t, id, options_.logprobs);
+}
+
+bool Generation::OnlyBannedAllowed() const {
+  // Allowed tokens counted whole, then the banned ones among them: equal
+  // counts mean nothing but an end token may come next.
+  int64_t allowed = 0;
+  for (uint32_t word : mask_) allowed += __builtin_popcount(word);
+  int64_t banned_allowed = 0;
+  for (int32_t id : banned_) {
+    const size_t w = static_cast<size_t>(id) / 32;
+    if (w < mask_.size() && (mask_[w] >> (id % 32) & 1u)) ++banned_allowed;
+  }
+  return allowed > 0 && allowed == banned_allowed;
 }
 
 bool Generation::PrepareMask(int32_t n_fed) {

@@ -43,6 +43,9 @@ struct GenerationOptions {
   // vLLM's min_tokens: EOS (unless ignore_eos) and stop_token_ids are banned
   // from the draw until this many tokens are generated; stop strings still
   // end generation. 0 <= min_tokens <= max_tokens.
+  // With a grammar whose only way on is to end (a complete JSON value, the
+  // last character of a regex), the grammar wins: the ban is lifted for that
+  // draw and the sequence ends short of min_tokens, rather than failing.
   int32_t min_tokens = 0;
   // false: special tokens other than the one that ends generation are part
   // of the text (rendered as their text), as in vLLM.
@@ -267,6 +270,8 @@ class Generation {
   bool mask_ready_ = false;                  // mask_ is for the next draw (PrepareMask)
   std::vector<int32_t> generated_;
   std::vector<int32_t> banned_;  // min_tokens: the ids that would end generation
+  // Whether mask_ allows only tokens of banned_ (the grammar can only end).
+  bool OnlyBannedAllowed() const;
   std::vector<PositionLogprobs> prompt_logprobs_;
   int32_t prompt_done_ = 0;
   std::vector<int32_t> replay_;  // recompute after preemption: prompt + generated[:-1]

@@ -142,6 +142,36 @@ TEST_F(GenerationGrammarTest, ReasoningIsNeverMasked) {
   EXPECT_TRUE(out[1].answer == "yes" || out[1].answer == "no") << out[1].answer;
 }
 
+// min_tokens bans the end tokens; a grammar that can only end (the choice
+// is complete) wins over it: the sequence ends short of min_tokens on its
+// end token. Before, the ban and the mask together left no token: greedy
+// drew id 0 (an end token on this model by chance, "!" on Qwen2.5) and
+// sampling drew any token of the vocabulary, which the grammar refused (an
+// error).
+TEST_F(GenerationGrammarTest, AGrammarThatCanOnlyEndWinsOverMinTokens) {
+  GenerationOptions greedy;
+  greedy.grammar = Compile(GrammarKind::kChoice, "", {"yes", "no"});
+  greedy.max_tokens = 64;
+  greedy.min_tokens = 32;
+  GenerationOptions sampled = greedy;
+  sampled.sampling.temperature = 1.0f;
+  sampled.sampling.seed = 7;
+  GenerationOptions free = greedy;
+  free.grammar = nullptr;
+  const std::string q = "Answer yes or no: is water wet?";
+  const std::vector<Out> out = Run({q, q, "Count to three."}, {greedy, sampled, free});
+  ASSERT_EQ(out.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(out[i].answer == "yes" || out[i].answer == "no") << i << ": " << out[i].answer;
+    EXPECT_EQ(out[i].finish, FinishReason::kEos) << i;
+    ASSERT_GE(out[i].ids.size(), 2u);
+    ASSERT_LT(out[i].ids.size(), 32u);
+    EXPECT_TRUE(rt_->tokenizer()->IsEndOfGeneration(out[i].ids.back())) << ::testing::PrintToString(out[i].ids);
+  }
+  // Without a grammar min_tokens holds as before.
+  EXPECT_GE(out[2].ids.size(), 32u);
+}
+
 TEST_F(GenerationGrammarTest, RefusesForcedTokensAndAnotherVocabulary) {
   GenerationOptions o;
   o.grammar = Compile(GrammarKind::kRegex, "a");
