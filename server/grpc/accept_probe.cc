@@ -1,14 +1,11 @@
 #include "server/grpc/accept_probe.h"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
-#include <string_view>
 
 namespace beacon {
 namespace {
