@@ -2,8 +2,8 @@
 # The ablation's winner on the grid's own chains (issue 45: "confirm the winner on the evaluation seed"):
 # simple_equations seed 1, the grid's settings and pinned binary, at b288, chains 0..N-1 in blocks, into
 # confirm.jsonl beside this script (not grid.jsonl, which the grid appends to meanwhile). Its pairs with
-# the grid's default beacon:b288 cell come from both files read as one:
-#   cat eval/results/recap-1.5b/grid.jsonl eval/results/recap-ablation-1.5b/confirm.jsonl > /tmp/both.jsonl
+# the grid's default beacon:b288 cell come from both files read as one (from the repository's root):
+#   cat eval/results/recap-1.5b/grid.jsonl "$R"/confirm.jsonl > /tmp/both.jsonl   # R as below
 #   .venv/bin/python tools/reasoning_eval.py summary /tmp/both.jsonl
 # (a variant is a cell of its own, so the summary's "Pairs at budget 288 in bytes" has variant against
 # default on the same chains: exact McNemar). A default changes only on a significant gain there.
