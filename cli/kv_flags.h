@@ -26,6 +26,8 @@ inline void DeclareKvFlags(cli::Args* args, const std::string& default_policy) {
   args->Declare("kv-beacon-filter", false, "", "all or global (beacon)");
   args->Declare("kv-beacon-prompt-queries", true, "",
                 "prompt queries enter the FPS buffer (beacon, filter all; unset: the policy's default)");
+  args->Declare("kv-beacon-group-queries", true, "",
+                "one ring and FPS buffer per KV head, of its group's mean query: state / GQA group (beacon, CPU)");
   args->Declare("kv-pool-kernel", false, "", "max-pool kernel over token order (odd, 1 = off)");
   args->Declare("kv-lambda", false, "", "importance weight against redundancy (rkv)");
   args->Declare("kv-seed", false, "", "seed of the random policy");
@@ -75,6 +77,7 @@ inline absl::Status ParseKvOptions(const cli::Args& args, KvPolicyOptions* kv) {
     kv->beacon_filter = v == "all" ? BeaconFilter::kAll : BeaconFilter::kGlobal;
   }
   if (args.Has("kv-beacon-prompt-queries")) kv->beacon_prompt_queries = args.Flag("kv-beacon-prompt-queries");
+  if (args.Has("kv-beacon-group-queries")) kv->beacon_group_queries = args.Flag("kv-beacon-group-queries");
   if (args.Has("kv-lambda")) {
     absl::StatusOr<double> v = args.Double("kv-lambda");
     if (!v.ok()) return v.status();

@@ -30,7 +30,8 @@ import subprocess
 # flag: the server always runs the bf16 ring and FPS buffers (the CUDA state's format).
 BASE_OPTIONS = {"budget": 512, "interval": 128, "sinks": 4, "window": 32, "keep_prompt": True,
                 "recent_queries": 16, "beacons": 16, "fps_bound": 64, "beacon_filter": "all",
-                "beacon_prompt_queries": False, "beacon_bf16_state": True, "global_threshold": 0.5,
+                "beacon_prompt_queries": False, "beacon_bf16_state": True, "beacon_group_queries": False,
+                "global_threshold": 0.5,
                 "pool_kernel": 1, "lambda": 0.1, "seed": 0}
 # The `published` rows of kv/policy/policy_registry.cc (KvPolicyOptions::DefaultsFor).
 PUBLISHED = {"snapkv": {"recent_queries": 32, "pool_kernel": 7},
@@ -44,8 +45,9 @@ KV_FLAGS = {"kv-budget": ("budget", int), "kv-interval": ("interval", int), "kv-
             "kv-recent-queries": ("recent_queries", int), "kv-beacons": ("beacons", int),
             "kv-fps-bound": ("fps_bound", int), "kv-beacon-filter": ("beacon_filter", str),
             "kv-beacon-prompt-queries": ("beacon_prompt_queries", _BOOL.__getitem__),
+            "kv-beacon-group-queries": ("beacon_group_queries", _BOOL.__getitem__),
             "kv-pool-kernel": ("pool_kernel", int), "kv-lambda": ("lambda", float), "kv-seed": ("seed", int)}
-SWITCHES = {"kv-keep-prompt", "kv-beacon-prompt-queries"}
+SWITCHES = {"kv-keep-prompt", "kv-beacon-prompt-queries", "kv-beacon-group-queries"}
 # What a request naming another policy than the server's default keeps of the server's options
 # (ResolveRequestKvOptions, kv/serving/kv_policy_limits.cc); the rest are that policy's published defaults.
 OPERATOR_FIELDS = ("budget", "interval", "sinks", "window", "keep_prompt")

@@ -1,7 +1,8 @@
 // BeaconKV (docs/design.md, "The method: BeaconKV"): slots are scored by the
 // attention of the R most recent queries and of K beacon queries,
 // representatives of the whole query history kept by continual FPS
-// (kv/policy/fps.h), one buffer per (layer, query head).
+// (kv/policy/fps.h), one buffer per (layer, query head), or per (layer, KV
+// head) with group-shared state (below).
 //
 // Choices where the design leaves room, and why:
 //
@@ -48,6 +49,12 @@
 //   position, as its attention did (SnapKV here masks the same way), so it
 //   never credits a key it could not have attended. Beacons stand at the
 //   current position and see every key.
+// * Group-shared state (beacon_group_queries, off by default): the ring and
+//   the FPS buffers hold, per KV head, the mean of its group's queries. The
+//   mean is taken before RoPE (the group shares the position, so rotating
+//   the mean is the mean of the rotated queries) and scores as one query:
+//   its logit on a key is the group's mean logit. The state, which at a
+//   budget in bytes competes with KV slots, shrinks by the group size.
 // * Before any query is observed every score is 0; the selection's tie rule
 //   (later slot wins) then keeps the most recent slots.
 //
@@ -91,16 +98,21 @@ struct ScoreScratch {
 class BeaconPolicy : public KvPolicy {
  public:
   BeaconPolicy(const KvPolicyOptions& o, const PolicyModelInfo& m)
-      : options_(o), model_(m), rotator_(m), row_(static_cast<size_t>(m.n_heads) * m.head_dim), layers_(m.n_layers) {
-    const int64_t n_buffers = static_cast<int64_t>(m.n_layers) * m.n_heads;
+      : options_(o),
+        model_(m),
+        rotator_(m),
+        row_(static_cast<size_t>(m.n_heads) * m.head_dim),
+        state_heads_(o.beacon_group_queries ? m.n_kv_heads : m.n_heads),
+        layers_(m.n_layers) {
+    const int64_t n_buffers = static_cast<int64_t>(m.n_layers) * state_heads_;
     for (int layer = 0; layer < m.n_layers; ++layer) {
       LayerState& l = layers_[layer];
-      l.ring = std::make_unique<RecentQueryRing>(o.recent_queries, m.n_heads, m.head_dim);
-      l.fps.reserve(m.n_heads);
-      for (int h = 0; h < m.n_heads; ++h) {
-        // Buffer layer * n_heads + h of n_buffers: its first shrink's phase.
+      l.ring = std::make_unique<RecentQueryRing>(o.recent_queries, state_heads_, m.head_dim);
+      l.fps.reserve(state_heads_);
+      for (int h = 0; h < state_heads_; ++h) {
+        // Buffer layer * state_heads_ + h of n_buffers: its first shrink's phase.
         const int phase =
-            BeaconFpsPhase(static_cast<int64_t>(layer) * m.n_heads + h, n_buffers, o.fps_bound, o.beacons);
+            BeaconFpsPhase(static_cast<int64_t>(layer) * state_heads_ + h, n_buffers, o.fps_bound, o.beacons);
         l.fps.emplace_back(m.head_dim, o.fps_bound, o.beacons, phase);
       }
       if (global()) {
@@ -119,15 +131,28 @@ class BeaconPolicy : public KvPolicy {
 
   void ObserveQuery(int layer, const float* q, int32_t position) override {
     LayerState& l = layers_[layer];
+    const int d = model_.head_dim;
+    size_t row = row_;
+    if (options_.beacon_group_queries) {
+      // The group's mean, summed in head order (kv_policy.h states the order).
+      const int group = model_.group();
+      row = static_cast<size_t>(state_heads_) * d;
+      grouped_.assign(row, 0.0f);
+      for (int h = 0; h < model_.n_heads; ++h) {
+        float* out = grouped_.data() + static_cast<size_t>(h / group) * d;
+        for (int i = 0; i < d; ++i) out[i] += q[static_cast<size_t>(h) * d + i];
+      }
+      for (float& x : grouped_) x /= static_cast<float>(group);
+      q = grouped_.data();
+    }
     if (options_.beacon_bf16_state) {
       // Round once here: the ring, the FPS buffers and the parked row then
       // all hold exactly what a bf16 store would give back.
-      rounded_.resize(row_);
-      for (size_t i = 0; i < row_; ++i) rounded_[i] = Bf16ToFp32(Fp32ToBf16(q[i]));
+      rounded_.resize(row);
+      for (size_t i = 0; i < row; ++i) rounded_[i] = Bf16ToFp32(Fp32ToBf16(q[i]));
       q = rounded_.data();
     }
     l.ring->Push(q, position);
-    const int d = model_.head_dim;
     if (!global()) {
       if (!options_.beacon_prompt_queries && position < prompt_length()) return;
       auto add = [&](int64_t begin, int64_t end, int) {
@@ -144,13 +169,14 @@ class BeaconPolicy : public KvPolicy {
       for (const ContinualFps& f : l.fps) shrinks += f.size() == f.shrink_size() - 1;
       ThreadPool* pool = thread_pool();
       if (shrinks >= 2 && pool != nullptr && pool->n_threads() > 1) {
-        pool->ParallelFor(model_.n_heads, 1, add);
+        pool->ParallelFor(state_heads_, 1, add);
       } else {
-        add(0, model_.n_heads, 0);
+        add(0, state_heads_, 0);
       }
       return;
     }
     // Parked until this step's ObserveAttention; replaces an unclaimed one.
+    // (Validate refuses kGlobal with beacon_group_queries: rows are per head.)
     std::memcpy(l.parked.data(), q, sizeof(float) * row_);
     l.parked_pos = position;
     std::fill(l.parked_live.begin(), l.parked_live.end(), 1);
@@ -191,7 +217,8 @@ class BeaconPolicy : public KvPolicy {
     // One scoring set for the whole group (the max aggregate is order-free,
     // so this is the max over heads of each head's set): the group's keys
     // are read once for all its queries. Head h's set: its recent queries at
-    // their own positions, then its beacons at the current position.
+    // their own positions, then its beacons at the current position. With
+    // group-shared state the group has one set, state head kv_head's.
     queries.clear();
     query_pos.clear();
     // The group's heads share the ring's positions and the current one: one
@@ -203,8 +230,9 @@ class BeaconPolicy : public KvPolicy {
     for (int j = 0; j < ring; ++j) rotator_.Table(l.ring->position(j), cs.data() + static_cast<size_t>(j) * d);
     const float* now_cs = cs.data() + static_cast<size_t>(ring) * d;
     rotator_.Table(position, cs.data() + static_cast<size_t>(ring) * d);
-    for (int g = 0; g < group; ++g) {
-      const int h = kv_head * group + g;
+    const int sets = options_.beacon_group_queries ? 1 : group;
+    for (int g = 0; g < sets; ++g) {
+      const int h = options_.beacon_group_queries ? kv_head : kv_head * group + g;
       l.fps[h].Beacons(&beacon_idx);
       const size_t at = queries.size();
       queries.resize(at + (ring + beacon_idx.size()) * d);
@@ -246,9 +274,11 @@ class BeaconPolicy : public KvPolicy {
   PolicyModelInfo model_;
   QueryRotator rotator_;
   size_t row_;        // floats of one token's queries, n_heads * head_dim
+  int state_heads_;   // rows of the ring and FPS buffers a layer: n_heads, or n_kv_heads when group-shared
   int32_t lead_ = 0;  // SetProtectedLead
   std::vector<LayerState> layers_;
   std::vector<float> rounded_;  // ObserveQuery's bf16-rounded row (beacon_bf16_state)
+  std::vector<float> grouped_;  // ObserveQuery's group means (beacon_group_queries)
 };
 
 }  // namespace

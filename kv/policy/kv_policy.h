@@ -93,6 +93,15 @@ struct KvPolicyOptions {
   // measuring what the rounding changes (docs/fidelity.md "bf16 policy
   // state"; beacon-eval --kv-beacon-state).
   bool beacon_bf16_state = true;
+  // One ring entry and one FPS buffer per KV head instead of per query head,
+  // holding the mean of its group's queries (pre-RoPE, summed in head order
+  // in f32, divided by the group size, then rounded as above). The state
+  // shrinks by the GQA group (6 on Qwen2.5-1.5B, 7 on R1-Distill-Qwen-7B),
+  // so at a budget in bytes it leaves that many more KV slots; the price is
+  // that a key one head alone attends to scores by the group's mean logit.
+  // Off is the paper's per-head state. kAll only; CPU only (the CUDA state
+  // is per query head). docs/fidelity.md "Group-shared beacon state".
+  bool beacon_group_queries = false;
   float global_threshold = 0.5f;  // attention mass beyond `window` for kGlobal
   int32_t pool_kernel = 1;        // 1-D max-pool over token order (odd; 1 = off)
   float lambda = 0.1f;            // rkv: weight of attention importance against redundancy

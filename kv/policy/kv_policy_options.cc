@@ -54,6 +54,11 @@ absl::Status KvPolicyOptions::Validate() const {
   if (fps_bound <= beacons)
     return bad("kv_fps_bound", fps_bound, absl::StrCat("must exceed kv_beacons (", beacons, ")"));
   if (fps_bound > 4096) return bad("kv_fps_bound", fps_bound, "must be <= 4096");
+  if (beacon_group_queries && beacon_filter != BeaconFilter::kAll) {
+    return absl::InvalidArgumentError(
+        "kv_beacon_group_queries: needs kv_beacon_filter all (the global filter admits each query head by its own "
+        "attention mass)");
+  }
   if (!(global_threshold >= 0.0f && global_threshold <= 1.0f)) {
     return bad("kv_global_threshold", global_threshold, "must be in [0, 1]");
   }

@@ -9,10 +9,11 @@
 namespace beacon {
 namespace {
 
-// `rows` query rows per query head and layer, at `elem` bytes an element,
-// and their int32 positions (one per row and layer: the heads share them).
-int64_t QueryRows(const PolicyModelInfo& m, int64_t rows, int elem) {
-  return rows * m.n_layers * (static_cast<int64_t>(m.n_heads) * m.head_dim * elem + 4);
+// `rows` query rows per head and layer (of `heads` heads), at `elem` bytes
+// an element, and their int32 positions (one per row and layer: the heads
+// share them).
+int64_t QueryRows(const PolicyModelInfo& m, int heads, int64_t rows, int elem) {
+  return rows * m.n_layers * (static_cast<int64_t>(heads) * m.head_dim * elem + 4);
 }
 
 }  // namespace
@@ -22,11 +23,12 @@ int64_t KvBytesPerSlot(const PolicyModelInfo& m, int64_t row_bytes) {
 }
 
 int64_t BeaconStateBytes(const KvPolicyOptions& o, const PolicyModelInfo& m, int32_t) {
-  return QueryRows(m, static_cast<int64_t>(o.recent_queries) + o.fps_bound, o.beacon_bf16_state ? 2 : 4);
+  const int heads = o.beacon_group_queries ? m.n_kv_heads : m.n_heads;  // one state row per KV head when shared
+  return QueryRows(m, heads, static_cast<int64_t>(o.recent_queries) + o.fps_bound, o.beacon_bf16_state ? 2 : 4);
 }
 
 int64_t QueryRingStateBytes(const KvPolicyOptions& o, const PolicyModelInfo& m, int32_t) {
-  return QueryRows(m, o.recent_queries, 2);
+  return QueryRows(m, m.n_heads, o.recent_queries, 2);
 }
 
 int64_t AccumulatorStateBytes(const KvPolicyOptions&, const PolicyModelInfo& m, int32_t slots) {

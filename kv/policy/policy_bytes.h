@@ -10,7 +10,8 @@
 //       beacon: the recent ring (R queries) and the FPS buffers at their
 //         bound (U points) of every query head and layer, at 2 bytes an
 //         element with beacon_bf16_state (what the CUDA state stores) and 4
-//         without, plus the ring's int32 positions;
+//         without, plus the ring's int32 positions; with
+//         beacon_group_queries, of every KV head instead (the group's mean);
 //       rkv, snapkv: the ring of R recent queries of every query head and
 //         layer in bf16, plus positions;
 //       h2o: one f32 accumulator per slot, KV head and layer;

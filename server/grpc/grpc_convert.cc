@@ -246,6 +246,7 @@ void FillFinal(const StreamFinal& f, v1::GenerateResponse* out) {
     r->set_beacon_filter(o.beacon_filter == BeaconFilter::kGlobal ? "global" : "all");
     r->set_beacon_prompt_queries(o.beacon_prompt_queries);
     r->set_beacon_bf16_state(o.beacon_bf16_state);
+    r->set_beacon_group_queries(o.beacon_group_queries);
     r->set_global_threshold(o.global_threshold);
     r->set_pool_kernel(o.pool_kernel);
     r->set_lambda(o.lambda);

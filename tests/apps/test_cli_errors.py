@@ -81,6 +81,9 @@ def main():
                                     "--kv-beacon-prompt-queries=yes"], "--kv-beacon-prompt-queries", code=2)
         expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
                                     "--kv-eviction-phase", "late"], "--kv-eviction-phase", code=2)
+        expect_error("beacon-run", ["--model", MODEL, "--prompt", "hi", "--kv-policy", "beacon",
+                                    "--kv-beacon-group-queries", "--kv-beacon-filter", "global"],
+                     "kv_beacon_group_queries", code=2)
         expect_error("beacon-logits", ["--model", MODEL, "--token-ids", "1,x", "--out", os.path.join(tmp, "o")], "bad id")
         expect_error("beacon-bench", ["decode", "--model", MODEL, "--batches", "0"], "--batches")
 

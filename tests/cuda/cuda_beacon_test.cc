@@ -255,6 +255,11 @@ TEST(CudaBeaconTest, BadInputsFailCleanlyAndLoseNothing) {
   KvPolicyOptions global = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   global.beacon_filter = BeaconFilter::kGlobal;
   EXPECT_EQ(be->CheckPolicy(global).code(), absl::StatusCode::kUnimplemented);
+  KvPolicyOptions grouped = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  grouped.beacon_group_queries = true;  // CPU only: the device state is per query head
+  const absl::Status gs = be->CheckPolicy(grouped);
+  EXPECT_EQ(gs.code(), absl::StatusCode::kUnimplemented) << gs;
+  EXPECT_NE(gs.message().find("beacon_group_queries"), std::string::npos) << gs;
   EXPECT_TRUE(be->CheckPolicy(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon)).ok());
   auto comp = SequenceCompressor::Create(snap, PolicyInfoFor(gpu->config()), 3);
   ASSERT_TRUE(comp.ok());

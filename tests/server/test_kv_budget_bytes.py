@@ -123,12 +123,37 @@ def test_openai_field(srv):
         assert e.code == 400 and "kv_budget_bytes" in e.read().decode()
 
 
+def test_group_shared_state(srv):
+    """--kv-beacon-group-queries: one state row per KV head (the group's mean query), so beacon's query rows are
+    a group (3 here) smaller and a byte budget leaves it more slots; the resolved options say so, and a policy
+    the request names keeps its own state."""
+    state = 80 * LAYERS * (KV_HEADS * D * 2 + 4)  # R 16 + U 64 rows of 3 KV heads, and their positions
+    positions = 80 * LAYERS * 4
+    assert query_rows(80) - positions == 3 * (state - positions)
+    budget_bytes = query_rows(80) + 100 * SLOT  # per-head state: 100 slots
+    _, _, last = collect(srv.stub.Generate(chat_request(
+        "Count from one to twenty.", 8, ignore_eos=True, kv=pb.KvOptions(policy="beacon", budget_bytes=budget_bytes))))
+    assert last.kv.budget == 178, last.kv  # 100 + (2,774,400 - 931,200) // 23,400
+    assert last.kv.state_bytes == state and last.kv.options.beacon_group_queries, last.kv
+    # It evicts: 80 tokens past a budget of 40 slots.
+    _, _, last = collect(srv.stub.Generate(chat_request(
+        "Count from one to a hundred.", 80, ignore_eos=True,
+        kv=pb.KvOptions(policy="beacon", budget_bytes=state + 40 * SLOT))))
+    assert last.kv.budget == 40 and last.kv.evictions > 0 and last.kv.state_bytes == state, last.kv
+    _, _, last = collect(srv.stub.Generate(chat_request(
+        "Hi.", 4, ignore_eos=True, kv=pb.KvOptions(policy="snapkv", budget_bytes=budget_bytes))))
+    assert last.kv.state_bytes == STATE["snapkv"] and not last.kv.options.beacon_group_queries, last.kv
+
+
 def main():
     with Server("--kv-policy", "beacon", "--kv-budget", "64", "--kv-interval", "16", "--kv-max-budget", "4096") as srv:
         run_tests(srv, (test_each_policy_gets_the_slots_its_state_leaves, test_full_reports_bytes_and_no_state,
                         test_model_info_names_a_slots_bytes, test_final_stats_carry_the_resolved_options,
                         test_eval_harness_records_what_the_server_reports,
                         test_refusals_name_the_field, test_openai_field))
+    with Server("--kv-policy", "beacon", "--kv-beacon-group-queries", "--kv-interval", "16",
+                "--kv-max-budget", "4096") as srv:
+        run_tests(srv, (test_group_shared_state,))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ mkdir -p "$LOGS"
 # builds of the tree do not change it under the run; each record names its sha256 and grid.jsonl refuses
 # another binary.
 BIN=${BIN:-build/eval-bin-grid}
+# ALLOW_MIXED=1: append although grid.jsonl's earlier rows name another binary (the pinned commit rebuilt on
+# another machine; README.md beside this file says when and how it was checked to give the same text).
 if [ ! -x "$BIN/beacon-serve" ]; then
   if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
     echo "run-grid.sh: the tree has uncommitted changes; commit, build, then pin" >&2
@@ -51,7 +53,7 @@ for phase in $PHASES; do
       --model models/qwen2.5-coder-1.5b.gguf --family simple_equations --seed 1 --start "$start" -n "$BLOCK" \
       --max-tokens 2048 --concurrency "$CONCURRENCY" --bin "$BIN" --interval 16 \
       --server-flag=--kv-pool-tokens=65536 --server-log "$LOGS/serve-grid.log" --out "$R/grid.jsonl" \
-      --cells $cells || exit 1
+      ${ALLOW_MIXED:+--allow-mixed-binaries} --cells $cells || exit 1
     .venv/bin/python tools/reasoning_eval.py summary "$R/grid.jsonl" --markdown "$R/grid-summary.md" > /dev/null
   done
 done
