@@ -177,11 +177,15 @@ def score(text, schema):
 
 def log_warnings(path, start):
     """xgrammar's warnings in the server log from byte `start` on (what it loosened while compiling: oneOf as
-    anyOf, a remote $ref), each once, 200 chars, 20 at most; None when the log is not ours (--url)."""
+    anyOf, a remote $ref), each once, 200 chars, 20 at most; None when the log is not ours (--url). The server
+    logs them one line a compile: "FIELD: the json_schema compiled looser than given: xgrammar warning: A;
+    xgrammar warning: B" (engine/grammar/grammar_compiler.cc)."""
     if path is None:
         return None
     with open(path, "rb") as f:
-        found = re.findall(r"Warning: (.*)", f.read()[start:].decode(errors="replace"))
+        text = f.read()[start:].decode(errors="replace")
+    found = [w.strip().removesuffix(";") for line in text.splitlines() if "xgrammar warning: " in line
+             for w in line.split("xgrammar warning: ")[1:]]
     return list(dict.fromkeys(w.strip()[:200] for w in found))[:20]
 
 

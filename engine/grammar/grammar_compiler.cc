@@ -12,9 +12,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "engine/grammar/compiled_grammar.h"
+#include "engine/grammar/xgrammar_log.h"
+#include "util/log.h"
 #include "util/mutex.h"
 
 namespace beacon {
@@ -58,6 +61,24 @@ xgrammar::CompiledGrammar CompileWith(xgrammar::GrammarCompiler& xg, const Gramm
   throw std::invalid_argument("unknown grammar kind");
 }
 
+// Whether a grammar xgrammar compiled looser than given (its warnings,
+// xgrammar_log.h) is refused: a strict JSON schema is OpenAI's promise that
+// the answer matches it, and a regex has no looser reading a client could
+// have meant. Everything else (a schema with strict false, EBNF, choices,
+// structural tags: tools say per function whether they are strict, which
+// xgrammar's warnings do not name) compiles and its warnings are logged.
+bool MustBeExact(const GrammarSpec& s) {
+  return (s.kind == GrammarKind::kJsonSchema && s.strict) || s.kind == GrammarKind::kRegex;
+}
+
+std::string LooserThanGiven(const GrammarSpec& s, const std::vector<std::string>& warnings) {
+  return absl::StrCat(s.kind == GrammarKind::kJsonSchema
+                          ? "strict: the schema would not be enforced as written (remove what xgrammar names, or "
+                            "set strict false to accept a looser grammar): "
+                          : "the regex would not be enforced as written (rewrite what xgrammar names): ",
+                      absl::StrJoin(warnings, "; "));
+}
+
 }  // namespace
 
 struct GrammarCompiler::Impl {
@@ -93,12 +114,25 @@ struct GrammarCompiler::Impl {
       }
       std::shared_ptr<const CompiledGrammar> grammar;
       std::string error;
+      std::vector<std::string> warnings;
       try {
-        grammar = std::make_shared<const CompiledGrammar>(
-            CompiledGrammar{CompileWith(xg, job->spec), job->spec.kind, vocab_size});
+        XgrammarWarnings caught;  // what this compile leaves unenforced
+        CompiledGrammar compiled{CompileWith(xg, job->spec), job->spec.kind, vocab_size};
+        warnings = caught.messages();
+        if (warnings.empty() || !MustBeExact(job->spec)) {
+          grammar = std::make_shared<const CompiledGrammar>(std::move(compiled));
+        } else {
+          error = LooserThanGiven(job->spec, warnings);
+        }
       } catch (const std::exception& e) {
         error = e.what();
         if (error.empty()) error = "refused by the grammar compiler";
+      }
+      if (grammar != nullptr && !warnings.empty()) {
+        // Once per compile (a cached grammar is not logged again).
+        logging::Warn("%s: the %s compiled looser than given: xgrammar warning: %s",
+                      job->spec.field.empty() ? "grammar" : job->spec.field, GrammarKindName(job->spec.kind),
+                      absl::StrJoin(warnings, "; xgrammar warning: "));
       }
       MutexLock lock(&mu);
       job->done = true;

@@ -211,6 +211,11 @@ def test_refusals(c):
         (dict(tools=[{"type": "retrieval"}]), "tools[0].type"),
         (dict(tools=[WEATHER], tool_choice="required", response_format={"type": "json_object"}), "tool_choice"),
         (dict(reasoning_effort="extreme"), "reasoning_effort"),
+        # strict, but xgrammar could only enforce oneOf's overlapping branches as anyOf (non-strict compiles).
+        (dict(response_format={"type": "json_schema", "json_schema": {
+            "name": "x", "strict": True, "schema": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}}),
+         "response_format.json_schema.schema"),
+        (dict(extra_body={"structured_outputs": {"regex": "a^b"}}), "structured_outputs.regex"),
         (dict(tools=[dict(WEATHER, function=dict(WEATHER["function"], parameters={"type": "object",
                                                                                   "p": "x" * 40000}))]),
          "tools[0].function.parameters"),
@@ -222,6 +227,11 @@ def test_refusals(c):
             assert e.body["param"] == param, (kw, e.body)
             continue
         raise AssertionError(f"not refused: {kw}")
+    # The same schema without strict is served (the looser grammar; the server's log names it).
+    r = c.chat.completions.create(model="default", messages=ASK, max_tokens=5, response_format={
+        "type": "json_schema", "json_schema": {"name": "x", "schema": {"oneOf": [{"type": "integer"},
+                                                                                 {"type": "number"}]}}})
+    assert r.choices[0].finish_reason in ("stop", "length"), r
     # The server is unharmed.
     r = c.chat.completions.create(model="default", messages=ASK, max_tokens=5)
     assert r.choices[0].message.content is not None

@@ -14,6 +14,7 @@
 #include "engine/grammar/grammar_matcher.h"
 #include "gtest/gtest.h"
 #include "model/tokenizer_loader.h"
+#include "util/log.h"
 
 namespace beacon {
 namespace {
@@ -140,6 +141,58 @@ TEST(GrammarCompiler, RefusesNamingTheField) {
   EXPECT_EQ((*c)->Compile(none).status().code(), absl::StatusCode::kInvalidArgument);
   // The compiler is still usable after refusals.
   EXPECT_TRUE((*c)->Compile(Spec(GrammarKind::kRegex, "a+")).ok());
+}
+
+// xgrammar compiles some constructs looser than written and says so only in a
+// warning (engine/grammar/xgrammar_log.h). Where the request asked for the
+// grammar exactly (a strict schema, any regex) that is a refusal naming the
+// field and what xgrammar would drop; otherwise the grammar compiles and the
+// warning is logged once, with the field.
+std::vector<std::string>* logged = nullptr;
+void KeepRecord(const logging::Record& r) {
+  if (logged != nullptr) logged->emplace_back(r.message);
+}
+
+TEST(GrammarCompiler, ALooserCompileIsRefusedWhereTheRequestAskedForExactness) {
+  REQUIRE_TOKENIZER();
+  auto c = GrammarCompiler::Create(*tok, tok->vocab_size(), GrammarCompilerOptions());
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Overlapping branches: xgrammar can only make this anyOf.
+  const std::string one_of = R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})";
+  GrammarSpec strict = Spec(GrammarKind::kJsonSchema, one_of, "response_format.json_schema.schema");
+  auto g = (*c)->Compile(strict);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << g.status();
+  EXPECT_TRUE(absl::StartsWith(g.status().message(),
+                               "response_format.json_schema.schema: strict: the schema would not be enforced"))
+      << g.status();
+  EXPECT_TRUE(absl::StrContains(g.status().message(), "oneOf")) << g.status();
+  // An anchor in the middle (ignored), an escape xgrammar does not know (matched literally).
+  for (const std::string& regex : {std::string("a^b"), std::string(R"(x\qy)")}) {
+    auto r = (*c)->Compile(Spec(GrammarKind::kRegex, regex, "structured_outputs.regex"));
+    ASSERT_FALSE(r.ok()) << regex;
+    EXPECT_TRUE(absl::StartsWith(r.status().message(), "structured_outputs.regex: the regex would not be enforced"))
+        << r.status();
+  }
+
+  // Not strict: compiled, and the warning logged with the field, once.
+  std::vector<std::string> records;
+  logged = &records;
+  logging::SetBackend(KeepRecord);
+  GrammarSpec loose = strict;
+  loose.strict = false;
+  auto l1 = (*c)->Compile(loose);
+  auto l2 = (*c)->Compile(loose);  // from the cache: not logged again
+  logging::SetBackend(nullptr);
+  logged = nullptr;
+  ASSERT_TRUE(l1.ok() && l2.ok()) << l1.status();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(records[0], "response_format.json_schema.schema: the json_schema compiled looser"))
+      << records[0];
+  EXPECT_TRUE(absl::StrContains(records[0], "xgrammar warning: oneOf")) << records[0];
+  // A schema xgrammar enforces as written still compiles strict.
+  EXPECT_TRUE(
+      (*c)->Compile(Spec(GrammarKind::kJsonSchema, R"({"anyOf": [{"type": "integer"}, {"type": "string"}]})")).ok());
 }
 
 TEST(GrammarCompiler, CachesAndBoundsTheCache) {
