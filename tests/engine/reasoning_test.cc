@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/default_model.h"
+#include "tests/engine/r1_runtime.h"
 
 namespace beacon {
 namespace {
@@ -22,19 +23,8 @@ using ::testing::HasSubstr;
 constexpr int32_t kOpen = 151648;
 constexpr int32_t kClose = 151649;
 
-std::string Src(const char* rel) { return std::string(BEACON_SOURCE_DIR) + "/" + rel; }
-
-// The dummy model with the R1 tokenizer (optionally another template).
-std::unique_ptr<Runtime> R1Runtime(const std::string& chat_template = "") {
-  RuntimeOptions o;
-  o.model = "dummy:" + Src("tests/data/tiny-r1-qwen2.json");
-  o.tokenizer = Src("tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf");
-  o.chat_template = chat_template;
-  o.threads = 1;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
-  EXPECT_TRUE(rt.ok()) << rt.status();
-  return rt.ok() ? *std::move(rt) : nullptr;
-}
+using testing::R1Runtime;
+using testing::SourcePath;
 
 class ReasoningTest : public ::testing::Test {
  protected:
@@ -101,7 +91,7 @@ TEST_F(ReasoningTest, AutoPicksDeepSeekR1ForTheR1TemplateAndNoneWithoutMarkers) 
   EXPECT_THAT(bad.status().message(), HasSubstr("'deepseek' is not one of auto, none, deepseek_r1, qwen3"));
 
   // Qwen3's template (enable_thinking) over the same vocabulary.
-  auto qwen3 = R1Runtime(Src("tests/fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja"));
+  auto qwen3 = R1Runtime(SourcePath("tests/fixtures/chat_templates/Qwen-Qwen3-0.6B.jinja"));
   ASSERT_NE(qwen3, nullptr);
   EXPECT_EQ(ResolveReasoningParser("auto", *qwen3->tokenizer())->parser, ReasoningParser::kQwen3);
 
