@@ -273,6 +273,21 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
   return job->grammar;
 }
 
+absl::Status GrammarCompiler::CheckEnforced(const GrammarSpec& spec) const {
+  if (spec.kind != GrammarKind::kJsonSchema || !MustBeExact(spec)) return absl::OkStatus();
+  if (absl::Status s = spec.Validate(impl_->options.limits); !s.ok()) return s;
+  XgrammarWarnings caught;
+  try {
+    // The conversion CompileWith's CompileJSONSchema starts with.
+    (void)xgrammar::Grammar::FromJSONSchema(spec.source, /*any_whitespace=*/false, std::nullopt, std::nullopt,
+                                            spec.strict);
+  } catch (const std::exception& e) {
+    return FieldError(spec, Clip(e.what()));
+  }
+  if (!caught.messages().empty()) return FieldError(spec, LooserThanGiven(spec, caught.messages()));
+  return absl::OkStatus();
+}
+
 GrammarCompiler::Stats GrammarCompiler::stats() const {
   MutexLock lock(&impl_->mu);
   Stats s = impl_->stats;

@@ -58,6 +58,14 @@ class GrammarCompiler {
   // compile queue is full.
   absl::StatusOr<std::shared_ptr<const CompiledGrammar>> Compile(const GrammarSpec& spec);
 
+  // For a strict JSON schema: INVALID_ARGUMENT naming spec.field when
+  // xgrammar would enforce it looser than written (what Compile refuses), or
+  // refuses it. Converts the schema alone, on the calling thread, without the
+  // compile against the vocabulary (milliseconds at the size limits): for a
+  // schema that is part of a larger grammar, such as a strict tool's
+  // parameters inside the structural tag of the calls. OK for anything else.
+  absl::Status CheckEnforced(const GrammarSpec& spec) const;
+
   struct Stats {
     int64_t hits = 0;      // served from the cache (or a compile already running)
     int64_t compiles = 0;  // compiles started

@@ -39,7 +39,20 @@ absl::Status PrepareStructured(const ServeRequest& r, const ServeLimits& limits,
     }
     // A structured answer wins over a constrained auto: the call grammar
     // would let through text the response format forbids.
-    if (!spec.has_value()) spec = std::move(forced);
+    if (!spec.has_value() && forced.has_value()) {
+      // The calls are constrained: a strict function's parameters must be
+      // enforced as written, or the request is refused naming them.
+      for (size_t i = 0; i < r.tools.tools.size() && limits.grammars != nullptr; ++i) {
+        const ToolDefinition& t = r.tools.tools[i];
+        if (!t.strict) continue;
+        GrammarSpec params;
+        params.kind = GrammarKind::kJsonSchema;
+        params.source = t.parameters;
+        params.field = absl::StrCat("tools[", i, "].function.parameters");
+        if (absl::Status s = limits.grammars->CheckEnforced(params); !s.ok()) return s;
+      }
+      spec = std::move(forced);
+    }
     p->tool_format = limits.tool_syntax.format;
     for (const ToolDefinition& t : r.tools.tools) p->tool_names.push_back(t.name);
   }

@@ -42,6 +42,9 @@ WEATHER = {"type": "function", "function": {
 TIME = {"type": "function", "function": {
     "name": "get_time", "description": "The local time in a timezone",
     "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]}}}
+# Parameters xgrammar enforces looser than written (oneOf's overlapping branches as anyOf).
+LOOSE = {"type": "object", "properties": {"n": {"oneOf": [{"type": "integer"}, {"type": "number"}]}},
+         "required": ["n"]}
 # For the random-weight model, whose strings never end by themselves: enums only.
 UNIT = {"type": "function", "function": {
     "name": "set_unit", "parameters": {"type": "object", "properties": {"unit": {"enum": ["celsius", "kelvin"]}},
@@ -216,6 +219,9 @@ def test_refusals(c):
             "name": "x", "strict": True, "schema": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}}),
          "response_format.json_schema.schema"),
         (dict(extra_body={"structured_outputs": {"regex": "a^b"}}), "structured_outputs.regex"),
+        # A strict function whose parameters xgrammar would loosen, its calls constrained (required).
+        (dict(tools=[WEATHER, dict(UNIT, function=dict(UNIT["function"], strict=True, parameters=LOOSE))],
+              tool_choice="required"), "tools[1].function.parameters"),
         (dict(tools=[dict(WEATHER, function=dict(WEATHER["function"], parameters={"type": "object",
                                                                                   "p": "x" * 40000}))]),
          "tools[0].function.parameters"),
@@ -232,6 +238,10 @@ def test_refusals(c):
         "type": "json_schema", "json_schema": {"name": "x", "schema": {"oneOf": [{"type": "integer"},
                                                                                  {"type": "number"}]}}})
     assert r.choices[0].finish_reason in ("stop", "length"), r
+    # And so is the function without strict, its calls constrained by the looser grammar.
+    r = c.chat.completions.create(model="default", messages=ASK, max_tokens=24, tool_choice="required",
+                                  tools=[dict(UNIT, function=dict(UNIT["function"], parameters=LOOSE))])
+    assert r.choices[0].finish_reason in ("tool_calls", "length"), r
     # The server is unharmed.
     r = c.chat.completions.create(model="default", messages=ASK, max_tokens=5)
     assert r.choices[0].message.content is not None

@@ -190,6 +190,15 @@ TEST(GrammarCompiler, ALooserCompileIsRefusedWhereTheRequestAskedForExactness) {
   EXPECT_TRUE(absl::StartsWith(records[0], "response_format.json_schema.schema: the json_schema compiled looser"))
       << records[0];
   EXPECT_TRUE(absl::StrContains(records[0], "xgrammar warning: oneOf")) << records[0];
+  // CheckEnforced: the same finding from the schema's conversion alone (for a
+  // strict tool's parameters inside a larger grammar), naming the field.
+  absl::Status e = (*c)->CheckEnforced(strict);
+  EXPECT_EQ(e.code(), absl::StatusCode::kInvalidArgument) << e;
+  EXPECT_TRUE(absl::StartsWith(e.message(), "response_format.json_schema.schema: strict: the schema")) << e;
+  EXPECT_TRUE((*c)->CheckEnforced(loose).ok());
+  EXPECT_TRUE((*c)->CheckEnforced(Spec(GrammarKind::kJsonSchema, R"({"type": "integer"})")).ok());
+  EXPECT_EQ((*c)->CheckEnforced(Spec(GrammarKind::kJsonSchema, "{not json", "tools[0].function.parameters")).code(),
+            absl::StatusCode::kInvalidArgument);
   // A schema xgrammar enforces as written still compiles strict.
   EXPECT_TRUE(
       (*c)->Compile(Spec(GrammarKind::kJsonSchema, R"({"anyOf": [{"type": "integer"}, {"type": "string"}]})")).ok());
