@@ -201,7 +201,7 @@ def test_summary_text_keeps_the_single_task_apart():
     single = {"model": "m.gguf", "family": "gsm_symbolic", "seed": 1, "index": 0, "policy": "full", "budget": 0,
               "interval": 0, "max_tokens": 1024, "correct": True, "completion_tokens": 100, "finish_reason": "stop",
               "prompt_tokens": 50}
-    assert rev.summary_text([single]) == rev.summarize([single])
+    assert rev.summary_text([single]) == rev.summarize([single]) + "\n\nRecords by binary: not recorded: 1.\n"
     both = rev.summary_text([single, _chain("full", 0, 0, [True] * 4)])
     assert both.startswith(rev.summarize([single])) and "### recap of 4 x" in both
     # A recap record and a single record of the same index and cell key apart (both resume).

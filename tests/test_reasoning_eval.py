@@ -193,6 +193,20 @@ def test_accuracy_by_chain_length():
     assert "chain length" not in re_eval.summarize(full[:2] + beacon[:2])
 
 
+def test_summary_names_the_binaries():
+    # Records name the binary that wrote them (issue 45's provenance); the summary counts them, so a file
+    # written by two builds (a pinned commit rebuilt on another machine) says so under its tables.
+    a = [dict(_rec("full", 0, 0, i, True), binary_sha256="9f5e30e192aa" + "0" * 52, commit="0948606" + "0" * 33)
+         for i in range(3)]
+    b = [dict(_rec("full", 0, 0, i, True), binary_sha256="1adcc3c1ecea" + "0" * 52, commit="0948606" + "0" * 33)
+         for i in range(3, 5)]
+    old = [_rec("beacon", 64, 16, 0, True)]
+    line = re_eval.binaries_line(a + b + old)
+    assert line == ("Records by binary: sha256 9f5e30e192aa... (commit 0948606): 3; sha256 1adcc3c1ecea... "
+                    "(commit 0948606): 2; not recorded: 1."), line
+    assert line in re_eval.summary_text(a + b + old)
+
+
 if __name__ == "__main__":
     for name, fn in sorted(globals().items()):
         if name.startswith("test_") and callable(fn):

@@ -632,14 +632,28 @@ def rescore_file(path):
     print(f"[reasoning_eval] rescored {n} records of {path}", file=sys.stderr)
 
 
+def binaries_line(records):
+    """Which binaries wrote the records: "Records by binary: sha256 9f5e30e192aa... (commit 0948606): 529;
+    ..." in order of first appearance; records from before provenance count as "not recorded"."""
+    counts = {}
+    for r in records:
+        sha, commit = r.get("binary_sha256"), r.get("commit")
+        key = f"sha256 {sha[:12]}... (commit {(commit or '?')[:7]})" if sha else "not recorded"
+        counts[key] = counts.get(key, 0) + 1
+    return "Records by binary: " + "; ".join(f"{k}: {n}" for k, n in counts.items()) + "."
+
+
 def summary_text(records):
-    """The single-problem task's tables (summarize, unchanged), then the recap task's."""
+    """The single-problem task's tables (summarize, unchanged), then the recap task's, then which binaries
+    wrote the records (binaries_line)."""
     single = [r for r in records if r.get("task") != "recap"]
     recap = [r for r in records if r.get("task") == "recap"]
     parts = [summarize(single)] if single or not recap else []
     if recap:
         import recap_summary  # noqa: PLC0415 (imports this module)
         parts.append(recap_summary.summarize_recap(recap))
+    if records:
+        parts.append("\n" + binaries_line(records) + "\n")
     return "\n".join(parts)
 
 
