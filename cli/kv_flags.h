@@ -27,7 +27,7 @@ inline void DeclareKvFlags(cli::Args* args, const std::string& default_policy) {
   args->Declare("kv-beacon-prompt-queries", true, "",
                 "prompt queries enter the FPS buffer (beacon, filter all; unset: the policy's default)");
   args->Declare("kv-beacon-group-queries", true, "",
-                "one ring and FPS buffer per KV head, of its group's mean query: state / GQA group (beacon, CPU)");
+                "one ring and FPS buffer per KV head, of its group's mean query: state / GQA group (beacon)");
   args->Declare("kv-pool-kernel", false, "", "max-pool kernel over token order (odd, 1 = off)");
   args->Declare("kv-lambda", false, "", "importance weight against redundancy (rkv)");
   args->Declare("kv-seed", false, "", "seed of the random policy");

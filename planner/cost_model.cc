@@ -63,7 +63,7 @@ namespace {
 BeaconDims DimsOf(const KvPolicyOptions& kv, const ModelCost& model) {
   BeaconDims d;
   d.n_layers = model.n_layers;
-  d.n_heads = model.n_heads;
+  d.n_heads = kv.beacon_group_queries ? model.n_kv_heads : model.n_heads;  // as BeaconDimsFor
   d.n_kv_heads = model.n_kv_heads;
   d.head_dim = model.head_dim;
   d.recent = kv.recent_queries;

@@ -21,7 +21,9 @@ absl::StatusOr<std::unique_ptr<BeaconDeviceState>> BeaconDeviceState::Create(con
 BeaconDims BeaconDimsFor(const KvPolicyOptions& o, const PolicyModelInfo& m) {
   BeaconDims d{};
   d.n_layers = m.n_layers;
-  d.n_heads = m.n_heads;
+  // Group-shared state: one state head per KV head, holding the group's mean
+  // query (LaunchBeaconGroupMeans); scoring then sees groups of one.
+  d.n_heads = o.beacon_group_queries ? m.n_kv_heads : m.n_heads;
   d.n_kv_heads = m.n_kv_heads;
   d.head_dim = m.head_dim;
   d.recent = o.recent_queries;

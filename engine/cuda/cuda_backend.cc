@@ -168,10 +168,6 @@ absl::Status CudaBackend::CheckPolicy(const KvPolicyOptions& o) const {
     return absl::UnimplementedError(
         "beacon_filter global does not run on the CUDA backend (it needs per-step attention probabilities)");
   }
-  if (o.beacon_group_queries) {
-    return absl::UnimplementedError(
-        "beacon_group_queries does not run on the CUDA backend (its ring and FPS buffers are per query head)");
-  }
   if (!o.beacon_bf16_state) {
     return absl::UnimplementedError(
         "beacon with an f32 policy state does not run on the CUDA backend (its ring and FPS buffers are bf16)");

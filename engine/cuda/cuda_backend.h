@@ -173,7 +173,7 @@ class CudaBackend : public Backend {
   DeviceAllocation activations_;
   __nv_bfloat16 *resid_ = nullptr, *xb_ = nullptr, *qkv_ = nullptr, *att_ = nullptr, *proj_ = nullptr,
                 *gate_up_ = nullptr, *ffn_ = nullptr, *rows_ = nullptr;
-  float *q_pre_ = nullptr, *logits_ = nullptr;
+  float *q_pre_ = nullptr, *q_mean_ = nullptr, *logits_ = nullptr;  // q_mean_: group means (beacon_group_queries)
   int32_t* tokens_ = nullptr;
   void* attn_workspace_ = nullptr;
   DeviceAllocation meta_;  // ForwardPlan::packed

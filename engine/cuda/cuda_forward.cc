@@ -99,9 +99,19 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   prep.rope = evict_ctx_.rope;
   prep.q_pre_rope = groups_.empty() ? nullptr : q_pre_;
   BEACON_CUDA_RETURN_IF_ERROR(LaunchQkvRopeKvWrite(prep, kv, l, tables, tok_seq, tok_slot, tok_pos, stream_));
+  bool means = false;  // q_mean_ holds this layer's group means
   for (const BeaconGroup& g : groups_) {
+    const float* q = q_pre_;
+    if (g.dims.n_heads != c.n_heads) {  // group-shared state: the state heads are the KV heads
+      if (!means) {
+        BEACON_CUDA_RETURN_IF_ERROR(
+            LaunchBeaconGroupMeans(q_pre_, n, c.n_heads, c.n_heads / g.dims.n_heads, c.head_dim, q_mean_, stream_));
+        means = true;
+      }
+      q = q_mean_;
+    }
     BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconObserve(g.dims, l, observe_dev_.as<BeaconObserveEntry>() + g.offset,
-                                                    g.count, plan_.max_seq_tokens, q_pre_, tok_pos, stream_));
+                                                    g.count, plan_.max_seq_tokens, q, tok_pos, stream_));
   }
 
   PagedAttentionParams a;

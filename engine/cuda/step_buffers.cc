@@ -45,6 +45,7 @@ absl::Status CudaBackend::EnsureActivations(int64_t n_tokens, int64_t n_rows) {
       Align256(T * c.ffn_hidden * bf),                                  // ffn
       Align256(R * c.hidden * bf),                                      // rows
       Align256(T * c.q_dim() * sizeof(float)),                          // q_pre
+      Align256(T * c.kv_dim() * sizeof(float)),                         // q_mean (group-shared state)
       Align256(R * static_cast<size_t>(c.vocab_size) * sizeof(float)),  // logits
       Align256(R * sizeof(int32_t)),                                    // tokens
       Align256(DecodeAttentionWorkspaceBytes(T, c.n_heads, c.head_dim, options_.max_splits)),
@@ -67,9 +68,10 @@ absl::Status CudaBackend::EnsureActivations(int64_t n_tokens, int64_t n_rows) {
   ffn_ = reinterpret_cast<__nv_bfloat16*>(carve(6));
   rows_ = reinterpret_cast<__nv_bfloat16*>(carve(7));
   q_pre_ = reinterpret_cast<float*>(carve(8));
-  logits_ = reinterpret_cast<float*>(carve(9));
-  tokens_ = reinterpret_cast<int32_t*>(carve(10));
-  attn_workspace_ = carve(11);
+  q_mean_ = reinterpret_cast<float*>(carve(9));
+  logits_ = reinterpret_cast<float*>(carve(10));
+  tokens_ = reinterpret_cast<int32_t*>(carve(11));
+  attn_workspace_ = carve(12);
   if (absl::Status s = tokens_host_.Reserve(R * sizeof(int32_t), "sampled ids"); !s.ok()) return s;
   sampling_workspace_bytes_ = SamplingWorkspaceBytes(R, c.vocab_size);
   const size_t params = Align256(R * sizeof(DeviceSamplingParams));

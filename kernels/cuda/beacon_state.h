@@ -93,6 +93,19 @@ cudaError_t LaunchBeaconObserve(const BeaconDims& dims, int layer, const BeaconO
                                 int max_tokens_per_entry, const float* q_pre_rope, const int32_t* tok_pos,
                                 cudaStream_t stream);
 
+// Group-shared state (KvPolicyOptions::beacon_group_queries): the state's
+// heads are the KV heads (BeaconDims::n_heads = n_kv_heads, so scoring sees
+// groups of one) and each holds its group's mean query. This gives the
+// observe kernel its input:
+//   out[t][s][c] = (q[t][s * group][c] + ... + q[t][s * group + group - 1][c]) / group
+// summed in head order from 0 and divided in f32, rounded to nearest, as
+// BeaconPolicy::ObserveQuery does, for t < n_tokens and s < n_heads / group.
+//   q   [n_tokens][n_heads][head_dim] f32 (the model's query heads)
+//   out [n_tokens][n_heads / group][head_dim] f32
+// REQUIRES group >= 1 divides n_heads, head_dim >= 1, else cudaErrorInvalidValue.
+cudaError_t LaunchBeaconGroupMeans(const float* q, int64_t n_tokens, int n_heads, int group, int head_dim, float* out,
+                                   cudaStream_t stream);
+
 // Bytes of the workspace LaunchBeaconScore needs (256-byte aligned regions).
 size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots);
 

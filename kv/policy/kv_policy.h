@@ -99,8 +99,9 @@ struct KvPolicyOptions {
   // shrinks by the GQA group (6 on Qwen2.5-1.5B, 7 on R1-Distill-Qwen-7B),
   // so at a budget in bytes it leaves that many more KV slots; the price is
   // that a key one head alone attends to scores by the group's mean logit.
-  // Off is the paper's per-head state. kAll only; CPU only (the CUDA state
-  // is per query head). docs/fidelity.md "Group-shared beacon state".
+  // Off is the paper's per-head state. kAll only. On the GPU the state's
+  // heads are then the KV heads (engine/cuda BeaconDimsFor,
+  // LaunchBeaconGroupMeans). docs/fidelity.md "Group-shared beacon state".
   bool beacon_group_queries = false;
   float global_threshold = 0.5f;  // attention mass beyond `window` for kGlobal
   int32_t pool_kernel = 1;        // 1-D max-pool over token order (odd; 1 = off)

@@ -184,6 +184,15 @@ TEST(CudaBeaconScoreTest, ManyQueriesGroupOfThreeAndManySlots) {
   RunCase({4, 2, 32, 8, 16, 64, 150, 5000, 3, false, false});
 }
 
+// Groups of one: the state of beacon_group_queries, whose state heads are the
+// KV heads (BeaconDimsFor), scores so; the group means that feed it are
+// checked by beacon_group_mean_test.cc.
+TEST(CudaBeaconScoreTest, GroupsOfOneAsGroupSharedStateHasThem) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  RunCase({2, 2, 128, 16, 16, 64, 150, 301, 1, false, false});
+  RunCase({8, 8, 64, 8, 16, 64, 150, 301, 3, true, false});
+}
+
 TEST(CudaBeaconScoreTest, FewOrNoQueries) {
   BEACON_REQUIRE_CUDA_DEVICE();
   // 5 tokens: the ring is not full and the buffer holds fewer than K points,

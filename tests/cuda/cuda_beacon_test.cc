@@ -82,13 +82,17 @@ std::vector<std::vector<int32_t>> DevicePositions(const KvCache& cache, const Se
 // then rounded, measured 0.32 and 0.24 (0.11 with the f32 state, whose
 // queries were not rounded). Bound: the larger of 0.15 and 1.6 x the
 // control's median.
-void EvictionOnDeviceTracksCpu(bool prompt_queries) {
+// With group_queries (beacon_group_queries) the state heads are the KV heads,
+// each fed its group's mean query: the ring and FPS checks below read the
+// state's own dims.
+void EvictionOnDeviceTracksCpu(bool prompt_queries, bool group_queries = false) {
   std::unique_ptr<Runtime> cpu = MakeRuntime("cpu"), gpu = MakeRuntime("cuda");
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(gpu, nullptr);
   const int vocab = cpu->config().vocab_size;
   KvPolicyOptions o = SmallBeacon();
   o.beacon_prompt_queries = prompt_queries;
+  o.beacon_group_queries = group_queries;
   const int32_t prompt_len = 24;
   std::unique_ptr<KvCache> cc = *cpu->MakeKvCache(1024), gc = *gpu->MakeKvCache(1024), fc = *cpu->MakeKvCache(1024);
   SequenceKv cs(cc.get()), gs(gc.get()), fs(fc.get());
@@ -152,6 +156,7 @@ void EvictionOnDeviceTracksCpu(bool prompt_queries) {
   auto* state = dynamic_cast<BeaconDeviceState*>((*gcomp)->policy()->device_state());
   ASSERT_NE(state, nullptr);
   const BeaconDims& d = state->dims();
+  EXPECT_EQ(d.n_heads, group_queries ? gpu->config().n_kv_heads : gpu->config().n_heads);
   const BeaconStateLayout layout = BeaconStateLayout::For(d);
   const int32_t total = prompt_len + steps;
   ASSERT_EQ(state->ring_count(), total);
@@ -208,6 +213,13 @@ TEST(CudaBeaconTest, EvictionOnDeviceTracksCpu) {
   EvictionOnDeviceTracksCpu(true);
 }
 
+// Group-shared state: one state head per KV head (4 query heads on each of
+// this model's 2), of the group's mean query, as the CPU policy keeps it.
+TEST(CudaBeaconTest, EvictionOnDeviceTracksCpuWithGroupQueries) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  EvictionOnDeviceTracksCpu(false, /*group_queries=*/true);
+}
+
 // beacon_prompt_queries off: the device skips the prompt's queries as the
 // CPU policy does (CudaBackend passes the prompt length to the kernel).
 TEST(CudaBeaconTest, EvictionOnDeviceTracksCpuWithoutPromptQueries) {
@@ -256,10 +268,8 @@ TEST(CudaBeaconTest, BadInputsFailCleanlyAndLoseNothing) {
   global.beacon_filter = BeaconFilter::kGlobal;
   EXPECT_EQ(be->CheckPolicy(global).code(), absl::StatusCode::kUnimplemented);
   KvPolicyOptions grouped = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
-  grouped.beacon_group_queries = true;  // CPU only: the device state is per query head
-  const absl::Status gs = be->CheckPolicy(grouped);
-  EXPECT_EQ(gs.code(), absl::StatusCode::kUnimplemented) << gs;
-  EXPECT_NE(gs.message().find("beacon_group_queries"), std::string::npos) << gs;
+  grouped.beacon_group_queries = true;  // runs: the state heads are the KV heads
+  EXPECT_TRUE(be->CheckPolicy(grouped).ok());
   EXPECT_TRUE(be->CheckPolicy(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon)).ok());
   auto comp = SequenceCompressor::Create(snap, PolicyInfoFor(gpu->config()), 3);
   ASSERT_TRUE(comp.ok());

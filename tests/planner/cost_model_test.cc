@@ -41,6 +41,12 @@ TEST(PolicyState, BeaconDeviceStateAtQwen3Shape) {
   KvPolicyOptions bigger = beacon;
   bigger.fps_bound = 128;
   EXPECT_GT(PolicyStateBytesPerSequence(bigger, q), want) << "the FPS buffers grow with U";
+  // Group-shared state: the 8 KV heads' regions instead of the 32 query
+  // heads' (fps_size, 1,152 bytes, padded to 1,280).
+  KvPolicyOptions grouped = beacon;
+  grouped.beacon_group_queries = true;
+  EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(grouped, q),
+                   1'179'648.0 + 2'304 + 4'718'592 + 147'456 + 73'728 + 1'280);  // 6.1 MB
   for (KvPolicyKind k : {KvPolicyKind::kFull, KvPolicyKind::kSnapKv, KvPolicyKind::kH2o, KvPolicyKind::kRkv}) {
     EXPECT_EQ(PolicyStateBytesPerSequence(KvPolicyOptions::DefaultsFor(k), q), 0) << KvPolicyName(k);
   }
