@@ -24,6 +24,7 @@ struct CudaBench {
   Runtime* rt = nullptr;
   double bandwidth = 0;  // bytes/s, read + written
   int64_t context = 0, steps = 0, budget = 0, pool_seqs = 0, prompt = 0, output = 0, tp_steps = 0;
+  bool group_queries = false;  // --kv-beacon-group-queries: BeaconKV's state per KV head
   std::vector<int> batches;
   ProfileRanges* profile = nullptr;
   nlohmann::json* out = nullptr;
@@ -53,16 +54,17 @@ absl::Status RunDecode(const CudaBench& b) {
   return absl::OkStatus();
 }
 
-KvPolicyOptions BeaconAt(int64_t budget) {
+KvPolicyOptions BeaconAt(const CudaBench& b) {
   KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
-  beacon.budget = static_cast<int32_t>(budget);
+  beacon.budget = static_cast<int32_t>(b.budget);
+  beacon.beacon_group_queries = b.group_queries;
   return beacon;
 }
 
 // 2. BeaconKV overhead at batch 16: observing (no eviction: interval past the
 // run) against full, plus one eviction amortised over the interval.
 absl::Status RunOverhead(const CudaBench& b) {
-  const KvPolicyOptions beacon = BeaconAt(b.budget);
+  const KvPolicyOptions beacon = BeaconAt(b);
   const int ob = 16;
   const auto ctx = static_cast<int32_t>(b.budget);
   KvPolicyOptions observe_only = beacon;
@@ -92,6 +94,7 @@ absl::Status RunOverhead(const CudaBench& b) {
                                  {"observe_device_step_ms", obs->device_step_ms},
                                  {"evict_ms", ev->evict_ms},
                                  {"interval", beacon.interval},
+                                 {"group_queries", b.group_queries},
                                  {"overhead", observe_share + evict_share}};
   return absl::OkStatus();
 }
@@ -100,7 +103,7 @@ absl::Status RunOverhead(const CudaBench& b) {
 absl::Status RunThroughput(const CudaBench& b) {
   const int64_t pool_tokens = b.pool_seqs * (b.prompt + b.output);
   std::printf("\n%-14s %12s %10s %12s %10s\n", "policy", "concurrency", "tokens", "tokens/s", "evictions");
-  const KvPolicyOptions full, beacon = BeaconAt(b.budget);
+  const KvPolicyOptions full, beacon = BeaconAt(b);
   double tps[2] = {0, 0};
   int i = 0;
   for (const KvPolicyOptions* o : {&full, &beacon}) {
@@ -123,6 +126,7 @@ absl::Status RunThroughput(const CudaBench& b) {
               static_cast<long long>(b.prompt), static_cast<long long>(b.output));
   (*b.out)["throughput_ratio"] = tps[1] / tps[0];
   (*b.out)["throughput_output_len"] = b.output;
+  (*b.out)["throughput_group_queries"] = b.group_queries;
   return absl::OkStatus();
 }
 
@@ -160,6 +164,7 @@ int CudaBenchMain(const cli::Args& args) {
   }
   absl::StatusOr<int64_t> splits = args.Int("cuda-max-splits");
   if (!splits.ok()) return fail(splits.status());
+  b.group_queries = args.Flag("kv-beacon-group-queries");
   RuntimeOptions ro;
   ro.model = args.Str("model");
   ro.device = "cuda";

@@ -449,6 +449,8 @@ void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
     args->Declare("output-len", false, "8192", "output tokens per request (throughput)");
     args->Declare("throughput-steps", false, "512", "timed decode steps per policy (throughput)");
     args->Declare("parts", false, "decode,overhead,throughput", "which benchmarks run, comma-separated");
+    args->Declare("kv-beacon-group-queries", true, "",
+                  "BeaconKV (overhead, throughput) with its state per KV head, of the group's mean query");
     args->Declare("profile", true, "",
                   "after each timing, one more decode step (and one eviction) in a profiled range for "
                   "`ncu --profile-from-start off` (bench/cuda_profile.h; tools/ncu_summary.py reads the CSV)");

@@ -18,7 +18,7 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests bench peer profile serve long"), DEADLINE (seconds for the whole run,
+# "tests bench peer profile serve long group"), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 out="${OUT:-$root/build-gpu/out}"
 work="${WORK:-/tmp/gpu-check}"
-stages="${STAGES:-tests bench peer profile serve long}"
+stages="${STAGES:-tests bench peer profile serve long group}"
 deadline=$(( $(date +%s) + ${DEADLINE:-560} ))
 shapes="${SHAPES:-qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096}"
 batches="${BATCHES:-1,16,64}"
@@ -151,6 +151,17 @@ if want long; then
     --parts throughput --kv-budget 2048 --pool-seqs 16 --prompt-len 256 --output-len 32768 --throughput-steps 128 \
     --json "$work/long-32k.json" > "$work/long-32k.log" 2>&1 || status=1
   tail -5 "$work/long-32k.log"
+fi
+if want group; then
+  # BeaconKV's overhead at batch 16 with its state per KV head (--kv-beacon-group-queries: a GQA group
+  # fewer rows to observe, score and keep), against the per-head state of the bench stage.
+  for shape in $shapes; do
+    cfg=${shape%%:*}
+    run "group $cfg" 60 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" \
+      --parts overhead --kv-budget 2048 --steps 64 --kv-beacon-group-queries \
+      --json "$work/group-$cfg.json" > "$work/group-$cfg.log" 2>&1 || status=1
+    grep "BeaconKV overhead" "$work/group-$cfg.log"
+  done
 fi
 stamp "done"
 pack

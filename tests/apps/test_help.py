@@ -38,7 +38,8 @@ SUBCOMMANDS = {
         "policy": ["--kv-policy", "--kv-budget", "--kv-interval", "--decode-steps", "--policy-pool"],
         "prefill": ["--prompt-len", "--chunk", "--repeats"],
         "growth": ["--kv-policy", "--growth-tokens", "--growth-window", "--csv", "--png"],
-        "cuda": ["--context", "--pool-seqs", "--prompt-len", "--output-len", "--throughput-steps"],
+        "cuda": ["--context", "--pool-seqs", "--prompt-len", "--output-len", "--throughput-steps",
+                 "--kv-beacon-group-queries"],
     },
     "beacon-gguf": {None: ["types", "crc"], "types": ["--help"], "crc": ["--help"]},
     "beacon-client": {
