@@ -170,6 +170,8 @@ int CudaBenchMain(const cli::Args& args) {
   ro.device = "cuda";
   ro.cuda.max_splits = static_cast<int>(*splits);
   ro.cuda.cuda_graphs = args.Flag("cuda-graphs");
+  ro.cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
+  ro.cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
   if (absl::Status s = ro.cuda.Validate(); !s.ok()) return fail(s);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return fail(rt.status());
@@ -183,9 +185,14 @@ int CudaBenchMain(const cli::Args& args) {
   std::printf("model %s: %d layers, hidden %d, %d/%d heads, bf16 weights streamed per step %.2f GB\n", ro.model.c_str(),
               c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, cuda->weights().streamed_bytes() / 1e9);
   ProfileRanges profile(args.Flag("profile"));
-  nlohmann::json out = {
-      {"device", cuda->device_name()},         {"copy_bandwidth_tbps", *bw / 1e12},  {"model", ro.model},
-      {"cuda_max_splits", ro.cuda.max_splits}, {"cuda_graphs", ro.cuda.cuda_graphs}, {"profiled", profile.enabled()}};
+  nlohmann::json out = {{"device", cuda->device_name()},
+                        {"copy_bandwidth_tbps", *bw / 1e12},
+                        {"model", ro.model},
+                        {"cuda_max_splits", ro.cuda.max_splits},
+                        {"cuda_graphs", ro.cuda.cuda_graphs},
+                        {"profiled", profile.enabled()},
+                        {"cuda_tensor_core_decode", ro.cuda.tensor_core_decode},
+                        {"cuda_small_batch_gemv", ro.cuda.small_batch_gemv}};
   b.profile = &profile;
   b.out = &out;
   using Part = absl::Status (*)(const CudaBench&);

@@ -20,6 +20,10 @@ inline void DeclareDeviceFlags(cli::Args* args) {
                 "replay CUDA graphs for all-decode steps (--no-cuda-graphs: every step launched eagerly)");
   args->Declare("cuda-max-splits", false, "16",
                 "split-K partitions per token and KV head in decode attention (1-1024)");
+  args->Declare("cuda-tensor-core-decode", true, "",
+                "decode attention on tensor cores (head_dim 64 and 128; others keep the CUDA-core kernel)");
+  args->Declare("cuda-small-batch-gemv", true, "",
+                "projections of at most 8 tokens on a matrix-vector kernel instead of cuBLAS");
   args->Declare(
       "kv-cache-dtype", false, "auto",
       "KV cache element type: auto (= bf16), bf16, q8_0 (CPU only), f32 (CPU only; exact reference arithmetic)");
@@ -33,6 +37,8 @@ inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* opti
     return absl::InvalidArgumentError(absl::StrCat("--device: ", cuda.status().message()));
   }
   options->cuda.cuda_graphs = args.Flag("cuda-graphs");
+  options->cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
+  options->cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
   absl::StatusOr<int64_t> splits = args.Int("cuda-max-splits");
   if (!splits.ok()) return splits.status();
   if (*splits < 1 || *splits > 1024) {

@@ -13,6 +13,13 @@ struct CudaBackendOptions {
   int device = 0;           // CUDA device ordinal ("--device cuda:N")
   bool cuda_graphs = true;  // replay captured graphs for all-decode steps (off: every step launched eagerly)
   int max_splits = 16;      // split-K partitions per (token, KV head) in decode attention
+  // Decode attention's split kernel on tensor cores (kernels/cuda/decode_attention_mma.h)
+  // for head_dim 64 and 128, instead of the CUDA-core kernel. Off until a GPU run
+  // shows it faster on every shape (docs/cuda.md, "Decode attention on tensor cores").
+  bool tensor_core_decode = false;
+  // Projections of at most 8 tokens (decode at batch 1-8) on kernels/cuda/gemv.h
+  // instead of cuBLAS. Off until a GPU run shows it faster (docs/cuda.md).
+  bool small_batch_gemv = false;
 
   // The limits of kernels/cuda/paged_attention.h (1 <= max_splits <= 1024);
   // INVALID_ARGUMENT naming the option.

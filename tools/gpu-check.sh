@@ -18,7 +18,7 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests bench peer profile serve long group"), DEADLINE (seconds for the whole run,
+# "tests bench peer mma gemv profile serve long group"), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 out="${OUT:-$root/build-gpu/out}"
 work="${WORK:-/tmp/gpu-check}"
-stages="${STAGES:-tests bench peer profile serve long group}"
+stages="${STAGES:-tests bench peer mma gemv profile serve long group}"
 deadline=$(( $(date +%s) + ${DEADLINE:-560} ))
 shapes="${SHAPES:-qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096}"
 batches="${BATCHES:-1,16,64}"
@@ -123,6 +123,24 @@ for shape in $shapes; do
     run "peer $cfg" 90 "$gpu_python" tools/gpu_torch_peer.py --config "configs/$cfg.json" --batches "$batches" \
       --context "$ctx" --steps 64 --json "$work/peer-$cfg.json" > "$work/peer-$cfg.log" 2>&1 || status=1
     cat "$work/peer-$cfg.log" | grep "torch peer"
+  fi
+  if want mma; then
+    # Decode attention on tensor cores (--cuda-tensor-core-decode): the bench stage's decode and
+    # throughput runs again, so the summary compares the two kernels and the peer from one run.
+    # shellcheck disable=SC2086
+    run "mma $cfg" 120 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" --batches "$batches" \
+      --context "$ctx" --steps 64 --kv-budget 2048 --pool-seqs 16 --prompt-len 256 --output-len 8192 \
+      --throughput-steps 256 --parts decode,throughput --cuda-tensor-core-decode --json "$work/mma-$cfg.json" \
+      ${BENCH_ARGS:-} > "$work/mma-$cfg.log" 2>&1 || status=1
+    tail -8 "$work/mma-$cfg.log"
+  fi
+  if want gemv; then
+    # Batch-1 decode with the projections on the matrix-vector kernel (--cuda-small-batch-gemv), against
+    # the bench stage's cuBLAS at batch 1.
+    run "gemv $cfg" 60 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" --batches 1 \
+      --context "$ctx" --steps 64 --parts decode --cuda-small-batch-gemv --json "$work/gemv-$cfg.json" \
+      > "$work/gemv-$cfg.log" 2>&1 || status=1
+    tail -3 "$work/gemv-$cfg.log"
   fi
 done
 if want profile; then

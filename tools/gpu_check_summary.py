@@ -4,7 +4,9 @@
     tools/python tools/gpu_check_summary.py WORK_DIR     (the folder gpu-check.sh wrote, or its unpacked tarball)
 
 Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
-(tools/gpu_torch_peer.py --json), long-32k.json and serve*.json where present; a missing file is a
+(tools/gpu_torch_peer.py --json), mma-<config>.json (the same decode and throughput with
+--cuda-tensor-core-decode), gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), long-32k.json
+and serve*.json where present; a missing file is a
 missing row, never an error. Every ratio comes from files of the same run.
 """
 import glob
@@ -60,6 +62,36 @@ def shape_rows(work):
     return rows
 
 
+def kernel_lines(work):
+    """The opt-in kernels (tensor-core decode, small-batch GEMV) against the defaults and the peer, same run."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(work, "gemv-*.json"))):
+        cfg = os.path.basename(path)[len("gemv-"):-len(".json")]
+        base = {d["batch"]: d for d in (load(os.path.join(work, f"bench-{cfg}.json")) or {}).get("decode", [])}
+        for d in (load(path) or {}).get("decode", []):
+            s = base.get(d["batch"])
+            vs = f"{s['step_ms'] / d['step_ms']:.2f}x cuBLAS ({s['step_ms']:.3f} ms)" if s else "no cuBLAS row"
+            lines.append(f"{cfg} batch {d['batch']}: small-batch GEMV {d['step_ms']:.3f} ms, "
+                         f"{100 * d['roofline_fraction']:.1f}% roofline (target >= {100 * ROOF_B1:.0f}%: "
+                         f"{mark(d['roofline_fraction'] >= ROOF_B1)}), {vs}")
+    for path in sorted(glob.glob(os.path.join(work, "mma-*.json"))):
+        cfg = os.path.basename(path)[len("mma-"):-len(".json")]
+        mma = load(path) or {}
+        simt = {d["batch"]: d for d in (load(os.path.join(work, f"bench-{cfg}.json")) or {}).get("decode", [])}
+        peer = {r["batch"]: r for r in load(os.path.join(work, f"peer-{cfg}.json")) or []}
+        for d in mma.get("decode", []):
+            b = d["batch"]
+            s, p = simt.get(b), peer.get(b)
+            vs_simt = f"{s['step_ms'] / d['step_ms']:.2f}x cuda-core ({s['step_ms']:.3f} ms)" if s else "no cuda-core row"
+            vs_peer = f"{p['step_ms'] / d['step_ms']:.2f}x peer" if p else "no peer row"
+            lines.append(f"{cfg} batch {b}: tensor-core decode {d['step_ms']:.3f} ms, "
+                         f"{100 * d['roofline_fraction']:.1f}% roofline, {vs_simt}, {vs_peer}")
+        if "throughput_ratio" in mma:
+            lines.append(f"{cfg}: throughput beacon/full with tensor-core decode: {mma['throughput_ratio']:.2f}x "
+                         f"(target >= {TPUT_8K}x: {mark(mma['throughput_ratio'] >= TPUT_8K)})")
+    return lines
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -95,6 +127,8 @@ def main(argv=None):
         print(f"{r['config'] + ' @' + str(r['context']):<28} {r['batch']:>5} {r['step_ms']:>8.3f} {dev:>8} "
               f"{100 * r['roofline']:>7.1f}% {r['peer_ms'] if r['peer_ms'] is None else round(r['peer_ms'], 3)!s:>8} "
               f"{'-' if speed is None else f'{speed:.2f}x':>10}  {target}")
+    for line in kernel_lines(work):
+        print(line)
     long = load(os.path.join(work, "long-32k.json"))
     if long and "throughput_ratio" in long:
         print(f"32K outputs (R1-Distill-Qwen-7B shape): beacon/full {long['throughput_ratio']:.2f}x "

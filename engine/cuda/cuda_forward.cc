@@ -127,7 +127,9 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   a.n_tokens = n;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   if (plan_.all_decode) {
-    BEACON_CUDA_RETURN_IF_ERROR(LaunchDecodeAttention(a, options_.max_splits, attn_workspace_, stream_));
+    const DecodeAttentionKernel kernel =
+        options_.tensor_core_decode ? DecodeAttentionKernel::kMma : DecodeAttentionKernel::kSimt;
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchDecodeAttention(a, options_.max_splits, attn_workspace_, stream_, kernel));
   } else {
     BEACON_CUDA_RETURN_IF_ERROR(LaunchPrefillAttention(a, meta + plan_.offsets.seq_first, meta + plan_.offsets.seq_n,
                                                        static_cast<int>(plan_.n_seqs), plan_.max_seq_tokens, stream_));

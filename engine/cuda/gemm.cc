@@ -1,6 +1,7 @@
 #include "engine/cuda/gemm.h"
 
 #include "engine/cuda/cuda_status.h"
+#include "kernels/cuda/gemv.h"
 
 namespace beacon {
 namespace {
@@ -14,7 +15,9 @@ Gemm::~Gemm() {
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
 
-absl::Status Gemm::Init(cudaStream_t stream) {
+absl::Status Gemm::Init(cudaStream_t stream, bool small_batch_gemv) {
+  stream_ = stream;
+  small_batch_gemv_ = small_batch_gemv;
   BEACON_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle_));
   BEACON_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, stream));
   if (absl::Status s = workspace_.Allocate(kWorkspaceBytes, "cuBLAS workspace"); !s.ok()) return s;
@@ -28,6 +31,10 @@ absl::Status Gemm::Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const
                           bool y_f32) {
   if (n == 0) return absl::OkStatus();
   if (out > INT32_MAX || in > INT32_MAX || n > INT32_MAX) return absl::InvalidArgumentError("GEMM dimension over 2^31");
+  if (small_batch_gemv_ && GemvSupports(w, out, in, x, n, y)) {
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchGemv(w, out, in, x, n, y, y_f32, stream_));
+    return absl::OkStatus();
+  }
   const float alpha = 1.0f, beta = 0.0f;
   BEACON_CUBLAS_RETURN_IF_ERROR(
       cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(n), static_cast<int>(in),

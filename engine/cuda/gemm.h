@@ -1,5 +1,8 @@
 // The dense projections of the CUDA forward pass, on cuBLAS: bf16 inputs,
-// fp32 accumulation (CUBLAS_COMPUTE_32F), bf16 or fp32 output.
+// fp32 accumulation (CUBLAS_COMPUTE_32F), bf16 or fp32 output. With
+// small_batch_gemv, products of at most kGemvMaxTokens tokens run on
+// kernels/cuda/gemv.h instead (a matrix-vector kernel that streams the
+// weights at memory speed), the rest on cuBLAS.
 //
 // Layout: y[n][out] = x[n][in] * W^T with W row-major [out][in] (the weight
 // layout of device_weights.h). In cuBLAS's column-major terms this is
@@ -29,7 +32,7 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  absl::Status Init(cudaStream_t stream);
+  absl::Status Init(cudaStream_t stream, bool small_batch_gemv = false);
 
   // y = x W^T; y is bf16 unless y_f32. n == 0 does nothing.
   absl::Status Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
@@ -37,6 +40,8 @@ class Gemm {
 
  private:
   cublasHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  bool small_batch_gemv_ = false;
   DeviceAllocation workspace_;
 };
 

@@ -72,7 +72,8 @@ __host__ __device__ inline size_t Align16(size_t b) { return (b + 15) / 16 * 16;
 // Copies tiles of up to T keys of one sequence's KV head (K and V rows of
 // head_dim d, in kVec-element 16-byte chunks) from the paged cache into a
 // kStages-deep ring of shared-memory stages (stage s: T K rows, then T V
-// rows, each row's chunks swizzled by Phys), with cp.async. Thread (c, key0)
+// rows, `ld` elements apart (d, or d plus padding), each row's chunks
+// swizzled by Phys), with cp.async. Thread (c, key0)
 // = (tid % n_chunks, tid / n_chunks) copies chunk c of keys key0,
 // key0 + step, ...; the block and offset of its slot advance incrementally
 // (one division per tile, not per copy). Threads past the last whole row
@@ -81,14 +82,14 @@ template <int kVec, int kStages>
 struct KvTileLoader {
   const PagedKv* kv;
   const int32_t* table_row;  // the sequence's block table
-  int layer, kv_head, block_size, T, d;
+  int layer, kv_head, block_size, T, d, ld;
   bool swizzle;
-  __nv_bfloat16* stages;  // kStages * 2 * T * d
+  __nv_bfloat16* stages;  // kStages * 2 * T * ld
   int step, c, key0;
 
   __device__ __forceinline__ KvTileLoader(const PagedKv& kv_, const int32_t* table_row_, int layer_, int kv_head_,
-                                          int T_, int d_, bool swizzle_, __nv_bfloat16* stages_, int n_chunks, int tid,
-                                          int n_threads)
+                                          int T_, int d_, int ld_, bool swizzle_, __nv_bfloat16* stages_, int n_chunks,
+                                          int tid, int n_threads)
       : kv(&kv_),
         table_row(table_row_),
         layer(layer_),
@@ -96,6 +97,7 @@ struct KvTileLoader {
         block_size(kv_.layout.block_size),
         T(T_),
         d(d_),
+        ld(ld_),
         swizzle(swizzle_),
         stages(stages_),
         step(n_threads / n_chunks),
@@ -105,12 +107,12 @@ struct KvTileLoader {
   // Keys [first, first + nv) into the stage of `tile` (tile % kStages).
   __device__ __forceinline__ void Issue(int tile, int first, int nv) const {
     if (key0 >= step) return;
-    __nv_bfloat16* ks = stages + static_cast<size_t>(tile % kStages) * 2 * T * d;
-    __nv_bfloat16* vs = ks + T * d;
+    __nv_bfloat16* ks = stages + static_cast<size_t>(tile % kStages) * 2 * T * ld;
+    __nv_bfloat16* vs = ks + T * ld;
     int blk = (first + key0) / block_size, off = (first + key0) % block_size;
     for (int key = key0; key < nv; key += step) {
       const int64_t src = kv->layout.KvIndex(layer, table_row[blk], kv_head, off) + c * kVec;
-      const int dst = key * d + Phys(swizzle, c, key) * kVec;
+      const int dst = key * ld + Phys(swizzle, c, key) * kVec;
       __pipeline_memcpy_async(ks + dst, kv->k + src, kVec * 2);
       __pipeline_memcpy_async(vs + dst, kv->v + src, kVec * 2);
       for (off += step; off >= block_size; off -= block_size) ++blk;

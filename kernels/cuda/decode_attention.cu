@@ -4,6 +4,8 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_tiles.cuh"
+#include "kernels/cuda/decode_attention_mma.h"
+#include "kernels/cuda/decode_partition.cuh"
 #include "kernels/cuda/paged_attention.h"
 
 namespace beacon {
@@ -35,8 +37,6 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxGroup = 8;
 constexpr int kStages = 3;
-constexpr int kMinPartitionKeys = 256;
-constexpr int kPartitionAlign = 64;  // a multiple of every tile size
 constexpr int kMaxSplits = 1024;
 constexpr int kMergeThreads = 128;
 
@@ -46,15 +46,8 @@ template <int kMaxDim, int kVec, bool kExact>
 struct Cfg {
   static constexpr int kTileKeys = kMaxDim <= 128 ? 64 : 32;
   static constexpr int kDParts = kThreads / kTileKeys;
-  static_assert(kTileKeys % 32 == 0 && kPartitionAlign % kTileKeys == 0, "tile shape");
+  static_assert(kTileKeys % 32 == 0 && decode_partition::kAlign % kTileKeys == 0, "tile shape");
 };
-
-// Keys per partition; the split kernel and the merge kernel must agree.
-__device__ __forceinline__ int PartitionLength(int n, int max_splits) {
-  int len = 1 + (n - 1) / max_splits;
-  len = len < kMinPartitionKeys ? kMinPartitionKeys : len;
-  return (len + kPartitionAlign - 1) / kPartitionAlign * kPartitionAlign;
-}
 
 __device__ __forceinline__ float WarpMax(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -91,29 +84,11 @@ __global__ void __launch_bounds__(kThreads)
   const bool swizzle = kVec == 8 && n_chunks % 8 == 0;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
 
-  const int64_t t = blockIdx.x;
-  const int n_kv = p.kv.layout.n_kv_heads;
-  const int group = p.n_q_heads / n_kv;
-  const int head_chunks = (group + kMaxGroup - 1) / kMaxGroup;
-  const int kv_head = blockIdx.y / head_chunks;
-  const int g0 = (blockIdx.y % head_chunks) * kMaxGroup;
-  const int gb = min(kMaxGroup, group - g0);
-  const int qh0 = kv_head * group + g0;
-  const int split = blockIdx.z;
-  const int64_t out_row = t * p.n_q_heads * static_cast<int64_t>(d);
-
-  const int n = p.tok_slot[t] + 1;
-  if (n <= 0) {  // contract violation: defined output (zeros) instead of garbage
-    if (split == 0) {
-      for (int i = tid; i < gb * d; i += kThreads) p.out[out_row + qh0 * d + i] = __float2bfloat16(0.f);
-    }
-    return;
-  }
-  const int len = PartitionLength(n, max_splits);
-  const int n_parts = (n - 1) / len + 1;
-  if (split >= n_parts) return;
-  const int begin = split * len;
-  const int end = min(n, begin + len);
+  decode_partition::SplitWork w;
+  if (!decode_partition::SplitWorkOf(p, kMaxGroup, max_splits, d, &w)) return;
+  const int64_t t = w.t;
+  const int kv_head = w.kv_head, qh0 = w.qh0, gb = w.gb, split = w.split, n_parts = w.n_parts;
+  const int begin = w.begin, end = w.end;
   const int n_tiles = (end - begin + T - 1) / T;
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -129,7 +104,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = tid; i < gb * d; i += kThreads) q_s[i] = __bfloat162float(q[i]);
 
   const int32_t* table_row = p.tables.table + static_cast<int64_t>(p.tok_seq[t]) * p.tables.stride;
-  const KvTileLoader<kVec, kStages> loader(p.kv, table_row, p.layer, kv_head, T, d, swizzle, kv_s, n_chunks, tid,
+  const KvTileLoader<kVec, kStages> loader(p.kv, table_row, p.layer, kv_head, T, d, d, swizzle, kv_s, n_chunks, tid,
                                            kThreads);
   auto issue = [&](int tile) {
     const int first = begin + tile * T;
@@ -306,7 +281,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   const int64_t row = blockIdx.x;
   const int n = tok_slot[row / n_q_heads] + 1;
   if (n <= 0) return;
-  const int n_parts = (n - 1) / PartitionLength(n, max_splits) + 1;
+  const int n_parts = (n - 1) / decode_partition::Length(n, max_splits) + 1;
   if (n_parts <= 1) return;  // written by the split kernel
   const float* m = ws_m + row * max_splits;
   const float* l = ws_l + row * max_splits;
@@ -334,15 +309,8 @@ cudaError_t LaunchSplit(const PagedAttentionParams& p, int max_splits, float* ws
   const int d = p.kv.layout.head_dim;
   const size_t smem = DecodeSmem(C::kTileKeys, C::kDParts, d, kVec).total;
   auto* kernel = DecodeSplitKernel<kMaxDim, kVec, kExact>;
-  if (smem > 48 * 1024) {
-    const cudaError_t err =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (err != cudaSuccess) return err;
-  }
-  const int group = p.n_q_heads / p.kv.layout.n_kv_heads;
-  const int head_chunks = (group + kMaxGroup - 1) / kMaxGroup;
-  const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(p.kv.layout.n_kv_heads * head_chunks),
-                  static_cast<unsigned>(max_splits));
+  if (const cudaError_t err = decode_partition::AllowSharedMemory(kernel, smem); err != cudaSuccess) return err;
+  const dim3 grid = decode_partition::SplitGrid(p, kMaxGroup, max_splits);
   kernel<<<grid, kThreads, smem, stream>>>(p, max_splits, ws_acc, ws_m, ws_l);
   return cudaGetLastError();
 }
@@ -368,7 +336,8 @@ size_t DecodeAttentionWorkspaceBytes(int64_t n_tokens, int n_q_heads, int head_d
   return AlignUp256(rows * head_dim * sizeof(float)) + 2 * AlignUp256(rows * sizeof(float));
 }
 
-cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream) {
+cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream,
+                                  DecodeAttentionKernel kernel) {
   if (!PagedAttentionParamsValid(p) || max_splits < 1 || max_splits > kMaxSplits ||
       (max_splits > 1 && workspace == nullptr) || p.n_tokens * p.n_q_heads > INT32_MAX ||
       reinterpret_cast<uintptr_t>(workspace) % sizeof(float) != 0) {
@@ -382,7 +351,9 @@ cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits,
   float* ws_l = max_splits > 1 ? ws_m + AlignUp256(rows * sizeof(float)) / sizeof(float) : nullptr;
 
   cudaError_t err;
-  if (d == 64) {
+  if (kernel == DecodeAttentionKernel::kMma && DecodeMmaSupports(p)) {
+    err = LaunchDecodeMmaSplit(p, max_splits, ws_acc, ws_m, ws_l, stream);
+  } else if (d == 64) {
     err = LaunchSplit<64, 8, true>(p, max_splits, ws_acc, ws_m, ws_l, stream);
   } else if (d == 128) {
     err = LaunchSplit<128, 8, true>(p, max_splits, ws_acc, ws_m, ws_l, stream);

@@ -85,8 +85,17 @@ bool PagedAttentionParamsValid(const PagedAttentionParams& p);
 // Workspace: DecodeAttentionWorkspaceBytes(n_tokens, n_q_heads, head_dim,
 // max_splits) bytes, 4-byte aligned; 0 (and `workspace` may be null) when
 // max_splits == 1. 1 <= max_splits <= 1024.
+//
+// Two split kernels compute the same thing (same partitions, same workspace,
+// same merge): kSimt in fp32 FMAs on the CUDA cores; kMma on tensor cores
+// (kernels/cuda/decode_attention_mma.h says why), where the scores' products
+// are the same exact products summed in fp32 but P is rounded to bf16 before
+// P V (as FlashAttention and FlashInfer do). kMma takes head_dim 64 and 128;
+// other head dims run kSimt whichever is asked.
+enum class DecodeAttentionKernel { kSimt, kMma };
 size_t DecodeAttentionWorkspaceBytes(int64_t n_tokens, int n_q_heads, int head_dim, int max_splits);
-cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream);
+cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream,
+                                  DecodeAttentionKernel kernel = DecodeAttentionKernel::kSimt);
 
 // ---- Prefill ---------------------------------------------------------------
 // Chunked, causal prefill over the paged cache, which already holds earlier

@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kThreads)
   const int n_tiles = (n_keys + T - 1) / T;
 
   const int32_t* table_row = p.tables.table + static_cast<int64_t>(p.tok_seq[tok0]) * p.tables.stride;
-  const KvTileLoader<kVec, kStages> loader(p.kv, table_row, p.layer, kv_head, T, d, swizzle, kv_s, n_chunks, tid,
+  const KvTileLoader<kVec, kStages> loader(p.kv, table_row, p.layer, kv_head, T, d, d, swizzle, kv_s, n_chunks, tid,
                                            kThreads);
   auto issue = [&](int tile) {
     const int first = tile * T;

@@ -43,6 +43,8 @@ TEST(DeviceFlags, DefaultsAreTheCpuAndTheBackendsDefaults) {
   EXPECT_EQ(ro.device, "cpu");
   EXPECT_TRUE(ro.cuda.cuda_graphs);
   EXPECT_EQ(ro.cuda.max_splits, CudaBackendOptions{}.max_splits);
+  EXPECT_FALSE(ro.cuda.tensor_core_decode);
+  EXPECT_FALSE(ro.cuda.small_batch_gemv);
   EXPECT_EQ(ro.kv_cache_dtype, DType::kBF16) << "the KV cache is bf16 unless asked otherwise";
 }
 
@@ -56,10 +58,15 @@ TEST(DeviceFlags, KvCacheDTypeReachesTheOptions) {
 
 TEST(DeviceFlags, CudaKnobsReachTheOptions) {
   RuntimeOptions ro;
-  ASSERT_TRUE(Parse({"--device", "cuda:1", "--no-cuda-graphs", "--cuda-max-splits", "4"}, &ro).ok());
+  ASSERT_TRUE(Parse({"--device", "cuda:1", "--no-cuda-graphs", "--cuda-max-splits", "4", "--cuda-tensor-core-decode",
+                     "--cuda-small-batch-gemv"},
+                    &ro)
+                  .ok());
   EXPECT_EQ(ro.device, "cuda:1");
   EXPECT_FALSE(ro.cuda.cuda_graphs);
   EXPECT_EQ(ro.cuda.max_splits, 4);
+  EXPECT_TRUE(ro.cuda.tensor_core_decode);
+  EXPECT_TRUE(ro.cuda.small_batch_gemv);
   EXPECT_TRUE(ro.cuda.Validate().ok());
   RuntimeOptions explicit_value;
   ASSERT_TRUE(Parse({"--cuda-graphs=false"}, &explicit_value).ok());

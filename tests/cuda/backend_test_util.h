@@ -21,10 +21,13 @@ namespace beacon::backend_test {
 // A Runtime for `model` on `device` ("cpu" or "cuda"); null (with a test
 // failure) when it cannot be created. The CPU one keeps an f32 KV cache:
 // the device tests measure the device's bf16 against the exact CPU result.
-inline std::unique_ptr<Runtime> MakeRuntime(const std::string& model, const std::string& device) {
+// `cuda`: the CUDA backend's options (kernel choices).
+inline std::unique_ptr<Runtime> MakeRuntime(const std::string& model, const std::string& device,
+                                            const CudaBackendOptions& cuda = {}) {
   RuntimeOptions o;
   o.model = model;
   o.device = device;
+  o.cuda = cuda;
   if (device == "cpu") o.kv_cache_dtype = DType::kF32;
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
   EXPECT_TRUE(rt.ok()) << rt.status();

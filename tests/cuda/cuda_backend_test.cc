@@ -43,9 +43,9 @@ std::vector<int32_t> Tokens(int n, int vocab, int salt) {
 // chunks (the second with all logits), B prefills at once; then `decode`
 // batched decode steps fed the CPU's greedy ids (teacher forcing, so both
 // see identical inputs). Every logits row is compared.
-void CompareBackends(const std::string& model, double tol, int decode) {
+void CompareBackends(const std::string& model, double tol, int decode, CudaBackendOptions cuda = {}) {
   std::unique_ptr<Runtime> cpu = MakeRuntime(model, "cpu");
-  std::unique_ptr<Runtime> gpu = MakeRuntime(model, "cuda");
+  std::unique_ptr<Runtime> gpu = MakeRuntime(model, "cuda", cuda);
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(gpu, nullptr);
   const int vocab = cpu->config().vocab_size;
@@ -96,6 +96,25 @@ TEST(CudaBackendTest, DummyQwen2WithBiasMatchesCpu) {
 TEST(CudaBackendTest, DummyQwen3HeadDim128MatchesCpu) {
   BEACON_REQUIRE_CUDA_DEVICE();
   CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12);
+}
+
+// Decode attention on tensor cores (head_dim 128 here; the tiny models' 16
+// run the CUDA-core kernel whichever is asked).
+TEST(CudaBackendTest, TensorCoreDecodeMatchesCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  CudaBackendOptions cuda;
+  cuda.tensor_core_decode = true;
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
+}
+
+// Projections of the decode steps (2 tokens) and the LM head's rows on the
+// matrix-vector kernel; prefill's 25-33 tokens stay on cuBLAS.
+TEST(CudaBackendTest, SmallBatchGemvMatchesCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  CudaBackendOptions cuda;
+  cuda.small_batch_gemv = true;
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
+  CompareBackends("dummy:" + kSrc + "/tests/data/tiny-qwen2.json", 3e-2, 12, cuda);
 }
 
 // Scaled RoPE (the uploaded RopeTable, YaRN's attention factor on q and k)

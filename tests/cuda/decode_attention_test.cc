@@ -53,8 +53,18 @@ PagedAttentionParams MakeParams(const HostCache& hc, DeviceBatch& b, const Confi
   return p;
 }
 
-TEST(CudaDecodeAttentionTest, MatchesNaiveLoopForRaggedBatchesAndSplits) {
-  BEACON_REQUIRE_CUDA_DEVICE();
+// kMma rounds each weight p to bf16 (relative error <= 2^-9) and divides by
+// the sum of the rounded weights, which moves an output by at most
+// 2 * 2^-9 * max |v| beyond the fp32 error that kAtol covers.
+double AbsTolerance(DecodeAttentionKernel kernel, const HostCache& hc) {
+  if (kernel != DecodeAttentionKernel::kMma) return kAtol;
+  double max_v = 0;
+  for (uint16_t v : hc.v) max_v = std::max(max_v, std::abs(static_cast<double>(Bf16ToFp32(v))));
+  return kAtol + 2 * max_v / 512;
+}
+
+// Each config against the exact loop, on a ragged batch, at 1, 4 and 16 splits.
+void ExpectMatchesNaiveLoop(DecodeAttentionKernel kernel, const std::vector<Config>& configs) {
   // Rows of 1, 17, 300, 3000 and 45 slots (3000 needs up to 12 partitions).
   const std::vector<int> seq_slots = {1, 17, 300, 3000, 45};
   // One token at the end of each row, plus tokens inside rows: partition
@@ -63,7 +73,7 @@ TEST(CudaDecodeAttentionTest, MatchesNaiveLoopForRaggedBatchesAndSplits) {
   const std::vector<int32_t> slot = {0, 16, 299, 2999, 44, 0, 1500, 255, 256, 3};
   const int64_t n = static_cast<int64_t>(seq.size());
   uint64_t seed = 7;
-  for (const Config& c : kConfigs) {
+  for (const Config& c : configs) {
     const HostCache hc = MakeCache(c, seq_slots, seed++);
     const int64_t q_stride = static_cast<int64_t>(c.nq + 2 * c.nkv) * c.d;  // a view into fused QKV
     const auto q = RandomBf16(n * q_stride, seed++, kQStddev);
@@ -77,24 +87,48 @@ TEST(CudaDecodeAttentionTest, MatchesNaiveLoopForRaggedBatchesAndSplits) {
     BEACON_CUDA_ASSERT_OK(b.slot.Upload(slot));
     const PagedAttentionParams p = MakeParams(hc, b, c, q_stride, n);
     const std::vector<double> want = NaiveAttention(hc, q, q_stride, c.nq, seq, slot, p.scale);
+    const double atol = AbsTolerance(kernel, hc);
     for (int max_splits : {1, 4, 16}) {
       DeviceBuffer<uint8_t> ws(DecodeAttentionWorkspaceBytes(n, c.nq, c.d, max_splits));
       BEACON_CUDA_ASSERT_OK(ws.PoisonWithNaN());
       BEACON_CUDA_ASSERT_OK(b.out.PoisonWithNaN());
-      BEACON_CUDA_ASSERT_OK(LaunchDecodeAttention(p, max_splits, max_splits > 1 ? ws.get() : nullptr, nullptr));
+      BEACON_CUDA_ASSERT_OK(LaunchDecodeAttention(p, max_splits, max_splits > 1 ? ws.get() : nullptr, nullptr, kernel));
       BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
       std::vector<uint16_t> got;
       BEACON_CUDA_ASSERT_OK(b.out.Download(&got));
-      ExpectBf16Near(got, want, kRtol, kAtol,
+      ExpectBf16Near(got, want, kRtol, atol,
                      "decode nq " + std::to_string(c.nq) + " nkv " + std::to_string(c.nkv) + " d " +
                          std::to_string(c.d) + " max_splits " + std::to_string(max_splits));
     }
   }
 }
 
+TEST(CudaDecodeAttentionTest, MatchesNaiveLoopForRaggedBatchesAndSplits) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  ExpectMatchesNaiveLoop(DecodeAttentionKernel::kSimt, {std::begin(kConfigs), std::end(kConfigs)});
+}
+
+// The tensor-core kernel on its head dims (64, 128): GQA groups 1, 2, 4, 6
+// (Qwen2.5-1.5B), 7 (R1-Distill-Qwen-7B, 28 heads over 4), 8 and 20 (two
+// chunks of 16 rows, the second partly empty). Rounding P to bf16 adds at
+// most 2^-9 relative to each weight, inside the same tolerance.
+TEST(CudaDecodeAttentionTest, TensorCoreKernelMatchesNaiveLoop) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  ExpectMatchesNaiveLoop(DecodeAttentionKernel::kMma,
+                         {{4, 4, 64}, {8, 4, 64}, {8, 2, 128}, {12, 2, 128}, {28, 4, 128}, {16, 2, 64}, {40, 2, 64}});
+}
+
+// Other head dims run the CUDA-core kernel when the tensor-core one is asked.
+TEST(CudaDecodeAttentionTest, TensorCoreRequestFallsBackOnOtherHeadDims) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  ExpectMatchesNaiveLoop(DecodeAttentionKernel::kMma, {{6, 2, 40}, {4, 2, 18}});
+}
+
 // The grid depends on (n_tokens, heads, max_splits) only, so one captured
 // graph serves a growing context: rewrite tok_slot, replay, compare.
-TEST(CudaDecodeAttentionTest, CapturedGraphFollowsGrowingContexts) {
+class CudaDecodeGraphTest : public testing::TestWithParam<DecodeAttentionKernel> {};
+
+TEST_P(CudaDecodeGraphTest, CapturedGraphFollowsGrowingContexts) {
   BEACON_REQUIRE_CUDA_DEVICE();
   const Config c = {32, 8, 128};  // Qwen3-4B attention shape
   const std::vector<int> seq_slots = {3000, 700};
@@ -117,7 +151,7 @@ TEST(CudaDecodeAttentionTest, CapturedGraphFollowsGrowingContexts) {
   BEACON_CUDA_ASSERT_OK(cudaStreamCreate(&stream));
   cudaGraph_t graph;
   BEACON_CUDA_ASSERT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  const cudaError_t launch = LaunchDecodeAttention(p, max_splits, ws.get(), stream);
+  const cudaError_t launch = LaunchDecodeAttention(p, max_splits, ws.get(), stream, GetParam());
   BEACON_CUDA_ASSERT_OK(cudaStreamEndCapture(stream, &graph));
   BEACON_CUDA_ASSERT_OK(launch);
   cudaGraphExec_t exec;
@@ -130,13 +164,19 @@ TEST(CudaDecodeAttentionTest, CapturedGraphFollowsGrowingContexts) {
     BEACON_CUDA_ASSERT_OK(cudaStreamSynchronize(stream));
     std::vector<uint16_t> got;
     BEACON_CUDA_ASSERT_OK(b.out.Download(&got));
-    ExpectBf16Near(got, NaiveAttention(hc, q, q_stride, c.nq, seq, slot, p.scale), kRtol, kAtol,
+    ExpectBf16Near(got, NaiveAttention(hc, q, q_stride, c.nq, seq, slot, p.scale), kRtol, AbsTolerance(GetParam(), hc),
                    "graph replay at slots " + std::to_string(slot[0]) + ", " + std::to_string(slot[1]));
   }
   BEACON_CUDA_ASSERT_OK(cudaGraphExecDestroy(exec));
   BEACON_CUDA_ASSERT_OK(cudaGraphDestroy(graph));
   BEACON_CUDA_ASSERT_OK(cudaStreamDestroy(stream));
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CudaDecodeGraphTest,
+                         testing::Values(DecodeAttentionKernel::kSimt, DecodeAttentionKernel::kMma),
+                         [](const testing::TestParamInfo<DecodeAttentionKernel>& info) {
+                           return info.param == DecodeAttentionKernel::kMma ? std::string("Mma") : std::string("Simt");
+                         });
 
 // A pure host function: runs without a GPU.
 TEST(CudaDecodeAttentionTest, WorkspaceBytesCoverPartials) {

@@ -99,6 +99,7 @@ struct Warp {
   Barrier barrier;
   int lanes = 0;  // at launch; < 32 only in a partial last warp
   uint64_t slots[32];
+  std::vector<unsigned char> share;  // WarpShare's 32 lanes' bytes
 };
 
 struct Scheduler {
@@ -329,6 +330,18 @@ void WarpGather(uint64_t value, uint64_t* all32) {
   std::memcpy(all32, w.slots, sizeof(w.slots));
   Wait(w.barrier, "warp vote");
 }
+
+void WarpShare(const void* mine, size_t bytes, void* all) {
+  Warp& w = CurrentWarp();
+  RequireWholeWarp(w, "warp share");
+  if (w.share.size() < 32 * bytes) w.share.resize(32 * bytes);
+  std::memcpy(w.share.data() + (thread_idx.x % 32) * bytes, mine, bytes);
+  Wait(w.barrier, "warp share");  // every lane has written its bytes
+  std::memcpy(all, w.share.data(), 32 * bytes);
+  Wait(w.barrier, "warp share");  // every lane has read before the buffer is reused
+}
+
+void KernelError(const char* what) { Report(Severity::kError, InKernel() + what); }
 
 void RequireFullMask(unsigned mask, const char* what) {
   if (mask == 0xffffffffu) return;

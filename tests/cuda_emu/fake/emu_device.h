@@ -49,8 +49,15 @@ void SyncWarp();
 // with lane i's value.
 uint64_t WarpExchange(uint64_t value, int src_lane);
 void WarpGather(uint64_t value, uint64_t* all32);
+// WarpShare: every lane passes `bytes` bytes (the same count in every lane);
+// all[i * bytes ...] receives lane i's. For collectives on wider values
+// (wmma fragments, mma.h).
+void WarpShare(const void* mine, size_t bytes, void* all);
 // Aborts on a mask other than 0xffffffff (partial warps are not modelled).
 void RequireFullMask(unsigned mask, const char* what);
+// Reports a misuse found by a stand-in header (EMU ERROR, exit status 3),
+// prefixed with the running kernel's name.
+void KernelError(const char* what);
 // The running block's dynamic shared memory: poisoned with 0xFF bytes at the
 // start of each block and ending at a guard page (an overrun faults).
 void* DynamicSharedMemory();
@@ -79,20 +86,21 @@ void Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t 
             std::function<void()> body, const ArgSpan* args, size_t n_args);
 template <class T>
 ArgSpan DescribeArg(const T& v) {
-  const ArgSpan::Kind kind = std::is_pointer_v<T>       ? ArgSpan::kPointer
+  const ArgSpan::Kind kind = std::is_pointer_v<T>                           ? ArgSpan::kPointer
                              : std::is_arithmetic_v<T> || std::is_enum_v<T> ? ArgSpan::kScalar
                                                                             : ArgSpan::kAggregate;
   return ArgSpan{&v, sizeof(T), kind};
 }
 template <class... Params, class... Args>
-void LaunchKernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
-                  cudaStream_t stream, Args&&... args) {
+void LaunchKernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                  Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "kernel launched with a different number of arguments");
   const std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
   const auto spans =
       std::apply([](const auto&... p) { return std::array<ArgSpan, sizeof...(p)>{DescribeArg(p)...}; }, params);
-  Launch(name, reinterpret_cast<const void*>(kernel), grid, block, smem, stream,
-         [kernel, params] { std::apply(kernel, params); }, spans.data(), spans.size());
+  Launch(
+      name, reinterpret_cast<const void*>(kernel), grid, block, smem, stream,
+      [kernel, params] { std::apply(kernel, params); }, spans.data(), spans.size());
 }
 cudaError_t FuncSetAttribute(const void* kernel, int attr, int value);
 
@@ -161,7 +169,8 @@ T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
 template <class T>
 T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
   emu::RequireFullMask(mask, "__shfl_xor_sync");
-  return emu::FromBits<T>(emu::WarpExchange(emu::ToBits(v), emu::ShuffleSource(emu::ShuffleKind::kXor, lane_mask, width)));
+  return emu::FromBits<T>(
+      emu::WarpExchange(emu::ToBits(v), emu::ShuffleSource(emu::ShuffleKind::kXor, lane_mask, width)));
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
   emu::RequireFullMask(mask, "__ballot_sync");

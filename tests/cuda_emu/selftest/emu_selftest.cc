@@ -4,6 +4,7 @@
 // backend's tests pass while checking nothing.
 #include <cuda_runtime.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -88,6 +89,35 @@ TEST_F(EmuSelfTest, WarpShuffleExchangesAcrossLanes) {
   WarpSum(d_in, d_out, nullptr);
   ASSERT_EQ(cudaMemcpy(out.data(), d_out, 128, cudaMemcpyDeviceToHost), cudaSuccess);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], 496.f) << "lane " << i;
+}
+
+// The warp matrix stand-in (fake/mma.h) multiplies exactly (small integers)
+// and reports a pointer that the hardware would refuse.
+TEST_F(EmuSelfTest, WmmaMultipliesAndChecksAlignment) {
+  std::vector<uint16_t> a(32 * 16), b(16 * 16);  // a: 16 spare elements for the offset
+  std::vector<float> fa(16 * 16), fb(16 * 16), c(16 * 16);
+  for (int i = 0; i < 256; ++i) {
+    fa[i] = static_cast<float>(i % 7 - 3);
+    fb[i] = static_cast<float>(i % 5 - 2);
+    a[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(fa[i]) >> 16);  // exact in bf16
+    b[i] = static_cast<uint16_t>(std::bit_cast<uint32_t>(fb[i]) >> 16);
+  }
+  uint16_t* d_a = Device<uint16_t>(a.size());
+  uint16_t* d_b = Device<uint16_t>(b.size());
+  float* d_c = Device<float>(c.size());
+  ASSERT_EQ(cudaMemcpy(d_a, a.data(), a.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(d_b, b.data(), b.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  WmmaProduct(d_a, d_b, d_c, 0, nullptr);
+  ASSERT_EQ(cudaMemcpy(c.data(), d_c, c.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int r = 0; r < 16; ++r) {
+    for (int col = 0; col < 16; ++col) {
+      float want = 0;
+      for (int k = 0; k < 16; ++k) want += fa[r * 16 + k] * fb[col * 16 + k];  // b column-major
+      EXPECT_EQ(c[r * 16 + col], want) << r << "," << col;
+    }
+  }
+  WmmaProduct(d_a, d_b, d_c, 8, nullptr);  // 16 bytes off
+  EXPECT_TRUE(OneFinding("not 256-bit aligned"));
 }
 
 TEST_F(EmuSelfTest, FreshDeviceMemoryAndUnwaitedCopiesReadAsNaN) {

@@ -1,6 +1,8 @@
 // Kernels for the emulator's self-test; see selftest_kernels.h. Valid CUDA,
 // though only ever compiled through gen.py.
+#include <cuda_bf16.h>
 #include <cuda_pipeline.h>
+#include <mma.h>
 
 #include "tests/cuda_emu/selftest/selftest_kernels.h"
 
@@ -40,6 +42,18 @@ __global__ void PipelinedCopyKernel(const float* in, float* out, bool read_early
   __pipeline_wait_prior(0);
 }
 
+__global__ void WmmaProductKernel(const __nv_bfloat16* a, const __nv_bfloat16* b, float* c) {
+  namespace wmma = nvcuda::wmma;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::fill_fragment(fc, 0.f);
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 16);
+  wmma::mma_sync(fc, fa, fb, fc);
+  wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
+}
+
 __global__ void ScaleKernel(float* x, int n, float factor) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] *= factor;
@@ -74,6 +88,11 @@ cudaError_t CopyViaSharedMemory(const float* in, float* out, int n, size_t smem_
 
 void PipelinedCopy(const float* in, float* out, bool read_early, cudaStream_t stream) {
   PipelinedCopyKernel<<<1, kBlockThreads, kBlockThreads * sizeof(float), stream>>>(in, out, read_early);
+}
+
+void WmmaProduct(const uint16_t* a, const uint16_t* b, float* c, int a_offset, cudaStream_t stream) {
+  WmmaProductKernel<<<1, 32, 0, stream>>>(reinterpret_cast<const __nv_bfloat16*>(a) + a_offset,
+                                          reinterpret_cast<const __nv_bfloat16*>(b), c);
 }
 
 void Scale(float* x, int n, float factor, cudaStream_t stream) {

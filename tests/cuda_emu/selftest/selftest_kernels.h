@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace emu_selftest {
 
@@ -24,6 +25,10 @@ cudaError_t CopyViaSharedMemory(const float* in, float* out, int n, size_t smem_
 // out[i] = in[i] for i < 128 via cp.async into shared memory; read_early
 // reads shared memory before waiting for the copies.
 void PipelinedCopy(const float* in, float* out, bool read_early, cudaStream_t stream);
+// c = a * b for 16 x 16 matrices (a row-major bf16, b column-major bf16, c
+// row-major fp32) with one warp through nvcuda::wmma; a is read from
+// a + a_offset elements (an offset that is not a multiple of 16 misaligns it).
+void WmmaProduct(const uint16_t* a, const uint16_t* b, float* c, int a_offset, cudaStream_t stream);
 // x[i] *= factor for i < n.
 void Scale(float* x, int n, float factor, cudaStream_t stream);
 // Half of a warp shuffles while the other half waits at __syncthreads:
