@@ -287,6 +287,7 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
       !s.ok()) {
     return fail(s);
   }
+  if (absl::Status s = PlanObserve(); !s.ok()) return fail(s);
   const bool timed = step_begin_ != nullptr;
   if (timed) {
     if (absl::Status s = CudaStatus(cudaEventRecord(step_begin_, stream_), "timing the step"); !s.ok()) return fail(s);

@@ -136,9 +136,22 @@ class CudaBackend : public Backend {
   absl::Status EnsureActivations(int64_t n_tokens, int64_t n_rows);
   absl::Status EnsureMetadata(int64_t meta_ints);
   absl::Status EnsureObserveEntries(int n_observe);
+  // Decode steps of at most kDeferredObserveTokens tokens observe every
+  // layer in one launch after the last (LaunchBeaconObserveLayers), from each
+  // layer's queries kept in observe_q_; longer steps (prefill chunks) observe
+  // layer by layer from q_pre_. Sets defer_observe_ and grows observe_q_.
+  static constexpr int64_t kDeferredObserveTokens = 128;
+  absl::Status PlanObserve();
   // The kernel sequence of one step (cuda_forward.cc); capturable.
   absl::Status Enqueue(const PagedKv& kv, Output output);
   absl::Status Layer(int l, const PagedKv& kv);
+  // BeaconKV's ring and FPS update of layers [first_layer, first_layer +
+  // n_layers) for every group: group means first where a group's state is
+  // group-shared, then one observe launch per group.
+  absl::Status Observe(int first_layer, int n_layers);
+  // Where layer l's pre-RoPE queries (and group means) go this step.
+  float* ObserveQueries(int l) const;
+  float* ObserveMeans(int l) const;
   // Runs Enqueue directly, or through a captured graph.
   absl::Status Launch(const PagedKv& kv, Output output);
   std::string GraphKey(const PagedKv& kv, Output output) const;
@@ -178,6 +191,12 @@ class CudaBackend : public Backend {
   void* attn_workspace_ = nullptr;
   DeviceAllocation meta_;  // ForwardPlan::packed
   DeviceAllocation observe_dev_;
+  // Deferred observation: [n_layers][cap_observe_q_][q_dim] f32 queries, then
+  // [n_layers][cap_observe_q_][kv_dim] group means; a layer's rows start at
+  // l * n_tokens * width, so the layers lie back to back.
+  DeviceAllocation observe_q_;
+  int64_t cap_observe_q_ = 0;
+  bool defer_observe_ = false;
   DeviceAllocation sampling_dev_;  // DeviceSamplingParams [cap_rows_] + sampling workspace
   // Grammar masks of a step whose draws are constrained: [cap_rows_][words],
   // an unconstrained row all ones (kernels/cuda/token_bitmask.h). Allocated

@@ -6,7 +6,8 @@
 //   per layer l:
 //     qkv = xb Wqkv^T                       (cuBLAS)
 //     q = rope(norm(q + b)); k, v -> cache  (QkvRopeKvWrite; q_pre for BeaconKV)
-//     BeaconKV: ring + FPS update           (per group of beacon sequences)
+//     BeaconKV: ring + FPS update           (per group of beacon sequences;
+//                                            decode steps: once after the last layer)
 //     att = attention(q, cache)             (decode split-K, or prefill tiles)
 //     proj = att Wo^T
 //     resid += proj; xb = rmsnorm(resid, ffn_norm[l])       (fused)
@@ -47,6 +48,9 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
   BEACON_CUDA_RETURN_IF_ERROR(LaunchRmsNorm(resid_, weights_.layer(0).attn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
   for (int l = 0; l < c.n_layers; ++l) {
     if (absl::Status s = Layer(l, kv); !s.ok()) return s;
+  }
+  if (defer_observe_) {
+    if (absl::Status s = Observe(0, c.n_layers); !s.ok()) return s;
   }
   const __nv_bfloat16* head_in = xb_;
   if (!plan_.rows_are_tokens) {
@@ -97,21 +101,10 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   prep.k_norm = w.k_norm;
   prep.eps = c.rms_eps;
   prep.rope = evict_ctx_.rope;
-  prep.q_pre_rope = groups_.empty() ? nullptr : q_pre_;
+  prep.q_pre_rope = groups_.empty() ? nullptr : ObserveQueries(l);
   BEACON_CUDA_RETURN_IF_ERROR(LaunchQkvRopeKvWrite(prep, kv, l, tables, tok_seq, tok_slot, tok_pos, stream_));
-  bool means = false;  // q_mean_ holds this layer's group means
-  for (const BeaconGroup& g : groups_) {
-    const float* q = q_pre_;
-    if (g.dims.n_heads != c.n_heads) {  // group-shared state: the state heads are the KV heads
-      if (!means) {
-        BEACON_CUDA_RETURN_IF_ERROR(
-            LaunchBeaconGroupMeans(q_pre_, n, c.n_heads, c.n_heads / g.dims.n_heads, c.head_dim, q_mean_, stream_));
-        means = true;
-      }
-      q = q_mean_;
-    }
-    BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconObserve(g.dims, l, observe_dev_.as<BeaconObserveEntry>() + g.offset,
-                                                    g.count, plan_.max_seq_tokens, q, tok_pos, stream_));
+  if (!groups_.empty() && !defer_observe_) {
+    if (absl::Status s = Observe(l, 1); !s.ok()) return s;
   }
 
   PagedAttentionParams a;
@@ -143,6 +136,45 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   if (absl::Status s = gemm_.Linear(w.w_down, c.hidden, c.ffn_hidden, ffn_, n, proj_); !s.ok()) return s;
   const __nv_bfloat16* next_norm = l + 1 < c.n_layers ? weights_.layer(l + 1).attn_norm : weights_.output_norm();
   BEACON_CUDA_RETURN_IF_ERROR(LaunchFusedAddRmsNorm(proj_, resid_, next_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+  return absl::OkStatus();
+}
+
+float* CudaBackend::ObserveQueries(int l) const {
+  if (!defer_observe_) return q_pre_;
+  return observe_q_.as<float>() + static_cast<int64_t>(l) * plan_.n_tokens * config_.q_dim();
+}
+
+float* CudaBackend::ObserveMeans(int l) const {
+  if (!defer_observe_) return q_mean_;
+  const int64_t queries = static_cast<int64_t>(config_.n_layers) * cap_observe_q_ * config_.q_dim();
+  return observe_q_.as<float>() + queries + static_cast<int64_t>(l) * plan_.n_tokens * config_.kv_dim();
+}
+
+absl::Status CudaBackend::Observe(int first_layer, int n_layers) {
+  const ModelConfig& c = config_;
+  const int64_t n = plan_.n_tokens;
+  const int32_t* tok_pos = meta_.as<int32_t>() + plan_.offsets.tok_pos;
+  // The layers' rows lie back to back ([layer][token]), so one group-means
+  // launch covers them all.
+  const float* q_pre = ObserveQueries(first_layer);
+  float* q_mean = ObserveMeans(first_layer);
+  bool means = false;  // q_mean holds these layers' group means
+  for (const BeaconGroup& g : groups_) {
+    const float* q = q_pre;
+    int64_t width = c.q_dim();
+    if (g.dims.n_heads != c.n_heads) {  // group-shared state: the state heads are the KV heads
+      if (!means) {
+        BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconGroupMeans(q_pre, n * n_layers, c.n_heads, c.n_heads / g.dims.n_heads,
+                                                           c.head_dim, q_mean, stream_));
+        means = true;
+      }
+      q = q_mean;
+      width = static_cast<int64_t>(g.dims.n_heads) * c.head_dim;
+    }
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconObserveLayers(g.dims, first_layer, n_layers,
+                                                          observe_dev_.as<BeaconObserveEntry>() + g.offset, g.count,
+                                                          plan_.max_seq_tokens, q, n * width, tok_pos, stream_));
+  }
   return absl::OkStatus();
 }
 

@@ -98,6 +98,20 @@ absl::Status CudaBackend::EnsureObserveEntries(int n_observe) {
   return observe_host_.Reserve(bytes, "BeaconKV observe entries");
 }
 
+absl::Status CudaBackend::PlanObserve() {
+  const int64_t n = plan_.n_tokens;
+  defer_observe_ = plan_.all_decode && !groups_.empty() && n <= kDeferredObserveTokens;
+  if (!defer_observe_ || n <= cap_observe_q_) return absl::OkStatus();
+  DropGraphs();
+  int64_t cap = 8;
+  while (cap < n) cap *= 2;
+  const ModelConfig& c = config_;
+  const size_t bytes = static_cast<size_t>(c.n_layers) * cap * (c.q_dim() + c.kv_dim()) * sizeof(float);
+  if (absl::Status s = observe_q_.Allocate(bytes, "BeaconKV deferred queries"); !s.ok()) return s;
+  cap_observe_q_ = cap;
+  return absl::OkStatus();
+}
+
 absl::Status CudaBackend::UploadMasks(std::span<const EntrySampling> sampling) {
   const int words = TokenMaskWords(config_.vocab_size);
   if (cap_mask_rows_ < cap_rows_) {

@@ -76,14 +76,17 @@ __device__ void CompactSurvivors(const StateView& v, int n, int dim, const doubl
 }
 
 __global__ void __launch_bounds__(kThreads)
-    BeaconObserveKernel(BeaconDims dims, BeaconStateLayout lay, int layer, const BeaconObserveEntry* entries,
-                        const float* __restrict__ q_pre_rope, const int32_t* __restrict__ tok_pos) {
+    BeaconObserveKernel(BeaconDims dims, BeaconStateLayout lay, int first_layer, const BeaconObserveEntry* entries,
+                        const float* __restrict__ q_layers, int64_t q_layer_stride,
+                        const int32_t* __restrict__ tok_pos) {
   extern __shared__ double smem[];
   const beacon_fps::Smem fs = beacon_fps::CarveSmem(smem, dims.fps_bound, dims.head_dim);
   __shared__ double win_inv[kThreads];  // 1 / |q| of the window's tokens
   __shared__ int win_dst[kThreads];     // their buffer index, -1 when refused
   __shared__ int new_size;
   const int h = blockIdx.x;
+  const int layer = first_layer + static_cast<int>(blockIdx.z);
+  const float* q_pre_rope = q_layers + static_cast<int64_t>(blockIdx.z) * q_layer_stride;
   const BeaconObserveEntry e = entries[blockIdx.y];
   if (e.state == nullptr || e.n_tokens <= 0) return;
   const int d = dims.head_dim, R = dims.recent, U = dims.fps_bound, K = dims.beacons;
@@ -170,16 +173,27 @@ __global__ void __launch_bounds__(kThreads)
 cudaError_t LaunchBeaconObserve(const BeaconDims& dims, int layer, const BeaconObserveEntry* entries, int n_entries,
                                 int max_tokens_per_entry, const float* q_pre_rope, const int32_t* tok_pos,
                                 cudaStream_t stream) {
-  if (!BeaconDimsValid(dims) || layer < 0 || layer >= dims.n_layers || n_entries < 0 || n_entries > 65535 ||
-      max_tokens_per_entry < 0 || dims.n_heads > 65535) {
+  return LaunchBeaconObserveLayers(dims, layer, 1, entries, n_entries, max_tokens_per_entry, q_pre_rope, 0, tok_pos,
+                                   stream);
+}
+
+cudaError_t LaunchBeaconObserveLayers(const BeaconDims& dims, int first_layer, int n_layers,
+                                      const BeaconObserveEntry* entries, int n_entries, int max_tokens_per_entry,
+                                      const float* q_pre_rope, int64_t q_layer_stride, const int32_t* tok_pos,
+                                      cudaStream_t stream) {
+  if (!BeaconDimsValid(dims) || first_layer < 0 || n_layers < 1 || n_layers > dims.n_layers - first_layer ||
+      n_layers > 65535 || q_layer_stride < 0 || n_entries < 0 || n_entries > 65535 || max_tokens_per_entry < 0 ||
+      dims.n_heads > 65535) {
     return cudaErrorInvalidValue;
   }
   if (n_entries == 0 || max_tokens_per_entry == 0) return cudaSuccess;
   if (entries == nullptr || q_pre_rope == nullptr || tok_pos == nullptr) return cudaErrorInvalidValue;
   const BeaconStateLayout lay = BeaconStateLayout::For(dims);
   const size_t smem = beacon_fps::SmemBytes(dims.fps_bound, dims.head_dim);  // <= 35 KB at U = 4096, d = 256
-  const dim3 grid(static_cast<unsigned>(dims.n_heads), static_cast<unsigned>(n_entries));
-  BeaconObserveKernel<<<grid, kThreads, smem, stream>>>(dims, lay, layer, entries, q_pre_rope, tok_pos);
+  const dim3 grid(static_cast<unsigned>(dims.n_heads), static_cast<unsigned>(n_entries),
+                  static_cast<unsigned>(n_layers));
+  BeaconObserveKernel<<<grid, kThreads, smem, stream>>>(dims, lay, first_layer, entries, q_pre_rope, q_layer_stride,
+                                                        tok_pos);
   return cudaGetLastError();
 }
 

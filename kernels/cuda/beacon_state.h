@@ -93,6 +93,19 @@ cudaError_t LaunchBeaconObserve(const BeaconDims& dims, int layer, const BeaconO
                                 int max_tokens_per_entry, const float* q_pre_rope, const int32_t* tok_pos,
                                 cudaStream_t stream);
 
+// The same for layers [first_layer, first_layer + n_layers) in one launch
+// (grid z = layer), layer first_layer + i reading its queries at
+// q_pre_rope + i * q_layer_stride. Each (layer, head, entry) block touches
+// only its layer's ring and buffers, so the state after the launch is the
+// state after n_layers LaunchBeaconObserve calls, bit for bit. The CUDA
+// backend uses it for decode steps: one launch after the last layer instead
+// of one between each layer's QKV and attention, so the FPS shrinks (the
+// slow blocks) of all layers overlap instead of each delaying its layer.
+cudaError_t LaunchBeaconObserveLayers(const BeaconDims& dims, int first_layer, int n_layers,
+                                      const BeaconObserveEntry* entries, int n_entries, int max_tokens_per_entry,
+                                      const float* q_pre_rope, int64_t q_layer_stride, const int32_t* tok_pos,
+                                      cudaStream_t stream);
+
 // Group-shared state (KvPolicyOptions::beacon_group_queries): the state's
 // heads are the KV heads (BeaconDims::n_heads = n_kv_heads, so scoring sees
 // groups of one) and each holds its group's mean query. This gives the

@@ -123,8 +123,11 @@ void ExpectStateMatches(const BeaconDims& d, Sequence& seq, const std::string& w
 // One step: each (sequence index, token count) pair is one entry; entries are
 // laid out in the given order. Queries are random per (token, layer), with a
 // zero vector and an inf at a few planted (token, head)s that Add must refuse.
+// all_layers: one LaunchBeaconObserveLayers over every layer (the layers'
+// queries back to back), as the backend's decode steps do; otherwise one
+// LaunchBeaconObserve per layer.
 void RunStep(const BeaconDims& d, std::vector<Sequence>& seqs, const std::vector<std::pair<int, int>>& step,
-             std::mt19937_64& rng, int* planted) {
+             std::mt19937_64& rng, int* planted, bool all_layers = false) {
   const int D = d.head_dim, H = d.n_heads;
   const size_t row = static_cast<size_t>(H) * D;
   int total = 0, max_tokens = 0;
@@ -153,7 +156,17 @@ void RunStep(const BeaconDims& d, std::vector<Sequence>& seqs, const std::vector
   DeviceBuffer<float> dq(total * row);
   ASSERT_EQ(dentries.Upload(entries), cudaSuccess);
   ASSERT_EQ(dpos.Upload(pos), cudaSuccess);
-  for (int l = 0; l < d.n_layers; ++l) {
+  if (all_layers) {
+    std::vector<float> layers;
+    for (const auto& layer_q : q) layers.insert(layers.end(), layer_q.begin(), layer_q.end());
+    DeviceBuffer<float> dq_all(layers.size());
+    ASSERT_EQ(dq_all.Upload(layers), cudaSuccess);
+    ASSERT_EQ(LaunchBeaconObserveLayers(d, 0, d.n_layers, dentries.get(), static_cast<int>(entries.size()), max_tokens,
+                                        dq_all.get(), static_cast<int64_t>(total) * row, dpos.get(), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  for (int l = 0; l < d.n_layers && !all_layers; ++l) {
     ASSERT_EQ(dq.Upload(q[l]), cudaSuccess);
     ASSERT_EQ(LaunchBeaconObserve(d, l, dentries.get(), static_cast<int>(entries.size()), max_tokens, dq.get(),
                                   dpos.get(), nullptr),
@@ -198,11 +211,12 @@ TEST(CudaBeaconObserveTest, MatchesRingAndContinualFpsOverPrefillAndDecode) {
     ExpectStateMatches(d, seqs[2], what + " C after step 0");
     RunStep(d, seqs, {{1, 30}, {0, 57}, {2, 1}}, rng, &planted);
     for (int step = 0; step < 150; ++step) {
-      // Decode batches in varying order; B skips every third step.
+      // Decode batches in varying order; B skips every third step. Odd steps
+      // observe every layer in one launch, as the backend's decode steps do.
       if (step % 3 == 0) {
-        RunStep(d, seqs, {{0, 1}, {2, 1}}, rng, &planted);
+        RunStep(d, seqs, {{0, 1}, {2, 1}}, rng, &planted, step % 2 == 1);
       } else {
-        RunStep(d, seqs, {{2, 1}, {1, 1}, {0, 1}}, rng, &planted);
+        RunStep(d, seqs, {{2, 1}, {1, 1}, {0, 1}}, rng, &planted, step % 2 == 1);
       }
     }
     if (HasFatalFailure()) return;
@@ -293,6 +307,9 @@ TEST(CudaBeaconObserveTest, RejectsBadArgumentsWithoutLaunching) {
   bad = d;
   bad.n_kv_heads = 3;  // does not divide n_heads
   EXPECT_EQ(LaunchBeaconObserve(bad, 0, e, 1, 1, q, p, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchBeaconObserveLayers(d, 1, 2, e, 1, 1, q, 0, p, nullptr), cudaErrorInvalidValue);  // past the last
+  EXPECT_EQ(LaunchBeaconObserveLayers(d, 0, 0, e, 1, 1, q, 0, p, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchBeaconObserveLayers(d, 0, 2, e, 1, 1, q, -1, p, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(LaunchBeaconObserve(d, 0, e, 0, 1, q, p, nullptr), cudaSuccess);  // nothing to do
   EXPECT_EQ(LaunchBeaconObserve(d, 0, e, 3, 0, q, p, nullptr), cudaSuccess);
 
