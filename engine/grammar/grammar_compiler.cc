@@ -26,6 +26,9 @@ namespace {
 // xgrammar's messages can quote the whole schema back: an error names the
 // problem in its first few hundred bytes.
 constexpr size_t kMaxMessageBytes = 400;
+// The verdicts kept (Impl::verdicts): the oldest go first past either bound.
+constexpr size_t kMaxVerdicts = 1024;
+constexpr int64_t kMaxVerdictBytes = int64_t{16} << 20;
 
 // xgrammar's message, less its log prefix ("[10:35:51] /path/file.cc:4944: ":
 // a time and our build's paths say nothing to a client), trailing newlines
@@ -143,8 +146,23 @@ struct GrammarCompiler::Impl {
         Insert(job->key, grammar);
       } else {
         ++stats.errors;
+        Remember(job->key, job->error);
       }
       done_cv.SignalAll();
+    }
+  }
+
+  // Keeps `key`'s verdict: xgrammar's refusal (without the field), or ""
+  // where CheckEnforced found the schema enforced as written.
+  void Remember(const std::string& key, const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!verdicts.emplace(key, error).second) return;
+    verdict_order.push_back(key);
+    verdict_bytes += static_cast<int64_t>(key.size() + error.size());
+    while (verdict_order.size() > kMaxVerdicts || verdict_bytes > kMaxVerdictBytes) {
+      auto it = verdicts.find(verdict_order.front());
+      verdict_bytes -= static_cast<int64_t>(it->first.size() + it->second.size());
+      verdicts.erase(it);
+      verdict_order.pop_front();
     }
   }
 
@@ -176,6 +194,13 @@ struct GrammarCompiler::Impl {
   std::list<Entry> lru ABSL_GUARDED_BY(mu);  // most recently used first
   absl::flat_hash_map<std::string, std::list<Entry>::iterator> index ABSL_GUARDED_BY(mu);
   int64_t cache_bytes ABSL_GUARDED_BY(mu) = 0;
+  // Refusals by key, so that a client resending a refused grammar costs a
+  // lookup and not a compile (a refusal is a function of the spec, as a
+  // compile is; a timeout is not and is not kept), and CheckEnforced's
+  // verdicts. Bounded by kMaxVerdicts and kMaxVerdictBytes, oldest out first.
+  absl::flat_hash_map<std::string, std::string> verdicts ABSL_GUARDED_BY(mu);
+  std::deque<std::string> verdict_order ABSL_GUARDED_BY(mu);
+  int64_t verdict_bytes ABSL_GUARDED_BY(mu) = 0;
   Stats stats ABSL_GUARDED_BY(mu);
   bool stop ABSL_GUARDED_BY(mu) = false;
   std::vector<std::thread> workers;
@@ -243,6 +268,10 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
     m.lru.splice(m.lru.begin(), m.lru, it->second);  // now the most recently used
     return it->second->grammar;
   }
+  if (auto it = m.verdicts.find(key); it != m.verdicts.end() && !it->second.empty()) {
+    ++m.stats.hits;
+    return FieldError(spec, Clip(it->second));
+  }
   std::shared_ptr<Impl::Job> job;
   if (auto it = m.inflight.find(key); it != m.inflight.end()) {
     ++m.stats.hits;
@@ -276,16 +305,28 @@ absl::StatusOr<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::Compile(
 absl::Status GrammarCompiler::CheckEnforced(const GrammarSpec& spec) const {
   if (spec.kind != GrammarKind::kJsonSchema || !MustBeExact(spec)) return absl::OkStatus();
   if (absl::Status s = spec.Validate(impl_->options.limits); !s.ok()) return s;
+  const std::string key = spec.CacheKey();
+  Impl& m = *impl_;
+  {
+    MutexLock lock(&m.mu);
+    if (auto it = m.verdicts.find(key); it != m.verdicts.end()) {
+      return it->second.empty() ? absl::OkStatus() : FieldError(spec, Clip(it->second));
+    }
+  }
+  std::string error;
   XgrammarWarnings caught;
   try {
     // The conversion CompileWith's CompileJSONSchema starts with.
     (void)xgrammar::Grammar::FromJSONSchema(spec.source, /*any_whitespace=*/false, std::nullopt, std::nullopt,
                                             spec.strict);
+    if (!caught.messages().empty()) error = LooserThanGiven(spec, caught.messages());
   } catch (const std::exception& e) {
-    return FieldError(spec, Clip(e.what()));
+    error = e.what();
+    if (error.empty()) error = "refused by the grammar compiler";
   }
-  if (!caught.messages().empty()) return FieldError(spec, LooserThanGiven(spec, caught.messages()));
-  return absl::OkStatus();
+  MutexLock lock(&m.mu);
+  m.Remember(key, error);
+  return error.empty() ? absl::OkStatus() : FieldError(spec, Clip(error));
 }
 
 GrammarCompiler::Stats GrammarCompiler::stats() const {

@@ -64,10 +64,12 @@ class GrammarCompiler {
   // compile against the vocabulary (milliseconds at the size limits): for a
   // schema that is part of a larger grammar, such as a strict tool's
   // parameters inside the structural tag of the calls. OK for anything else.
+  // Both keep their refusals (and this its verdicts) by the spec's cache key,
+  // bounded, so a resent spec is answered from memory.
   absl::Status CheckEnforced(const GrammarSpec& spec) const;
 
   struct Stats {
-    int64_t hits = 0;      // served from the cache (or a compile already running)
+    int64_t hits = 0;      // served from the cache, a kept refusal, or a compile already running
     int64_t compiles = 0;  // compiles started
     int64_t errors = 0;    // specs refused by xgrammar
     int64_t timeouts = 0;  // requests that stopped waiting

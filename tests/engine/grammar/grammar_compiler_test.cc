@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "gtest/gtest.h"
 #include "model/tokenizer_loader.h"
@@ -202,6 +203,37 @@ TEST(GrammarCompiler, ALooserCompileIsRefusedWhereTheRequestAskedForExactness) {
   // A schema xgrammar enforces as written still compiles strict.
   EXPECT_TRUE(
       (*c)->Compile(Spec(GrammarKind::kJsonSchema, R"({"anyOf": [{"type": "integer"}, {"type": "string"}]})")).ok());
+}
+
+// A refusal is kept by the spec's key: the same spec sent again (under any
+// field) is refused from memory, naming its own field, without a compile.
+TEST(GrammarCompiler, ARefusedSpecIsAnsweredAgainWithoutACompile) {
+  REQUIRE_TOKENIZER();
+  auto c = GrammarCompiler::Create(*tok, tok->vocab_size(), GrammarCompilerOptions());
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::string one_of = R"({"oneOf": [{"type": "integer"}, {"type": "number"}]})";
+  auto first = (*c)->Compile(Spec(GrammarKind::kJsonSchema, one_of, "response_format.json_schema.schema"));
+  ASSERT_FALSE(first.ok());
+  const GrammarCompiler::Stats before = (*c)->stats();
+  EXPECT_EQ(before.compiles, 1);
+  EXPECT_EQ(before.errors, 1);
+  auto again = (*c)->Compile(Spec(GrammarKind::kJsonSchema, one_of, "tools[0].function.parameters"));
+  ASSERT_FALSE(again.ok());
+  EXPECT_TRUE(absl::StartsWith(again.status().message(), "tools[0].function.parameters: strict: the schema"))
+      << again.status();
+  EXPECT_EQ(absl::StripPrefix(again.status().message(), "tools[0].function.parameters"),
+            absl::StripPrefix(first.status().message(), "response_format.json_schema.schema"));
+  const GrammarCompiler::Stats after = (*c)->stats();
+  EXPECT_EQ(after.compiles, before.compiles) << "a kept refusal compiles nothing";
+  EXPECT_EQ(after.hits, before.hits + 1);
+  // CheckEnforced reads the same verdict, and keeps its own: the same answer twice.
+  EXPECT_EQ((*c)->CheckEnforced(Spec(GrammarKind::kJsonSchema, one_of, "x")).code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::string fine = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
+  EXPECT_TRUE((*c)->CheckEnforced(Spec(GrammarKind::kJsonSchema, fine, "tools[1].function.parameters")).ok());
+  EXPECT_TRUE((*c)->CheckEnforced(Spec(GrammarKind::kJsonSchema, fine, "tools[1].function.parameters")).ok());
+  // A spec that is not refused still compiles (the verdict "" is no refusal).
+  EXPECT_TRUE((*c)->Compile(Spec(GrammarKind::kJsonSchema, fine)).ok());
 }
 
 TEST(GrammarCompiler, CachesAndBoundsTheCache) {
