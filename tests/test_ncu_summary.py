@@ -69,6 +69,18 @@ def test_phases_of_a_step():
     assert abs(down[4] - 1e10) < 1 and abs(down[5] - 0.01) < 1e-9
 
 
+def test_opt_in_kernels_and_deferred_observation():
+    # Tensor-core decode attention, the small-batch GEMV in place of cuBLAS, and BeaconKV's
+    # observation of every layer after the last one, just before the LM head.
+    kernels = [(n.replace("DecodeSplitKernel", "DecodeMmaSplitKernel"), kb, us) for n, kb, us in step("GemvKernel<1>")]
+    kernels = kernels[:-2] + [("GroupMeanKernel", 1, 1), ("BeaconObserveKernel", 2, 3)] + kernels[-2:]
+    rows = ncu.read_csv(csv_text([kernels]))
+    phases = ncu.assign_phases(ncu.split_ranges(rows, ["decode beacon b=1 ctx=8"])["decode beacon b=1 ctx=8"])
+    gemms = [p for (n, _, _), p in zip(kernels, phases) if n.startswith("GemvKernel")]
+    assert gemms == ["qkv", "o_proj", "gate_up", "down"] * 2 + ["lm_head"], gemms
+    assert phases.count("attention") == 4 and phases.count("beacon_observe") == 2, phases
+
+
 def test_ranges_and_eviction():
     evict = [("BeaconQueriesKernel", 1, 2), ("StatsKernel", 5, 3), ("SelectKeepKernel", 1, 1), ("CompactKernel", 9, 4)]
     rows = ncu.read_csv(csv_text([step(), evict]))

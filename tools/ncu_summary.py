@@ -34,7 +34,9 @@ OWN = {
     "RmsNormKernel": "norm",
     "QkvRopeKvWriteKernel": "qkv_rope_kv_write",
     "BeaconObserveKernel": "beacon_observe",
+    "GroupMeanKernel": "beacon_observe",
     "DecodeSplitKernel": "attention",
+    "DecodeMmaSplitKernel": "attention",
     "DecodeMergeKernel": "attention",
     "PrefillKernel": "attention",
     "SwiGluKernel": "swiglu",
@@ -112,14 +114,17 @@ def assign_phases(rows):
         if n in OWN:
             phases.append(OWN[n])
             norms += n == "RmsNormKernel"
-            prev = n
+            # BeaconKV's observation runs beside the chain (decode steps: after the last layer,
+            # before the LM head), so the GEMM after it belongs to what came before it.
+            if OWN[n] != "beacon_observe":
+                prev = n
         elif n in EVICTION:
             phases.append("evict:" + n)
             prev = n
         elif prev == "RmsNormKernel":
             # norm 1 opens layer 0; then per layer: after attention (even), after the FFN (odd).
             phases.append("gate_up" if norms % 2 == 0 else "qkv")
-        elif prev in ("DecodeSplitKernel", "DecodeMergeKernel", "PrefillKernel"):
+        elif prev in ("DecodeSplitKernel", "DecodeMmaSplitKernel", "DecodeMergeKernel", "PrefillKernel"):
             phases.append("o_proj")
         elif prev == "SwiGluKernel":
             phases.append("down")
