@@ -3,9 +3,9 @@
 //
 // Why not cuBLAS here: a decode step at batch 1-8 is a matrix-vector product
 // whose time is the weight bytes over HBM bandwidth, and cuBLAS's GEMM
-// kernels for bf16 at n <= 8 read well under peak (the first H200 run put
-// our whole batch-1 step, and the PyTorch peer's, at 41% of the roofline;
-// issue 44). Each warp here owns one output row: its lanes read the row in
+// kernels for bf16 at n <= 8 are suspected of reading under peak (the first
+// H200 run put our whole batch-1 step, and the PyTorch peer's, at 41% of the
+// roofline; issue 44; not yet profiled). Each warp here owns one output row: its lanes read the row in
 // 16-byte chunks (a row of 2,560 bf16 is 10 chunks a lane, all in flight
 // together), multiply every token's x chunk (x is small and stays in L1/L2)
 // and reduce by shuffles. Used by engine/cuda/gemm.cc when
