@@ -172,6 +172,7 @@ int CudaBenchMain(const cli::Args& args) {
   ro.cuda.cuda_graphs = args.Flag("cuda-graphs");
   ro.cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
   ro.cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
+  ro.cuda.tensor_core_score = args.Flag("cuda-tensor-core-score");
   if (absl::Status s = ro.cuda.Validate(); !s.ok()) return fail(s);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return fail(rt.status());
@@ -192,7 +193,8 @@ int CudaBenchMain(const cli::Args& args) {
                         {"cuda_graphs", ro.cuda.cuda_graphs},
                         {"profiled", profile.enabled()},
                         {"cuda_tensor_core_decode", ro.cuda.tensor_core_decode},
-                        {"cuda_small_batch_gemv", ro.cuda.small_batch_gemv}};
+                        {"cuda_small_batch_gemv", ro.cuda.small_batch_gemv},
+                        {"cuda_tensor_core_score", ro.cuda.tensor_core_score}};
   b.profile = &profile;
   b.out = &out;
   using Part = absl::Status (*)(const CudaBench&);

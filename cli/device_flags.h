@@ -24,6 +24,9 @@ inline void DeclareDeviceFlags(cli::Args* args) {
                 "decode attention on tensor cores (head_dim 64 and 128; others keep the CUDA-core kernel)");
   args->Declare("cuda-small-batch-gemv", true, "",
                 "projections of at most 8 tokens on a matrix-vector kernel instead of cuBLAS");
+  args->Declare("cuda-tensor-core-score", true, "true",
+                "BeaconKV's eviction scoring on tensor cores for head_dim 64 and 128 (--no-cuda-tensor-core-score: "
+                "fp32 CUDA-core products)");
   args->Declare(
       "kv-cache-dtype", false, "auto",
       "KV cache element type: auto (= bf16), bf16, q8_0 (CPU only), f32 (CPU only; exact reference arithmetic)");
@@ -39,6 +42,7 @@ inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* opti
   options->cuda.cuda_graphs = args.Flag("cuda-graphs");
   options->cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
   options->cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
+  options->cuda.tensor_core_score = args.Flag("cuda-tensor-core-score");
   absl::StatusOr<int64_t> splits = args.Int("cuda-max-splits");
   if (!splits.ok()) return splits.status();
   if (*splits < 1 || *splits > 1024) {

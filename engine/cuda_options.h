@@ -20,6 +20,12 @@ struct CudaBackendOptions {
   // Projections of at most 8 tokens (decode at batch 1-8) on kernels/cuda/gemv.h
   // instead of cuBLAS. Off until a GPU run shows it faster (docs/cuda.md).
   bool small_batch_gemv = false;
+  // BeaconKV's eviction scoring (q . k of its recent and beacon queries with
+  // every cached key) on tensor cores for head_dim 64 and 128, each query
+  // split into two bf16 parts so the scores stay within the CPU policy's
+  // tolerance (kernels/cuda/beacon_logit_tiles.cuh). On: the fp32 CUDA-core
+  // products made an eviction compute-bound (docs/cuda.md); off keeps them.
+  bool tensor_core_score = true;
 
   // The limits of kernels/cuda/paged_attention.h (1 <= max_splits <= 1024);
   // INVALID_ARGUMENT naming the option.

@@ -18,7 +18,7 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests bench peer mma gemv profile serve long group"), DEADLINE (seconds for the whole run,
+# "tests bench peer mma gemv profile serve long group score"), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 out="${OUT:-$root/build-gpu/out}"
 work="${WORK:-/tmp/gpu-check}"
-stages="${STAGES:-tests bench peer mma gemv profile serve long group}"
+stages="${STAGES:-tests bench peer mma gemv profile serve long group score}"
 deadline=$(( $(date +%s) + ${DEADLINE:-560} ))
 shapes="${SHAPES:-qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096}"
 batches="${BATCHES:-1,16,64}"
@@ -179,6 +179,17 @@ if want group; then
       --parts overhead --kv-budget 2048 --steps 64 --kv-beacon-group-queries \
       --json "$work/group-$cfg.json" > "$work/group-$cfg.log" 2>&1 || status=1
     grep "BeaconKV overhead" "$work/group-$cfg.log"
+  done
+fi
+if want score; then
+  # BeaconKV's eviction scoring on CUDA cores (--no-cuda-tensor-core-score), against the tensor-core
+  # scoring of the bench stage's overhead part (the default).
+  for shape in $shapes; do
+    cfg=${shape%%:*}
+    run "score $cfg" 60 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" \
+      --parts overhead --kv-budget 2048 --steps 64 --no-cuda-tensor-core-score \
+      --json "$work/score-$cfg.json" > "$work/score-$cfg.log" 2>&1 || status=1
+    grep "BeaconKV overhead" "$work/score-$cfg.log"
   done
 fi
 stamp "done"

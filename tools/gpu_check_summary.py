@@ -5,8 +5,9 @@
 
 Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
 (tools/gpu_torch_peer.py --json), mma-<config>.json (the same decode and throughput with
---cuda-tensor-core-decode), gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), long-32k.json
-and serve*.json where present; a missing file is a
+--cuda-tensor-core-decode), gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), score-<config>.json
+(BeaconKV's overhead with --no-cuda-tensor-core-score), long-32k.json and serve*.json where present; a
+missing file is a
 missing row, never an error. Every ratio comes from files of the same run.
 """
 import glob
@@ -63,7 +64,8 @@ def shape_rows(work):
 
 
 def kernel_lines(work):
-    """The opt-in kernels (tensor-core decode, small-batch GEMV) against the defaults and the peer, same run."""
+    """The kernel choices (tensor-core decode, small-batch GEMV, eviction scoring) against the defaults and the
+    peer, same run."""
     lines = []
     for path in sorted(glob.glob(os.path.join(work, "gemv-*.json"))):
         cfg = os.path.basename(path)[len("gemv-"):-len(".json")]
@@ -89,6 +91,16 @@ def kernel_lines(work):
         if "throughput_ratio" in mma:
             lines.append(f"{cfg}: throughput beacon/full with tensor-core decode: {mma['throughput_ratio']:.2f}x "
                          f"(target >= {TPUT_8K}x: {mark(mma['throughput_ratio'] >= TPUT_8K)})")
+    for path in sorted(glob.glob(os.path.join(work, "score-*.json"))):
+        cfg = os.path.basename(path)[len("score-"):-len(".json")]
+        simt = (load(path) or {}).get("beacon_overhead")
+        mma = (load(os.path.join(work, f"bench-{cfg}.json")) or {}).get("beacon_overhead")
+        if not simt:
+            continue
+        vs = (f"tensor cores {mma['evict_ms']:.3f} ms ({simt['evict_ms'] / mma['evict_ms']:.2f}x faster), overhead "
+              f"{100 * mma['overhead']:.2f}%" if mma else "no tensor-core row")
+        lines.append(f"{cfg}: one eviction scored on CUDA cores {simt['evict_ms']:.3f} ms, overhead "
+                     f"{100 * simt['overhead']:.2f}%; {vs}")
     return lines
 
 

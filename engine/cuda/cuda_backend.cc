@@ -67,6 +67,7 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
   evict_ctx_.rope.theta = config_.rope_theta;
   evict_ctx_.rope.inv_freq = inv_freq_.as<float>();
   evict_ctx_.rope.attention_factor = model_.rope.attention_factor;
+  evict_ctx_.score_kernel = options_.tensor_core_score ? BeaconScoreKernel::kMma : BeaconScoreKernel::kSimt;
   return absl::OkStatus();
 }
 

@@ -85,7 +85,7 @@ absl::Status DeviceKvStorage::Evict(SequenceKv* seq, KvPolicy* policy, const KvP
       cudaMemcpyAsync(table, seq->block_ids().data(), table_blocks * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   BEACON_CUDA_RETURN_IF_ERROR(LaunchBeaconScore(dims, (*state)->data(), (*state)->ring_count(), paged_, table, n,
                                                 next_position, ctx.rope, options.pool_kernel, scores, score_workspace,
-                                                stream));
+                                                stream, ctx.score_kernel));
   DeviceProtection prot{};
   prot.prompt_len = protection.prompt_len;
   prot.sinks = protection.sinks;

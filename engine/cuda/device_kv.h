@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "engine/cuda/beacon_state_pool.h"
 #include "engine/cuda/device_memory.h"
+#include "kernels/cuda/beacon_state.h"
 #include "kernels/cuda/paged_kv.h"
 #include "kernels/cuda/rope.h"
 #include "kv/policy/kv_policy.h"
@@ -48,8 +49,9 @@ struct EvictContext {
   cudaStream_t stream = nullptr;
   PolicyModelInfo model;
   RopeParams rope;
-  std::shared_ptr<BeaconStatePool> beacon_pool;  // null until ReservePolicyStates
-  std::shared_ptr<EvictScratch> scratch;         // null until ReservePolicyStates
+  BeaconScoreKernel score_kernel = BeaconScoreKernel::kMma;  // CudaBackendOptions::tensor_core_score
+  std::shared_ptr<BeaconStatePool> beacon_pool;              // null until ReservePolicyStates
+  std::shared_ptr<EvictScratch> scratch;                     // null until ReservePolicyStates
 };
 
 class DeviceKvStorage : public KvDeviceStorage {

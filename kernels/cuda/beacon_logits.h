@@ -22,8 +22,11 @@
 //             query (BeaconPolicy's starting value). A query that sees no
 //             slot adds nothing, as on the CPU.
 //
-// Arithmetic: fp32 FMAs over head_dim in ascending order, keys widened from
-// bf16; logit = dot * scale; softmax as SoftmaxInPlace (exp(x - max) times
+// Arithmetic: q . k from the bf16 keys, on CUDA cores (fp32 FMAs over
+// head_dim in ascending order, keys widened) or, with tensor_cores and
+// head_dim 64 or 128, on tensor cores with each query split into two bf16
+// parts (beacon_logit_tiles.cuh: within 2^-17 of sum |q_i k_i| of the fp32
+// sum); logit = dot * scale; softmax as SoftmaxInPlace (exp(x - max) times
 // 1 / sum), the sum merged over chunks and groups with exp(partial max -
 // max) factors (online softmax).
 // The logits are computed twice (stats pass, probability pass) rather than
@@ -56,6 +59,7 @@ struct Args {
   float2* stats = nullptr;
   float scale = 1.0f;
   float* out = nullptr;
+  bool tensor_cores = false;  // MmaTile where head_dim is 64 or 128, else SimtTile
 };
 
 // The stats, combine and probability-max kernels. REQUIRES n_slots > 0 and

@@ -120,7 +120,8 @@ size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots) {
 
 cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t ring_count, const PagedKv& kv,
                               const int32_t* block_table, int32_t n_slots, int32_t position, const RopeParams& rope,
-                              int pool_kernel, float* scores, void* workspace, cudaStream_t stream) {
+                              int pool_kernel, float* scores, void* workspace, cudaStream_t stream,
+                              BeaconScoreKernel kernel) {
   const PagedKvLayout& kl = kv.layout;
   if (!BeaconDimsValid(dims) || dims.n_heads > 65535 || dims.n_layers > 65535 || ring_count < 0 || n_slots < 0 ||
       pool_kernel < 1 || pool_kernel % 2 == 0 || kl.n_layers != dims.n_layers || kl.n_kv_heads != dims.n_kv_heads ||
@@ -152,6 +153,7 @@ cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t
   // BeaconPolicy's scale, computed as the CPU computes it.
   a.scale = 1.0f / std::sqrt(static_cast<float>(dims.head_dim));
   a.out = pool_kernel > 1 ? reinterpret_cast<float*>(ws + w.raw) : scores;
+  a.tensor_cores = kernel == BeaconScoreKernel::kMma;
 
   const int ring_valid = ring_count < dims.recent ? ring_count : dims.recent;
   const BeaconStateLayout lay = BeaconStateLayout::For(dims);

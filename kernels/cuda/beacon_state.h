@@ -39,7 +39,7 @@
 // the project builds it (GCC contracts its dot products into FMAs under
 // -march with FMA): on data without near-ties the device keeps exactly the
 // points ContinualFps keeps, bit for bit, with the same inverse norms.
-// Scoring is fp32 from the bf16 keys (see LaunchBeaconScore).
+// Scoring reads the bf16 keys (see LaunchBeaconScore).
 //
 // Thread ownership: a state belongs to one sequence; kernels of one stream
 // touch it in launch order. Launchers are asynchronous on `stream`, launch no
@@ -138,16 +138,21 @@ size_t BeaconScoreWorkspaceBytes(const BeaconDims& dims, int32_t n_slots);
 // scaled table), else float(theta^(-2i/d)) computed in double; angle
 // position * inv_freq in double, cos/sin rounded to fp32 and multiplied by
 // rope.attention_factor (QueryRotator's arithmetic). Logits are
-// fp32 dot products of the fp32 queries with the bf16 keys widened, times
-// 1/sqrt(d); softmax in fp32 with the max subtracted.
+// the fp32 queries' dot products with the bf16 keys, times 1/sqrt(d):
+// kernel kMma (head_dim 64 and 128; others run kSimt) on tensor cores with
+// each query split into two bf16 parts, within 2^-17 of sum |q_i k_i| of the
+// fp32 dot product; kSimt in fp32 FMAs with the keys widened. Softmax in
+// fp32 with the max subtracted.
 //   scores    [n_layers][n_kv_heads][n_slots] f32
 //   workspace BeaconScoreWorkspaceBytes(dims, n_slots) bytes
 // REQUIRES kv.layout matches dims (n_layers, n_kv_heads, head_dim), kv.k
 // and kv.pos set, else cudaErrorInvalidValue; pool_kernel odd >= 1;
 // ring_count >= 0; rope.attention_factor > 0.
+enum class BeaconScoreKernel { kSimt, kMma };
 cudaError_t LaunchBeaconScore(const BeaconDims& dims, const void* state, int32_t ring_count, const PagedKv& kv,
                               const int32_t* block_table, int32_t n_slots, int32_t position, const RopeParams& rope,
-                              int pool_kernel, float* scores, void* workspace, cudaStream_t stream);
+                              int pool_kernel, float* scores, void* workspace, cudaStream_t stream,
+                              BeaconScoreKernel kernel = BeaconScoreKernel::kMma);
 
 }  // namespace beacon
 

@@ -6,7 +6,9 @@
 // head) row. Both sides rotate the same fp32 queries with the same double
 // angles and score the same key values; they differ only in fp32 summation
 // order (dot products of <= 128 terms, softmax sums over <= 1000 slots),
-// i.e. relative errors ~1e-6 in the probabilities. A wrong beacon set, a
+// i.e. relative errors ~1e-6 in the probabilities (the tensor-core kernel
+// adds its split queries' 2^-17, checked more tightly against the CUDA-core
+// kernel in RunCase). A wrong beacon set, a
 // wrong rotation position, a missing ring entry or a wrong pool would change
 // scores by far more than 1e-3 of the row's maximum.
 #include <algorithm>
@@ -42,6 +44,42 @@ struct Case {
   // and the kernel's rope.inv_freq / attention_factor get its RopeTable.
   bool yarn = false;
 };
+
+// Scores the sequence's slots with `kernel` into *got and compares every
+// (layer, KV head) row with the policy's Score (the tolerance in the file
+// comment).
+void ExpectScoresMatch(KvPolicy& policy, KvMirror& mirror, SequenceKv& seq, const int32_t* table, const BeaconDims& d,
+                       const Case& c, const void* state, int32_t position, const RopeParams& rope,
+                       BeaconScoreKernel kernel, std::vector<float>* got_out) {
+  DeviceBuffer<char> ws(BeaconScoreWorkspaceBytes(d, c.n_slots));
+  DeviceBuffer<float> scores(static_cast<size_t>(d.n_layers) * c.n_kv_heads * c.n_slots);
+  ASSERT_EQ(scores.PoisonWithNaN(), cudaSuccess);
+  ASSERT_EQ(LaunchBeaconScore(d, state, c.tokens, mirror.Device(), table, c.n_slots, position, rope, c.pool_kernel,
+                              scores.get(), ws.get(), nullptr, kernel),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float>& got = *got_out;
+  ASSERT_EQ(scores.Download(&got), cudaSuccess);
+
+  std::vector<float> want(c.n_slots);
+  for (int l = 0; l < d.n_layers; ++l) {
+    KeysView keys(mirror.cache(), &seq, l);
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      policy.Score(l, h, keys, position, want.data());
+      const float* g = got.data() + (static_cast<size_t>(l) * c.n_kv_heads + h) * c.n_slots;
+      const float peak = *std::max_element(want.begin(), want.end());
+      const double tol = 1e-3 * peak + 1e-6;
+      int bad = 0;
+      for (int32_t s = 0; s < c.n_slots; ++s) {
+        if (std::isfinite(g[s]) && std::abs(g[s] - want[s]) <= tol) continue;
+        if (++bad <= 5)
+          ADD_FAILURE() << "layer " << l << " kv head " << h << " slot " << s << ": got " << g[s] << " want " << want[s]
+                        << " (tol " << tol << ")";
+      }
+      EXPECT_EQ(bad, 0) << "layer " << l << " kv head " << h;
+    }
+  }
+}
 
 void RunCase(const Case& c) {
   const std::string what = "heads " + std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " d " +
@@ -106,7 +144,13 @@ void RunCase(const Case& c) {
   const int32_t blocks_needed = (c.n_slots + kBlockSize - 1) / kBlockSize;
   KvMirror mirror(shape, 2 * blocks_needed + 2);
   ASSERT_EQ(mirror.status(), cudaSuccess);
-  mirror.FillRandom(c.n_slots + c.head_dim, /*key_std=*/2.0f);
+  // Positions up to 100 past the beacons' (the scoring position below): a
+  // beacon sees about 97% of the slots and a ring query, at its own
+  // position, a little fewer, so every softmax spreads over many slots and
+  // its values show the logits' precision (positions over a wider range
+  // would leave about one visible slot per query, and probabilities of 1).
+  const int32_t position = kFirstPos + c.tokens + 7;
+  mirror.FillRandom(c.n_slots + c.head_dim, /*key_std=*/2.0f, /*max_pos=*/position + 100);
   ASSERT_EQ(mirror.Upload(), cudaSuccess);
   SequenceKv seq(mirror.cache()), other(mirror.cache());
   cuda_test::ReserveInterleaved(c.n_slots, kBlockSize, &seq, &other);
@@ -125,37 +169,33 @@ void RunCase(const Case& c) {
     rope.inv_freq = inv_freq.get();
     rope.theta = -1.0f;  // ignored when inv_freq is given
   }
-  const int32_t position = kFirstPos + c.tokens + 7;
-  DeviceBuffer<char> ws(BeaconScoreWorkspaceBytes(d, c.n_slots));
-  DeviceBuffer<float> scores(static_cast<size_t>(kLayers) * c.n_kv_heads * c.n_slots);
-  ASSERT_EQ(scores.PoisonWithNaN(), cudaSuccess);
-  ASSERT_EQ(LaunchBeaconScore(d, state.get(), c.tokens, mirror.Device(), table.get(), c.n_slots, position, rope,
-                              c.pool_kernel, scores.get(), ws.get(), nullptr),
-            cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<float> got;
-  ASSERT_EQ(scores.Download(&got), cudaSuccess);
-
-  std::vector<float> want(c.n_slots);
-  for (int l = 0; l < kLayers; ++l) {
-    KeysView keys(mirror.cache(), &seq, l);
-    for (int h = 0; h < c.n_kv_heads; ++h) {
-      (*policy)->Score(l, h, keys, position, want.data());
-      const float* g = got.data() + (static_cast<size_t>(l) * c.n_kv_heads + h) * c.n_slots;
-      const float peak = *std::max_element(want.begin(), want.end());
-      const double tol = 1e-3 * peak + 1e-6;
-      int bad = 0;
-      for (int32_t s = 0; s < c.n_slots; ++s) {
-        if (std::isfinite(g[s]) && std::abs(g[s] - want[s]) <= tol) continue;
-        if (++bad <= 5)
-          ADD_FAILURE() << "layer " << l << " kv head " << h << " slot " << s << ": got " << g[s] << " want " << want[s]
-                        << " (tol " << tol << ")";
-      }
-      EXPECT_EQ(bad, 0) << "layer " << l << " kv head " << h;
+  // Both kernels (kMma runs its tensor-core tiles at head_dim 64 and 128 and
+  // the CUDA-core ones elsewhere) against the same CPU scores.
+  std::vector<float> simt, mma;
+  for (auto [kernel, got] : {std::pair{BeaconScoreKernel::kSimt, &simt}, std::pair{BeaconScoreKernel::kMma, &mma}}) {
+    SCOPED_TRACE(kernel == BeaconScoreKernel::kMma ? "tensor cores" : "CUDA cores");
+    ExpectScoresMatch(**policy, mirror, seq, table.get(), d, c, state.get(), position, rope, kernel, got);
+  }
+  // The split queries keep the tensor-core logits within 2^-17 of
+  // sum |q_i k_i| (at most 1.2e-4 here, after the scale; 1e-5 typical) of
+  // the fp32 ones, so each probability agrees with the CUDA-core kernel's to
+  // 3e-4 of itself (above 1e-6 of the row's peak, where underflow starts to
+  // matter and selection does not). Queries rounded to bf16 once (2^-9: a
+  // typical logit moves by 2e-3) fail this; the CPU tolerance above, relative
+  // to the peak, does not see them.
+  ASSERT_EQ(simt.size(), mma.size());
+  const size_t slots = static_cast<size_t>(c.n_slots);
+  for (size_t r0 = 0; r0 < simt.size(); r0 += slots) {
+    const float peak = *std::max_element(simt.begin() + r0, simt.begin() + r0 + slots);
+    int bad = 0;
+    for (size_t i = r0; i < r0 + slots; ++i) {
+      if (std::abs(mma[i] - simt[i]) <= 3e-4 * std::abs(simt[i]) + 1e-6 * peak) continue;
+      if (++bad <= 5)
+        ADD_FAILURE() << "row " << r0 / slots << " slot " << i - r0 << ": mma " << mma[i] << " simt " << simt[i];
     }
+    EXPECT_EQ(bad, 0) << "row " << r0 / slots << " (layer x KV head)";
   }
 }
-
 TEST(CudaBeaconScoreTest, MatchesBeaconPolicyAfterShrinks) {
   BEACON_REQUIRE_CUDA_DEVICE();
   // 150 tokens, U = 64, K = 16: buffers shrank twice and hold 54 points, so
@@ -180,6 +220,8 @@ TEST(CudaBeaconScoreTest, ManyQueriesGroupOfThreeAndManySlots) {
   // R + K = 48 queries per head (two query tiles), group 3, 1000 slots.
   RunCase({6, 2, 64, 32, 16, 40, 100, 1000, 3, false, false});
   RunCase({6, 2, 20, 32, 16, 40, 100, 77, 1, true, false});  // head_dim not a multiple of 4
+  // R1-Distill-Qwen-7B's group of 7 at head_dim 128.
+  RunCase({14, 2, 128, 16, 16, 64, 150, 301, 1, false, false});
   // 5000 slots = 157 chunks of 32: the softmax stats merge 3 chunks per block.
   RunCase({4, 2, 32, 8, 16, 64, 150, 5000, 3, false, false});
 }

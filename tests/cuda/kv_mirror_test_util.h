@@ -76,10 +76,11 @@ class KvMirror {
 
   // Every block of every layer and head: K ~ N(0, key_std), V ~ N(0, 1),
   // positions uniform in [0, 1e6).
-  void FillRandom(uint64_t seed, float key_std) {
+  // Keys N(0, key_std^2), values N(0, 1), positions uniform in [0, max_pos].
+  void FillRandom(uint64_t seed, float key_std, int32_t max_pos = 999999) {
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::uniform_int_distribution<int32_t> any_pos(0, 999999);
+    std::uniform_int_distribution<int32_t> any_pos(0, max_pos);
     for (int l = 0; l < shape_.n_layers; ++l)
       for (int32_t b = 0; b < layout_.num_blocks; ++b)
         for (int h = 0; h < shape_.n_kv_heads; ++h)
