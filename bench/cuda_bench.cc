@@ -224,6 +224,8 @@ absl::StatusOr<ThroughputResult> BenchPoolThroughput(Runtime* rt, const KvPolicy
     q.generated = g;
     seqs.push_back(std::move(q));
   }
+  auto* cuda = dynamic_cast<CudaBackend*>(rt->backend());
+  const double weight_bytes = cuda != nullptr ? static_cast<double>(cuda->weights().streamed_bytes()) : 0.0;
   std::vector<int32_t> out;
   ThroughputResult r;
   r.concurrency = n;
@@ -233,6 +235,9 @@ absl::StatusOr<ThroughputResult> BenchPoolThroughput(Runtime* rt, const KvPolicy
   uint32_t salt = 1000;
   const auto t0 = Clock::now();
   for (int step = 0; step < steps; ++step) {
+    int64_t slots = 0;
+    for (const BenchSeq& s : seqs) slots += s.kv->num_slots() + 1;  // + the token the step writes
+    r.bytes_read += weight_bytes + KvReadBytes(rt->config(), slots);
     if (absl::Status st = DecodeStep(rt, seqs, &out); !st.ok()) return st;
     r.tokens += static_cast<int64_t>(seqs.size());
     for (BenchSeq& s : seqs) {

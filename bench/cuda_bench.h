@@ -51,7 +51,15 @@ struct ThroughputResult {
   int64_t tokens = 0;
   double seconds = 0;
   int64_t evictions = 0;
+  // Bytes the timed steps had to read at least: per step the streamed
+  // weights plus K and V of every slot the batch held (and the step's new
+  // token). Prefills of replacement sequences are not counted, so
+  // tokens / (bytes_read / bandwidth) is an upper bound on tokens/s.
+  double bytes_read = 0;
   double tokens_per_second() const { return seconds > 0 ? tokens / seconds : 0; }
+  double bound_tokens_per_second(double bandwidth) const {
+    return bytes_read > 0 ? tokens / (bytes_read / bandwidth) : 0;
+  }
 };
 // Continuous batching over a pool of pool_tokens slots: as many sequences as
 // fit by their peak footprint (SequenceCompressor::PeakSlots), each prompt

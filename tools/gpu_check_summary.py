@@ -35,6 +35,15 @@ def mark(ok):
     return "met" if ok else "NOT met"
 
 
+def bound_note(bench):
+    """The throughput ratio at the bandwidth bound, and each policy's share of its own bound."""
+    if "throughput_bound_ratio" not in bench:
+        return ""
+    shares = ", ".join(f"{t['policy']} at {100 * t['tokens_per_second'] / t['bound_tokens_per_second']:.0f}% of its bound"
+                       for t in bench.get("throughput", []) if t.get("bound_tokens_per_second"))
+    return f"; at the bandwidth bound {bench['throughput_bound_ratio']:.2f}x ({shares})"
+
+
 def tests_line(work):
     t = load(os.path.join(work, "cuda_tests.json"))
     if t is None:
@@ -125,7 +134,7 @@ def main(argv=None):
             if "throughput_ratio" in b:
                 print(f"{r['config']}: throughput beacon/full at a fixed pool, "
                       f"{b.get('throughput_output_len', 8192)} outputs: {b['throughput_ratio']:.2f}x "
-                      f"(target >= {TPUT_8K}x: {mark(b['throughput_ratio'] >= TPUT_8K)})")
+                      f"(target >= {TPUT_8K}x: {mark(b['throughput_ratio'] >= TPUT_8K)}){bound_note(b)}")
             dec = {d["batch"]: d["step_ms"] for d in b.get("decode", [])}
             if r["config"] == "qwen3-4b" and 1 in dec and 64 in dec:
                 ratio = dec[64] / dec[1]
@@ -149,7 +158,7 @@ def main(argv=None):
     long = load(os.path.join(work, "long-32k.json"))
     if long and "throughput_ratio" in long:
         print(f"32K outputs (R1-Distill-Qwen-7B shape): beacon/full {long['throughput_ratio']:.2f}x "
-              f"(target >= {TPUT_32K}x: {mark(long['throughput_ratio'] >= TPUT_32K)})")
+              f"(target >= {TPUT_32K}x: {mark(long['throughput_ratio'] >= TPUT_32K)}){bound_note(long)}")
     serve = load(os.path.join(work, "serve.json"))
     if serve:
         print(f"beacon-serve --device {serve.get('device', 'cuda')}: {'ok' if serve.get('ok') else 'FAILED'} "
