@@ -18,7 +18,7 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests bench peer mma gemv profile serve long group score"), DEADLINE (seconds for the whole run,
+# "tests bench peer mma gemv profile serve long group score sanitize"), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 out="${OUT:-$root/build-gpu/out}"
 work="${WORK:-/tmp/gpu-check}"
-stages="${STAGES:-tests bench peer mma gemv profile serve long group score}"
+stages="${STAGES:-tests bench peer mma gemv profile serve long group score sanitize}"
 deadline=$(( $(date +%s) + ${DEADLINE:-560} ))
 shapes="${SHAPES:-qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096}"
 batches="${BATCHES:-1,16,64}"
@@ -191,6 +191,23 @@ if want score; then
       --json "$work/score-$cfg.json" > "$work/score-$cfg.log" 2>&1 || status=1
     grep "BeaconKV overhead" "$work/score-$cfg.log"
   done
+fi
+if want sanitize; then
+  # compute-sanitizer over the kernels written since the last sanitizer run on hardware (2026-12-04):
+  # tensor-core decode attention and eviction scoring, the GEMV, the deferred observation. memcheck:
+  # out-of-bounds and misaligned accesses; racecheck: shared-memory hazards (a missing barrier),
+  # which the emulator cannot see.
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)
+  filter='CudaBeaconScoreTest.*:CudaDecodeAttentionTest.TensorCore*:CudaDecodeGraphTest.*:CudaGemvTest.*:CudaBeaconObserveTest.*'
+  if [ -n "$san" ]; then
+    for tool in memcheck racecheck; do
+      run "sanitize $tool" 120 "$san" --tool "$tool" --error-exitcode 3 "${launch[@]}" "$bin/cuda_tests" \
+        --gtest_filter="$filter" > "$work/sanitize-$tool.log" 2>&1 || status=1
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[ *(PASSED|FAILED) *\]" "$work/sanitize-$tool.log" | tail -4
+    done
+  else
+    stamp "no compute-sanitizer on this machine: sanitize skipped"
+  fi
 fi
 stamp "done"
 pack

@@ -6,13 +6,14 @@
 Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
 (tools/gpu_torch_peer.py --json), mma-<config>.json (the same decode and throughput with
 --cuda-tensor-core-decode), gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), score-<config>.json
-(BeaconKV's overhead with --no-cuda-tensor-core-score), long-32k.json and serve*.json where present; a
-missing file is a
-missing row, never an error. Every ratio comes from files of the same run.
+(BeaconKV's overhead with --no-cuda-tensor-core-score), long-32k.json, serve*.json and sanitize-*.log
+(compute-sanitizer) where present; a missing file is a missing row, never an error. Every ratio comes
+from files of the same run.
 """
 import glob
 import json
 import os
+import re
 import sys
 
 # Issue 44's targets.
@@ -159,6 +160,17 @@ def main(argv=None):
     if long and "throughput_ratio" in long:
         print(f"32K outputs (R1-Distill-Qwen-7B shape): beacon/full {long['throughput_ratio']:.2f}x "
               f"(target >= {TPUT_32K}x: {mark(long['throughput_ratio'] >= TPUT_32K)}){bound_note(long)}")
+    for tool in ("memcheck", "racecheck"):
+        try:
+            with open(os.path.join(work, f"sanitize-{tool}.log")) as f:
+                log = f.read()
+        except OSError:
+            continue
+        found = re.findall(r"(?:ERROR|RACECHECK) SUMMARY: (\d+) (?:errors?|hazards?)", log)
+        tests = re.findall(r"^\[ *(PASSED|FAILED) *\].*", log, re.M)
+        errors = sum(int(n) for n in found)
+        print(f"compute-sanitizer {tool}: " + (f"{errors} errors/hazards" if found else "no summary (killed?)") +
+              (f"; tests {', '.join(tests)}" if tests else ""))
     serve = load(os.path.join(work, "serve.json"))
     if serve:
         print(f"beacon-serve --device {serve.get('device', 'cuda')}: {'ok' if serve.get('ok') else 'FAILED'} "
