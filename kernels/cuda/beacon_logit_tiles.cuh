@@ -3,16 +3,19 @@
 // on CUDA cores (SimtTile) or on tensor cores (MmaTile<kD>).
 //
 // A tile's contract, which both kernels of beacon_logits.cu drive:
+//   kKeyChunks                        chunks its key buffer holds at once
 //   StageQueries(qh, nq, q0, d, ts)   queries q0 .. q0 + 31 of a head
-//   StageKeys(rows, d, ts)            the keys of the chunk in `rows`
-//   Logits(qh, nq, q0, d, rows, ts, acc)
-//       acc[r] = q[q0 + warp * 8 + r] . key[lane] over head_dim (rows past
-//       nq and slots past n_slots see zeros)
+//   StageKeys(rows, c, d, ts)         the keys of the chunk in `rows` into
+//                                     key buffer c (< kKeyChunks)
+//   Logits(qh, nq, q0, d, rows, c, ts, acc)
+//       acc[r] = q[q0 + warp * 8 + r] . key[lane] over head_dim, the keys
+//       of `rows`, staged in buffer c (rows past nq and slots past n_slots
+//       see zeros)
 // Every thread of the block calls each of them (they synchronise), and a
 // tile may stage either input at the call that names it or inside Logits:
 // the kernels call StageQueries whenever the query tile changes and
-// StageKeys whenever the chunk does, so each implementation stages no more
-// often than its own layout needs.
+// StageKeys whenever a buffer's chunk does, so each implementation stages no
+// more often than its own layout needs.
 #ifndef BEACON_KERNELS_CUDA_BEACON_LOGIT_TILES_CUH_
 #define BEACON_KERNELS_CUDA_BEACON_LOGIT_TILES_CUH_
 
@@ -64,10 +67,12 @@ struct SimtTile {
     __align__(16) float queries[kTileQueries * kDimChunk];
   };
 
-  __device__ static void StageQueries(const float*, int, int, int, Smem&) {}
-  __device__ static void StageKeys(const KeyRows&, int, Smem&) {}
+  static constexpr int kKeyChunks = 1;  // Logits restages from `rows` every time
 
-  __device__ static void Logits(const float* qh, int nq, int q0, int d, const KeyRows& rows, Smem& sm,
+  __device__ static void StageQueries(const float*, int, int, int, Smem&) {}
+  __device__ static void StageKeys(const KeyRows&, int, int, Smem&) {}
+
+  __device__ static void Logits(const float* qh, int nq, int q0, int d, const KeyRows& rows, int, Smem& sm,
                                 float (&acc)[kQueriesPerThread]) {
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     constexpr int kPairs = kDimChunk / 2;
@@ -124,25 +129,27 @@ struct SimtTile {
 // split costs a second product and keeps the scores the CPU policy's, which
 // a single bf16 rounding of the queries (2^-9) would not.
 //
-// Layout: the chunk's 32 keys and the tile's 32 queries (both parts) stay in
-// shared memory as bf16 rows of kD + 8 elements (a 16-byte shift per row, so
+// Layout: kChunks chunks of 32 keys and the tile's 32 queries (both parts)
+// stay in shared memory as bf16 rows of kD + 8 elements (a 16-byte shift per row, so
 // the 8 rows a matrix load reads at once fall in distinct banks); warp w
 // computes the 16 x 16 block (queries 16 (w / 2) .., slots 16 (w % 2) ..)
 // and stores it to a fp32 logit tile, from which each thread reads its 8
 // values in SimtTile's arrangement (CUDA leaves an accumulator's lane layout
 // unspecified, so the tile goes through memory).
-template <int kD>
+template <int kD, int kChunks>
 struct MmaTile {
   static_assert(kD % 16 == 0 && kD % 8 == 0, "whole 16-wide k steps and 16-byte rows");
+  static constexpr int kKeyChunks = kChunks;
   static constexpr int kLd = kD + 8;                // bf16 rows
   static constexpr int kLogitLd = kChunkSlots + 4;  // fp32 rows
   struct Smem {
-    __align__(32) __nv_bfloat16 keys[kChunkSlots * kLd];
+    __align__(32) __nv_bfloat16 keys[kChunks * kChunkSlots * kLd];
     __align__(32) __nv_bfloat16 q_hi[kTileQueries * kLd];
     __align__(32) __nv_bfloat16 q_lo[kTileQueries * kLd];
     __align__(32) float logits[kTileQueries * kLogitLd];
   };
   static_assert(kTileQueries == 32 && kChunkSlots == 32 && kWarps == 4, "a 2 x 2 grid of 16 x 16 blocks");
+  static_assert(sizeof(Smem) <= 48 * 1024, "static shared memory");
 
   // The barrier first: the previous Logits may still read q_hi / q_lo.
   __device__ static void StageQueries(const float* qh, int nq, int q0, int, Smem& sm) {
@@ -165,22 +172,24 @@ struct MmaTile {
 
   // 16-byte copies of the bf16 rows as stored (a row of kD bf16 starts on a
   // 16-byte boundary: KvIndex is a multiple of head_dim); zeros past n_slots.
-  __device__ static void StageKeys(const KeyRows& rows, int, Smem& sm) {
+  __device__ static void StageKeys(const KeyRows& rows, int c_buf, int, Smem& sm) {
     __syncthreads();
+    __nv_bfloat16* keys = sm.keys + c_buf * kChunkSlots * kLd;
     constexpr int kVecs = kD / 8;
     for (int idx = threadIdx.x; idx < kChunkSlots * kVecs; idx += kThreads) {
       const int s = idx / kVecs, c = 8 * (idx - s * kVecs);
       uint4 v = make_uint4(0u, 0u, 0u, 0u);
       if (rows.row[s] != nullptr) v = *reinterpret_cast<const uint4*>(rows.row[s] + c);
-      *reinterpret_cast<uint4*>(sm.keys + s * kLd + c) = v;
+      *reinterpret_cast<uint4*>(keys + s * kLd + c) = v;
     }
   }
 
-  __device__ static void Logits(const float*, int nq, int q0, int, const KeyRows&, Smem& sm,
+  __device__ static void Logits(const float*, int nq, int q0, int, const KeyRows&, int c_buf, Smem& sm,
                                 float (&acc)[kQueriesPerThread]) {
     namespace wmma = nvcuda::wmma;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int qr = 16 * (warp / 2), sc = 16 * (warp % 2);
+    const __nv_bfloat16* keys = sm.keys + c_buf * kChunkSlots * kLd;
     __syncthreads();     // both inputs staged
     if (q0 + qr < nq) {  // uniform in the warp: its 16 query rows hold at least one query
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
@@ -189,7 +198,7 @@ struct MmaTile {
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
 #pragma unroll
       for (int k = 0; k < kD; k += 16) {
-        wmma::load_matrix_sync(b, sm.keys + sc * kLd + k, kLd);  // key s, dim k: keys[s * kLd + k]
+        wmma::load_matrix_sync(b, keys + sc * kLd + k, kLd);  // key s, dim k: keys[s * kLd + k]
         wmma::load_matrix_sync(a, sm.q_hi + qr * kLd + k, kLd);
         wmma::mma_sync(c, a, b, c);
         wmma::load_matrix_sync(a, sm.q_lo + qr * kLd + k, kLd);

@@ -53,9 +53,9 @@ __global__ void __launch_bounds__(kThreads) StatsKernel(Args a, int chunks_per_g
       __syncthreads();
       const bool in = s0 + lane < a.n_slots;
       const int32_t kpos = rows.pos[lane];
-      Tile::StageKeys(rows, d, ts);
+      Tile::StageKeys(rows, 0, d, ts);
       float acc[kQueriesPerThread];
-      Tile::Logits(qh, nq, q0, d, rows, ts, acc);
+      Tile::Logits(qh, nq, q0, d, rows, 0, ts, acc);
 #pragma unroll
       for (int r = 0; r < kQueriesPerThread; ++r) {
         const int q = q0 + warp * kQueriesPerThread + r;
@@ -100,24 +100,35 @@ __global__ void __launch_bounds__(kThreads) CombineKernel(Args a, int n_groups) 
   }
 }
 
-// Grid (chunks, n_kv_heads, n_layers): out = max over the group's queries of
-// their probabilities, starting from 0.
+// Grid (ceil(chunks / C), n_kv_heads, n_layers), C = Tile::kKeyChunks
+// consecutive chunks a block: out = max over the group's queries of their
+// probabilities, starting from 0. A tile that keeps C chunks of keys
+// resident stages each query tile once for all of them.
 template <class Tile>
 __global__ void __launch_bounds__(kThreads) ProbMaxKernel(Args a) {
-  __shared__ KeyRows rows;
+  constexpr int C = Tile::kKeyChunks;
+  __shared__ KeyRows rows[C];
   __shared__ typename Tile::Smem ts;
   __shared__ float red[kWarps][32];
   const int kv_head = blockIdx.y, layer = blockIdx.z;
   const int d = a.dims.head_dim, group = a.dims.n_heads / a.dims.n_kv_heads;
-  const int32_t s0 = static_cast<int32_t>(blockIdx.x) * kChunkSlots;
-  SetKeyRows(a, layer, kv_head, s0, rows);
+  const int32_t s_first = static_cast<int32_t>(blockIdx.x) * C * kChunkSlots;
+  int n_chunks = (a.n_slots - s_first + kChunkSlots - 1) / kChunkSlots;  // this block's, >= 1
+  n_chunks = n_chunks < C ? n_chunks : C;
+  for (int c = 0; c < n_chunks; ++c) SetKeyRows(a, layer, kv_head, s_first + c * kChunkSlots, rows[c]);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool valid = s0 + lane < a.n_slots;
-  const int32_t kpos = rows.pos[lane];
-  Tile::StageKeys(rows, d, ts);  // one chunk: the keys serve every head of the group
+  bool valid[C];
+  int32_t kpos[C];
+  float best[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    valid[c] = c < n_chunks && s_first + c * kChunkSlots + lane < a.n_slots;
+    kpos[c] = c < n_chunks ? rows[c].pos[lane] : INT32_MAX;
+    best[c] = 0.0f;
+  }
+  for (int c = 0; c < n_chunks; ++c) Tile::StageKeys(rows[c], c, d, ts);  // serve every head of the group
   const size_t q_rows = QueryRows(a.dims);
-  float best = 0.0f;
   for (int g = 0; g < group; ++g) {
     const size_t lh = static_cast<size_t>(layer) * a.dims.n_heads + kv_head * group + g;
     const int nq = a.n_queries[lh];
@@ -126,50 +137,63 @@ __global__ void __launch_bounds__(kThreads) ProbMaxKernel(Args a) {
     const int32_t* qpos = a.query_pos + lh * q_rows;
     for (int q0 = 0; q0 < nq; q0 += kTileQueries) {
       Tile::StageQueries(qh, nq, q0, d, ts);
-      float acc[kQueriesPerThread];
-      Tile::Logits(qh, nq, q0, d, rows, ts, acc);
 #pragma unroll
-      for (int r = 0; r < kQueriesPerThread; ++r) {
-        const int q = q0 + warp * kQueriesPerThread + r;
-        if (q >= nq) break;
-        if (!valid || kpos > qpos[q]) continue;  // past n_slots, or newer than the query
-        const float2 ms = st[q];
-        best = fmaxf(best, expf(acc[r] * a.scale - ms.x) * ms.y);
+      for (int c = 0; c < C; ++c) {
+        if (c >= n_chunks) break;  // uniform in the block
+        float acc[kQueriesPerThread];
+        Tile::Logits(qh, nq, q0, d, rows[c], c, ts, acc);
+#pragma unroll
+        for (int r = 0; r < kQueriesPerThread; ++r) {
+          const int q = q0 + warp * kQueriesPerThread + r;
+          if (q >= nq) break;
+          if (!valid[c] || kpos[c] > qpos[q]) continue;  // past n_slots, or newer than the query
+          const float2 ms = st[q];
+          best[c] = fmaxf(best[c], expf(acc[r] * a.scale - ms.x) * ms.y);
+        }
       }
     }
   }
-  red[warp][lane] = best;
-  __syncthreads();
-  if (warp == 0 && valid) {
-    float m = red[0][lane];
-    for (int w = 1; w < kWarps; ++w) m = fmaxf(m, red[w][lane]);
-    a.out[(static_cast<size_t>(layer) * a.dims.n_kv_heads + kv_head) * a.n_slots + s0 + lane] = m;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (c >= n_chunks) break;
+    __syncthreads();  // red's previous chunk has been read
+    red[warp][lane] = best[c];
+    __syncthreads();
+    if (warp == 0 && valid[c]) {
+      float m = red[0][lane];
+      for (int w = 1; w < kWarps; ++w) m = fmaxf(m, red[w][lane]);
+      a.out[(static_cast<size_t>(layer) * a.dims.n_kv_heads + kv_head) * a.n_slots + s_first + c * kChunkSlots + lane] =
+          m;
+    }
   }
 }
 
-template <class Tile>
+template <class StatsTile, class ProbTile>
 cudaError_t Launch(const Args& a, cudaStream_t stream) {
-  const unsigned chunks = static_cast<unsigned>(NumChunks(a.n_slots));
+  constexpr unsigned kPer = ProbTile::kKeyChunks;
+  const unsigned prob_blocks = (static_cast<unsigned>(NumChunks(a.n_slots)) + kPer - 1) / kPer;
   const unsigned groups = static_cast<unsigned>(NumGroups(a.n_slots));
   const BeaconDims& d = a.dims;
-  auto* stats = StatsKernel<Tile>;
+  auto* stats = StatsKernel<StatsTile>;
   stats<<<dim3(groups, d.n_heads, d.n_layers), kThreads, 0, stream>>>(a, static_cast<int>(ChunksPerGroup(a.n_slots)));
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   CombineKernel<<<static_cast<unsigned>(d.n_layers * d.n_heads), kThreads, 0, stream>>>(a, static_cast<int>(groups));
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
-  auto* prob_max = ProbMaxKernel<Tile>;
-  prob_max<<<dim3(chunks, d.n_kv_heads, d.n_layers), kThreads, 0, stream>>>(a);
+  auto* prob_max = ProbMaxKernel<ProbTile>;
+  prob_max<<<dim3(prob_blocks, d.n_kv_heads, d.n_layers), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
 }  // namespace
 
+// The probability pass keeps as many chunks of keys resident as fit the
+// static 48 KiB beside the query tile: 4 at head_dim 64, 2 at 128.
 cudaError_t LaunchProbMax(const Args& a, cudaStream_t stream) {
-  if (a.tensor_cores && a.dims.head_dim == 64) return Launch<MmaTile<64>>(a, stream);
-  if (a.tensor_cores && a.dims.head_dim == 128) return Launch<MmaTile<128>>(a, stream);
-  return Launch<SimtTile>(a, stream);
+  if (a.tensor_cores && a.dims.head_dim == 64) return Launch<MmaTile<64, 1>, MmaTile<64, 4>>(a, stream);
+  if (a.tensor_cores && a.dims.head_dim == 128) return Launch<MmaTile<128, 1>, MmaTile<128, 2>>(a, stream);
+  return Launch<SimtTile, SimtTile>(a, stream);
 }
 
 }  // namespace beacon::beacon_logits

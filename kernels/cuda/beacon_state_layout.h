@@ -50,16 +50,25 @@ struct BeaconStateLayout {
 
 // The logit kernels' grouping of slots (beacon_logits.h): blocks of
 // kChunkSlots slots, at most kMaxGroups partial-softmax groups per query, so
-// the partials do not grow with the context. constexpr functions: device
+// the partials do not grow with the context, and at least
+// kMinChunksPerGroup chunks a group (while there are that many), so that a
+// statistics block, which stages its query tile once, reads at least 4x
+// the query tile's bytes in keys (2,176 slots: 9 groups of 8 chunks, not
+// 34 of 2). constexpr functions: device
 // code calls them too (beacon_kernels_cuda builds with
 // --expt-relaxed-constexpr).
 namespace beacon_logits {
 
 inline constexpr int kChunkSlots = 32;  // slots per block of the logit kernels (one per lane)
 inline constexpr int kMaxGroups = 64;   // partial softmax stats per query: at most this many
+inline constexpr int kMinChunksPerGroup = 8;
 
 constexpr size_t NumChunks(int32_t n_slots) { return (static_cast<size_t>(n_slots) + kChunkSlots - 1) / kChunkSlots; }
-constexpr size_t ChunksPerGroup(int32_t n_slots) { return (NumChunks(n_slots) + kMaxGroups - 1) / kMaxGroups; }
+// 0 when there are no slots.
+constexpr size_t ChunksPerGroup(int32_t n_slots) {
+  const size_t spread = (NumChunks(n_slots) + kMaxGroups - 1) / kMaxGroups;
+  return NumChunks(n_slots) == 0 ? 0 : spread > kMinChunksPerGroup ? spread : kMinChunksPerGroup;
+}
 constexpr size_t NumGroups(int32_t n_slots) {
   return ChunksPerGroup(n_slots) == 0 ? 0
                                       : (NumChunks(n_slots) + ChunksPerGroup(n_slots) - 1) / ChunksPerGroup(n_slots);
@@ -114,12 +123,14 @@ struct BeaconEvictScratchLayout {
   }
   // What a reservation for every n_slots <= max_slots needs: every region
   // but the partial softmax stats grows with n_slots, and those have
-  // NumGroups(n) <= min(kMaxGroups, NumChunks(max_slots)) groups (NumGroups
-  // itself is not monotonic: 64 chunks make 64 groups, 65 make 33).
+  // NumGroups(n) <= min(kMaxGroups, ceil(NumChunks(max_slots) /
+  // kMinChunksPerGroup)) groups (NumGroups itself is not monotonic: 512
+  // chunks make 64 groups, 513 make 57).
   static size_t BytesForAtMost(const BeaconDims& d, int32_t max_slots, int32_t block_size) {
     auto align = [](size_t b) { return (b + 255) / 256 * 256; };
     const size_t chunks = beacon_logits::NumChunks(max_slots);
-    const size_t most_groups = chunks < beacon_logits::kMaxGroups ? chunks : beacon_logits::kMaxGroups;
+    const size_t spread = (chunks + beacon_logits::kMinChunksPerGroup - 1) / beacon_logits::kMinChunksPerGroup;
+    const size_t most_groups = spread < beacon_logits::kMaxGroups ? spread : beacon_logits::kMaxGroups;
     const size_t extra_groups = most_groups - beacon_logits::NumGroups(max_slots);
     const size_t lhq = static_cast<size_t>(d.n_layers) * d.n_heads * (static_cast<size_t>(d.recent) + d.beacons);
     return For(d, max_slots, block_size).total_bytes + align(lhq * extra_groups * 2 * sizeof(float));

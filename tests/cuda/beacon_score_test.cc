@@ -222,8 +222,11 @@ TEST(CudaBeaconScoreTest, ManyQueriesGroupOfThreeAndManySlots) {
   RunCase({6, 2, 20, 32, 16, 40, 100, 77, 1, true, false});  // head_dim not a multiple of 4
   // R1-Distill-Qwen-7B's group of 7 at head_dim 128.
   RunCase({14, 2, 128, 16, 16, 64, 150, 301, 1, false, false});
-  // 5000 slots = 157 chunks of 32: the softmax stats merge 3 chunks per block.
+  // 5000 slots = 157 chunks of 32: the softmax stats merge 8 chunks per block
+  // (kMinChunksPerGroup), 20 groups; 17,000 slots = 532 chunks: 9 a block
+  // (kMaxGroups bounds the groups), 60 groups, at head_dim 64 (both kernels).
   RunCase({4, 2, 32, 8, 16, 64, 150, 5000, 3, false, false});
+  RunCase({2, 1, 64, 8, 16, 64, 150, 17000, 1, false, false});
 }
 
 // Groups of one: the state of beacon_group_queries, whose state heads are the
