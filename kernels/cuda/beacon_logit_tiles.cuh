@@ -129,9 +129,11 @@ struct SimtTile {
 // split costs a second product and keeps the scores the CPU policy's, which
 // a single bf16 rounding of the queries (2^-9) would not.
 //
-// Layout: kChunks chunks of 32 keys and the tile's 32 queries (both parts)
-// stay in shared memory as bf16 rows of kD + 8 elements (a 16-byte shift per row, so
-// the 8 rows a matrix load reads at once fall in distinct banks); warp w
+// Layout: kChunks chunks of 32 keys (several for the probability pass, so
+// one staged query tile serves them all) and the tile's 32 queries (both
+// parts) stay in shared memory as bf16 rows of kD + 8 elements (a 16-byte
+// shift per row, so the 8 rows a matrix load reads at once fall in distinct
+// banks); warp w
 // computes the 16 x 16 block (queries 16 (w / 2) .., slots 16 (w % 2) ..)
 // and stores it to a fp32 logit tile, from which each thread reads its 8
 // values in SimtTile's arrangement (CUDA leaves an accumulator's lane layout
@@ -160,13 +162,14 @@ struct MmaTile {
       const int q = q0 + j;
       float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (q < nq) v = *reinterpret_cast<const float4*>(qh + static_cast<size_t>(q) * kD + c);
-      const float in[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const __nv_bfloat16 hi = __float2bfloat16_rn(in[e]);
-        sm.q_hi[j * kLd + c + e] = hi;
-        sm.q_lo[j * kLd + c + e] = __float2bfloat16_rn(in[e] - __bfloat162float(hi));
-      }
+      // Pairs, and 8-byte stores (j * kLd + c is a multiple of 4 elements).
+      const __nv_bfloat162 hi01 = __floats2bfloat162_rn(v.x, v.y), hi23 = __floats2bfloat162_rn(v.z, v.w);
+      const float2 h01 = __bfloat1622float2(hi01), h23 = __bfloat1622float2(hi23);
+      const __nv_bfloat162 lo01 = __floats2bfloat162_rn(v.x - h01.x, v.y - h01.y);
+      const __nv_bfloat162 lo23 = __floats2bfloat162_rn(v.z - h23.x, v.w - h23.y);
+      __nv_bfloat162* hi = reinterpret_cast<__nv_bfloat162*>(sm.q_hi + j * kLd + c);
+      __nv_bfloat162* lo = reinterpret_cast<__nv_bfloat162*>(sm.q_lo + j * kLd + c);
+      hi[0] = hi01, hi[1] = hi23, lo[0] = lo01, lo[1] = lo23;
     }
   }
 
