@@ -40,8 +40,8 @@ def bound_note(bench):
     """The throughput ratio at the bandwidth bound, and each policy's share of its own bound."""
     if "throughput_bound_ratio" not in bench:
         return ""
-    shares = ", ".join(f"{t['policy']} at {100 * t['tokens_per_second'] / t['bound_tokens_per_second']:.0f}% of its bound"
-                       for t in bench.get("throughput", []) if t.get("bound_tokens_per_second"))
+    shares = ", ".join(f"{t['policy']} at {100 * t['tokens_per_second'] / t['bound_tokens_per_second']:.0f}% "
+                       "of its bound" for t in bench.get("throughput", []) if t.get("bound_tokens_per_second"))
     return f"; at the bandwidth bound {bench['throughput_bound_ratio']:.2f}x ({shares})"
 
 
@@ -153,7 +153,8 @@ def main(argv=None):
         dev = f"{r['device_ms']:.3f}" if r["device_ms"] else "-"
         print(f"{r['config'] + ' @' + str(r['context']):<28} {r['batch']:>5} {r['step_ms']:>8.3f} {dev:>8} "
               f"{100 * r['roofline']:>7.1f}% {r['peer_ms'] if r['peer_ms'] is None else round(r['peer_ms'], 3)!s:>8} "
-              f"{'-' if speed is None else f'{speed:.2f}x':>10} {'-' if bound is None else f'{bound:.2f}x':>10}  {target}")
+              f"{'-' if speed is None else f'{speed:.2f}x':>10} "
+              f"{'-' if bound is None else f'{bound:.2f}x':>10}  {target}")
     for line in kernel_lines(work):
         print(line)
     long = load(os.path.join(work, "long-32k.json"))
