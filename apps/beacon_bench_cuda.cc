@@ -182,6 +182,7 @@ int CudaBenchMain(const cli::Args& args) {
   ro.cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
   ro.cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
   ro.cuda.tensor_core_score = args.Flag("cuda-tensor-core-score");
+  ro.cuda.programmatic_launch = args.Flag("cuda-programmatic-launch");
   if (absl::Status s = ro.cuda.Validate(); !s.ok()) return fail(s);
   absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(ro);
   if (!rt.ok()) return fail(rt.status());
@@ -203,7 +204,8 @@ int CudaBenchMain(const cli::Args& args) {
                         {"profiled", profile.enabled()},
                         {"cuda_tensor_core_decode", ro.cuda.tensor_core_decode},
                         {"cuda_small_batch_gemv", ro.cuda.small_batch_gemv},
-                        {"cuda_tensor_core_score", ro.cuda.tensor_core_score}};
+                        {"cuda_tensor_core_score", ro.cuda.tensor_core_score},
+                        {"cuda_programmatic_launch", ro.cuda.programmatic_launch}};
   b.profile = &profile;
   b.out = &out;
   using Part = absl::Status (*)(const CudaBench&);

@@ -460,6 +460,8 @@ void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
     args->Declare("cuda-small-batch-gemv", true, "", "projections of at most 8 tokens on a matrix-vector kernel");
     args->Declare("cuda-tensor-core-score", true, "true",
                   "BeaconKV's eviction scoring on tensor cores (head_dim 64, 128)");
+    args->Declare("cuda-programmatic-launch", true, "",
+                  "the decode step's own kernels with programmatic dependent launch");
     args->Refuse("prompt-tokens", "--prompt-tokens was renamed --prompt-len (a count)");
     args->Refuse("output-tokens", "--output-tokens was renamed --output-len (a count)");
   }

@@ -27,6 +27,9 @@ inline void DeclareDeviceFlags(cli::Args* args) {
   args->Declare("cuda-tensor-core-score", true, "true",
                 "BeaconKV's eviction scoring on tensor cores for head_dim 64 and 128 (--no-cuda-tensor-core-score: "
                 "fp32 CUDA-core products)");
+  args->Declare("cuda-programmatic-launch", true, "",
+                "the decode step's own kernels with programmatic dependent launch (sm_90: each starts while the "
+                "previous one finishes)");
   args->Declare(
       "kv-cache-dtype", false, "auto",
       "KV cache element type: auto (= bf16), bf16, q8_0 (CPU only), f32 (CPU only; exact reference arithmetic)");
@@ -43,6 +46,7 @@ inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* opti
   options->cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
   options->cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
   options->cuda.tensor_core_score = args.Flag("cuda-tensor-core-score");
+  options->cuda.programmatic_launch = args.Flag("cuda-programmatic-launch");
   absl::StatusOr<int64_t> splits = args.Int("cuda-max-splits");
   if (!splits.ok()) return splits.status();
   if (*splits < 1 || *splits > 1024) {

@@ -26,6 +26,11 @@ struct CudaBackendOptions {
   // tolerance (kernels/cuda/beacon_logit_tiles.cuh). On: the fp32 CUDA-core
   // products made an eviction compute-bound (docs/cuda.md); off keeps them.
   bool tensor_core_score = true;
+  // The forward step's own kernels launched with programmatic dependent launch
+  // (sm_90: the next kernel starts while the previous one finishes and waits
+  // for it on the device; kernels/cuda/kernel_stream.h says why). Off until a
+  // GPU run shows it faster (docs/cuda.md, "Launch gaps").
+  bool programmatic_launch = false;
 
   // The limits of kernels/cuda/paged_attention.h (1 <= max_splits <= 1024);
   // INVALID_ARGUMENT naming the option.

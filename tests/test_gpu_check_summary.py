@@ -76,6 +76,24 @@ def test_eviction_scoring_and_sanitizer_lines():
         assert "2 errors/hazards" in race and "FAILED" in race
 
 
+def test_programmatic_launch_lines():
+    """PDL at batch 1 is compared with the GEMV stage's batch 1 (PDL runs with the GEMV), above with the bench
+    stage's cuBLAS rows; each with the peer and, at batch 1, the roofline target."""
+    with tempfile.TemporaryDirectory() as d:
+        first_run(d)
+        write(d, "gemv-qwen3-4b.json", {"decode": [{"batch": 1, "context": 1024, "step_ms": 3.0,
+                                                    "roofline_fraction": 0.64}]})
+        write(d, "pdl-qwen3-4b.json", {"decode": [
+            {"batch": 1, "context": 1024, "step_ms": 2.4, "roofline_fraction": 0.81},
+            {"batch": 64, "context": 1024, "step_ms": 11.0, "roofline_fraction": 0.379}]})
+        text = run(d)
+        b1 = line_with(text, "qwen3-4b batch 1: programmatic launch")
+        assert "2.400 ms" in b1 and "81.0% roofline (target >= 80%: met)" in b1, b1
+        assert "1.25x GEMV without PDL (3.000 ms)" in b1 and "1.92x peer" in b1, b1
+        b64 = line_with(text, "qwen3-4b batch 64: programmatic launch")
+        assert "1.07x without PDL (11.770 ms)" in b64 and "0.65x peer" in b64 and "target" not in b64, b64
+
+
 def test_a_killed_sanitizer_and_an_empty_folder():
     with tempfile.TemporaryDirectory() as d:
         write(d, "sanitize-racecheck.log", "========= COMPUTE-SANITIZER\n")  # killed by its timeout

@@ -18,7 +18,7 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests bench peer mma gemv profile serve long group score sanitize"), DEADLINE (seconds for the whole run,
+# "tests bench peer mma gemv pdl profile serve long group score sanitize"), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 out="${OUT:-$root/build-gpu/out}"
 work="${WORK:-/tmp/gpu-check}"
-stages="${STAGES:-tests bench peer mma gemv profile serve long group score sanitize}"
+stages="${STAGES:-tests bench peer mma gemv pdl profile serve long group score sanitize}"
 deadline=$(( $(date +%s) + ${DEADLINE:-560} ))
 shapes="${SHAPES:-qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096}"
 batches="${BATCHES:-1,16,64}"
@@ -142,6 +142,15 @@ for shape in $shapes; do
       > "$work/gemv-$cfg.log" 2>&1 || status=1
     tail -3 "$work/gemv-$cfg.log"
   fi
+  if want pdl; then
+    # Programmatic dependent launch of the step's own kernels (--cuda-programmatic-launch), with the
+    # matrix-vector projections (which apply at batch <= 8): against the gemv stage at batch 1 and the
+    # bench stage (cuBLAS, which PDL does not touch) at 16 and 64.
+    run "pdl $cfg" 90 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" \
+      --batches "$batches" --context "$ctx" --steps 64 --parts decode --cuda-programmatic-launch \
+      --cuda-small-batch-gemv --json "$work/pdl-$cfg.json" > "$work/pdl-$cfg.log" 2>&1 || status=1
+    tail -4 "$work/pdl-$cfg.log"
+  fi
 done
 if want profile; then
   cfg=${shapes%%:*}; cfg=${cfg%% *}; ctx=$(echo "$shapes" | awk '{print $1}'); ctx=${ctx##*:}
@@ -194,15 +203,19 @@ if want score; then
 fi
 if want sanitize; then
   # compute-sanitizer over the kernels written since the last sanitizer run on hardware (2026-12-04):
-  # tensor-core decode attention and eviction scoring, the GEMV, the deferred observation. memcheck:
+  # tensor-core decode attention and eviction scoring, the GEMV, the deferred observation, the
+  # programmatic launches. memcheck:
   # out-of-bounds and misaligned accesses; racecheck: shared-memory hazards (a missing barrier),
   # which the emulator cannot see.
   san=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer /opt/nvidia/*/compute-sanitizer 2>/dev/null | head -1)
   filter='CudaBeaconScoreTest.*:CudaDecodeAttentionTest.TensorCore*:CudaDecodeGraphTest.*:CudaGemvTest.*:CudaBeaconObserveTest.*'
   if [ -n "$san" ]; then
     for tool in memcheck racecheck; do
+      # memcheck also over the whole-model programmatic launches (racecheck would be too slow on them,
+      # and its hazards are within a block, which PDL does not change).
+      f=$filter; [ "$tool" = memcheck ] && f="$f:CudaBackendTest.Programmatic*"
       run "sanitize $tool" 120 "$san" --tool "$tool" --error-exitcode 3 "${launch[@]}" "$bin/cuda_tests" \
-        --gtest_filter="$filter" > "$work/sanitize-$tool.log" 2>&1 || status=1
+        --gtest_filter="$f" > "$work/sanitize-$tool.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^\[ *(PASSED|FAILED) *\]" "$work/sanitize-$tool.log" | tail -4
     done
   else

@@ -5,7 +5,8 @@
 
 Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
 (tools/gpu_torch_peer.py --json), mma-<config>.json (the same decode and throughput with
---cuda-tensor-core-decode), gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), score-<config>.json
+--cuda-tensor-core-decode), gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), pdl-<config>.json
+(decode with --cuda-programmatic-launch --cuda-small-batch-gemv), score-<config>.json
 (BeaconKV's overhead with --no-cuda-tensor-core-score), long-32k.json, serve*.json and sanitize-*.log
 (compute-sanitizer) where present; a missing file is a missing row, never an error. Every ratio comes
 from files of the same run.
@@ -114,6 +115,27 @@ def kernel_lines(work):
     return lines
 
 
+def pdl_lines(work):
+    """Programmatic dependent launch (with the matrix-vector projections at batch <= 8) against the same
+    decode without it: the gemv stage at batch 1, the bench stage (cuBLAS) above; and the peer."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(work, "pdl-*.json"))):
+        cfg = os.path.basename(path)[len("pdl-"):-len(".json")]
+        bench = {d["batch"]: d for d in (load(os.path.join(work, f"bench-{cfg}.json")) or {}).get("decode", [])}
+        gemv = {d["batch"]: d for d in (load(os.path.join(work, f"gemv-{cfg}.json")) or {}).get("decode", [])}
+        peer = {r["batch"]: r for r in load(os.path.join(work, f"peer-{cfg}.json")) or []}
+        for d in (load(path) or {}).get("decode", []):
+            b = d["batch"]
+            base, what = (gemv[b], "GEMV without PDL") if b in gemv else (bench.get(b), "without PDL")
+            vs = f"{base['step_ms'] / d['step_ms']:.2f}x {what} ({base['step_ms']:.3f} ms)" if base else "no base row"
+            p = peer.get(b)
+            vs_peer = f"{p['step_ms'] / d['step_ms']:.2f}x peer" if p else "no peer row"
+            target = f" (target >= {100 * ROOF_B1:.0f}%: {mark(d['roofline_fraction'] >= ROOF_B1)})" if b == 1 else ""
+            lines.append(f"{cfg} batch {b}: programmatic launch {d['step_ms']:.3f} ms, "
+                         f"{100 * d['roofline_fraction']:.1f}% roofline{target}, {vs}, {vs_peer}")
+    return lines
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -155,7 +177,7 @@ def main(argv=None):
               f"{100 * r['roofline']:>7.1f}% {r['peer_ms'] if r['peer_ms'] is None else round(r['peer_ms'], 3)!s:>8} "
               f"{'-' if speed is None else f'{speed:.2f}x':>10} "
               f"{'-' if bound is None else f'{bound:.2f}x':>10}  {target}")
-    for line in kernel_lines(work):
+    for line in kernel_lines(work) + pdl_lines(work):
         print(line)
     long = load(os.path.join(work, "long-32k.json"))
     if long and "throughput_ratio" in long:

@@ -49,7 +49,7 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
   BEACON_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
   device_name_ = prop.name;
   BEACON_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  if (absl::Status s = gemm_.Init(stream_, options_.small_batch_gemv); !s.ok()) return s;
+  if (absl::Status s = gemm_.Init(stream_, options_.small_batch_gemv, options_.programmatic_launch); !s.ok()) return s;
   if (absl::Status s = weights_.Upload(*weights); !s.ok()) return s;
   // The CPU backend's RoPE table (scaled frequencies, attention factor),
   // uploaded, so both rotate alike; BeaconKV's scoring rotates with it too.

@@ -47,6 +47,7 @@
 #include "engine/cuda/gemm.h"
 #include "engine/cuda_options.h"
 #include "kernels/cuda/beacon_state.h"
+#include "kernels/cuda/kernel_stream.h"
 
 namespace beacon {
 
@@ -152,6 +153,9 @@ class CudaBackend : public Backend {
   // Where layer l's pre-RoPE queries (and group means) go this step.
   float* ObserveQueries(int l) const;
   float* ObserveMeans(int l) const;
+  // The forward step's own kernels' stream: programmatic dependent launch
+  // when options_.programmatic_launch (kernels/cuda/kernel_stream.h).
+  KernelStream step_stream() const { return KernelStream(stream_, options_.programmatic_launch); }
   // Runs Enqueue directly, or through a captured graph.
   absl::Status Launch(const PagedKv& kv, Output output);
   std::string GraphKey(const PagedKv& kv, Output output) const;

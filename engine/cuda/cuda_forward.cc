@@ -17,6 +17,11 @@
 //                                     next layer's attn_norm, or output_norm)
 //   rows = xb[logit_rows]  (skipped when every token wants logits)
 //   logits = rows Wout^T (fp32); greedy: ids = argmax(logits)
+// With CudaBackendOptions::programmatic_launch, the step's own kernels
+// (embedding, norms, QKV prep, decode attention, SwiGLU, row gather, argmax,
+// the matrix-vector projections) launch with programmatic dependent launch
+// (kernels/cuda/kernel_stream.h); cuBLAS, prefill attention, BeaconKV's
+// observation and sampling launch as before, each a full stream barrier.
 // Everything reads its metadata from the packed plan at meta_ (forward_plan.h),
 // so the same launches replay as a graph for the next step of that shape.
 #include <cmath>
@@ -44,8 +49,9 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
   const int64_t n = plan_.n_tokens;
   const int32_t* meta = meta_.as<int32_t>();
   BEACON_CUDA_RETURN_IF_ERROR(LaunchEmbedding(weights_.tok_embd(), c.vocab_size, c.hidden,
-                                              meta + plan_.offsets.token_ids, n, resid_, nullptr, stream_));
-  BEACON_CUDA_RETURN_IF_ERROR(LaunchRmsNorm(resid_, weights_.layer(0).attn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+                                              meta + plan_.offsets.token_ids, n, resid_, nullptr, step_stream()));
+  BEACON_CUDA_RETURN_IF_ERROR(
+      LaunchRmsNorm(resid_, weights_.layer(0).attn_norm, xb_, n, c.hidden, c.rms_eps, step_stream()));
   for (int l = 0; l < c.n_layers; ++l) {
     if (absl::Status s = Layer(l, kv); !s.ok()) return s;
   }
@@ -55,7 +61,7 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
   const __nv_bfloat16* head_in = xb_;
   if (!plan_.rows_are_tokens) {
     BEACON_CUDA_RETURN_IF_ERROR(
-        LaunchGatherRows(xb_, meta + plan_.offsets.logit_rows, plan_.n_rows, c.hidden, rows_, stream_));
+        LaunchGatherRows(xb_, meta + plan_.offsets.logit_rows, plan_.n_rows, c.hidden, rows_, step_stream()));
     head_in = rows_;
   }
   if (absl::Status s = gemm_.Linear(weights_.output(), c.vocab_size, c.hidden, head_in, plan_.n_rows, logits_,
@@ -64,7 +70,7 @@ absl::Status CudaBackend::Enqueue(const PagedKv& kv, Output output) {
     return s;
   }
   if (output == Output::kGreedy) {
-    BEACON_CUDA_RETURN_IF_ERROR(LaunchArgmax(logits_, plan_.n_rows, c.vocab_size, tokens_, stream_));
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchArgmax(logits_, plan_.n_rows, c.vocab_size, tokens_, step_stream()));
   } else if (output == Output::kSample) {
     if (masked_) {
       BEACON_CUDA_RETURN_IF_ERROR(
@@ -102,7 +108,7 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   prep.eps = c.rms_eps;
   prep.rope = evict_ctx_.rope;
   prep.q_pre_rope = groups_.empty() ? nullptr : ObserveQueries(l);
-  BEACON_CUDA_RETURN_IF_ERROR(LaunchQkvRopeKvWrite(prep, kv, l, tables, tok_seq, tok_slot, tok_pos, stream_));
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchQkvRopeKvWrite(prep, kv, l, tables, tok_seq, tok_slot, tok_pos, step_stream()));
   if (!groups_.empty() && !defer_observe_) {
     if (absl::Status s = Observe(l, 1); !s.ok()) return s;
   }
@@ -122,20 +128,22 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   if (plan_.all_decode) {
     const DecodeAttentionKernel kernel =
         options_.tensor_core_decode ? DecodeAttentionKernel::kMma : DecodeAttentionKernel::kSimt;
-    BEACON_CUDA_RETURN_IF_ERROR(LaunchDecodeAttention(a, options_.max_splits, attn_workspace_, stream_, kernel));
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchDecodeAttention(a, options_.max_splits, attn_workspace_, step_stream(), kernel));
   } else {
     BEACON_CUDA_RETURN_IF_ERROR(LaunchPrefillAttention(a, meta + plan_.offsets.seq_first, meta + plan_.offsets.seq_n,
                                                        static_cast<int>(plan_.n_seqs), plan_.max_seq_tokens, stream_));
   }
   if (absl::Status s = gemm_.Linear(w.wo, c.hidden, c.q_dim(), att_, n, proj_); !s.ok()) return s;
-  BEACON_CUDA_RETURN_IF_ERROR(LaunchFusedAddRmsNorm(proj_, resid_, w.ffn_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+  BEACON_CUDA_RETURN_IF_ERROR(
+      LaunchFusedAddRmsNorm(proj_, resid_, w.ffn_norm, xb_, n, c.hidden, c.rms_eps, step_stream()));
 
   if (absl::Status s = gemm_.Linear(w.w_gate_up, 2 * c.ffn_hidden, c.hidden, xb_, n, gate_up_); !s.ok()) return s;
-  BEACON_CUDA_RETURN_IF_ERROR(
-      LaunchSwiGlu(gate_up_, gate_up_ + c.ffn_hidden, 2 * c.ffn_hidden, ffn_, c.ffn_hidden, n, c.ffn_hidden, stream_));
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchSwiGlu(gate_up_, gate_up_ + c.ffn_hidden, 2 * c.ffn_hidden, ffn_, c.ffn_hidden, n,
+                                           c.ffn_hidden, step_stream()));
   if (absl::Status s = gemm_.Linear(w.w_down, c.hidden, c.ffn_hidden, ffn_, n, proj_); !s.ok()) return s;
   const __nv_bfloat16* next_norm = l + 1 < c.n_layers ? weights_.layer(l + 1).attn_norm : weights_.output_norm();
-  BEACON_CUDA_RETURN_IF_ERROR(LaunchFusedAddRmsNorm(proj_, resid_, next_norm, xb_, n, c.hidden, c.rms_eps, stream_));
+  BEACON_CUDA_RETURN_IF_ERROR(
+      LaunchFusedAddRmsNorm(proj_, resid_, next_norm, xb_, n, c.hidden, c.rms_eps, step_stream()));
   return absl::OkStatus();
 }
 

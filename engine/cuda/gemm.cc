@@ -15,9 +15,10 @@ Gemm::~Gemm() {
   if (handle_ != nullptr) cublasDestroy(handle_);
 }
 
-absl::Status Gemm::Init(cudaStream_t stream, bool small_batch_gemv) {
+absl::Status Gemm::Init(cudaStream_t stream, bool small_batch_gemv, bool programmatic) {
   stream_ = stream;
   small_batch_gemv_ = small_batch_gemv;
+  programmatic_ = programmatic;
   BEACON_CUBLAS_RETURN_IF_ERROR(cublasCreate(&handle_));
   BEACON_CUBLAS_RETURN_IF_ERROR(cublasSetStream(handle_, stream));
   if (absl::Status s = workspace_.Allocate(kWorkspaceBytes, "cuBLAS workspace"); !s.ok()) return s;
@@ -32,7 +33,7 @@ absl::Status Gemm::Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const
   if (n == 0) return absl::OkStatus();
   if (out > INT32_MAX || in > INT32_MAX || n > INT32_MAX) return absl::InvalidArgumentError("GEMM dimension over 2^31");
   if (small_batch_gemv_ && GemvSupports(w, out, in, x, n, y)) {
-    BEACON_CUDA_RETURN_IF_ERROR(LaunchGemv(w, out, in, x, n, y, y_f32, stream_));
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchGemv(w, out, in, x, n, y, y_f32, KernelStream(stream_, programmatic_)));
     return absl::OkStatus();
   }
   const float alpha = 1.0f, beta = 0.0f;

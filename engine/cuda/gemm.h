@@ -2,7 +2,9 @@
 // fp32 accumulation (CUBLAS_COMPUTE_32F), bf16 or fp32 output. With
 // small_batch_gemv, products of at most kGemvMaxTokens tokens run on
 // kernels/cuda/gemv.h instead (a matrix-vector kernel that streams the
-// weights at memory speed), the rest on cuBLAS.
+// weights at memory speed), the rest on cuBLAS. With programmatic, those
+// matrix-vector launches use programmatic dependent launch
+// (kernels/cuda/kernel_stream.h); cuBLAS's launches are its own.
 //
 // Layout: y[n][out] = x[n][in] * W^T with W row-major [out][in] (the weight
 // layout of device_weights.h). In cuBLAS's column-major terms this is
@@ -22,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "engine/cuda/device_memory.h"
+#include "kernels/cuda/kernel_stream.h"
 
 namespace beacon {
 
@@ -32,7 +35,7 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
 
-  absl::Status Init(cudaStream_t stream, bool small_batch_gemv = false);
+  absl::Status Init(cudaStream_t stream, bool small_batch_gemv = false, bool programmatic = false);
 
   // y = x W^T; y is bf16 unless y_f32. n == 0 does nothing.
   absl::Status Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
@@ -42,6 +45,7 @@ class Gemm {
   cublasHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   bool small_batch_gemv_ = false;
+  bool programmatic_ = false;
   DeviceAllocation workspace_;
 };
 

@@ -7,6 +7,7 @@
 #include "kernels/cuda/decode_attention_mma.h"
 #include "kernels/cuda/decode_partition.cuh"
 #include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace beacon {
 namespace {
@@ -77,6 +78,7 @@ __host__ __device__ inline Smem DecodeSmem(int tile_keys, int d_parts, int d, in
 template <int kMaxDim, int kVec, bool kExact>
 __global__ void __launch_bounds__(kThreads)
     DecodeSplitKernel(const PagedAttentionParams p, int max_splits, float* ws_acc, float* ws_m, float* ws_l) {
+  PdlEnter();
   using C = Cfg<kMaxDim, kVec, kExact>;
   constexpr int T = C::kTileKeys;
   const int d = kExact ? kMaxDim : p.kv.layout.head_dim;
@@ -278,6 +280,7 @@ __global__ void __launch_bounds__(kMergeThreads)
                       const float* __restrict__ ws_acc, const float* __restrict__ ws_m, const float* __restrict__ ws_l,
                       __nv_bfloat16* __restrict__ out) {
   extern __shared__ float weight[];  // [max_splits]
+  PdlEnter();
   const int64_t row = blockIdx.x;
   const int n = tok_slot[row / n_q_heads] + 1;
   if (n <= 0) return;
@@ -304,15 +307,14 @@ size_t AlignUp256(size_t b) { return (b + 255) / 256 * 256; }
 
 template <int kMaxDim, int kVec, bool kExact>
 cudaError_t LaunchSplit(const PagedAttentionParams& p, int max_splits, float* ws_acc, float* ws_m, float* ws_l,
-                        cudaStream_t stream) {
+                        KernelStream stream) {
   using C = Cfg<kMaxDim, kVec, kExact>;
   const int d = p.kv.layout.head_dim;
   const size_t smem = DecodeSmem(C::kTileKeys, C::kDParts, d, kVec).total;
   auto* kernel = DecodeSplitKernel<kMaxDim, kVec, kExact>;
   if (const cudaError_t err = decode_partition::AllowSharedMemory(kernel, smem); err != cudaSuccess) return err;
-  const dim3 grid = decode_partition::SplitGrid(p, kMaxGroup, max_splits);
-  kernel<<<grid, kThreads, smem, stream>>>(p, max_splits, ws_acc, ws_m, ws_l);
-  return cudaGetLastError();
+  const LaunchConfig config(stream, decode_partition::SplitGrid(p, kMaxGroup, max_splits), kThreads, smem);
+  return LaunchResult(cudaLaunchKernelEx(config.get(), kernel, p, max_splits, ws_acc, ws_m, ws_l));
 }
 
 }  // namespace
@@ -336,7 +338,7 @@ size_t DecodeAttentionWorkspaceBytes(int64_t n_tokens, int n_q_heads, int head_d
   return AlignUp256(rows * head_dim * sizeof(float)) + 2 * AlignUp256(rows * sizeof(float));
 }
 
-cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream,
+cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, KernelStream stream,
                                   DecodeAttentionKernel kernel) {
   if (!PagedAttentionParamsValid(p) || max_splits < 1 || max_splits > kMaxSplits ||
       (max_splits > 1 && workspace == nullptr) || p.n_tokens * p.n_q_heads > INT32_MAX ||
@@ -363,10 +365,10 @@ cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits,
     err = LaunchSplit<256, 2, false>(p, max_splits, ws_acc, ws_m, ws_l, stream);
   }
   if (err != cudaSuccess || max_splits == 1) return err;
-  const unsigned blocks = static_cast<unsigned>(p.n_tokens * p.n_q_heads);
-  DecodeMergeKernel<<<blocks, kMergeThreads, max_splits * sizeof(float), stream>>>(
-      p.tok_slot, p.n_q_heads, d, max_splits, ws_acc, ws_m, ws_l, p.out);
-  return cudaGetLastError();
+  const LaunchConfig config(stream, static_cast<unsigned>(p.n_tokens * p.n_q_heads), kMergeThreads,
+                            max_splits * sizeof(float));
+  return LaunchResult(cudaLaunchKernelEx(config.get(), DecodeMergeKernel, p.tok_slot, p.n_q_heads, d, max_splits,
+                                         ws_acc, ws_m, ws_l, p.out));
 }
 
 }  // namespace beacon

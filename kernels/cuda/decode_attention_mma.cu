@@ -8,6 +8,7 @@
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/decode_attention_mma.h"
 #include "kernels/cuda/decode_partition.cuh"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace beacon {
 namespace {
@@ -70,6 +71,7 @@ __device__ __forceinline__ float RowSum(float v) {
 template <int kD>
 __global__ void __launch_bounds__(kThreads)
     DecodeMmaSplitKernel(const PagedAttentionParams p, int max_splits, float* ws_acc, float* ws_m, float* ws_l) {
+  PdlEnter();
   using L = Layout<kD>;
   const int tid = threadIdx.x, warp = tid / 32;
   decode_partition::SplitWork w;
@@ -204,13 +206,12 @@ __global__ void __launch_bounds__(kThreads)
 
 template <int kD>
 cudaError_t LaunchSplit(const PagedAttentionParams& p, int max_splits, float* ws_acc, float* ws_m, float* ws_l,
-                        cudaStream_t stream) {
+                        KernelStream stream) {
   constexpr size_t smem = Layout<kD>::kTotal;
   auto* kernel = DecodeMmaSplitKernel<kD>;
   if (const cudaError_t err = decode_partition::AllowSharedMemory(kernel, smem); err != cudaSuccess) return err;
-  const dim3 grid = decode_partition::SplitGrid(p, kM, max_splits);
-  kernel<<<grid, kThreads, smem, stream>>>(p, max_splits, ws_acc, ws_m, ws_l);
-  return cudaGetLastError();
+  const LaunchConfig config(stream, decode_partition::SplitGrid(p, kM, max_splits), kThreads, smem);
+  return LaunchResult(cudaLaunchKernelEx(config.get(), kernel, p, max_splits, ws_acc, ws_m, ws_l));
 }
 
 }  // namespace
@@ -220,7 +221,7 @@ bool DecodeMmaSupports(const PagedAttentionParams& p) {
 }
 
 cudaError_t LaunchDecodeMmaSplit(const PagedAttentionParams& p, int max_splits, float* ws_acc, float* ws_m, float* ws_l,
-                                 cudaStream_t stream) {
+                                 KernelStream stream) {
   if (p.kv.layout.head_dim == 64) return LaunchSplit<64>(p, max_splits, ws_acc, ws_m, ws_l, stream);
   if (p.kv.layout.head_dim == 128) return LaunchSplit<128>(p, max_splits, ws_acc, ws_m, ws_l, stream);
   return cudaErrorInvalidValue;

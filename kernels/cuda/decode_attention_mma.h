@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/kernel_stream.h"
 #include "kernels/cuda/paged_attention.h"
 
 namespace beacon {
@@ -26,7 +27,7 @@ bool DecodeMmaSupports(const PagedAttentionParams& p);
 // split kernel, so DecodeMergeKernel merges either. p valid, shape
 // supported, workspace pointers as LaunchDecodeAttention carves them.
 cudaError_t LaunchDecodeMmaSplit(const PagedAttentionParams& p, int max_splits, float* ws_acc, float* ws_m, float* ws_l,
-                                 cudaStream_t stream);
+                                 KernelStream stream);
 
 }  // namespace beacon
 

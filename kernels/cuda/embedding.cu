@@ -1,4 +1,5 @@
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace beacon {
 namespace {
@@ -11,6 +12,7 @@ constexpr int kThreads = 256;
 __global__ void __launch_bounds__(kThreads)
     EmbeddingKernel(const __nv_bfloat16* __restrict__ table, int64_t vocab, int dim, const int32_t* __restrict__ ids,
                     __nv_bfloat16* __restrict__ out, int32_t* error_flag) {
+  PdlEnter();
   const int64_t t = blockIdx.x;
   const int32_t id = ids[t];
   __nv_bfloat16* o = out + t * dim;
@@ -27,14 +29,14 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 cudaError_t LaunchEmbedding(const __nv_bfloat16* table, int64_t vocab, int dim, const int32_t* ids, int64_t num_tokens,
-                            __nv_bfloat16* out, int32_t* error_flag, cudaStream_t stream) {
+                            __nv_bfloat16* out, int32_t* error_flag, KernelStream stream) {
   if (table == nullptr || ids == nullptr || out == nullptr || vocab <= 0 || dim <= 0 || num_tokens < 0 ||
       num_tokens > INT32_MAX) {
     return cudaErrorInvalidValue;
   }
   if (num_tokens == 0) return cudaSuccess;
-  EmbeddingKernel<<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(table, vocab, dim, ids, out, error_flag);
-  return cudaGetLastError();
+  const LaunchConfig config(stream, static_cast<unsigned>(num_tokens), kThreads, 0);
+  return LaunchResult(cudaLaunchKernelEx(config.get(), EmbeddingKernel, table, vocab, dim, ids, out, error_flag));
 }
 
 }  // namespace beacon

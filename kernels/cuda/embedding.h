@@ -23,10 +23,12 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/kernel_stream.h"
+
 namespace beacon {
 
 cudaError_t LaunchEmbedding(const __nv_bfloat16* table, int64_t vocab, int dim, const int32_t* ids, int64_t num_tokens,
-                            __nv_bfloat16* out, int32_t* error_flag, cudaStream_t stream);
+                            __nv_bfloat16* out, int32_t* error_flag, KernelStream stream);
 
 }  // namespace beacon
 

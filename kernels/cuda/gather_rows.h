@@ -19,10 +19,12 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/kernel_stream.h"
+
 namespace beacon {
 
 cudaError_t LaunchGatherRows(const __nv_bfloat16* in, const int32_t* rows, int64_t n_rows, int dim, __nv_bfloat16* out,
-                             cudaStream_t stream);
+                             KernelStream stream);
 
 }  // namespace beacon
 

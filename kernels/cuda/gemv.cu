@@ -1,6 +1,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/programmatic_launch.cuh"
 
 namespace beacon {
 namespace {
@@ -17,14 +18,23 @@ __device__ __forceinline__ void Widen(const uint4& u, float (&f)[8]) {
   }
 }
 
+// Chunks of its row a lane asks L2 for before the wait (the loop's unroll).
+constexpr int kPrefetchChunks = 4;
+
 // kN tokens (1..kGemvMaxTokens), so the accumulators stay in registers.
 template <int kN>
 __global__ void __launch_bounds__(kThreads) GemvKernel(const __nv_bfloat16* __restrict__ w, int out, int chunks,
                                                        const __nv_bfloat16* __restrict__ x, void* y, bool y_f32) {
   const int lane = threadIdx.x % 32;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / 32;
-  if (row >= out) return;  // whole warps leave together
   const uint4* wr = reinterpret_cast<const uint4*>(w) + static_cast<int64_t>(row) * chunks;
+  // The weights are no kernel's output: their first lines may come while the
+  // previous kernel (x's writer) finishes.
+  if (row < out) {
+    for (int k = 0, c = lane; k < kPrefetchChunks && c < chunks; ++k, c += 32) PrefetchL2(wr + c);
+  }
+  PdlEnter();
+  if (row >= out) return;  // whole warps leave together
   const uint4* xr = reinterpret_cast<const uint4*>(x);
   float acc[kN];
 #pragma unroll
@@ -60,10 +70,10 @@ __global__ void __launch_bounds__(kThreads) GemvKernel(const __nv_bfloat16* __re
 
 template <int kN>
 cudaError_t Launch(const __nv_bfloat16* w, int out, int chunks, const __nv_bfloat16* x, void* y, bool y_f32,
-                   cudaStream_t stream) {
+                   KernelStream stream) {
   const unsigned blocks = static_cast<unsigned>((out + kRowsPerBlock - 1) / kRowsPerBlock);
-  GemvKernel<kN><<<blocks, kThreads, 0, stream>>>(w, out, chunks, x, y, y_f32);
-  return cudaGetLastError();
+  const LaunchConfig config(stream, blocks, kThreads, 0);
+  return LaunchResult(cudaLaunchKernelEx(config.get(), GemvKernel<kN>, w, out, chunks, x, y, y_f32));
 }
 
 }  // namespace
@@ -75,7 +85,7 @@ bool GemvSupports(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bf
 }
 
 cudaError_t LaunchGemv(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
-                       bool y_f32, cudaStream_t stream) {
+                       bool y_f32, KernelStream stream) {
   if (!GemvSupports(w, out, in, x, n, y)) return cudaErrorInvalidValue;
   const int o = static_cast<int>(out), chunks = static_cast<int>(in / 8);
   switch (n) {

@@ -16,7 +16,9 @@
 // (a lane's chunks in order, then a shuffle tree), one rounding to bf16.
 //
 // Returns cudaErrorInvalidValue unless GemvSupports(...) holds; otherwise the
-// launch status. Asynchronous on `stream`, allocates nothing (capturable).
+// launch status. Asynchronous on `stream`, allocates nothing (capturable);
+// programmatic on a programmatic KernelStream (kernel_stream.h: the weights'
+// first lines are asked of L2 before the wait).
 #ifndef BEACON_KERNELS_CUDA_GEMV_H_
 #define BEACON_KERNELS_CUDA_GEMV_H_
 
@@ -24,6 +26,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "kernels/cuda/kernel_stream.h"
 
 namespace beacon {
 
@@ -34,7 +38,7 @@ constexpr int kGemvMaxTokens = 8;
 bool GemvSupports(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, const void* y);
 
 cudaError_t LaunchGemv(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
-                       bool y_f32, cudaStream_t stream);
+                       bool y_f32, KernelStream stream);
 
 }  // namespace beacon
 

@@ -45,6 +45,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda/kernel_stream.h"
 #include "kernels/cuda/paged_kv.h"
 
 namespace beacon {
@@ -94,7 +95,7 @@ bool PagedAttentionParamsValid(const PagedAttentionParams& p);
 // other head dims run kSimt whichever is asked.
 enum class DecodeAttentionKernel { kSimt, kMma };
 size_t DecodeAttentionWorkspaceBytes(int64_t n_tokens, int n_q_heads, int head_dim, int max_splits);
-cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, cudaStream_t stream,
+cudaError_t LaunchDecodeAttention(const PagedAttentionParams& p, int max_splits, void* workspace, KernelStream stream,
                                   DecodeAttentionKernel kernel = DecodeAttentionKernel::kSimt);
 
 // ---- Prefill ---------------------------------------------------------------

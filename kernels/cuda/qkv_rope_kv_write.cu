@@ -1,5 +1,6 @@
 #include <cstdint>
 
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/qkv_rope_kv_write.h"
 
 namespace beacon {
@@ -22,6 +23,7 @@ __global__ void __launch_bounds__(kThreads)
                          const int32_t* __restrict__ tok_seq, const int32_t* __restrict__ tok_slot,
                          const int32_t* __restrict__ tok_pos) {
   __shared__ float cos_sin[kMaxHeadDim];  // [head_dim / 2][2]
+  PdlEnter();
   const int64_t t = blockIdx.x;
   const int d = p.head_dim, half = d / 2;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -123,7 +125,7 @@ __global__ void __launch_bounds__(kThreads)
 
 cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int layer, const BlockTables& tables,
                                  const int32_t* tok_seq, const int32_t* tok_slot, const int32_t* tok_pos,
-                                 cudaStream_t stream) {
+                                 KernelStream stream) {
   const PagedKvLayout& l = kv.layout;
   const bool bad_shape = p.n_tokens < 0 || p.n_tokens > INT32_MAX || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
                          p.head_dim < 2 || p.head_dim > kMaxHeadDim || p.head_dim % 2 != 0 ||
@@ -135,15 +137,10 @@ cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int 
                         (p.rope.inv_freq == nullptr && !(p.rope.theta > 0.f)) || !(p.rope.attention_factor > 0.f);
   if (bad_shape || bad_ptr || bad_rope) return cudaErrorInvalidValue;
   if (p.n_tokens == 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>(p.n_tokens));
-  if (p.rope.style == RopeStyle::kInterleaved) {
-    QkvRopeKvWriteKernel<RopeStyle::kInterleaved>
-        <<<grid, kThreads, 0, stream>>>(p, kv, layer, tables, tok_seq, tok_slot, tok_pos);
-  } else {
-    QkvRopeKvWriteKernel<RopeStyle::kHalf>
-        <<<grid, kThreads, 0, stream>>>(p, kv, layer, tables, tok_seq, tok_slot, tok_pos);
-  }
-  return cudaGetLastError();
+  const LaunchConfig config(stream, static_cast<unsigned>(p.n_tokens), kThreads, 0);
+  auto* kernel = p.rope.style == RopeStyle::kInterleaved ? QkvRopeKvWriteKernel<RopeStyle::kInterleaved>
+                                                         : QkvRopeKvWriteKernel<RopeStyle::kHalf>;
+  return LaunchResult(cudaLaunchKernelEx(config.get(), kernel, p, kv, layer, tables, tok_seq, tok_slot, tok_pos));
 }
 
 }  // namespace beacon

@@ -47,6 +47,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/kernel_stream.h"
 #include "kernels/cuda/paged_kv.h"
 #include "kernels/cuda/rope.h"
 
@@ -67,7 +68,7 @@ struct QkvPrepParams {
 
 cudaError_t LaunchQkvRopeKvWrite(const QkvPrepParams& p, const PagedKv& kv, int layer, const BlockTables& tables,
                                  const int32_t* tok_seq, const int32_t* tok_slot, const int32_t* tok_pos,
-                                 cudaStream_t stream);
+                                 KernelStream stream);
 
 }  // namespace beacon
 

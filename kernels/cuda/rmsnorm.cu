@@ -1,3 +1,4 @@
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/rmsnorm.h"
 
 namespace beacon {
@@ -36,6 +37,7 @@ template <bool kFusedAdd>
 __global__ void __launch_bounds__(kThreads)
     RmsNormKernel(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* __restrict__ weight,
                   __nv_bfloat16* out, int hidden, float eps) {
+  PdlEnter();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * hidden;
   const __nv_bfloat16* xr = x + row;
   __nv_bfloat16* rr = kFusedAdd ? residual + row : nullptr;
@@ -61,26 +63,26 @@ __global__ void __launch_bounds__(kThreads)
 
 template <bool kFusedAdd>
 cudaError_t Launch(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight, __nv_bfloat16* out,
-                   int64_t num_tokens, int hidden, float eps, cudaStream_t stream) {
+                   int64_t num_tokens, int hidden, float eps, KernelStream stream) {
   if (x == nullptr || weight == nullptr || out == nullptr || (kFusedAdd && residual == nullptr) || num_tokens < 0 ||
       hidden <= 0 || !(eps >= 0.0f) || num_tokens > INT32_MAX) {
     return cudaErrorInvalidValue;
   }
   if (num_tokens == 0) return cudaSuccess;
-  RmsNormKernel<kFusedAdd>
-      <<<static_cast<unsigned>(num_tokens), kThreads, 0, stream>>>(x, residual, weight, out, hidden, eps);
-  return cudaGetLastError();
+  const LaunchConfig config(stream, static_cast<unsigned>(num_tokens), kThreads, 0);
+  return LaunchResult(
+      cudaLaunchKernelEx(config.get(), RmsNormKernel<kFusedAdd>, x, residual, weight, out, hidden, eps));
 }
 
 }  // namespace
 
 cudaError_t LaunchRmsNorm(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* out, int64_t num_tokens,
-                          int hidden, float eps, cudaStream_t stream) {
+                          int hidden, float eps, KernelStream stream) {
   return Launch<false>(x, nullptr, weight, out, num_tokens, hidden, eps, stream);
 }
 
 cudaError_t LaunchFusedAddRmsNorm(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight,
-                                  __nv_bfloat16* out, int64_t num_tokens, int hidden, float eps, cudaStream_t stream) {
+                                  __nv_bfloat16* out, int64_t num_tokens, int hidden, float eps, KernelStream stream) {
   return Launch<true>(x, residual, weight, out, num_tokens, hidden, eps, stream);
 }
 

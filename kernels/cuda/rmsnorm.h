@@ -31,13 +31,15 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/kernel_stream.h"
+
 namespace beacon {
 
 cudaError_t LaunchRmsNorm(const __nv_bfloat16* x, const __nv_bfloat16* weight, __nv_bfloat16* out, int64_t num_tokens,
-                          int hidden, float eps, cudaStream_t stream);
+                          int hidden, float eps, KernelStream stream);
 
 cudaError_t LaunchFusedAddRmsNorm(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* weight,
-                                  __nv_bfloat16* out, int64_t num_tokens, int hidden, float eps, cudaStream_t stream);
+                                  __nv_bfloat16* out, int64_t num_tokens, int hidden, float eps, KernelStream stream);
 
 }  // namespace beacon
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/sampling_select.cuh"
 
@@ -166,6 +167,7 @@ __device__ Threshold SelectTopP(const RowModel& m, int vocab, float top_p) {
 
 __global__ void __launch_bounds__(kBlockThreads)
     ArgmaxKernel(const float* __restrict__ logits, int vocab, int32_t* __restrict__ out) {
+  PdlEnter();
   const u64 best = RowArgmax(logits + static_cast<int64_t>(blockIdx.x) * vocab, vocab);
   if (threadIdx.x == 0) out[blockIdx.x] = PackedId(best);
 }
@@ -222,11 +224,11 @@ cudaError_t LaunchSample(const float* logits, int64_t n_rows, int vocab, const D
   return cudaGetLastError();
 }
 
-cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens, cudaStream_t stream) {
+cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens, KernelStream stream) {
   if (!ValidShape(logits, n_rows, vocab, out_tokens)) return cudaErrorInvalidValue;
   if (n_rows == 0) return cudaSuccess;
-  ArgmaxKernel<<<static_cast<unsigned>(n_rows), kBlockThreads, 0, stream>>>(logits, vocab, out_tokens);
-  return cudaGetLastError();
+  const LaunchConfig config(stream, static_cast<unsigned>(n_rows), kBlockThreads, 0);
+  return LaunchResult(cudaLaunchKernelEx(config.get(), ArgmaxKernel, logits, vocab, out_tokens));
 }
 
 }  // namespace beacon

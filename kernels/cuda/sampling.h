@@ -56,6 +56,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda/kernel_stream.h"
+
 namespace beacon {
 
 struct DeviceSamplingParams {  // one per row, in device memory
@@ -104,7 +106,7 @@ cudaError_t LaunchSample(const float* logits, int64_t n_rows, int vocab, const D
 
 // Greedy only, no params/workspace: argmax per row, ties -> lowest id, NaN as
 // -inf (the same result LaunchSample gives a row with temperature <= 0).
-cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens, cudaStream_t stream);
+cudaError_t LaunchArgmax(const float* logits, int64_t n_rows, int vocab, int32_t* out_tokens, KernelStream stream);
 
 }  // namespace beacon
 

@@ -16,9 +16,11 @@
 // element is read and then written by the same thread); other overlaps are
 // undefined.
 //
-// Returns cudaErrorInvalidValue for null pointers, num_tokens < 0, dim <= 0 or
-// strides smaller than dim; cudaSuccess without launching for num_tokens == 0;
-// otherwise the launch status. Asynchronous on `stream`.
+// Returns cudaErrorInvalidValue for null pointers, num_tokens < 0, dim <= 0,
+// strides smaller than dim or more than 2^31 - 1 blocks (one per token and
+// 512 columns); cudaSuccess without launching for num_tokens == 0; otherwise
+// the launch status. Asynchronous on `stream` (programmatic on a programmatic
+// KernelStream, kernel_stream.h).
 #ifndef BEACON_KERNELS_CUDA_SWIGLU_H_
 #define BEACON_KERNELS_CUDA_SWIGLU_H_
 
@@ -27,10 +29,12 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/kernel_stream.h"
+
 namespace beacon {
 
 cudaError_t LaunchSwiGlu(const __nv_bfloat16* gate, const __nv_bfloat16* up, int64_t in_stride, __nv_bfloat16* out,
-                         int64_t out_stride, int64_t num_tokens, int dim, cudaStream_t stream);
+                         int64_t out_stride, int64_t num_tokens, int dim, KernelStream stream);
 
 }  // namespace beacon
 

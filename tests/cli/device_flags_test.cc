@@ -46,6 +46,7 @@ TEST(DeviceFlags, DefaultsAreTheCpuAndTheBackendsDefaults) {
   EXPECT_FALSE(ro.cuda.tensor_core_decode);
   EXPECT_FALSE(ro.cuda.small_batch_gemv);
   EXPECT_TRUE(ro.cuda.tensor_core_score);
+  EXPECT_FALSE(ro.cuda.programmatic_launch);
   EXPECT_EQ(ro.kv_cache_dtype, DType::kBF16) << "the KV cache is bf16 unless asked otherwise";
 }
 
@@ -60,7 +61,7 @@ TEST(DeviceFlags, KvCacheDTypeReachesTheOptions) {
 TEST(DeviceFlags, CudaKnobsReachTheOptions) {
   RuntimeOptions ro;
   ASSERT_TRUE(Parse({"--device", "cuda:1", "--no-cuda-graphs", "--cuda-max-splits", "4", "--cuda-tensor-core-decode",
-                     "--cuda-small-batch-gemv", "--no-cuda-tensor-core-score"},
+                     "--cuda-small-batch-gemv", "--no-cuda-tensor-core-score", "--cuda-programmatic-launch"},
                     &ro)
                   .ok());
   EXPECT_EQ(ro.device, "cuda:1");
@@ -69,6 +70,7 @@ TEST(DeviceFlags, CudaKnobsReachTheOptions) {
   EXPECT_TRUE(ro.cuda.tensor_core_decode);
   EXPECT_TRUE(ro.cuda.small_batch_gemv);
   EXPECT_FALSE(ro.cuda.tensor_core_score);
+  EXPECT_TRUE(ro.cuda.programmatic_launch);
   EXPECT_TRUE(ro.cuda.Validate().ok());
   RuntimeOptions explicit_value;
   ASSERT_TRUE(Parse({"--cuda-graphs=false"}, &explicit_value).ok());

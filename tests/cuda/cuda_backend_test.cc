@@ -117,6 +117,22 @@ TEST(CudaBackendTest, SmallBatchGemvMatchesCpu) {
   CompareBackends("dummy:" + kSrc + "/tests/data/tiny-qwen2.json", 3e-2, 12, cuda);
 }
 
+// Programmatic dependent launch of the step's own kernels, with the projections
+// on the matrix-vector kernel so that decode steps are ours end to end (and
+// with cuBLAS between them in prefill). The emulator checks that every
+// thread of such a launch waits for the previous kernel; a GPU, that
+// nothing reads before the wait.
+TEST(CudaBackendTest, ProgrammaticLaunchMatchesCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  CudaBackendOptions cuda;
+  cuda.programmatic_launch = true;
+  cuda.small_batch_gemv = true;
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
+  cuda.small_batch_gemv = false;
+  cuda.tensor_core_decode = true;
+  CompareBackends("dummy:" + kSrc + "/tests/data/tiny-qwen2.json", 3e-2, 12, cuda);
+}
+
 // Scaled RoPE (the uploaded RopeTable, YaRN's attention factor on q and k)
 // rotates as on the CPU.
 TEST(CudaBackendTest, DummyRopeScalingMatchesCpu) {
@@ -145,19 +161,26 @@ TEST(CudaBackendTest, DefaultModelMatchesCpu) {
   CompareBackends(BEACON_MODEL_PATH, 8e-2, 16);
 }
 
-TEST(CudaBackendTest, GreedyAndGraphsAgreeWithPlainLogits) {
-  BEACON_REQUIRE_CUDA_DEVICE();
+// Greedy ids on the device, in captured graphs, from a backend with
+// `graphed_options`, against the argmax of a plain backend's logits (the
+// same kernels, without graphs or programmatic launches: the same
+// arithmetic) over three sequences and 20 decode steps.
+void GreedyAgreesWithPlainLogits(const CudaBackendOptions& graphed_options) {
   const std::string model = "dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json";
   std::unique_ptr<Runtime> rt = MakeRuntime(model, "cuda");
   ASSERT_NE(rt, nullptr);
-  absl::StatusOr<std::unique_ptr<CudaBackend>> plain =
-      CudaBackend::Create(&rt->weights(), CudaBackendOptions{0, false});
+  CudaBackendOptions plain_options = graphed_options;
+  plain_options.cuda_graphs = false;
+  plain_options.programmatic_launch = false;
+  absl::StatusOr<std::unique_ptr<CudaBackend>> plain = CudaBackend::Create(&rt->weights(), plain_options);
   ASSERT_TRUE(plain.ok()) << plain.status();
-  auto* graphed = dynamic_cast<CudaBackend*>(rt->backend());
-  ASSERT_NE(graphed, nullptr);
+  absl::StatusOr<std::unique_ptr<CudaBackend>> made = CudaBackend::Create(&rt->weights(), graphed_options);
+  ASSERT_TRUE(made.ok()) << made.status();
+  CudaBackend* graphed = made->get();
   const int vocab = rt->config().vocab_size;
-  std::unique_ptr<KvCache> c1 = *rt->MakeKvCache(1024),
-                           c2 = *(*plain)->MakeKvCache(c1->shape(), c1->pool().num_blocks());
+  const std::unique_ptr<KvCache> sized = *rt->MakeKvCache(1024);  // the shape and blocks of 1,024 slots
+  std::unique_ptr<KvCache> c1 = *graphed->MakeKvCache(sized->shape(), sized->pool().num_blocks()),
+                           c2 = *(*plain)->MakeKvCache(sized->shape(), sized->pool().num_blocks());
   std::vector<SequenceKv> s1, s2;
   for (int i = 0; i < 3; ++i) {
     s1.emplace_back(c1.get());
@@ -194,6 +217,21 @@ TEST(CudaBackendTest, GreedyAndGraphsAgreeWithPlainLogits) {
   for (auto* v : {&s1, &s2}) {
     for (SequenceKv& s : *v) s.Release();
   }
+}
+
+TEST(CudaBackendTest, GreedyAndGraphsAgreeWithPlainLogits) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  GreedyAgreesWithPlainLogits(CudaBackendOptions{});
+}
+
+// The same with the step's own kernels (argmax included) launched
+// programmatically, and the projections on the matrix-vector kernel.
+TEST(CudaBackendTest, ProgrammaticGreedyAndGraphsAgreeWithPlainLogits) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  CudaBackendOptions cuda;
+  cuda.programmatic_launch = true;
+  cuda.small_batch_gemv = true;
+  GreedyAgreesWithPlainLogits(cuda);
 }
 
 }  // namespace

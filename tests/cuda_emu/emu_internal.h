@@ -70,7 +70,9 @@ void DeviceSynced();   // cudaDeviceSynchronize, cudaFree, event synchronisation
 // ---- execution (fibers.cc) ------------------------------------------------------------
 // Runs one block of `threads` threads of `body` to completion, with `smem`
 // bytes of dynamic shared memory; blockIdx/gridDim/blockDim are already set.
-void RunBlock(const std::function<void()>& body, unsigned threads, size_t smem);
+// `programmatic`: a programmatic launch, whose every thread must call
+// cudaGridDependencySynchronize before it returns (reported otherwise).
+void RunBlock(const std::function<void()>& body, unsigned threads, size_t smem, bool programmatic);
 // Largest dynamic shared memory a block may have (the H100/H200 opt-in limit).
 constexpr size_t kMaxDynamicSmem = 232448;
 // The kernel running now (for messages), "" outside kernels.

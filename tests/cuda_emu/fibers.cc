@@ -22,6 +22,13 @@
 //    lanes an error.
 //  - Dynamic shared memory is 0xFF-poisoned at the start of every block (an
 //    unwritten float reads as NaN) and ends at a guard page.
+//  - In a programmatic launch (programmatic dependent launch: the kernel may
+//    start before the previous one in its stream has finished), a thread
+//    that returns without calling cudaGridDependencySynchronize is an error:
+//    it may have read that kernel's output before it was written, and its
+//    block may finish before that kernel does, so the next kernel, which
+//    waits only for this one, would not wait for it either. Reading before
+//    the call cannot be seen here; the kernels make it their first statement.
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -87,6 +94,7 @@ struct Fiber {
   void* sp = nullptr;
   char* stack = nullptr;  // lowest page is a guard page
   bool done = false;
+  bool grid_waited = false;                      // called cudaGridDependencySynchronize
   std::vector<AsyncCopy> issued;                 // cp.async since the last commit
   std::deque<std::vector<AsyncCopy>> committed;  // groups not yet waited for
 };
@@ -120,6 +128,7 @@ struct Scheduler {
   char* smem_end = nullptr;
   char* dynamic_smem = nullptr;
   const char* kernel = "";
+  bool programmatic = false;  // the running launch is programmatic (RunBlock)
 };
 Scheduler g;
 
@@ -215,6 +224,12 @@ void RequireWholeWarp(const Warp& w, const char* what) {
 [[noreturn]] void FiberMain() {
   (*g.body)();
   Fiber& me = g.fibers[g.current];
+  if (g.programmatic && !me.grid_waited) {
+    Report(Severity::kError, InKernel() +
+                                 "a thread returned without cudaGridDependencySynchronize in a programmatic launch "
+                                 "(it may read the previous kernel's output early, and the next kernel would not "
+                                 "wait for that one)");
+  }
   for (auto& group : me.committed) Land(group);  // copies in flight still land
   me.committed.clear();
   Land(me.issued);
@@ -268,8 +283,9 @@ uint64_t NextRandom() {  // 64-bit LCG; the high bits are used
   return g.random_state >> 33;
 }
 
-void RunBlock(const std::function<void()>& body, unsigned threads, size_t smem) {
+void RunBlock(const std::function<void()>& body, unsigned threads, size_t smem, bool programmatic) {
   Initialise();
+  g.programmatic = programmatic;
   g.warps.assign((threads + 31) / 32, Warp{});
   for (unsigned w = 0; w < g.warps.size(); ++w) {
     g.warps[w].lanes = static_cast<int>(std::min(32u, threads - 32 * w));
@@ -284,6 +300,7 @@ void RunBlock(const std::function<void()>& body, unsigned threads, size_t smem) 
   for (unsigned i = 0; i < threads; ++i) {
     Fiber& f = g.fibers[i];
     f.done = false;
+    f.grid_waited = false;
     f.issued.clear();
     f.committed.clear();
     // Initial stack, as emu_fiber_switch pops it: six callee-saved registers,
@@ -350,6 +367,11 @@ void RequireFullMask(unsigned mask, const char* what) {
 }
 
 void* DynamicSharedMemory() { return g.dynamic_smem; }
+
+void GridDependencySynchronize() { g.fibers[g.current].grid_waited = true; }
+// Lets the next kernel launch early on a GPU; here kernels run one after
+// another, so there is nothing to model (calling it before the wait is legal).
+void TriggerProgrammaticLaunchCompletion() {}
 
 void PipelineCopy(void* dst, const void* src, size_t bytes) {
   if (bytes != 4 && bytes != 8 && bytes != 16) Report(Severity::kError, InKernel() + "cp.async size not 4, 8 or 16");

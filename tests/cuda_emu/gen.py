@@ -3,7 +3,7 @@
 
 Usage: gen.py INPUT.cu OUTPUT.cc
 
-Two rewrites, nothing else (the fake headers in fake/ supply the rest):
+Three rewrites, nothing else (the fake headers in fake/ supply the rest):
 
   kernel<<<grid, block[, smem[, stream]]>>>(args...);
     -> ::emu::LaunchKernel("file.cu:kernel", kernel, dim3(grid), dim3(block),
@@ -11,6 +11,11 @@ Two rewrites, nothing else (the fake headers in fake/ supply the rest):
      `kernel` may be a name, a qualified name, a template-id or a variable
      holding a kernel pointer. Arguments are converted to the kernel's
      parameter types at the launch (fake/emu_device.h).
+
+  cudaLaunchKernelEx(config, kernel, args...)
+    -> ::emu::LaunchKernelEx("file.cu:kernel", config, kernel, args...)
+     (an expression: its value is the launch's error), so the launch has a
+     name for the findings.
 
   extern __shared__ [__align__(n)] T name[];
     -> T* name = reinterpret_cast<T*>(::emu::DynamicSharedMemory());
@@ -153,6 +158,25 @@ def rewrite_launches(path, src):
     return ''.join(out), count
 
 
+def rewrite_launch_ex(path, src):
+    code = code_mask(src)
+    out, pos, count = [], 0, 0
+    for m in re.finditer(r'\bcudaLaunchKernelEx\s*\(', code):
+        paren = m.end() - 1
+        end = balanced_end(code, paren, '(', ')')
+        args = split_top_level(src[paren + 1:end - 1]) if end > 0 else []
+        if len(args) < 2:
+            fail(path, m.start(), src, 'cudaLaunchKernelEx needs (config, kernel, args...)')
+        kernel = ' '.join(args[1].split())
+        label = ('%s:%s' % (os.path.basename(path), kernel)).replace('\\', '').replace('"', '')
+        out.append(src[pos:m.start()])
+        out.append('::emu::LaunchKernelEx("%s", ' % label)
+        pos = paren + 1
+        count += 1
+    out.append(src[pos:])
+    return ''.join(out), count
+
+
 EXTERN_SHARED = re.compile(
     r'extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?'  # qualifiers
     r'([A-Za-z_][\w:]*(?:\s+[A-Za-z_][\w:]*)*?)\s+'          # element type (may be several words)
@@ -173,6 +197,8 @@ def main():
     with open(path) as f:
         src = f.read()
     src, launches = rewrite_launches(path, src)
+    src, launches_ex = rewrite_launch_ex(path, src)
+    launches += launches_ex
     src, arrays = rewrite_extern_shared(src)
     if re.search(r'extern\s+__shared__', code_mask(src)):
         sys.exit('%s: gen.py: an extern __shared__ declaration it cannot rewrite' % path)

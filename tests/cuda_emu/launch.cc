@@ -12,6 +12,9 @@
 //    issue or is recorded into a capture. Blocks run one at a time in index
 //    order (or reversed, or shuffled, per EMU_ORDER), which also exposes a
 //    kernel that depends on the order of blocks.
+//  - A programmatic launch (cudaLaunchKernelEx with programmatic stream
+//    serialization) runs like any other, and every one of its threads must
+//    call cudaGridDependencySynchronize before it returns (fibers.cc).
 //  - Host-pointer check: a pointer argument, or an aligned word of a struct
 //    argument, that holds an address inside a readable, non-executable host
 //    mapping, and is neither device memory nor just past its end, is
@@ -103,7 +106,8 @@ void CheckArguments(const char* name, const ArgSpan* args, size_t n) {
   }
 }
 
-void RunGrid(const char* name, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+void RunGrid(const char* name, dim3 grid, dim3 block, size_t smem, bool programmatic,
+             const std::function<void()>& body) {
   const char* outer = CurrentKernel();
   SetCurrentKernel(name);
   grid_dim = grid;
@@ -118,7 +122,7 @@ void RunGrid(const char* name, dim3 grid, dim3 block, size_t smem, const std::fu
   for (const uint64_t b : blocks) {
     block_idx = {static_cast<unsigned>(b % grid.x), static_cast<unsigned>(b / grid.x % grid.y),
                  static_cast<unsigned>(b / grid.x / grid.y)};
-    RunBlock(body, block.x, smem);
+    RunBlock(body, block.x, smem, programmatic);
   }
   SetCurrentKernel(outer);
 }
@@ -137,8 +141,22 @@ cudaError_t FuncSetAttribute(const void* kernel, int attr, int value) {
   return cudaSuccess;
 }
 
-void Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-            std::function<void()> body, const ArgSpan* args, size_t n_args) {
+bool ProgrammaticAttribute(const cudaLaunchConfig_t* config) {
+  bool programmatic = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    const cudaLaunchAttribute& a = config->attrs[i];
+    if (a.id == cudaLaunchAttributeProgrammaticStreamSerialization) {
+      programmatic = a.val.programmaticStreamSerializationAllowed != 0;
+    } else if (a.id != cudaLaunchAttributeIgnore) {
+      Report(Severity::kError,
+             "cudaLaunchKernelEx: launch attribute " + std::to_string(static_cast<int>(a.id)) + " is not emulated");
+    }
+  }
+  return programmatic;
+}
+
+cudaError_t Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   std::function<void()> body, const ArgSpan* args, size_t n_args, bool programmatic) {
   NoteUsed();
   const uint64_t threads = static_cast<uint64_t>(block.x) * block.y * block.z;
   cudaError_t err = cudaSuccess;
@@ -165,12 +183,14 @@ void Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t 
   }
   if (err != cudaSuccess) {
     SetLastError(err);
-    return;
+    return err;
   }
   CheckArguments(name, args, n_args);
-  err = Enqueue(stream, name,
-                [name, grid, block, smem, body = std::move(body)] { RunGrid(name, grid, block, smem, body); });
+  err = Enqueue(stream, name, [name, grid, block, smem, programmatic, body = std::move(body)] {
+    RunGrid(name, grid, block, smem, programmatic, body);
+  });
   if (err != cudaSuccess) SetLastError(err);
+  return err;
 }
 
 }  // namespace emu

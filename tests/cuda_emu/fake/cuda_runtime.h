@@ -139,6 +139,33 @@ inline int2 make_int2(int a, int b) { return {a, b}; }
 inline int4 make_int4(int a, int b, int c, int d) { return {a, b, c, d}; }
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
 
+// Extensible launches (cudaLaunchKernelEx): the one attribute the backend sets.
+// gen.py rewrites `cudaLaunchKernelEx(config, kernel, args)` in a .cu into
+// emu::LaunchKernelEx("file.cu:kernel", config, kernel, args), so that the
+// launch has a name for the findings; cudaLaunchKernelEx itself is not
+// declared, and a call gen.py did not see fails to compile.
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeIgnore = 0,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+};
+union cudaLaunchAttributeValue {
+  char pad[64];
+  int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  char pad[8 - sizeof(cudaLaunchAttributeID)];
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim;
+  dim3 blockDim;
+  size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  cudaLaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+
 // Device-side language: qualifiers, threadIdx, barriers, warp collectives,
 // atomics (emu_device.h), then the math and bit intrinsics.
 #include "emu_device.h"

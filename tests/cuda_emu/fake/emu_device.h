@@ -81,9 +81,13 @@ struct ArgSpan {
   Kind kind;
 };
 // `name` must have static storage (graphs keep it); `args` describe the
-// converted arguments, scanned for host pointers.
-void Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-            std::function<void()> body, const ArgSpan* args, size_t n_args);
+// converted arguments, scanned for host pointers. `programmatic`: launched
+// with cudaLaunchAttributeProgrammaticStreamSerialization (programmatic
+// dependent launch), so every thread must call cudaGridDependencySynchronize
+// before it returns (fibers.cc checks). Returns the launch's error (also
+// what cudaGetLastError returns next).
+cudaError_t Launch(const char* name, const void* kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   std::function<void()> body, const ArgSpan* args, size_t n_args, bool programmatic = false);
 template <class T>
 ArgSpan DescribeArg(const T& v) {
   const ArgSpan::Kind kind = std::is_pointer_v<T>                           ? ArgSpan::kPointer
@@ -102,6 +106,28 @@ void LaunchKernel(const char* name, void (*kernel)(Params...), dim3 grid, dim3 b
       name, reinterpret_cast<const void*>(kernel), grid, block, smem, stream,
       [kernel, params] { std::apply(kernel, params); }, spans.data(), spans.size());
 }
+// gen.py's rewrite of cudaLaunchKernelEx(config, kernel, args): the launch of
+// LaunchKernel with the configuration's grid, block, shared memory and
+// stream, and its attributes (only programmatic stream serialization is
+// modelled; any other attribute id is reported).
+bool ProgrammaticAttribute(const cudaLaunchConfig_t* config);
+template <class... Params, class... Args>
+cudaError_t LaunchKernelEx(const char* name, const cudaLaunchConfig_t* config, void (*kernel)(Params...),
+                           Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "kernel launched with a different number of arguments");
+  const bool programmatic = ProgrammaticAttribute(config);
+  const std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+  const auto spans =
+      std::apply([](const auto&... p) { return std::array<ArgSpan, sizeof...(p)>{DescribeArg(p)...}; }, params);
+  return Launch(
+      name, reinterpret_cast<const void*>(kernel), config->gridDim, config->blockDim, config->dynamicSmemBytes,
+      config->stream, [kernel, params] { std::apply(kernel, params); }, spans.data(), spans.size(), programmatic);
+}
+// Programmatic dependent launch, device side (fibers.cc): the calling thread
+// waits for the previous kernel in the stream (here: it has run already) and
+// lets the next one launch.
+void GridDependencySynchronize();
+void TriggerProgrammaticLaunchCompletion();
 cudaError_t FuncSetAttribute(const void* kernel, int attr, int value);
 
 // Values travel through warp collectives as up to 8 raw bytes.
@@ -147,6 +173,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
   emu::RequireFullMask(mask, "__syncwarp");
   emu::SyncWarp();
 }
+// Programmatic dependent launch (sm_90): CUDA's device functions.
+inline void cudaGridDependencySynchronize() { emu::GridDependencySynchronize(); }
+inline void cudaTriggerProgrammaticLaunchCompletion() { emu::TriggerProgrammaticLaunchCompletion(); }
 // Every write is visible at once on one OS thread: fences order nothing more.
 inline void __threadfence() {}
 inline void __threadfence_block() {}

@@ -186,6 +186,39 @@ TEST_F(EmuSelfTest, GraphsReplayTheArgumentsOfTheCapture) {
   cudaStreamDestroy(s);
 }
 
+// Programmatic dependent launch: a kernel that may start before the previous
+// one finished must wait for it (cudaGridDependencySynchronize) in every
+// thread; one that does runs as any launch, also captured and replayed.
+TEST_F(EmuSelfTest, ProgrammaticLaunchWithoutTheGridWaitIsReported) {
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  constexpr int kN = 2 * kBlockThreads + 5;
+  float* d = Device<float>(kN);
+  const std::vector<float> ones(kN, 1.f);
+  ASSERT_EQ(cudaMemcpyAsync(d, ones.data(), kN * 4, cudaMemcpyHostToDevice, s), cudaSuccess);
+  EXPECT_EQ(ScaleLaunchEx(d, kN, 2.f, /*programmatic=*/true, /*wait=*/true, s), cudaSuccess);
+  EXPECT_TRUE(TakeFindings().empty());
+  EXPECT_EQ(ScaleLaunchEx(d, kN, 3.f, /*programmatic=*/false, /*wait=*/false, s), cudaSuccess);
+  EXPECT_TRUE(TakeFindings().empty()) << "a plain launch need not wait";
+  EXPECT_EQ(ScaleLaunchEx(d, kN, 5.f, /*programmatic=*/true, /*wait=*/false, s), cudaSuccess);
+  EXPECT_TRUE(OneFinding("without cudaGridDependencySynchronize in a programmatic launch"));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_EQ(ScaleLaunchEx(d, kN, 7.f, /*programmatic=*/true, /*wait=*/true, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  std::vector<float> out(kN);
+  ASSERT_EQ(cudaMemcpyAsync(out.data(), d, kN * 4, cudaMemcpyDeviceToHost, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(out, std::vector<float>(kN, 2.f * 3 * 5 * 7));
+  EXPECT_TRUE(TakeFindings().empty());
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
 TEST_F(EmuSelfTest, LegacyStreamWorkThenNonBlockingStreamIsAnOrderError) {
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);

@@ -59,6 +59,13 @@ __global__ void ScaleKernel(float* x, int n, float factor) {
   if (i < n) x[i] *= factor;
 }
 
+__global__ void ScaleAfterWaitKernel(float* x, int n, float factor, bool wait) {
+  if (wait) cudaGridDependencySynchronize();
+  cudaTriggerProgrammaticLaunchCompletion();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= factor;
+}
+
 __global__ void DeadlockKernel(float* sink) {
   if (threadIdx.x < 16) {
     sink[threadIdx.x] = __shfl_sync(0xffffffffu, 1.f, 0);
@@ -97,6 +104,17 @@ void WmmaProduct(const uint16_t* a, const uint16_t* b, float* c, int a_offset, c
 
 void Scale(float* x, int n, float factor, cudaStream_t stream) {
   ScaleKernel<<<(n + kBlockThreads - 1) / kBlockThreads, kBlockThreads, 0, stream>>>(x, n, factor);
+}
+
+cudaError_t ScaleLaunchEx(float* x, int n, float factor, bool programmatic, bool wait, cudaStream_t stream) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = programmatic ? 1 : 0;
+  // {gridDim, blockDim, dynamicSmemBytes, stream, attrs, numAttrs}: gridDim
+  // and blockDim are the emulator's macros, so the fields go by position.
+  const cudaLaunchConfig_t config{
+      dim3((n + kBlockThreads - 1) / kBlockThreads), dim3(kBlockThreads), 0, stream, attr, 1};
+  return cudaLaunchKernelEx(&config, ScaleAfterWaitKernel, x, n, factor, wait);
 }
 
 void Deadlock() {

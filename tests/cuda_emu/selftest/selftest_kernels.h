@@ -31,6 +31,10 @@ void PipelinedCopy(const float* in, float* out, bool read_early, cudaStream_t st
 void WmmaProduct(const uint16_t* a, const uint16_t* b, float* c, int a_offset, cudaStream_t stream);
 // x[i] *= factor for i < n.
 void Scale(float* x, int n, float factor, cudaStream_t stream);
+// Scale through cudaLaunchKernelEx: with programmatic stream serialization
+// when `programmatic`; the kernel calls cudaGridDependencySynchronize first
+// when `wait` (a programmatic launch without it is the bug).
+cudaError_t ScaleLaunchEx(float* x, int n, float factor, bool programmatic, bool wait, cudaStream_t stream);
 // Half of a warp shuffles while the other half waits at __syncthreads:
 // every thread waits forever.
 void Deadlock();
