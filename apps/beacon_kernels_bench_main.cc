@@ -69,8 +69,9 @@ void BM_MatMulPacked(benchmark::State& state, DType t, int64_t rows, int64_t col
 }
 
 // An eviction's scoring logits for one (layer, KV head) of the 1.5B model
-// under BeaconKV's defaults (issue 34): 6 query heads x (16 recent + 16
-// beacons) = 192 queries against 384 cached bf16 keys of d = 128, one
+// under BeaconKV's defaults of issue 34 (R = K = 16; since issue 45 R = 4,
+// K = 8, a 16-row shape kept so results stay comparable): 6 query heads x
+// (16 recent + 16 beacons) = 192 queries against 384 cached bf16 keys of d = 128, one
 // 16-slot cache block at a time as kv/policy/attention_scoring.cc calls it. One
 // thread; an eviction runs 28 x 2 of these on the pool. Reports MAC/s.
 // kernel:0 is the register-tiled kernel, 1 key_logits.h's f32 one, 2 its

@@ -67,8 +67,8 @@ PolicyCost PolicyCostFor(const KvPolicyOptions& kv);
 
 // Device memory a running sequence's policy state takes outside the KV pool:
 // BeaconKV's query ring and FPS buffers (kernels/cuda/beacon_state_layout.h,
-// the CUDA engine's own layout, bf16 points: 24.5 MB a sequence at Qwen3-4B's shape with
-// the published R = 16, K = 16, U = 64); 0 for the other policies, which keep
+// the CUDA engine's own layout, bf16 points: 6.1 MB a sequence at Qwen3-4B's shape with
+// the defaults R = 4, K = 8, U = 16; 24.5 MB with issue 45's earlier 16, 16, 64); 0 for the other policies, which keep
 // no device state.
 double PolicyStateBytesPerSequence(const KvPolicyOptions& kv, const ModelCost& model);
 

@@ -217,11 +217,11 @@ def test_resolve_kv_options():
     assert flags == {"kv-interval": "16", "kv-window": "8", "kv-beacons": "28", "kv-keep-prompt": "false"}
     b = prov.resolve_kv_options("beacon", 64, flags)  # the server's own policy: every flag
     assert (b["budget"], b["interval"], b["window"], b["beacons"], b["recent_queries"], b["fps_bound"]) == \
-        (64, 16, 8, 28, 16, 64)
+        (64, 16, 8, 28, 4, 16)
     assert b["keep_prompt"] is False and b["beacon_bf16_state"] is True and b["eviction_phase"] == "spread"
     s = prov.resolve_kv_options("snapkv", 32, flags)  # another policy: its published R and pool, the server's window
     assert (s["budget"], s["interval"], s["window"], s["recent_queries"], s["pool_kernel"], s["beacons"]) == \
-        (32, 16, 8, 32, 7, 16)
+        (32, 16, 8, 32, 7, 8)
     assert s["keep_prompt"] is False
     assert prov.resolve_kv_options("full", None, flags) == {"policy": "full", "budget": 0}
     # The environment sets what the command line lacks; the command line wins.
@@ -229,20 +229,85 @@ def test_resolve_kv_options():
                                                                   "BEACON_KV_EVICTION_PHASE": "aligned"})
     o = prov.resolve_kv_options("rkv", 64, env_flags)
     assert (o["window"], o["sinks"], o["recent_queries"], o["eviction_phase"]) == (8, 2, 8, "aligned")
+    # A binary's own defaults (defaults_at its commit): one built before issue 45 changed R, K, U.
+    old_base = dict(prov.tree_defaults(), recent_queries=16, beacons=16, fps_bound=64)
+    b = prov.resolve_kv_options("beacon", 64, {"kv-beacons": "28"}, old_base)
+    assert (b["recent_queries"], b["beacons"], b["fps_bound"]) == (16, 28, 64), b
+
+
+# KvPolicyOptions as kv/policy/kv_policy.h wrote it before issue 45's change of R, K, U (trimmed).
+OLD_HEADER = """
+struct Other { int32_t budget = 7; };
+struct KvPolicyOptions {
+  KvPolicyKind policy = KvPolicyKind::kFull;
+  int32_t budget = 512;         // slots kept per KV head
+  int32_t interval = 128;       // decode steps between evictions
+  int32_t eviction_phase = 0;
+  int32_t sinks = 4;
+  int32_t window = 32;
+  bool keep_prompt = true;
+  int32_t recent_queries = 16;  // R
+  int32_t beacons = 16;         // K
+  int32_t fps_bound = 64;       // U
+  BeaconFilter beacon_filter = BeaconFilter::kAll;
+  bool beacon_prompt_queries = false;
+  bool beacon_bf16_state = true;
+  bool beacon_group_queries = false;
+  float global_threshold = 0.5f;
+  int32_t pool_kernel = 1;
+  float lambda = 0.1f;
+  uint64_t seed = 0;
+  static KvPolicyOptions DefaultsFor(KvPolicyKind policy);
+};
+"""
+
+
+def test_member_defaults_read_from_the_header():
+    old = prov.member_defaults(OLD_HEADER)
+    assert old == {"budget": 512, "interval": 128, "sinks": 4, "window": 32, "keep_prompt": True,
+                   "recent_queries": 16, "beacons": 16, "fps_bound": 64, "beacon_filter": "all",
+                   "beacon_prompt_queries": False, "beacon_bf16_state": True, "beacon_group_queries": False,
+                   "global_threshold": 0.5, "pool_kernel": 1, "lambda": 0.1, "seed": 0}, old
+    # This checkout's header: BeaconKV's R, K, U since issue 45; the rest as before.
+    tree = prov.tree_defaults()
+    assert (tree["recent_queries"], tree["beacons"], tree["fps_bound"]) == (4, 8, 16), tree
+    assert {k: v for k, v in tree.items() if k not in ("recent_queries", "beacons", "fps_bound")} == \
+        {k: v for k, v in old.items() if k not in ("recent_queries", "beacons", "fps_bound")}
+    try:
+        prov.member_defaults(OLD_HEADER.replace("  int32_t fps_bound = 64;       // U\n", ""))
+    except ValueError as e:
+        assert "fps_bound" in str(e), e
+    else:
+        raise AssertionError("a field the parser cannot find must fail")
+    # The working tree (a dirty or unknown commit) is read from the file; a commit git cannot show fails.
+    assert prov.defaults_at(None, SRC) == tree and prov.defaults_at("abc+dirty", SRC) == tree
+    try:
+        prov.defaults_at("0" * 40, SRC)
+    except ValueError as e:
+        assert "0000000" in str(e), e
+    else:
+        raise AssertionError("an unknown commit must fail")
+    # The grid's pinned binary (eval/results/recap-1.5b) was built at 0948606, before the change.
+    if subprocess.run(["git", "-C", SRC, "cat-file", "-e", "0948606^{commit}"], capture_output=True).returncode == 0:
+        at = prov.defaults_at("0948606", SRC)
+        assert (at["recent_queries"], at["beacons"], at["fps_bound"]) == (16, 16, 64), at
 
 
 def test_check_against_server():
     o = prov.resolve_kv_options("beacon", 64, {"kv-interval": "16"})
-    info = {"budget": 512, "interval": 16, "sinks": 4, "window": 32, "keep_prompt": True, "recent_queries": 16,
-            "beacons": 16}
+    info = {"budget": 512, "interval": 16, "sinks": 4, "window": 32, "keep_prompt": True, "recent_queries": 4,
+            "beacons": 8, "fps_bound": 16}
     assert set(prov.check_against_server(o, info)) == {"interval", "sinks", "window", "keep_prompt",
-                                                       "recent_queries", "beacons"}
-    try:
-        prov.check_against_server(o, dict(info, window=8))
-    except ValueError as e:
-        assert "window 32 vs 8" in str(e), e
-    else:
-        raise AssertionError("a stale mirror must fail")
+                                                       "recent_queries", "beacons", "fps_bound"}
+    # A server older than KvPolicyInfo.fps_bound reports 0: not checked. Another U is a mismatch.
+    assert "fps_bound" not in prov.check_against_server(o, dict(info, fps_bound=0))
+    for field, value, message in (("fps_bound", 64, "fps_bound 16 vs 64"), ("window", 8, "window 32 vs 8")):
+        try:
+            prov.check_against_server(o, dict(info, **{field: value}))
+        except ValueError as e:
+            assert message in str(e), e
+        else:
+            raise AssertionError(f"a {field} the server does not run must fail")
     assert prov.check_against_server(prov.resolve_kv_options("full", None, {}), info) == []
 
 

@@ -21,18 +21,85 @@ Pure functions and the standard library only: tests/test_chain_task.py tests the
 import hashlib
 import json
 import os
+import re
 import subprocess
 
 # ---------------------------------------------------------------------------
-# The server's KV option defaults, mirrored from the C++ (resolve_kv_options)
+# The server's KV option defaults, read from the C++ (resolve_kv_options)
 
-# KvPolicyOptions' member defaults (kv/policy/kv_policy.h). beacon_bf16_state has no beacon-serve
-# flag: the server always runs the bf16 ring and FPS buffers (the CUDA state's format).
-BASE_OPTIONS = {"budget": 512, "interval": 128, "sinks": 4, "window": 32, "keep_prompt": True,
-                "recent_queries": 16, "beacons": 16, "fps_bound": 64, "beacon_filter": "all",
-                "beacon_prompt_queries": False, "beacon_bf16_state": True, "beacon_group_queries": False,
-                "global_threshold": 0.5,
-                "pool_kernel": 1, "lambda": 0.1, "seed": 0}
+# KvPolicyOptions' member defaults are read from kv/policy/kv_policy.h as it was at the commit the
+# binary was built from (member_defaults, defaults_at), not mirrored here: a pinned binary keeps the
+# defaults of its commit when the tree's change (issue 45 moved BeaconKV's R, K, U from 16, 16, 64 to
+# 4, 8, 16), and its records must say what it ran. beacon_bf16_state has no beacon-serve flag: the
+# server always runs the bf16 ring and FPS buffers (the CUDA state's format).
+OPTION_FIELDS = ("budget", "interval", "sinks", "window", "keep_prompt", "recent_queries", "beacons", "fps_bound",
+                 "beacon_filter", "beacon_prompt_queries", "beacon_bf16_state", "beacon_group_queries",
+                 "global_threshold", "pool_kernel", "lambda", "seed")
+POLICY_HEADER = "kv/policy/kv_policy.h"
+OLDER_POLICY_HEADERS = ("kv/kv_policy.h",)  # where earlier commits kept it (before kv/policy/)
+_MEMBER = re.compile(r"^\s*(?:int32_t|uint64_t|bool|float|BeaconFilter)\s+(\w+)\s*=\s*([^;]+);", re.M)
+
+
+def _cpp_value(text):
+    text = text.strip()
+    if text in ("true", "false"):
+        return text == "true"
+    if text.startswith("BeaconFilter::k"):
+        return text[len("BeaconFilter::k"):].lower()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    return float(text.rstrip("f"))
+
+
+# Options a header may predate, and what a binary without them ran: the option off.
+ADDED_LATER = {"beacon_group_queries": False}
+
+
+def member_defaults(header_text):
+    """{field: default} of OPTION_FIELDS from the text of kv/policy/kv_policy.h (the members of
+    struct KvPolicyOptions; ADDED_LATER where an older header lacks them). Raises ValueError naming
+    any other field it cannot find (the header changed shape: fix this parser, never guess)."""
+    start = header_text.find("struct KvPolicyOptions {")
+    end = header_text.find("\n};", start)
+    if start < 0 or end < 0:
+        raise ValueError(f"{POLICY_HEADER}: no struct KvPolicyOptions")
+    found = {name: _cpp_value(value) for name, value in _MEMBER.findall(header_text[start:end])}
+    found = {**ADDED_LATER, **found}
+    missing = [f for f in OPTION_FIELDS if f not in found]
+    if missing:
+        raise ValueError(f"{POLICY_HEADER}: no default for {', '.join(missing)}")
+    return {f: found[f] for f in OPTION_FIELDS}
+
+
+def defaults_at(commit, repo_root):
+    """member_defaults of the header at `commit` (a binary's, binary_commit), read with `git show`;
+    of the working tree when the commit is None or "+dirty" (a binary of build/bin is built from
+    the tree). Raises ValueError when git cannot show that commit (a shallow clone)."""
+    if not commit or commit.endswith("+dirty"):
+        with open(os.path.join(repo_root, POLICY_HEADER)) as f:
+            return member_defaults(f.read())
+    errors = []
+    for path in (POLICY_HEADER,) + OLDER_POLICY_HEADERS:
+        try:
+            text = subprocess.run(["git", "-C", repo_root, "show", f"{commit}:{path}"], capture_output=True,
+                                  text=True, check=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            errors.append(f"{path}: {getattr(e, 'stderr', '') or e}".strip())
+            continue
+        return member_defaults(text)
+    raise ValueError(f"cannot read KvPolicyOptions at commit {commit}, the binary's: " + "; ".join(errors))
+
+
+_TREE_DEFAULTS = {}
+
+
+def tree_defaults():
+    """member_defaults of this checkout's header (cached)."""
+    if not _TREE_DEFAULTS:
+        _TREE_DEFAULTS.update(defaults_at(None, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    return dict(_TREE_DEFAULTS)
+
+
 # The `published` rows of kv/policy/policy_registry.cc (KvPolicyOptions::DefaultsFor).
 PUBLISHED = {"snapkv": {"recent_queries": 32, "pool_kernel": 7},
              "rkv": {"recent_queries": 8, "pool_kernel": 7, "lambda": 0.1}}
@@ -81,29 +148,31 @@ def parse_server_flags(argv, env=None):
     return out
 
 
-def _defaults_for(policy):
-    o = {"policy": policy, **BASE_OPTIONS}
+def _defaults_for(policy, base):
+    o = {"policy": policy, **base}
     o.update(PUBLISHED.get(policy, {}))
     return o
 
 
-def resolve_kv_options(policy, budget, flags):
+def resolve_kv_options(policy, budget, flags, base=None):
     """The options a request naming `policy` and `budget` (None: the server's) runs with on a
     beacon-serve started with `flags` (parse_server_flags), as ResolveRequestKvOptions resolves
     them: the server's own policy gets every --kv-* flag over its published defaults; another
     policy gets its published defaults with the server's budget, interval, sinks, window and
-    keep_prompt. `full` evicts nothing: {"policy": "full", "budget": 0}."""
+    keep_prompt. `full` evicts nothing: {"policy": "full", "budget": 0}. `base`: the member
+    defaults of the binary's commit (defaults_at); None: this checkout's."""
     if policy == "full":
         return {"policy": "full", "budget": 0}
+    base = tree_defaults() if base is None else base
     server_policy = flags.get("kv-policy", SERVER_DEFAULT_POLICY)
-    operator = _defaults_for(server_policy)
+    operator = _defaults_for(server_policy, base)
     for flag, (field, parse) in KV_FLAGS.items():
         if flag in flags:
             operator[field] = parse(flags[flag].lower() if flag in SWITCHES else flags[flag])
     if policy == server_policy:
         o = operator
     else:
-        o = _defaults_for(policy)
+        o = _defaults_for(policy, base)
         o.update({f: operator[f] for f in OPERATOR_FIELDS})
     if budget:
         o["budget"] = int(budget)
@@ -115,19 +184,21 @@ def resolve_kv_options(policy, budget, flags):
 
 # What GetModelInfo's KvPolicyInfo reports (server/grpc/model_info.cc), field -> KvPolicyInfo name.
 MODEL_INFO_FIELDS = {"interval": "interval", "sinks": "sinks", "window": "window", "keep_prompt": "keep_prompt",
-                     "recent_queries": "recent_queries", "beacons": "beacons"}
+                     "recent_queries": "recent_queries", "beacons": "beacons", "fps_bound": "fps_bound"}
 
 
 def check_against_server(options, info):
     """Compares resolved options with what the server reports for a request naming that policy
-    (`info`: its KvPolicyInfo as a dict; beacons is 0 for every policy but beacon). Returns the
-    fields it confirmed; raises ValueError naming every mismatch (this mirror of the C++
-    defaults is stale, and the records would lie)."""
+    (`info`: its KvPolicyInfo as a dict; beacons and fps_bound are 0 for every policy but beacon,
+    and fps_bound 0 from a server older than that field). Returns the fields it confirmed; raises
+    ValueError naming every mismatch (the resolution here is wrong, and the records would lie)."""
     if options["policy"] == "full" or not info:
         return []
     bad, ok = [], []
     for field, key in MODEL_INFO_FIELDS.items():
-        if key not in info or (field == "beacons" and options["policy"] != "beacon"):
+        if key not in info or (field in ("beacons", "fps_bound") and options["policy"] != "beacon"):
+            continue
+        if field == "fps_bound" and not info[key]:
             continue
         (ok if info[key] == options[field] else bad).append(field)
     if bad:

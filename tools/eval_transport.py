@@ -35,7 +35,7 @@ class Grpc:
         info = self.stub.GetModelInfo(self.pb.GetModelInfoRequest(), timeout=60)
         return {p.name: {"allowed": p.allowed, "budget": p.budget, "interval": p.interval, "sinks": p.sinks,
                          "window": p.window, "keep_prompt": p.keep_prompt, "recent_queries": p.recent_queries,
-                         "beacons": p.beacons} for p in info.kv_policies}
+                         "beacons": p.beacons, "fps_bound": p.fps_bound} for p in info.kv_policies}
 
     def bytes_per_slot(self):
         """Bytes of one KV slot, what KvOptions.budget_bytes counts in (0: the server takes no byte budgets)."""

@@ -43,8 +43,8 @@ final recap line that lists every answer in order (tools/chain_task.py; its
 tables: tools/recap_summary.py); one record per chain. Every record of either
 task names how it was made: commit, binary_sha256, server_cmd, server_env and
 the request's resolved kv_options (what the server reports it ran with,
-KvStats.options; from an older server, tools/eval_provenance.py's mirror of
-its defaults). A records file
+KvStats.options; from an older server, the server's flags over the defaults
+kv/policy/kv_policy.h had at the binary's commit: tools/eval_provenance.py). A records file
 whose earlier rows name another binary is refused unless --allow-mixed-binaries.
 
 Nothing here imports reasoning_gym or grpc at import time: the pure functions
@@ -456,10 +456,12 @@ def _provenance(args, server, client):
         fields.update(commit=commit, commit_source=source, binary_sha256=prov.sha256_file(binary),
                       server_cmd=server.args, server_env=prov.server_env(os.environ))
     info = client.model_info() if isinstance(client, Grpc) else {}
+    # The defaults of the binary's own commit: a pinned binary may predate a change of them.
+    base = prov.defaults_at(fields["commit"], ROOT) if server is not None else None
     options = {}
     for policy, budget, _ in [parse_cell(c) for c in args.cells]:
         if server is not None:
-            o = prov.resolve_kv_options(policy, budget, prov.parse_server_flags(server.args, os.environ))
+            o = prov.resolve_kv_options(policy, budget, prov.parse_server_flags(server.args, os.environ), base)
             o["checked_by_server"] = prov.check_against_server(o, info.get(policy))
             o["source"] = "server flags over the defaults of kv/policy/kv_policy.h and kv/policy/policy_registry.cc"
         else:  # attached: only what the server reports

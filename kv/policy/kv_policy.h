@@ -70,18 +70,21 @@ enum class BeaconFilter {
 struct KvPolicyOptions {
   // kFull: no eviction. Named by KvPolicyName on the wire, in flags and reports.
   KvPolicyKind policy = KvPolicyKind::kFull;
-  int32_t budget = 512;         // slots kept per KV head after an eviction: generated
-                                // tokens only when keep_prompt, all tokens otherwise
-  int32_t interval = 128;       // decode steps between evictions
-  int32_t eviction_phase = 0;   // per request, in [0, interval): the first eviction comes this
-                                // many steps early (EvictionSchedule::SpreadPhase; 0 = the
-                                // published schedule); later ones every `interval`
-  int32_t sinks = 4;            // first tokens always kept (attention sinks)
-  int32_t window = 32;          // most recent slots always kept
-  bool keep_prompt = true;      // never evict prompt tokens
-  int32_t recent_queries = 16;  // R: recent queries that score the cache
-  int32_t beacons = 16;         // K: FPS-selected beacon queries per query head
-  int32_t fps_bound = 64;       // U: FPS buffer size that triggers a shrink to K
+  int32_t budget = 512;        // slots kept per KV head after an eviction: generated
+                               // tokens only when keep_prompt, all tokens otherwise
+  int32_t interval = 128;      // decode steps between evictions
+  int32_t eviction_phase = 0;  // per request, in [0, interval): the first eviction comes this
+                               // many steps early (EvictionSchedule::SpreadPhase; 0 = the
+                               // published schedule); later ones every `interval`
+  int32_t sinks = 4;           // first tokens always kept (attention sinks)
+  int32_t window = 32;         // most recent slots always kept
+  bool keep_prompt = true;     // never evict prompt tokens
+  // BeaconKV's R, K and U: R 4, K 8, U 16 since issue 45 (before: 16, 16, 64). Chosen on the long-chain
+  // recap task at a budget in bytes, where the state's bytes come out of the KV slots: ablation on a
+  // tuning seed, then confirmed on the evaluation seed (docs/fidelity.md "BeaconKV's defaults").
+  int32_t recent_queries = 4;  // R: recent queries that score the cache
+  int32_t beacons = 8;         // K: FPS-selected beacon queries per query head
+  int32_t fps_bound = 16;      // U: FPS buffer size that triggers a shrink to K
   BeaconFilter beacon_filter = BeaconFilter::kAll;
   bool beacon_prompt_queries = false;  // kAll: prompt queries enter the FPS buffer too
                                        // (the recent ring takes them either way); off:

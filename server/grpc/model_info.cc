@@ -42,6 +42,7 @@ v1::ModelInfo MakeModelInfo(const std::string& model, const ModelConfig& c, cons
       p->set_keep_prompt(o->keep_prompt);
       p->set_recent_queries(o->recent_queries);
       p->set_beacons(policy == KvPolicyKind::kBeacon ? o->beacons : 0);
+      p->set_fps_bound(policy == KvPolicyKind::kBeacon ? o->fps_bound : 0);
     }
   }
   m.set_default_kv_policy(std::string(limits.kv_default.policy_name()));

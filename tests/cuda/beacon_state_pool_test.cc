@@ -173,7 +173,7 @@ TEST(BeaconStatePool, EvictionsUseTheReservedScratch) {
   EXPECT_GE(decode(o), 4);
   EXPECT_EQ(storage->own_scratch_allocations(), 0) << "every eviction used the reservation";
   KvPolicyOptions other = o;
-  other.beacons = 8;
+  other.beacons = o.beacons + 4;  // other dims (K 12 with the defaults' U of 16)
   EXPECT_GE(decode(other), 4);
   EXPECT_EQ(storage->own_scratch_allocations(), 1) << "other dims: a scratch of its own, grown once";
   EXPECT_EQ(cache->pool().num_free(), cache->pool().num_blocks());

@@ -25,19 +25,25 @@ TEST(ModelCost, ParameterCountsMatchThePublishedModels) {
 }
 
 // The CUDA engine's per-sequence BeaconKV state at Qwen3-4B's shape (36
-// layers, 32 query heads of 128) with the published R = K = 16, U = 64,
-// written out region by region (every region 256-byte aligned; the ring
-// and FPS points are bf16 since issue 19, half their f32 48.1 MB total):
-//   ring 36*16*32*128*2 + ring_pos 36*16*4 + fps_pts 36*32*64*128*2
-//   + fps_inv 36*32*64*8 + fps_tag 36*32*64*4 + fps_size 36*32*4.
+// layers, 32 query heads of 128) with the defaults R = 4, K = 8, U = 16
+// (issue 45), written out region by region (every region 256-byte aligned;
+// the ring and FPS points are bf16 since issue 19):
+//   ring 36*4*32*128*2 + ring_pos 36*4*4 (576, padded to 768)
+//   + fps_pts 36*32*16*128*2 + fps_inv 36*32*16*8 + fps_tag 36*32*16*4
+//   + fps_size 36*32*4.
 TEST(PolicyState, BeaconDeviceStateAtQwen3Shape) {
   const ModelCost q = ShippedModel("qwen3-4b.json");
   const KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
-  ASSERT_EQ(beacon.recent_queries, 16);
-  ASSERT_EQ(beacon.beacons, 16);
-  ASSERT_EQ(beacon.fps_bound, 64);
-  const double want = 4'718'592.0 + 2'304 + 18'874'368 + 589'824 + 294'912 + 4'608;
-  EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(beacon, q), want);  // 24.5 MB (issue 19 found 48 MB in f32)
+  ASSERT_EQ(beacon.recent_queries, 4);
+  ASSERT_EQ(beacon.beacons, 8);
+  ASSERT_EQ(beacon.fps_bound, 16);
+  const double want = 1'179'648.0 + 768 + 4'718'592 + 147'456 + 73'728 + 4'608;
+  EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(beacon, q), want);  // 6.1 MB
+  // The defaults before issue 45, R = K = 16, U = 64: 24.5 MB (issue 19 found 48 MB in f32).
+  KvPolicyOptions before = beacon;
+  before.recent_queries = 16, before.beacons = 16, before.fps_bound = 64;
+  EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(before, q),
+                   4'718'592.0 + 2'304 + 18'874'368 + 589'824 + 294'912 + 4'608);
   KvPolicyOptions bigger = beacon;
   bigger.fps_bound = 128;
   EXPECT_GT(PolicyStateBytesPerSequence(bigger, q), want) << "the FPS buffers grow with U";
@@ -46,7 +52,7 @@ TEST(PolicyState, BeaconDeviceStateAtQwen3Shape) {
   KvPolicyOptions grouped = beacon;
   grouped.beacon_group_queries = true;
   EXPECT_DOUBLE_EQ(PolicyStateBytesPerSequence(grouped, q),
-                   1'179'648.0 + 2'304 + 4'718'592 + 147'456 + 73'728 + 1'280);  // 6.1 MB
+                   294'912.0 + 768 + 1'179'648 + 36'864 + 18'432 + 1'280);  // 1.5 MB
   for (KvPolicyKind k : {KvPolicyKind::kFull, KvPolicyKind::kSnapKv, KvPolicyKind::kH2o, KvPolicyKind::kRkv}) {
     EXPECT_EQ(PolicyStateBytesPerSequence(KvPolicyOptions::DefaultsFor(k), q), 0) << KvPolicyName(k);
   }
@@ -134,8 +140,8 @@ TEST(CostModel, EvictionScoresReadsKeysAndCompactsKeptSlots) {
   const StepCost c = beacon.Step(load);
   // K half of 100 slots read; 50 kept slots' K/V read and written.
   EXPECT_DOUBLE_EQ(c.evict_bytes, 100 * 128 / 2 + 2 * 50 * 128);
-  // (2 d + 5) x query heads x layers x (16 recent + 16 beacons) x slots.
-  EXPECT_DOUBLE_EQ(c.evict_flops, (2 * 8 + 5) * 4 * 2 * 32 * 100);
+  // (2 d + 5) x query heads x layers x (4 recent + 8 beacons) x slots.
+  EXPECT_DOUBLE_EQ(c.evict_flops, (2 * 8 + 5) * 4 * 2 * 12 * 100);
   EXPECT_DOUBLE_EQ(c.evict_s, 19200e-12 + 2 * 6 * 1e-6);
   EXPECT_DOUBLE_EQ(c.total_s, c.evict_s);
 

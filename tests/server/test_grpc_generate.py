@@ -128,7 +128,7 @@ def test_model_info_health_reflection(srv):
     policies = {p.name: p for p in info.kv_policies}
     assert set(policies) >= {"full", "beacon", "snapkv", "h2o"}
     assert policies["beacon"].is_default and policies["beacon"].budget == 64 and policies["beacon"].interval == 16
-    assert policies["beacon"].beacons == 16 and policies["full"].budget == 0 and policies["snapkv"].allowed
+    assert policies["beacon"].beacons == 8 and policies["full"].budget == 0 and policies["snapkv"].allowed
     assert len(info.eos_token_ids) >= 1
     health = health_pb2_grpc.HealthStub(srv.channel)
     for service in ("", "beacon.v1.BeaconService"):

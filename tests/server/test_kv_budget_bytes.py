@@ -19,7 +19,8 @@ def query_rows(rows, elem=2):
     return rows * LAYERS * (HEADS * D * elem + 4)
 
 
-STATE = {"beacon": query_rows(16 + 64), "snapkv": query_rows(32), "rkv": query_rows(8), "streaming": 0}
+BEACON_ROWS = 4 + 16  # R + U, BeaconKV's defaults since issue 45 (16 + 64 before)
+STATE = {"beacon": query_rows(BEACON_ROWS), "snapkv": query_rows(32), "rkv": query_rows(8), "streaming": 0}
 PER_SLOT_STATE = {"h2o": LAYERS * KV_HEADS * 4}
 
 
@@ -40,7 +41,7 @@ def test_each_policy_gets_the_slots_its_state_leaves(srv):
         want_state = STATE.get(policy, 0) + PER_SLOT_STATE.get(policy, 0) * peak
         assert last.kv.state_bytes == want_state, (policy, want_state, last.kv)
     assert expected_budget("beacon", budget_bytes) == 100
-    assert expected_budget("streaming", budget_bytes) == 218  # 2,774,400 bytes of beacon state = 118 slots
+    assert expected_budget("streaming", budget_bytes) == 129  # 693,600 bytes of beacon state = 29.6 slots
 
 
 def test_full_reports_bytes_and_no_state(srv):
@@ -51,6 +52,11 @@ def test_full_reports_bytes_and_no_state(srv):
 def test_model_info_names_a_slots_bytes(srv):
     info = srv.stub.GetModelInfo(pb.GetModelInfoRequest())
     assert info.kv_bytes_per_slot == SLOT, info.kv_bytes_per_slot
+    # What a request naming each policy runs with: BeaconKV's R, K, U (the last 0 for the others).
+    policies = {p.name: p for p in info.kv_policies}
+    b = policies["beacon"]
+    assert (b.recent_queries, b.beacons, b.fps_bound) == (4, 8, 16), b
+    assert (policies["snapkv"].recent_queries, policies["snapkv"].fps_bound) == (32, 0), policies["snapkv"]
 
 
 def test_final_stats_carry_the_resolved_options(srv):
@@ -63,8 +69,8 @@ def test_final_stats_carry_the_resolved_options(srv):
         return last.kv
     o = run(pb.KvOptions(policy="beacon")).options
     assert (o.budget, o.interval, o.sinks, o.window, o.protected_window) == (64, 16, 4, 32, 32), o
-    assert (o.recent_queries, o.beacons, o.fps_bound, o.beacon_filter, o.beacon_bf16_state) == (16, 16, 64, "all",
-                                                                                                  True), o
+    assert (o.recent_queries, o.beacons, o.fps_bound, o.beacon_filter, o.beacon_bf16_state) == (4, 8, 16, "all",
+                                                                                                 True), o
     assert 0 <= o.eviction_phase < 16, o
     o = run(pb.KvOptions(policy="snapkv", budget=128)).options
     assert (o.budget, o.recent_queries, o.pool_kernel, o.window, o.protected_window) == (128, 32, 7, 32, 32), o
@@ -85,7 +91,7 @@ def test_eval_harness_records_what_the_server_reports(srv):
     assert client.bytes_per_slot() == SLOT
     out = client.chat("Hi.", "beacon", 288, 4, "harness-bytes", budget_bytes=STATE["beacon"] + 70 * SLOT)
     assert out["kv_budget"] == 70 and out["kv_options"]["budget"] == 70, out
-    assert out["kv_options"]["policy"] == "beacon" and out["kv_options"]["fps_bound"] == 64, out
+    assert out["kv_options"]["policy"] == "beacon" and out["kv_options"]["fps_bound"] == 16, out
     assert out["kv_options"]["protected_window"] == 32 and out["kv_options"]["beacon_filter"] == "all", out
     assert out["state_bytes"] == STATE["beacon"] and out["bytes_per_slot"] == SLOT, out
     assert client.chat("Hi.", "full", None, 2, "harness-full")["kv_options"] is None
@@ -127,13 +133,13 @@ def test_group_shared_state(srv):
     """--kv-beacon-group-queries: one state row per KV head (the group's mean query), so beacon's query rows are
     a group (3 here) smaller and a byte budget leaves it more slots; the resolved options say so, and a policy
     the request names keeps its own state."""
-    state = 80 * LAYERS * (KV_HEADS * D * 2 + 4)  # R 16 + U 64 rows of 3 KV heads, and their positions
-    positions = 80 * LAYERS * 4
-    assert query_rows(80) - positions == 3 * (state - positions)
-    budget_bytes = query_rows(80) + 100 * SLOT  # per-head state: 100 slots
+    state = BEACON_ROWS * LAYERS * (KV_HEADS * D * 2 + 4)  # R + U rows of 3 KV heads, and their positions
+    positions = BEACON_ROWS * LAYERS * 4
+    assert query_rows(BEACON_ROWS) - positions == 3 * (state - positions)
+    budget_bytes = query_rows(BEACON_ROWS) + 100 * SLOT  # per-head state: 100 slots
     _, _, last = collect(srv.stub.Generate(chat_request(
         "Count from one to twenty.", 8, ignore_eos=True, kv=pb.KvOptions(policy="beacon", budget_bytes=budget_bytes))))
-    assert last.kv.budget == 178, last.kv  # 100 + (2,774,400 - 931,200) // 23,400
+    assert last.kv.budget == 119, last.kv  # (693,600 + 2,340,000 - 232,800) // 23,400
     assert last.kv.state_bytes == state and last.kv.options.beacon_group_queries, last.kv
     # It evicts: 80 tokens past a budget of 40 slots.
     _, _, last = collect(srv.stub.Generate(chat_request(

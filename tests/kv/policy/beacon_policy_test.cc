@@ -423,7 +423,8 @@ TEST(BeaconPolicy, KeepsASpanThatOnlyOldQueriesAttendTo) {
   m.n_heads = kH;
   m.n_kv_heads = 1;
   m.head_dim = kD;
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);  // R = K = 16, U = 64, kAll
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);  // kAll
+  o.recent_queries = 16, o.beacons = 16, o.fps_bound = 64;  // the defaults before issue 45: one FPS shrink
   o.keep_prompt = false;
   o.sinks = 2;
   o.window = 8;
@@ -503,7 +504,8 @@ TEST(BeaconPolicy, PromptQueriesOffNeverBecomeBeacons) {
   m.n_heads = kH;
   m.n_kv_heads = 1;
   m.head_dim = kD;
-  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);  // R = K = 16, U = 64, kAll
+  KvPolicyOptions o = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);  // kAll
+  o.recent_queries = 16, o.beacons = 16, o.fps_bound = 64;  // the defaults before issue 45: one FPS shrink
   o.keep_prompt = false;
   o.sinks = 2;
   o.window = 8;

@@ -35,13 +35,17 @@ TEST(PolicyBytes, EachPolicysState) {
   auto of = [&](const char* name, int32_t slots) {
     return PolicyStateBytes(*KvPolicyOptions::DefaultsForName(name), m, slots);
   };
-  // BeaconKV: R = 16 ring rows and U = 64 FPS points per head and layer: the
-  // 6.9 MB issue 45 counts, 238 slots' worth of this model's KV.
-  EXPECT_EQ(of("beacon", 0), (16 + 64) * 28 * row);
-  EXPECT_EQ(of("beacon", 0), 6'890'240);
+  // BeaconKV: R = 4 ring rows and U = 16 FPS points per head and layer (the
+  // defaults since issue 45): 1.7 MB, 60 slots' worth of this model's KV.
+  EXPECT_EQ(of("beacon", 0), (4 + 16) * 28 * row);
+  EXPECT_EQ(of("beacon", 0), 1'722'560);
+  // The defaults before: R = 16, U = 64, the 6.9 MB issue 45 counted, 238 slots' worth.
+  KvPolicyOptions before = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  before.recent_queries = 16, before.beacons = 16, before.fps_bound = 64;
+  EXPECT_EQ(PolicyStateBytes(before, m, 0), 6'890'240);
   KvPolicyOptions f32 = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
   f32.beacon_bf16_state = false;
-  EXPECT_EQ(PolicyStateBytes(f32, m, 0), (16 + 64) * 28 * (12 * 128 * 4 + 4));
+  EXPECT_EQ(PolicyStateBytes(f32, m, 0), (4 + 16) * 28 * (12 * 128 * 4 + 4));
   EXPECT_EQ(of("snapkv", 0), 32 * 28 * row);  // observation window 32
   EXPECT_EQ(of("rkv", 0), 8 * 28 * row);      // 8 recent queries
   // H2O: an f32 accumulator per slot, KV head and layer.
@@ -60,13 +64,13 @@ TEST(PolicyBytes, BudgetForBytesLeavesTheStateItsShare) {
   EXPECT_EQ(*budget("streaming", 1), 256);
   EXPECT_EQ(*budget("h2o", 1), bytes / (slot + 28 * 2 * 4));  // 254
   EXPECT_EQ(*budget("snapkv", 1), (bytes - 2'756'096) / slot);
-  EXPECT_EQ(*budget("beacon", 1), (bytes - 6'890'240) / slot);  // 17
-  // Under the server's minimum budget: refused, naming the field and the state.
-  absl::StatusOr<int32_t> low = budget("beacon", 32);
+  EXPECT_EQ(*budget("beacon", 1), (bytes - 1'722'560) / slot);  // 196 (17 with the state before issue 45)
+  // Under the minimum budget asked for: refused, naming the field and the state.
+  absl::StatusOr<int32_t> low = budget("beacon", 200);
   ASSERT_FALSE(low.ok());
   EXPECT_EQ(low.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(low.status().message()), HasSubstr("kv_budget_bytes"));
-  EXPECT_THAT(std::string(low.status().message()), HasSubstr("6890240 bytes"));
+  EXPECT_THAT(std::string(low.status().message()), HasSubstr("1722560 bytes"));
   EXPECT_FALSE(budget("snapkv", 1 << 20).ok());
   EXPECT_FALSE(BudgetForBytes(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon), m, 256, -5, 1).ok());
 }

@@ -241,7 +241,11 @@ TEST(KvPolicyOptions, PublishedDefaults) {
   EXPECT_EQ(rkv.recent_queries, 8);
   EXPECT_EQ(rkv.pool_kernel, 7);
   EXPECT_FLOAT_EQ(rkv.lambda, 0.1f);
-  EXPECT_EQ(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon).recent_queries, 16);
+  // BeaconKV's R, K, U: issue 45's confirmed ablation winner (16, 16, 64 before).
+  const KvPolicyOptions beacon = KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon);
+  EXPECT_EQ(beacon.recent_queries, 4);
+  EXPECT_EQ(beacon.beacons, 8);
+  EXPECT_EQ(beacon.fps_bound, 16);
   // The FPS buffer holds the decoding history (docs/fidelity.md "Prompt
   // queries as beacons").
   EXPECT_FALSE(KvPolicyOptions::DefaultsFor(KvPolicyKind::kBeacon).beacon_prompt_queries);
