@@ -11,7 +11,7 @@
 //     att = attention(q, cache)             (decode split-K, or prefill tiles)
 //     proj = att Wo^T
 //     resid += proj; xb = rmsnorm(resid, ffn_norm[l])       (fused)
-//     gate_up = xb Wgu^T; ffn = silu(gate) * up
+//     gate_up = xb Wgu^T; ffn = silu(gate) * up  (one kernel on the GEMV path)
 //     proj = ffn Wdown^T
 //     resid += proj; xb = rmsnorm(resid, next norm)         (fused; the
 //                                     next layer's attn_norm, or output_norm)
@@ -38,7 +38,6 @@
 #include "kernels/cuda/qkv_rope_kv_write.h"
 #include "kernels/cuda/rmsnorm.h"
 #include "kernels/cuda/sampling.h"
-#include "kernels/cuda/swiglu.h"
 #include "kernels/cuda/token_bitmask.h"
 #include "util/log.h"
 
@@ -137,9 +136,9 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   BEACON_CUDA_RETURN_IF_ERROR(
       LaunchFusedAddRmsNorm(proj_, resid_, w.ffn_norm, xb_, n, c.hidden, c.rms_eps, step_stream()));
 
-  if (absl::Status s = gemm_.Linear(w.w_gate_up, 2 * c.ffn_hidden, c.hidden, xb_, n, gate_up_); !s.ok()) return s;
-  BEACON_CUDA_RETURN_IF_ERROR(LaunchSwiGlu(gate_up_, gate_up_ + c.ffn_hidden, 2 * c.ffn_hidden, ffn_, c.ffn_hidden, n,
-                                           c.ffn_hidden, step_stream()));
+  if (absl::Status s = gemm_.GateUpSwiGlu(w.w_gate_up, c.ffn_hidden, c.hidden, xb_, n, gate_up_, ffn_); !s.ok()) {
+    return s;
+  }
   if (absl::Status s = gemm_.Linear(w.w_down, c.hidden, c.ffn_hidden, ffn_, n, proj_); !s.ok()) return s;
   const __nv_bfloat16* next_norm = l + 1 < c.n_layers ? weights_.layer(l + 1).attn_norm : weights_.output_norm();
   BEACON_CUDA_RETURN_IF_ERROR(

@@ -2,6 +2,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "kernels/cuda/gemv.h"
+#include "kernels/cuda/swiglu.h"
 
 namespace beacon {
 namespace {
@@ -41,6 +42,20 @@ absl::Status Gemm::Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const
       cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(n), static_cast<int>(in),
                    &alpha, w, CUDA_R_16BF, static_cast<int>(in), x, CUDA_R_16BF, static_cast<int>(in), &beta, y,
                    y_f32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<int>(out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return absl::OkStatus();
+}
+
+absl::Status Gemm::GateUpSwiGlu(const __nv_bfloat16* w, int64_t ffn, int64_t in, const __nv_bfloat16* x, int64_t n,
+                                __nv_bfloat16* gate_up, __nv_bfloat16* y) {
+  if (n == 0) return absl::OkStatus();
+  const KernelStream stream(stream_, programmatic_);
+  if (small_batch_gemv_ && ffn <= INT32_MAX / 2 && GemvSupports(w, 2 * ffn, in, x, n, y)) {
+    BEACON_CUDA_RETURN_IF_ERROR(LaunchGemvSwiGlu(w, ffn, in, x, n, y, stream));
+    return absl::OkStatus();
+  }
+  if (absl::Status s = Linear(w, 2 * ffn, in, x, n, gate_up); !s.ok()) return s;
+  if (ffn > INT32_MAX) return absl::InvalidArgumentError("SwiGLU width over 2^31");
+  BEACON_CUDA_RETURN_IF_ERROR(LaunchSwiGlu(gate_up, gate_up + ffn, 2 * ffn, y, ffn, n, static_cast<int>(ffn), stream));
   return absl::OkStatus();
 }
 

@@ -41,6 +41,13 @@ class Gemm {
   absl::Status Linear(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
                       bool y_f32 = false);
 
+  // The gated MLP's first half, y[n][ffn] = silu(x W_gate^T) * (x W_up^T), W
+  // the fused gate/up matrix [2 ffn][in]: on the matrix-vector path one fused
+  // kernel (LaunchGemvSwiGlu, bit for bit the two-step result); otherwise
+  // Linear into `gate_up` [n][2 ffn], then LaunchSwiGlu.
+  absl::Status GateUpSwiGlu(const __nv_bfloat16* w, int64_t ffn, int64_t in, const __nv_bfloat16* x, int64_t n,
+                            __nv_bfloat16* gate_up, __nv_bfloat16* y);
+
  private:
   cublasHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;

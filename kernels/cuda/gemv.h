@@ -40,6 +40,16 @@ bool GemvSupports(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bf
 cudaError_t LaunchGemv(const __nv_bfloat16* w, int64_t out, int64_t in, const __nv_bfloat16* x, int64_t n, void* y,
                        bool y_f32, KernelStream stream);
 
+// The MLP's first half at batch <= kGemvMaxTokens, in one kernel: y[n][ffn] =
+// silu(x W_gate^T) * (x W_up^T) with W the fused gate/up matrix [2 ffn][in]
+// (gate rows first, device_weights.h). A warp streams gate row r and up row
+// ffn + r, rounds both products to bf16 and applies swiglu.cu's formula, so y
+// equals LaunchGemv's bf16 output fed to LaunchSwiGlu bit for bit, without
+// the [n][2 ffn] intermediate or the second launch. cudaErrorInvalidValue
+// unless GemvSupports(w, 2 ffn, in, x, n, y).
+cudaError_t LaunchGemvSwiGlu(const __nv_bfloat16* w, int64_t ffn, int64_t in, const __nv_bfloat16* x, int64_t n,
+                             __nv_bfloat16* y, KernelStream stream);
+
 }  // namespace beacon
 
 #endif  // BEACON_KERNELS_CUDA_GEMV_H_

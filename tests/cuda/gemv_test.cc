@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/dtype.h"
+#include "kernels/cuda/swiglu.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
@@ -75,6 +76,52 @@ TEST(CudaGemvTest, MatchesNaiveLoopForEveryTokenCount) {
   }
 }
 
+// The fused gate/up + SwiGLU kernel: bit for bit the GEMV's bf16 output fed
+// to LaunchSwiGlu (the path it replaces), and near silu(g) u computed exactly
+// from the same bf16 inputs. Shapes: gate rows filling a block and not, in of
+// 1-129 chunks, token counts 1-8.
+TEST(CudaGemvTest, SwiGluIsTheTwoStepResultBitForBit) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  struct SwiShape {
+    int64_t ffn, in, n;
+  };
+  uint64_t seed = 40;
+  for (const SwiShape& s :
+       {SwiShape{1, 8, 1}, SwiShape{13, 136, 2}, SwiShape{40, 264, 5}, SwiShape{33, 1032, 8}, SwiShape{300, 64, 3}}) {
+    const auto w = RandomBf16(2 * s.ffn * s.in, seed++, 0.2f);
+    const auto x = RandomBf16(s.n * s.in, seed++, 1.0f);
+    DeviceBuffer<uint16_t> dw(w.size()), dx(x.size()), gate_up(s.n * 2 * s.ffn), two_step(s.n * s.ffn),
+        fused(s.n * s.ffn);
+    BEACON_CUDA_ASSERT_OK(dw.Upload(w));
+    BEACON_CUDA_ASSERT_OK(dx.Upload(x));
+    BEACON_CUDA_ASSERT_OK(fused.PoisonWithNaN());
+    const auto* wp = reinterpret_cast<const __nv_bfloat16*>(dw.get());
+    const auto* xp = reinterpret_cast<const __nv_bfloat16*>(dx.get());
+    auto* gu = reinterpret_cast<__nv_bfloat16*>(gate_up.get());
+    BEACON_CUDA_ASSERT_OK(LaunchGemv(wp, 2 * s.ffn, s.in, xp, s.n, gu, /*y_f32=*/false, nullptr));
+    BEACON_CUDA_ASSERT_OK(LaunchSwiGlu(gu, gu + s.ffn, 2 * s.ffn, reinterpret_cast<__nv_bfloat16*>(two_step.get()),
+                                       s.ffn, s.n, static_cast<int>(s.ffn), nullptr));
+    BEACON_CUDA_ASSERT_OK(
+        LaunchGemvSwiGlu(wp, s.ffn, s.in, xp, s.n, reinterpret_cast<__nv_bfloat16*>(fused.get()), nullptr));
+    BEACON_CUDA_ASSERT_OK(cudaDeviceSynchronize());
+    const std::string what =
+        "ffn " + std::to_string(s.ffn) + " in " + std::to_string(s.in) + " n " + std::to_string(s.n);
+    std::vector<uint16_t> want_bits, got;
+    BEACON_CUDA_ASSERT_OK(two_step.Download(&want_bits));
+    BEACON_CUDA_ASSERT_OK(fused.Download(&got));
+    EXPECT_EQ(got, want_bits) << what;
+    const std::vector<double> products = Naive(w, x, Shape{2 * s.ffn, s.in, s.n});
+    std::vector<double> want(s.n * s.ffn);
+    for (int64_t t = 0; t < s.n; ++t) {
+      for (int64_t r = 0; r < s.ffn; ++r) {
+        const double g = products[t * 2 * s.ffn + r], u = products[t * 2 * s.ffn + s.ffn + r];
+        want[t * s.ffn + r] = g / (1 + std::exp(-g)) * u;
+      }
+    }
+    ExpectBf16Near(got, want, 2 * kRtol, 2 * kAtol, what);  // two bf16 roundings before the product
+  }
+}
+
 TEST(CudaGemvTest, RefusesWhatItDoesNotTake) {
   BEACON_REQUIRE_CUDA_DEVICE();
   DeviceBuffer<uint16_t> w(64 * 16), x(16 * 16), y(64 * 16);
@@ -89,6 +136,10 @@ TEST(CudaGemvTest, RefusesWhatItDoesNotTake) {
   EXPECT_FALSE(GemvSupports(wp, 0, 16, xp, 1, y.get()));
   EXPECT_FALSE(GemvSupports(nullptr, 64, 16, xp, 1, y.get()));
   EXPECT_EQ(LaunchGemv(wp, 64, 12, xp, 1, y.get(), false, nullptr), cudaErrorInvalidValue);
+  auto* yb = reinterpret_cast<__nv_bfloat16*>(y.get());
+  EXPECT_EQ(LaunchGemvSwiGlu(wp, 32, 12, xp, 1, yb, nullptr), cudaErrorInvalidValue) << "in not whole chunks";
+  EXPECT_EQ(LaunchGemvSwiGlu(wp, 32, 16, xp, kGemvMaxTokens + 1, yb, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchGemvSwiGlu(wp, int64_t{1} << 31, 16, xp, 1, yb, nullptr), cudaErrorInvalidValue) << "2 ffn rows";
 }
 
 }  // namespace
