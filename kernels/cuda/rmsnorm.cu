@@ -1,11 +1,13 @@
+#include <cstdint>
+
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/rmsnorm.h"
 
 namespace beacon {
 namespace {
 
-// One block per token row. Each thread owns the columns tid, tid + blockDim,
-// ... in both passes, so a thread only ever re-reads what it wrote itself:
+// One block per token row. Each thread owns the same columns (or 16-byte
+// chunks of columns) in both passes, so a thread only ever re-reads what it wrote itself:
 // that is what makes out == x and the residual round trip safe without extra
 // synchronisation. Accesses are coalesced across a warp. `x` is not marked
 // __restrict__ because `out` may alias it.
@@ -33,7 +35,44 @@ __device__ float BlockSum(float v) {
   return total;
 }
 
-template <bool kFusedAdd>
+// kW consecutive bf16 values as floats: one element, or eight in one
+// 16-byte access (the row and the pointers 16-byte aligned).
+template <int kW>
+__device__ __forceinline__ void Load(const __nv_bfloat16* p, float (&f)[kW]) {
+  if constexpr (kW == 1) {
+    f[0] = __bfloat162float(*p);
+  } else {
+    static_assert(kW == 8, "one element or one 16-byte chunk");
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+}
+
+// Stores kW floats rounded to bf16 (round to nearest even).
+template <int kW>
+__device__ __forceinline__ void Store(__nv_bfloat16* p, const float (&f)[kW]) {
+  if constexpr (kW == 1) {
+    *p = __float2bfloat16_rn(f[0]);
+  } else {
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      w[i] = static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(f[2 * i]))) |
+             static_cast<uint32_t>(__bfloat16_as_ushort(__float2bfloat16_rn(f[2 * i + 1]))) << 16;
+    }
+    *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+}
+
+// kW: elements a thread takes at once, 8 (16-byte accesses: a 2,560-wide row
+// is 320 chunks, about one a thread, so a decode step's single row costs two
+// memory round trips instead of ten dependent ones) or 1 (any width).
+template <bool kFusedAdd, int kW>
 __global__ void __launch_bounds__(kThreads)
     RmsNormKernel(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_bfloat16* __restrict__ weight,
                   __nv_bfloat16* out, int hidden, float eps) {
@@ -42,22 +81,31 @@ __global__ void __launch_bounds__(kThreads)
   const __nv_bfloat16* xr = x + row;
   __nv_bfloat16* rr = kFusedAdd ? residual + row : nullptr;
   __nv_bfloat16* orow = out + row;
+  const int groups = hidden / kW;
 
   float sum_sq = 0.0f;
-  for (int i = threadIdx.x; i < hidden; i += kThreads) {
-    float v = __bfloat162float(xr[i]);
+  for (int g = threadIdx.x; g < groups; g += kThreads) {
+    float v[kW];
+    Load<kW>(xr + g * kW, v);
     if constexpr (kFusedAdd) {
-      const __nv_bfloat16 r = __float2bfloat16_rn(v + __bfloat162float(rr[i]));
-      rr[i] = r;
-      v = __bfloat162float(r);
+      float r[kW];
+      Load<kW>(rr + g * kW, r);
+#pragma unroll
+      for (int e = 0; e < kW; ++e) v[e] = __bfloat162float(__float2bfloat16_rn(v[e] + r[e]));
+      Store<kW>(rr + g * kW, v);  // exact: v is bf16 already
     }
-    sum_sq += v * v;
+#pragma unroll
+    for (int e = 0; e < kW; ++e) sum_sq += v[e] * v[e];
   }
   const float scale = rsqrtf(BlockSum(sum_sq) / static_cast<float>(hidden) + eps);
 
-  for (int i = threadIdx.x; i < hidden; i += kThreads) {
-    const float v = kFusedAdd ? __bfloat162float(rr[i]) : __bfloat162float(xr[i]);
-    orow[i] = __float2bfloat16_rn(v * scale * __bfloat162float(weight[i]));
+  for (int g = threadIdx.x; g < groups; g += kThreads) {
+    float v[kW], w[kW];
+    Load<kW>((kFusedAdd ? rr : xr) + g * kW, v);
+    Load<kW>(weight + g * kW, w);
+#pragma unroll
+    for (int e = 0; e < kW; ++e) v[e] = v[e] * scale * w[e];
+    Store<kW>(orow + g * kW, v);
   }
 }
 
@@ -69,9 +117,12 @@ cudaError_t Launch(const __nv_bfloat16* x, __nv_bfloat16* residual, const __nv_b
     return cudaErrorInvalidValue;
   }
   if (num_tokens == 0) return cudaSuccess;
+  const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec =
+      hidden % 8 == 0 && aligned16(x) && aligned16(weight) && aligned16(out) && (!kFusedAdd || aligned16(residual));
   const LaunchConfig config(stream, static_cast<unsigned>(num_tokens), kThreads, 0);
-  return LaunchResult(
-      cudaLaunchKernelEx(config.get(), RmsNormKernel<kFusedAdd>, x, residual, weight, out, hidden, eps));
+  auto* kernel = vec ? RmsNormKernel<kFusedAdd, 8> : RmsNormKernel<kFusedAdd, 1>;
+  return LaunchResult(cudaLaunchKernelEx(config.get(), kernel, x, residual, weight, out, hidden, eps));
 }
 
 }  // namespace
