@@ -1,5 +1,6 @@
 #include <cstdint>
 
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/programmatic_launch.cuh"
 #include "kernels/cuda/rmsnorm.h"
 
@@ -43,13 +44,7 @@ __device__ __forceinline__ void Load(const __nv_bfloat16* p, float (&f)[kW]) {
     f[0] = __bfloat162float(*p);
   } else {
     static_assert(kW == 8, "one element or one 16-byte chunk");
-    const uint4 u = *reinterpret_cast<const uint4*>(p);
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      f[2 * i] = __uint_as_float(w[i] << 16);
-      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-    }
+    attention_tiles::LoadBf16<8>(p, f);
   }
 }
 
