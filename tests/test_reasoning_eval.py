@@ -73,6 +73,11 @@ def test_mcnemar_exact_matches_the_binomial_tail():
     # Symmetric in b and c; large n stays finite and exact.
     assert re_eval.mcnemar_exact(40, 60) == re_eval.mcnemar_exact(60, 40)
     assert 0.05 < re_eval.mcnemar_exact(40, 60) < 0.06
+    # From 1,024 discordant answers on (a grid's cells against full pass that): 2.0 ** n overflowed.
+    # 500:600 is z = 3.02 (normal approximation with continuity, p ~ 0.0029); 1100:50 is below any float.
+    assert 0.0025 < re_eval.mcnemar_exact(500, 600) < 0.0033
+    assert re_eval.mcnemar_exact(600, 600) == 1.0
+    assert 0.0 <= re_eval.mcnemar_exact(1100, 50) < 1e-200
 
 
 def test_holm():
@@ -117,6 +122,29 @@ def test_records_resume_and_summary():
         text = re_eval.summarize(recs + narrow)
         assert "| beacon | 64 | 16 | 8 | 10 | 100.0% (10) |" in text and "10, 0:2 | 0.500 | 1.000 |" in text, text
         assert "Pairs at budget 64, interval 16, window 8" not in text, text
+
+
+def test_summary_reads_several_files_as_one():
+    # The grid's cells and a cell run beside it by another script into its own file: one table, the
+    # cells paired on their common problems; a key in both files keeps the later file's record.
+    with tempfile.TemporaryDirectory() as d:
+        grid, beside = os.path.join(d, "grid.jsonl"), os.path.join(d, "beside.jsonl")
+        with open(grid, "w") as f:
+            for i in range(10):
+                f.write(json.dumps(_rec("full", 0, 0, i, True)) + "\n")
+            f.write(json.dumps(_rec("h2o", 64, 16, 0, False)) + "\n")
+        with open(beside, "w") as f:
+            for i in range(10):
+                f.write(json.dumps(_rec("h2o", 64, 16, i, i < 6)) + "\n")
+        recs = re_eval.load_records(grid, beside)
+        assert len(recs) == 20
+        h2o0 = [r for r in recs if r["policy"] == "h2o" and r["index"] == 0]
+        assert len(h2o0) == 1 and h2o0[0]["correct"], h2o0
+        assert "| h2o | 64 | 16 | default | 10 | 60.0% (6) |" in re_eval.summarize(recs)
+        out = os.path.join(d, "both.md")
+        re_eval.main(["summary", grid, beside, "--markdown", out])
+        with open(out) as f:
+            assert "| h2o | 64 | 16 | default | 10 | 60.0% (6) |" in f.read()
 
 
 def test_variants_are_cells_of_their_own():

@@ -55,13 +55,12 @@ Summary (recounted from the records alone, the last record of an (id, mode) kept
 mode, correct/total and %, answers with no call, answers with a call whose arguments are not a
 JSON object ("unparsed"), answers with no call but call-like text (<tool_call> or a JSON "name"
 key: a call the server may have left as text), HTTP errors; and where both modes ran on the same
-ids, the paired discordant counts and an exact McNemar p (two-sided binomial, math.comb).
+ids, the paired discordant counts and an exact McNemar p (reasoning_eval.mcnemar_exact).
 """
 import argparse
 import collections
 import copy
 import json
-import math
 import os
 import re
 import shlex
@@ -336,14 +335,6 @@ def run(args):
 # Summary
 
 
-def mcnemar_exact(b, c):
-    """Exact two-sided McNemar p of the discordant counts: min(1, 2 P(X <= min(b, c))), X ~ Bin(b + c, 1/2)."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    return min(1.0, 2.0 * sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2.0 ** n)
-
-
 def _args_object(c):
     try:
         return isinstance(json.loads(c["arguments"]), dict)
@@ -371,6 +362,7 @@ def summary_text(records):
         lat = sum(r["latency_s"] for r in rs) / n
         lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {ok}/{n} | {100 * ok / n:.1f} | {no_call} | {unparsed} | "
                      f"{texty} | {n - len(ok200)} | {lat:.1f} |")
+    from reasoning_eval import mcnemar_exact  # noqa: PLC0415 (one exact McNemar for every eval)
     pairs = []
     for model, cat in sorted({(k[0], k[1]) for k in keys}, key=lambda mc: (mc[0], order.get(mc[1], 9))):
         a, g = cells.get((model, cat, "auto")), cells.get((model, cat, "auto_grammar"))

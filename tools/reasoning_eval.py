@@ -179,7 +179,9 @@ def binom_two_sided_half(k, n):
         return 1.0
     lo = min(k, n - k)
     tail = sum(math.comb(n, i) for i in range(lo + 1))
-    return min(1.0, 2.0 * tail / 2.0 ** n)
+    # In integers: 2.0 ** n overflows a float from n = 1024 (a grid's answers against full's pass that),
+    # while int / int rounds the exact quotient once (and gives 0.0 below the smallest float).
+    return min(1.0, 2 * tail / (1 << n))
 
 
 def mcnemar_exact(b, c):
@@ -229,12 +231,14 @@ def cell_label(c):
     return c[0] + (f" [{c[4]}]" if c[4] else "") + (" (bytes)" if c[5] else "")
 
 
-def load_records(path):
-    """Records of a JSONL file (a torn last line is skipped), the last of each key kept."""
+def load_records(*paths):
+    """Records of JSONL files read in order as one (a torn last line is skipped), the last of each key kept:
+    the grid's cells and those run beside it into files of their own (another script's) tabulate together."""
     import eval_provenance as prov  # noqa: PLC0415
     out = {}
-    for r in prov.read_jsonl(path):
-        out[record_key(r)] = r
+    for path in paths:
+        for r in prov.read_jsonl(path):
+            out[record_key(r)] = r
     return list(out.values())
 
 
@@ -698,8 +702,8 @@ def main(argv=None):
     rs = sub.add_parser("rescore", help="recompute the recap records' scoring from their text (chain_task.rescore), "
                         "in place; other records are left as they are")
     rs.add_argument("records")
-    s = sub.add_parser("summary", help="tables of a records file")
-    s.add_argument("records")
+    s = sub.add_parser("summary", help="tables of records files, read in order as one")
+    s.add_argument("records", nargs="+")
     s.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args(argv)
     if args.cmd == "run":
@@ -709,7 +713,7 @@ def main(argv=None):
     elif args.cmd == "rescore":
         rescore_file(args.records)
     else:
-        text = summary_text(load_records(args.records))
+        text = summary_text(load_records(*args.records))
         print(text)
         if args.markdown:
             with open(args.markdown, "w") as f:
