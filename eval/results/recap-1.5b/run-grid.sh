@@ -13,8 +13,11 @@
 #     full; beacon, rkv, h2o and snapkv with the bytes of 288 slots (policy:b288: each keeps the slots
 #     its own state leaves); beacon at 288 slots (slots-matched; the paper's framing); streaming at 288
 #     (it holds no state, so its slot and byte cells are one). N: 200 for full and beacon, rkv; 100 others.
-#   phase 10: budget 128 (11%): beacon at 128 slots (its state alone, 238 slots' worth, exceeds the
-#     bytes of 128: no byte cell), rkv, h2o and snapkv at b128, streaming at 128. N 100.
+#   phase 10: budget 128 (11%): rkv, h2o and snapkv at b128, streaming at 128. N 100.
+# BeaconKV's cells here run the pinned binary's defaults, R 16 K 16 U 64. Since 2026-12-06 the defaults are
+# R 4 K 8 U 16, so from then the old defaults' cells stop where they stand (beacon:b288 at 126 chains,
+# beacon:288 at 102) and phase 10 has none: the shipped defaults' cells (b288 to 200; 288, 128 and b128)
+# run beside this grid in run-defaults.sh, on the same binary with those three flags.
 # max_tokens 2048: the full cache's longest pilot chain is 1,466 tokens; a chain that loops to the limit
 # scores nothing either way, and 2048 stops it a third sooner than the pilot's 3000.
 set -u
@@ -41,8 +44,9 @@ PHASES=${PHASES:-25 10}
 cells_of() {  # phase, first chain of the block
   case "$1" in
     25) if [ "$2" -lt 100 ]; then echo "full beacon:b288 beacon:288 rkv:b288 h2o:b288 snapkv:b288 streaming:288"
-        elif [ "$2" -lt 200 ]; then echo "full beacon:b288 rkv:b288"; fi ;;
-    10) if [ "$2" -lt 100 ]; then echo "beacon:128 rkv:b128 h2o:b128 snapkv:b128 streaming:128"; fi ;;
+        elif [ "$2" -lt 126 ]; then echo "full beacon:b288 rkv:b288"
+        elif [ "$2" -lt 200 ]; then echo "full rkv:b288"; fi ;;
+    10) if [ "$2" -lt 100 ]; then echo "rkv:b128 h2o:b128 snapkv:b128 streaming:128"; fi ;;
   esac
 }
 for phase in $PHASES; do
