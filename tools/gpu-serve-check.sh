@@ -20,26 +20,35 @@
 #
 # Environment: LAUNCH (a loader prefix for bundled binaries), SERVE_POOL
 # (default 20480 slots = 16 x (256 + 1024)), SERVE_BUDGET (256),
-# SERVE_REQUESTS (96 per run), SERVE_OUTPUT (1024), SERVE_CONCURRENCY (64);
-# SERVE_DEVICE (cuda) and SERVE_MODEL (the 7B-shape dummy) to rehearse the
-# script on a CPU with a tiny model:
+# SERVE_REQUESTS (96 per run), SERVE_OUTPUT (1024), SERVE_CONCURRENCY (64),
+# SERVE_INTERVAL (the server's --kv-interval; default its own), SERVE_GRPC_PORT
+# and SERVE_HTTP_PORT (50151, 18151). SERVE_DEVICE (cuda), SERVE_MODEL (the
+# 7B-shape dummy) and SERVE_SERVER (the executable in BIN_DIR: beacon-serve)
+# rehearse the script on a CPU with a tiny model, on the CPU backend or on the
+# CUDA backend under emulation (beacon-serve-emu; tests/server/
+# test_cuda_emu_serving.py runs that):
 #   SERVE_DEVICE=cpu SERVE_MODEL=dummy:$PWD/tests/data/tiny-r1-qwen2.json SERVE_REQUESTS=16 SERVE_OUTPUT=128 \
 #     tools/gpu-serve-check.sh build/bin /tmp/serve-rehearsal
+#   SERVE_SERVER=beacon-serve-emu SERVE_MODEL=...   (the same with --device cuda, emulated)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=$1 work=$2
 read -r -a launch <<< "${LAUNCH:-}"
 pool=${SERVE_POOL:-20480} budget=${SERVE_BUDGET:-256} requests=${SERVE_REQUESTS:-96}
 output=${SERVE_OUTPUT:-1024} conc=${SERVE_CONCURRENCY:-64}
-grpc=127.0.0.1:50151 http=127.0.0.1:18151
+grpc_port=${SERVE_GRPC_PORT:-50151} http_port=${SERVE_HTTP_PORT:-18151}  # fixed: the GPU machine runs nothing else
+grpc=127.0.0.1:$grpc_port http=127.0.0.1:$http_port
 model=${SERVE_MODEL:-"dummy:$(pwd)/configs/deepseek-r1-distill-qwen-7b.json"}
 device=${SERVE_DEVICE:-cuda}
+server_bin=${SERVE_SERVER:-beacon-serve}
+interval=()
+[ -n "${SERVE_INTERVAL:-}" ] && interval=(--kv-interval "$SERVE_INTERVAL")
 mkdir -p "$work"
 vocab=tests/fixtures/tokenizers/r1-distill-qwen-7b-vocab.gguf
 
-"${launch[@]}" "$bin/beacon-serve" --device "$device" --model "$model" --tokenizer "$vocab" --host 127.0.0.1 \
-  --grpc-port 50151 --http-port 18151 --kv-pool-tokens "$pool" --max-running 256 --max-tokens-limit 4096 \
-  --log-level info > "$work/serve.log" 2>&1 &
+"${launch[@]}" "$bin/$server_bin" --device "$device" --model "$model" --tokenizer "$vocab" --host 127.0.0.1 \
+  --grpc-port "$grpc_port" --http-port "$http_port" --kv-pool-tokens "$pool" --max-running 256 --max-tokens-limit 4096 \
+  "${interval[@]}" --log-level info > "$work/serve.log" 2>&1 &
 server=$!
 # HTTP GET without curl (the GPU machine's image is not known to have it; python3 it has).
 get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1" 2>/dev/null; }

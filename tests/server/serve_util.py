@@ -32,9 +32,10 @@ READY = re.compile(r"ready grpc=\S+:(\d+) http=\S+:(\d+)")
 class Server:
     """A beacon-serve process on ephemeral ports; stops on exit."""
 
-    def __init__(self, *flags, env=None, threads=2, preexec_fn=None, model=None):
-        """`model`: the --model argument (default: BEACON_MODEL)."""
-        args = [os.path.join(BIN, "beacon-serve"), "--model", model or MODEL, "--host", "127.0.0.1", "--grpc-port", "0",
+    def __init__(self, *flags, env=None, threads=2, preexec_fn=None, model=None, binary="beacon-serve"):
+        """`model`: the --model argument (default: BEACON_MODEL); `binary`: the server executable in BEACON_BIN
+        (beacon-serve-emu: the same server on the emulated CUDA backend)."""
+        args = [os.path.join(BIN, binary), "--model", model or MODEL, "--host", "127.0.0.1", "--grpc-port", "0",
                 "--http-port", "0", "--threads", str(threads), *flags]
         self.log = tempfile.NamedTemporaryFile(prefix="beacon-serve-", suffix=".log", delete=False)
         full_env = dict(os.environ)
