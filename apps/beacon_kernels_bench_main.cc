@@ -118,7 +118,7 @@ BENCHMARK(BM_ScoringLogits)->ArgName("kernel")->Arg(0)->Arg(1)->Arg(2);
 
 void Args(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) {
-    for (int n : {1, 4, 16, 64}) b->Args({n, threads});
+    for (int n : {1, 2, 3, 4, 14, 16, 64}) b->Args({n, threads});
   }
   b->UseRealTime();
 }

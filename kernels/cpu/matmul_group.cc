@@ -12,8 +12,12 @@ namespace beacon {
 namespace {
 
 // Tokens multiplied with one unpacked weight block before moving on (the
-// per-row kernel), and the packed kernel's wide and narrow tiles: unpacking a
-// block (nibbles, bit planes, scales) is shared by the tokens of a tile.
+// per-row kernel), and the packed kernel's wide tile: unpacking a block
+// (nibbles, bit planes, scales) is shared by the tokens of a tile. The packed
+// kernel takes what is left after its wide tiles (1-7 tokens) as one tile of
+// that size: as tiles of 4 and then single tokens, each unpacking every block
+// again, batch 3 took 1.6x and batch 2 1.2x the time of batch 4 (1.5B model's
+// Q4_K FFN matrix, one thread; docs/performance.md "Any batch, not only multiples of four").
 constexpr int kTokTile = 4;
 constexpr int kWideTile = 8;
 // Types whose super-block is one block (Q5_0, Q5_1) keep no per-group
@@ -242,17 +246,22 @@ void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, in
         for (int i = 0; i < kSingleTile; ++i) store(t + i, out[i]);
       }
     }
-    for (; t + kWideTile <= n_tokens; t += kWideTile) {
-      GroupTile<T, kWideTile>(w.group(g), n_sb, xq, t, out);
-      for (int i = 0; i < kWideTile; ++i) store(t + i, out[i]);
-    }
-    for (; t + kTokTile <= n_tokens; t += kTokTile) {
-      GroupTile<T, kTokTile>(w.group(g), n_sb, xq, t, out);
-      for (int i = 0; i < kTokTile; ++i) store(t + i, out[i]);
-    }
-    for (; t < n_tokens; ++t) {
-      GroupTile<T, 1>(w.group(g), n_sb, xq, t, out);
-      store(t, out[0]);
+    auto tile = [&]<int NT>() {
+      GroupTile<T, NT>(w.group(g), n_sb, xq, t, out);
+      for (int i = 0; i < NT; ++i) store(t + i, out[i]);
+      t += NT;
+    };
+    while (t + kWideTile <= n_tokens) tile.template operator()<kWideTile>();
+    static_assert(kWideTile == 8, "the remainder's cases below");
+    switch (n_tokens - t) {  // one tile for the rest: each block unpacked once more, not once a token
+      case 7: tile.template operator()<7>(); break;
+      case 6: tile.template operator()<6>(); break;
+      case 5: tile.template operator()<5>(); break;
+      case 4: tile.template operator()<4>(); break;
+      case 3: tile.template operator()<3>(); break;
+      case 2: tile.template operator()<2>(); break;
+      case 1: tile.template operator()<1>(); break;
+      default: break;
     }
   }
 }

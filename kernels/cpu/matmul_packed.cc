@@ -12,13 +12,13 @@ namespace {
 
 // Tokens multiplied with one unpacked weight block before moving on: tiles
 // of 6 (the most that fit the registers: 8 weight vectors + 6 accumulators +
-// temporaries), then one of 4, then single tokens. A token's operations are
-// the same in any tile (GroupTile's loop over tokens is independent per
-// token), so results do not depend on the batch. Measured at 256 tokens
-// (a prefill chunk) on the default model's shapes, one thread: 6 is ~5%
-// faster than 4 alone; 8 spills and is slower than 6.
+// temporaries), then the rest (1-5 tokens) as one tile of its size, so every
+// block is unpacked once more, not once a token (matmul_group.cc says what
+// that cost). A token's operations are the same in any tile (GroupTile's loop
+// over tokens is independent per token), so results do not depend on the
+// batch. Measured at 256 tokens (a prefill chunk) on the default model's
+// shapes, one thread: 6 is ~5% faster than 4 alone; 8 spills and is slower.
 constexpr int kTokTile = 6;
-constexpr int kTokTileSmall = 4;
 
 inline __m512i Bcast4(const int8_t* p) {
   int32_t v;
@@ -88,24 +88,26 @@ void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, in
   const int64_t nb = w.n_blocks();
   const size_t bb = w.block_bytes();
   __m512 out[kTokTile];
-  static_assert(kTokTileSmall <= kTokTile);
   for (int64_t g = g_begin; g < g_end; ++g) {
     const int64_t r0 = g * kPackRows;
     const int valid = static_cast<int>(std::min<int64_t>(kPackRows, w.rows() - r0));
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
     auto store = [&](int64_t t, __m512 v) { _mm512_mask_storeu_ps(y + t * y_stride + r0, mask, v); };
     int64_t t = 0;
-    for (; t + kTokTile <= n_tokens; t += kTokTile) {
-      GroupTile<kQ8, kTokTile>(w.group(g), nb, bb, xq, t, out);
-      for (int i = 0; i < kTokTile; ++i) store(t + i, out[i]);
-    }
-    for (; t + kTokTileSmall <= n_tokens; t += kTokTileSmall) {
-      GroupTile<kQ8, kTokTileSmall>(w.group(g), nb, bb, xq, t, out);
-      for (int i = 0; i < kTokTileSmall; ++i) store(t + i, out[i]);
-    }
-    for (; t < n_tokens; ++t) {
-      GroupTile<kQ8, 1>(w.group(g), nb, bb, xq, t, out);
-      store(t, out[0]);
+    auto tile = [&]<int NT>() {
+      GroupTile<kQ8, NT>(w.group(g), nb, bb, xq, t, out);
+      for (int i = 0; i < NT; ++i) store(t + i, out[i]);
+      t += NT;
+    };
+    while (t + kTokTile <= n_tokens) tile.template operator()<kTokTile>();
+    static_assert(kTokTile == 6, "the remainder's cases below");
+    switch (n_tokens - t) {
+      case 5: tile.template operator()<5>(); break;
+      case 4: tile.template operator()<4>(); break;
+      case 3: tile.template operator()<3>(); break;
+      case 2: tile.template operator()<2>(); break;
+      case 1: tile.template operator()<1>(); break;
+      default: break;
     }
   }
 }

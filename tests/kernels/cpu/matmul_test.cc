@@ -234,6 +234,39 @@ TEST(MatMulRowsTiled, SumsBitIdenticalToPerAccumulatorReduction) {
 namespace beacon {
 namespace {
 
+// The packed kernels take tokens in tiles (16, 8 or 6, then the rest as one
+// tile of its size) and share each unpacked weight block among a tile's
+// tokens; a token's arithmetic must not depend on which tile it fell in. Every
+// batch size from 1 to 19 (each remainder of every tile width), every token
+// against the same token multiplied alone, bit for bit: a server's output
+// must not change with the number of requests it happens to batch.
+TEST(PackedMatrix, ResultsDoNotDependOnTheBatch) {
+  for (DType t : {DType::kQ4_1, DType::kQ8_0, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                  DType::kQ5_K, DType::kQ6_K}) {
+    if (!PackedMatrix::Supported(t)) GTEST_SKIP() << "no AVX-512 VNNI in this build";
+    std::mt19937 rng(33 + static_cast<int>(t));
+    const int64_t rows = 35, cols = 512, max_n = 19;
+    std::vector<uint8_t> w = RandomMatrix(t, rows, cols, rng);
+    std::unique_ptr<PackedMatrix> packed = PackedMatrix::Pack(t, rows, cols, w.data());
+    const MatrixView pv{t, rows, cols, w.data(), packed.get()};
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(max_n * cols);
+    for (float& v : x) v = nd(rng);
+    QuantizedRows scratch;
+    std::vector<float> alone(max_n * rows);
+    for (int64_t tk = 0; tk < max_n; ++tk) {
+      MatMul(pv, x.data() + tk * cols, 1, alone.data() + tk * rows, nullptr, &scratch);
+    }
+    for (int64_t n = 1; n <= max_n; ++n) {
+      std::vector<float> y(n * rows, NAN);
+      MatMul(pv, x.data(), n, y.data(), nullptr, &scratch);
+      for (int64_t i = 0; i < n * rows; ++i) {
+        ASSERT_EQ(y[i], alone[i]) << DTypeName(t) << " batch " << n << " token " << i / rows << " row " << i % rows;
+      }
+    }
+  }
+}
+
 // Packing on a pool (groups of 16 rows per task) writes the same bytes as
 // packing inline, for every packable type and a partial last group.
 TEST(PackedMatrix, PoolPackingIsIdentical) {
