@@ -13,11 +13,12 @@ namespace {
 
 // Tokens multiplied with one unpacked weight block before moving on (the
 // per-row kernel), and the packed kernel's wide tile: unpacking a block
-// (nibbles, bit planes, scales) is shared by the tokens of a tile. The packed
-// kernel takes what is left after its wide tiles (1-7 tokens) as one tile of
-// that size: as tiles of 4 and then single tokens, each unpacking every block
+// (nibbles, bit planes, scales) is shared by the tokens of a tile. Both take
+// what is left after their full tiles (1-3 tokens, 1-7) as one tile of that
+// size: as smaller tiles and then single tokens, each unpacking every block
 // again, batch 3 took 1.6x and batch 2 1.2x the time of batch 4 (1.5B model's
-// Q4_K FFN matrix, one thread; docs/performance.md "Any batch, not only multiples of four").
+// Q4_K FFN matrix, packed, one thread; docs/performance.md "Any batch, not
+// only multiples of four").
 constexpr int kTokTile = 4;
 constexpr int kWideTile = 8;
 // Types whose super-block is one block (Q5_0, Q5_1) keep no per-group
@@ -296,13 +297,18 @@ void MatMulGroupRows(const MatrixView& w, const QuantizedRows& xq, int64_t n_tok
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes * r;
     int64_t t = 0;
-    for (; t + kTokTile <= n_tokens; t += kTokTile) {
-      GroupRowDot<kTokTile>(w.dtype, f, row, xq, t, out);
-      for (int i = 0; i < kTokTile; ++i) y[(t + i) * y_stride + (r - row_begin)] = out[i];
-    }
-    for (; t < n_tokens; ++t) {
-      GroupRowDot<1>(w.dtype, f, row, xq, t, out);
-      y[t * y_stride + (r - row_begin)] = out[0];
+    auto tile = [&]<int NT>() {
+      GroupRowDot<NT>(w.dtype, f, row, xq, t, out);
+      for (int i = 0; i < NT; ++i) y[(t + i) * y_stride + (r - row_begin)] = out[i];
+      t += NT;
+    };
+    while (t + kTokTile <= n_tokens) tile.template operator()<kTokTile>();
+    static_assert(kTokTile == 4, "the remainder's cases below");
+    switch (n_tokens - t) {  // the rest in one tile, as the packed kernel does
+      case 3: tile.template operator()<3>(); break;
+      case 2: tile.template operator()<2>(); break;
+      case 1: tile.template operator()<1>(); break;
+      default: break;
     }
   }
 }

@@ -234,9 +234,10 @@ TEST(MatMulRowsTiled, SumsBitIdenticalToPerAccumulatorReduction) {
 namespace beacon {
 namespace {
 
-// The packed kernels take tokens in tiles (16, 8 or 6, then the rest as one
-// tile of its size) and share each unpacked weight block among a tile's
-// tokens; a token's arithmetic must not depend on which tile it fell in. Every
+// The matrix kernels take tokens in tiles (packed: 16, 8 or 6; per-row: 4;
+// then the rest as one tile of its size) and share each unpacked weight block
+// among a tile's tokens; a token's arithmetic must not depend on which tile it
+// fell in. Every
 // batch size from 1 to 19 (each remainder of every tile width), every token
 // against the same token multiplied alone, bit for bit: a server's output
 // must not change with the number of requests it happens to batch.
@@ -248,20 +249,27 @@ TEST(PackedMatrix, ResultsDoNotDependOnTheBatch) {
     const int64_t rows = 35, cols = 512, max_n = 19;
     std::vector<uint8_t> w = RandomMatrix(t, rows, cols, rng);
     std::unique_ptr<PackedMatrix> packed = PackedMatrix::Pack(t, rows, cols, w.data());
-    const MatrixView pv{t, rows, cols, w.data(), packed.get()};
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> x(max_n * cols);
     for (float& v : x) v = nd(rng);
     QuantizedRows scratch;
-    std::vector<float> alone(max_n * rows);
-    for (int64_t tk = 0; tk < max_n; ++tk) {
-      MatMul(pv, x.data() + tk * cols, 1, alone.data() + tk * rows, nullptr, &scratch);
-    }
-    for (int64_t n = 1; n <= max_n; ++n) {
-      std::vector<float> y(n * rows, NAN);
-      MatMul(pv, x.data(), n, y.data(), nullptr, &scratch);
-      for (int64_t i = 0; i < n * rows; ++i) {
-        ASSERT_EQ(y[i], alone[i]) << DTypeName(t) << " batch " << n << " token " << i / rows << " row " << i % rows;
+    // The packed kernel, and the per-row kernel (the GGUF layout: what a
+    // machine without AVX-512 VNNI runs) on the same matrix unpacked.
+    const PackedMatrix* kernels[] = {packed.get(), nullptr};
+    for (const PackedMatrix* p : kernels) {
+      const MatrixView view{t, rows, cols, w.data(), p};
+      const char* kernel = p != nullptr ? "packed" : "per-row";
+      std::vector<float> alone(max_n * rows);
+      for (int64_t tk = 0; tk < max_n; ++tk) {
+        MatMul(view, x.data() + tk * cols, 1, alone.data() + tk * rows, nullptr, &scratch);
+      }
+      for (int64_t n = 1; n <= max_n; ++n) {
+        std::vector<float> y(n * rows, NAN);
+        MatMul(view, x.data(), n, y.data(), nullptr, &scratch);
+        for (int64_t i = 0; i < n * rows; ++i) {
+          ASSERT_EQ(y[i], alone[i]) << DTypeName(t) << " " << kernel << " batch " << n << " token " << i / rows
+                                    << " row " << i % rows;
+        }
       }
     }
   }
