@@ -24,6 +24,8 @@ PROGRAMS = {
                            "--json"],
     "beacon-kernels-bench": ["--benchmark_filter"],
 }
+# beacon-serve on the emulated CUDA engine (tests/cuda_emu): the same program, the same options.
+PROGRAMS["beacon-serve-emu"] = PROGRAMS["beacon-serve"]
 SUBCOMMANDS = {
     "beacon-eval": {
         None: ["model", "synthetic", "needle"],
@@ -101,6 +103,7 @@ def main():
     present = sorted(f for f in os.listdir(BIN) if f.startswith("beacon-") and os.access(os.path.join(BIN, f), os.X_OK))
     required = set(PROGRAMS) | set(SUBCOMMANDS)
     required.discard("beacon-kernels-bench")  # built only where Google Benchmark is installed
+    required.discard("beacon-serve-emu")  # built only where the CUDA emulator runs (BEACON_CUDA_EMU)
     assert required <= set(present), f"not built: {sorted(required - set(present))}"
     unknown = [p for p in present if p not in PROGRAMS and p not in SUBCOMMANDS]
     assert not unknown, f"{unknown}: add the new program's options to this test"
