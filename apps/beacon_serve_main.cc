@@ -22,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "apps/serve_config.h"
+#include "apps/serve_kv_pool.h"
 #include "engine/fault_injection.h"
 #include "engine/grammar/grammar_compiler.h"
 #include "engine/runtime.h"
@@ -65,24 +66,6 @@ absl::Status RestrictToRunnablePolicies(const Backend& backend, ServeLimits* lim
   const size_t listed = runnable.size();
   std::erase_if(runnable, [&](KvPolicyKind p) { return !backend.CheckPolicy(KvPolicyOptions::DefaultsFor(p)).ok(); });
   if (runnable.size() != listed) allowed = runnable;
-  return absl::OkStatus();
-}
-
-// Reserves the device memory of BeaconKV's per-sequence state for the whole
-// running batch, and its eviction scratch, now, if requests may run beacon:
-// a step then never allocates them (and cannot fail on them), and a device
-// too small for them stops start-up, naming the bytes, instead of failing requests later. The dims
-// are those a beacon request resolves to (requests choose policy and budget
-// only). A no-op on the CPU backend.
-absl::Status ReserveBeaconStates(Backend* backend, const ServeLimits& limits, int32_t max_running) {
-  absl::StatusOr<KvPolicyOptions> beacon =
-      ResolveRequestKvOptions(limits.kv_default, limits.kv_limits, std::string("beacon"), std::nullopt);
-  if (!beacon.ok()) return absl::OkStatus();  // beacon is not allowed: nothing to hold
-  if (absl::Status s = backend->ReservePolicyStates(*beacon, max_running); !s.ok()) return s;
-  if (backend->reserved_policy_state_bytes() > 0) {
-    logging::Info("reserved %.1f MiB of device memory for the BeaconKV state of %d sequences and its eviction scratch",
-                  backend->reserved_policy_state_bytes() / 1048576.0, max_running);
-  }
   return absl::OkStatus();
 }
 
@@ -145,15 +128,18 @@ absl::StatusOr<Engine> StartEngine(ServeConfig* c) {
   logging::Info("sampling defaults (%s): temperature=%g top_p=%g top_k=%d min_p=%g repetition_penalty=%g",
                 defaults->source, defaults->temperature, defaults->top_p, defaults->top_k, defaults->min_p,
                 defaults->repetition_penalty);
-  absl::StatusOr<std::unique_ptr<KvCache>> cache = e.runtime->MakeKvCache(c->kv_pool_tokens, c->kv_block_size);
+  KvPoolConfig pool;
+  pool.tokens = c->kv_pool_tokens;
+  pool.block_size = c->kv_block_size;
+  pool.device_share = c->gpu_memory_utilization;
+  pool.max_running = c->scheduler.max_running;
+  pool.step_tokens = c->scheduler.max_step_tokens;
+  absl::StatusOr<std::unique_ptr<KvCache>> cache = MakeServeKvPool(e.runtime.get(), c->limits, pool);
   if (!cache.ok()) return cache.status();
   e.cache = *std::move(cache);
   // kv_budget_bytes converts with the model's shape and the cache's rows.
   c->limits.kv_model = PolicyInfoFor(config);
   c->limits.kv_row_bytes = static_cast<int64_t>(e.cache->shape().row_bytes());
-  if (absl::Status s = ReserveBeaconStates(e.runtime->backend(), c->limits, c->scheduler.max_running); !s.ok()) {
-    return s;
-  }
   e.pool_slots = int64_t{e.cache->pool().num_blocks()} * c->kv_block_size;
   MetricsInfo minfo;
   minfo.model = c->model;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "apps/serve_kv_pool.h"
 #include "cli/device_flags.h"
 #include "cli/kv_flags.h"
 #include "cli/tokenizer_flags.h"
@@ -245,6 +246,10 @@ void DeclareServeFlags(cli::Args* a) {
   a->Declare("http-header-timeout-s", false, "10", "seconds a request's line and headers may take to arrive");
   a->Declare("http-idle-timeout-s", false, "60", "seconds an HTTP connection may wait idle between requests");
   a->Declare("kv-pool-tokens", false, "32768", "KV slots in the pool (per layer and KV head)");
+  a->Declare("gpu-memory-utilization", false, "",
+             "size the KV pool from the GPU's memory instead: the fraction (0-1] of the device the server may use in "
+             "all (weights, buffers, BeaconKV state and the pool), as vLLM's option (--device cuda; not with "
+             "--kv-pool-tokens)");
   a->Declare("kv-block-size", false, "16", "KV slots per block");
   a->Declare("prefix-cache", true, "true",
              "reuse the KV of prompt prefixes other requests computed (automatic prefix caching)");
@@ -418,6 +423,9 @@ absl::StatusOr<ServeConfig> ParseServeConfig(const cli::Args& args) {
   c.runtime.model = c.model;
   c.runtime.threads = static_cast<int>(std::min<int64_t>(threads, 1 << 16));
   if (absl::Status s = ParseDeviceFlags(args, &c.runtime); !s.ok()) return s;
+  absl::StatusOr<double> share = ParseGpuMemoryUtilization(args, c.runtime.device);
+  if (!share.ok()) return share.status();
+  c.gpu_memory_utilization = *share;
   ParseTokenizerFlags(args, &c.runtime);
   c.reasoning_parser = args.Str("reasoning-parser");
   if (c.reasoning_parser != "auto" && c.reasoning_parser != "none" && c.reasoning_parser != "deepseek_r1" &&

@@ -50,7 +50,8 @@ struct ServeConfig {
   MetricsNaming metrics_naming = MetricsNaming::kBeacon;  // --metrics-prefix (server/ops/metric_names.h)
   int64_t kv_pool_tokens = 0;
   int32_t kv_block_size = 16;
-  bool prefix_cache = true;  // --prefix-cache
+  double gpu_memory_utilization = 0;  // > 0: the KV pool sized from the device's memory (apps/serve_kv_pool.h)
+  bool prefix_cache = true;           // --prefix-cache
   // Engine failure (EngineLoop::SetFailurePolicy): failed steps in a row
   // after which the process exits 1 (0: never); and the failure drill
   // (engine/fault_injection.h): steps after which every step fails (-1: off).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace beacon {
@@ -20,6 +21,12 @@ absl::Status Backend::ForwardGreedy(std::span<const ForwardEntry> batch, std::ve
 
 absl::StatusOr<std::unique_ptr<KvCache>> Backend::MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) {
   return std::make_unique<KvCache>(shape, num_blocks, KvStorage::kHost);
+}
+
+absl::StatusOr<Backend::DevicePool> Backend::SizeKvPool(const KvCacheShape&, double, int64_t) {
+  return absl::UnimplementedError(
+      absl::StrCat("device \"", std::string(device()),
+                   "\" keeps the KV cache in host memory: size its pool in tokens (--kv-pool-tokens)"));
 }
 
 absl::Status ValidateBatch(const ModelConfig& c, std::span<const ForwardEntry> batch, KvStorage storage) {

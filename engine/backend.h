@@ -98,6 +98,23 @@ class Backend {
   // Bytes that reservation holds (0 where none).
   virtual size_t reserved_policy_state_bytes() const { return 0; }
 
+  // Sizing a KV pool from a device's memory (beacon-serve
+  // --gpu-memory-utilization, vLLM's option of that name). First reserves the
+  // step buffers of the largest step, `step_tokens` tokens with as many
+  // logits rows (they otherwise grow on demand), so that what the device
+  // still has free is what the pool may take; then returns the most slots, a
+  // multiple of shape.block_size, whose pool keeps the device's memory in use
+  // within `fraction` of its total. Reserve policy states first: they count
+  // as in use. UNIMPLEMENTED on a backend that keeps its KV on the host;
+  // RESOURCE_EXHAUSTED naming the bytes when nothing is left for a block.
+  struct DevicePool {
+    int64_t slots = 0;
+    size_t total_bytes = 0;   // the device's memory
+    size_t in_use_bytes = 0;  // before the pool: weights, workspaces, step buffers, policy states
+    size_t pool_bytes = 0;    // what `slots` take on the device
+  };
+  virtual absl::StatusOr<DevicePool> SizeKvPool(const KvCacheShape& shape, double fraction, int64_t step_tokens);
+
   // "cpu" or "cuda".
   // The host CPU pool the backend computes on, or null (a device backend,
   // whose policies run on the device): compressors use it for host

@@ -114,15 +114,23 @@ std::string_view KvCacheDTypeName(DType t) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<KvCache>> Runtime::MakeKvCache(int64_t n_tokens, int block_size) const {
+KvCacheShape Runtime::KvShape(int block_size) const {
   KvCacheShape shape;
   shape.dtype = kv_dtype_;
   shape.n_layers = config().n_layers;
   shape.n_kv_heads = config().n_kv_heads;
   shape.head_dim = config().head_dim;
   shape.block_size = block_size;
+  return shape;
+}
+
+absl::StatusOr<std::unique_ptr<KvCache>> Runtime::MakeKvCache(int64_t n_tokens, int block_size) const {
   const int32_t blocks = static_cast<int32_t>((n_tokens + block_size - 1) / block_size);
-  return backend_->MakeKvCache(shape, blocks);
+  return backend_->MakeKvCache(KvShape(block_size), blocks);
+}
+
+absl::StatusOr<Backend::DevicePool> Runtime::SizeKvPool(double fraction, int64_t step_tokens, int block_size) const {
+  return backend_->SizeKvPool(KvShape(block_size), fraction, step_tokens);
 }
 
 absl::StatusOr<std::vector<int32_t>> Runtime::EncodePrompt(const std::string& text, bool chat,

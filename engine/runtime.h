@@ -72,6 +72,10 @@ class Runtime {
   // or device bf16).
   // RESOURCE_EXHAUSTED (Backend::MakeKvCache) when the device cannot hold it.
   absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(int64_t n_tokens, int block_size = 16) const;
+  // Backend::SizeKvPool for this model's cache in blocks of `block_size`:
+  // the slots a pool may take so that the device's memory in use stays
+  // within `fraction` of its total. UNIMPLEMENTED on the CPU.
+  absl::StatusOr<Backend::DevicePool> SizeKvPool(double fraction, int64_t step_tokens, int block_size = 16) const;
 
   // Prompt text to ids: plain text, or as a single user turn of the model's
   // chat template (with an optional system message).
@@ -81,6 +85,8 @@ class Runtime {
  private:
   // The model's tokenizer, or options.tokenizer's, with options.chat_template.
   absl::Status CreateTokenizer(const RuntimeOptions& options);
+  // The cache shape of this model and KV dtype.
+  KvCacheShape KvShape(int block_size) const;
 
   std::unique_ptr<LoadedModel> model_;
   std::unique_ptr<Tokenizer> tokenizer_;

@@ -53,7 +53,7 @@ absl::StatusOr<ResolvedPool> ResolvePool(const PoolSpec& spec, const GpuProfile&
 
 // The pool one configuration gets. beacon-serve reserves BeaconKV's
 // per-sequence device state for --max-running sequences at start-up, on
-// the device that holds the pool (apps/beacon_serve_main.cc,
+// the device that holds the pool (apps/serve_kv_pool.cc,
 // ReserveBeaconStates), and the eviction scratch. When the pool was sized
 // from the GPU's memory, that reservation (ReservedPolicyBytes:
 // max_running x PolicyStateBytesPerSequence + EvictScratchBytes) comes out of it:

@@ -159,6 +159,37 @@ absl::StatusOr<std::unique_ptr<KvCache>> CudaBackend::MakeKvCache(const KvCacheS
   return cache;
 }
 
+absl::StatusOr<Backend::DevicePool> CudaBackend::SizeKvPool(const KvCacheShape& shape, double fraction,
+                                                            int64_t step_tokens) {
+  if (!(fraction > 0 && fraction <= 1) || step_tokens < 1 || shape.block_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("sizing a KV pool: fraction %g must be in (0, 1], step tokens %d and block size %d positive",
+                        fraction, step_tokens, shape.block_size));
+  }
+  if (absl::Status s = EnsureActivations(step_tokens, step_tokens); !s.ok()) return s;
+  size_t free_bytes = 0, total_bytes = 0;
+  BEACON_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  DevicePool out;
+  out.total_bytes = total_bytes;
+  out.in_use_bytes = total_bytes - free_bytes;
+  const double allowed = fraction * static_cast<double>(total_bytes) - static_cast<double>(out.in_use_bytes);
+  KvCacheShape bf16 = shape;
+  bf16.dtype = DType::kBF16;
+  const size_t per_block = DeviceKvStorage::BytesFor(bf16, 1);  // exact up to each array's 256-byte alignment
+  int64_t blocks = allowed > 0 ? static_cast<int64_t>(allowed / static_cast<double>(per_block)) : 0;
+  blocks = std::min<int64_t>(blocks, std::numeric_limits<int32_t>::max());
+  while (blocks > 0 && static_cast<double>(DeviceKvStorage::BytesFor(bf16, blocks)) > allowed) --blocks;
+  if (blocks < 1) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "--gpu-memory-utilization %g of %s's %.2f GiB leaves no room for a KV pool: %.2f GiB are in use already "
+        "(weights, workspaces, step buffers, policy states); raise the fraction",
+        fraction, device_name_, total_bytes / 1073741824.0, out.in_use_bytes / 1073741824.0));
+  }
+  out.slots = blocks * shape.block_size;
+  out.pool_bytes = DeviceKvStorage::BytesFor(bf16, blocks);
+  return out;
+}
+
 absl::Status CudaBackend::CheckPolicy(const KvPolicyOptions& o) const {
   if (o.policy == KvPolicyKind::kFull) return absl::OkStatus();
   if (o.policy != KvPolicyKind::kBeacon) {

@@ -70,6 +70,11 @@ class CudaBackend : public Backend {
   // RESOURCE_EXHAUSTED naming the pool's size and the device when the device
   // cannot hold it (a configuration error the caller reports at start-up).
   absl::StatusOr<std::unique_ptr<KvCache>> MakeKvCache(const KvCacheShape& shape, int32_t num_blocks) override;
+  // cudaMemGetInfo after EnsureActivations(step_tokens, step_tokens); the
+  // pool's bytes are DeviceKvStorage::BytesFor. What later grows on demand
+  // (CUDA graphs, step metadata, sampling parameters, grammar masks: small)
+  // comes out of the 1 - fraction left over.
+  absl::StatusOr<DevicePool> SizeKvPool(const KvCacheShape& shape, double fraction, int64_t step_tokens) override;
   absl::Status CheckPolicy(const KvPolicyOptions& options) const override;
   // BeaconKV (any filter the backend runs): a BeaconStatePool of
   // max_sequences states of `options`'s dims, and the eviction scratch

@@ -14,7 +14,21 @@ namespace {
 
 size_t Align256(size_t n) { return (n + 255) / 256 * 256; }
 
+// The K (or V) array and the positions array of a pool, each 256-byte aligned.
+struct PoolArrays {
+  size_t kv_bytes, pos_bytes;
+};
+PoolArrays ArraysOf(const KvCacheShape& shape, int64_t num_blocks) {
+  const size_t slots = static_cast<size_t>(shape.n_layers) * num_blocks * shape.n_kv_heads * shape.block_size;
+  return {Align256(slots * shape.head_dim * sizeof(__nv_bfloat16)), Align256(slots * sizeof(int32_t))};
+}
+
 }  // namespace
+
+size_t DeviceKvStorage::BytesFor(const KvCacheShape& shape, int64_t num_blocks) {
+  const PoolArrays a = ArraysOf(shape, num_blocks);
+  return 2 * a.kv_bytes + a.pos_bytes;
+}
 
 absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(const KvCacheShape& shape, int32_t num_blocks,
                                                                          const EvictContext* context) {
@@ -26,10 +40,9 @@ absl::StatusOr<std::unique_ptr<DeviceKvStorage>> DeviceKvStorage::Create(const K
   l.head_dim = shape.head_dim;
   l.block_size = shape.block_size;
   l.num_blocks = num_blocks;
-  const size_t kv_bytes = Align256(static_cast<size_t>(l.layer_elems()) * l.n_layers * sizeof(__nv_bfloat16));
-  const size_t pos_bytes =
-      Align256(static_cast<size_t>(l.n_layers) * num_blocks * l.n_kv_heads * l.block_size * sizeof(int32_t));
-  if (absl::Status st = s->memory_.Allocate(2 * kv_bytes + pos_bytes, "the KV cache pool"); !st.ok()) return st;
+  const PoolArrays arrays = ArraysOf(shape, num_blocks);
+  const size_t kv_bytes = arrays.kv_bytes, pos_bytes = arrays.pos_bytes;
+  if (absl::Status st = s->memory_.Allocate(BytesFor(shape, num_blocks), "the KV cache pool"); !st.ok()) return st;
   char* base = s->memory_.as<char>();
   s->paged_.k = reinterpret_cast<__nv_bfloat16*>(base);
   s->paged_.v = reinterpret_cast<__nv_bfloat16*>(base + kv_bytes);

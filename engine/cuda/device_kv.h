@@ -60,6 +60,9 @@ class DeviceKvStorage : public KvDeviceStorage {
   // RESOURCE_EXHAUSTED naming the size when the device is too small.
   static absl::StatusOr<std::unique_ptr<DeviceKvStorage>> Create(const KvCacheShape& shape, int32_t num_blocks,
                                                                  const EvictContext* context);
+  // The device bytes Create allocates for `num_blocks` blocks of `shape`:
+  // K and V in bf16 and each slot's position (int32), per layer and KV head.
+  static size_t BytesFor(const KvCacheShape& shape, int64_t num_blocks);
 
   const PagedKv& paged() const { return paged_; }
   const EvictContext* context() const { return context_; }

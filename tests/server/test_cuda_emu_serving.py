@@ -16,6 +16,8 @@ R1-Distill-Qwen-7B vocabulary. Checks:
   V rows copied from K, parted 4 of 6).
 - A stream cancelled mid-way, after its evictions began, frees its device KV blocks; the next
   request is served.
+- --gpu-memory-utilization: the pool takes the share's bytes left after weights, buffers and state
+  (a larger share adds exactly its extra bytes' worth of slots), and the flag's errors.
 - tools/gpu-serve-check.sh, the GPU run's serve stage, against it: beacon-loadtest full then beacon
   on one pool, no failed request, every block free after each run, BeaconKV evictions on the device,
   a clean exit on SIGTERM."""
@@ -123,6 +125,48 @@ def test_greedy_against_cpu_and_cancel():
     print(f"greedy against the CPU: {full} tokens agreed under full, {beacon} under beacon; cancel: OK")
 
 
+# The tiny model's device KV slot: K and V in bf16 and an int32 position, per layer and KV head
+# (engine/cuda/device_kv.h DeviceKvStorage::BytesFor): (2 x 16 x 2 + 4) x 2 layers x 2 KV heads.
+SLOT_BYTES = (2 * 16 * 2 + 4) * 2 * 2
+EMU_DEVICE_BYTES = 16 << 30  # the emulator's one device (tests/cuda_emu/device.cc)
+
+
+def pool_slots(share):
+    """The pool beacon-serve-emu makes with --gpu-memory-utilization `share`: (slots, its log line), after
+    checking that it serves a request and frees the blocks."""
+    with Server("--device", "cuda", "--tokenizer", VOCAB, "--gpu-memory-utilization", str(share), model=MODEL,
+                binary=SERVER, threads=1) as srv:
+        info = srv.stub.GetModelInfo(pb.GetModelInfoRequest(), timeout=30)
+        line = next(ln for ln in srv.read_log().splitlines() if "KV pool from --gpu-memory-utilization" in ln)
+        assert f"{info.kv_pool_tokens} slots" in line, (info.kv_pool_tokens, line)
+        greedy(srv, PROMPTS[0], kv_policy="beacon", kv_budget=BUDGET)
+        srv.wait_idle()
+        return info.kv_pool_tokens, line
+
+
+def test_pool_from_device_memory():
+    # The pool takes what the share leaves after the weights, workspaces, the largest step's buffers and
+    # the BeaconKV state: a larger share adds exactly its extra bytes' worth of slots (within a block
+    # and the arrays' alignment), and every slot is whole blocks.
+    small, line = pool_slots(0.03)
+    large, _ = pool_slots(0.05)
+    print(line.split(" info ")[-1])
+    assert small > 0 and small % 16 == 0 and large % 16 == 0, (small, large)
+    extra = 0.02 * EMU_DEVICE_BYTES / SLOT_BYTES
+    assert abs((large - small) - extra) <= 2 * 16, (large - small, extra)
+    # Errors name the flag and stop start-up: a share the weights and buffers already exceed, a CPU
+    # device (its KV lives in host memory), and both ways of sizing the pool at once.
+    for flags, needle in [(["--device", "cuda", "--gpu-memory-utilization", "0.01"], "leaves no room for a KV pool"),
+                          (["--device", "cpu", "--gpu-memory-utilization", "0.5"], "--device cpu keeps it in host"),
+                          (["--device", "cuda", "--gpu-memory-utilization", "0.5", "--kv-pool-tokens", "4096"],
+                           "both size the KV pool")]:
+        p = subprocess.run([os.path.join(BIN, SERVER), "--model", MODEL, "--tokenizer", VOCAB, "--host", "127.0.0.1",
+                            "--grpc-port", "0", "--http-port", "0", *flags], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode != 0 and needle in p.stdout + p.stderr, (flags, p.returncode, p.stderr[-2000:])
+    print(f"pool from device memory: {small} slots at 0.03, {large} at 0.05; the errors: OK")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -160,5 +204,6 @@ if __name__ == "__main__":
         print("cuda emu serving: skipped (BEACON_CUDA_EMU is OFF: the emulator needs x86-64 Linux)")
         sys.exit(0)
     test_greedy_against_cpu_and_cancel()
+    test_pool_from_device_memory()
     test_gpu_serve_stage_rehearsed()
     print("cuda emu serving: OK")
