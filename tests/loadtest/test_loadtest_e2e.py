@@ -211,13 +211,23 @@ def test_sweep_finds_a_knee(tmp):
     # 2 a request starts at once (TTFT = its prefill); from 4 on most
     # requests queue for a whole request's duration first. The SLO bounds
     # TTFT at half a single request's end-to-end time, measured now.
-    with Server("--kv-policy", "full", "--kv-pool-tokens", "128", "--kv-block-size", "16") as srv:
-        result, _, _ = counted_run(srv, tmp, "single", "--concurrency", "1", "--requests", "4", "--prompt-len",
+    # A machine that slows down between the calibration and the sweep (a neighbour's load) makes even
+    # concurrency 1 miss an SLO calibrated before: then, and only then, the single-request time is
+    # measured again after the sweep, and a slowdown of more than 1.5x reruns the sweep once with it.
+    def single(name):
+        result, _, _ = counted_run(srv, tmp, name, "--concurrency", "1", "--requests", "4", "--prompt-len",
                                    "fixed:32", "--output-len", "fixed:32", "--ignore-eos", "--kv-policy", "full",
                                    "--quiet")
-        e2e1 = result["summary"]["e2e_ms"]["median"]
+        return result["summary"]["e2e_ms"]["median"]
+
+    with Server("--kv-policy", "full", "--kv-pool-tokens", "128", "--kv-block-size", "16") as srv:
+        e2e1 = single("single")
         slo = 0.5 * e2e1
         sweep, out, p = sweep_once(srv, tmp, slo)
+        if sweep["best"] != 2 and (after := single("single-after")) > 1.5 * e2e1:
+            print(f"the machine slowed down during the sweep (single request {e2e1:.1f} -> {after:.1f} ms): once more")
+            e2e1, slo = after, 0.5 * after
+            sweep, out, p = sweep_once(srv, tmp, slo)
     levels = [lv["level"] for lv in sweep["levels"]]
     ttfts = [lv["summary"]["ttft_ms"]["median"] for lv in sweep["levels"]]
     assert sweep["best"] == 2 and sweep["bounded"], (e2e1, p.stdout)
