@@ -180,6 +180,7 @@ int CudaBenchMain(const cli::Args& args) {
   ro.cuda.max_splits = static_cast<int>(*splits);
   ro.cuda.cuda_graphs = args.Flag("cuda-graphs");
   ro.cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
+  ro.cuda.flashinfer_decode = args.Flag("cuda-flashinfer-decode");
   ro.cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
   ro.cuda.tensor_core_score = args.Flag("cuda-tensor-core-score");
   ro.cuda.programmatic_launch = args.Flag("cuda-programmatic-launch");
@@ -203,6 +204,7 @@ int CudaBenchMain(const cli::Args& args) {
                         {"cuda_graphs", ro.cuda.cuda_graphs},
                         {"profiled", profile.enabled()},
                         {"cuda_tensor_core_decode", ro.cuda.tensor_core_decode},
+                        {"cuda_flashinfer_decode", ro.cuda.flashinfer_decode},
                         {"cuda_small_batch_gemv", ro.cuda.small_batch_gemv},
                         {"cuda_tensor_core_score", ro.cuda.tensor_core_score},
                         {"cuda_programmatic_launch", ro.cuda.programmatic_launch}};

@@ -22,6 +22,8 @@ inline void DeclareDeviceFlags(cli::Args* args) {
                 "split-K partitions per token and KV head in decode attention (1-1024)");
   args->Declare("cuda-tensor-core-decode", true, "",
                 "decode attention on tensor cores (head_dim 64 and 128; others keep the CUDA-core kernel)");
+  args->Declare("cuda-flashinfer-decode", true, "",
+                "decode attention by FlashInfer's batch decode kernel (GQA groups 1-4, 6, 8, 16; head_dim 64, 128)");
   args->Declare("cuda-small-batch-gemv", true, "",
                 "projections of at most 8 tokens on a matrix-vector kernel instead of cuBLAS");
   args->Declare("cuda-tensor-core-score", true, "true",
@@ -44,6 +46,7 @@ inline absl::Status ParseDeviceFlags(const cli::Args& args, RuntimeOptions* opti
   }
   options->cuda.cuda_graphs = args.Flag("cuda-graphs");
   options->cuda.tensor_core_decode = args.Flag("cuda-tensor-core-decode");
+  options->cuda.flashinfer_decode = args.Flag("cuda-flashinfer-decode");
   options->cuda.small_batch_gemv = args.Flag("cuda-small-batch-gemv");
   options->cuda.tensor_core_score = args.Flag("cuda-tensor-core-score");
   options->cuda.programmatic_launch = args.Flag("cuda-programmatic-launch");

@@ -94,6 +94,24 @@ def test_programmatic_launch_lines():
         assert "1.07x without PDL (11.770 ms)" in b64 and "0.65x peer" in b64 and "target" not in b64, b64
 
 
+def test_alternative_decode_kernels_beside_the_cuda_core_one_and_the_peer():
+    """Tensor-core and FlashInfer decode, each against the bench stage's CUDA-core rows and the peer, with
+    their own throughput ratio against the target."""
+    with tempfile.TemporaryDirectory() as d:
+        first_run(d)
+        write(d, "mma-qwen3-4b.json", {"decode": [{"batch": 64, "context": 1024, "step_ms": 9.0,
+                                                   "roofline_fraction": 0.46}], "throughput_ratio": 2.1})
+        write(d, "flashinfer-qwen3-4b.json", {"decode": [{"batch": 64, "context": 1024, "step_ms": 7.0,
+                                                          "roofline_fraction": 0.60}], "throughput_ratio": 3.2})
+        text = run(d)
+        mma = line_with(text, "qwen3-4b batch 64: tensor-core decode")
+        assert "9.000 ms" in mma and "1.31x cuda-core (11.770 ms)" in mma and "0.80x peer" in mma, mma
+        fi = line_with(text, "qwen3-4b batch 64: FlashInfer decode")
+        assert "7.000 ms" in fi and "60.0% roofline" in fi and "1.68x cuda-core" in fi and "1.03x peer" in fi, fi
+        assert "2.10x (target >= 3.0x: NOT met)" in line_with(text, "with tensor-core decode: 2.10x")
+        assert "3.20x (target >= 3.0x: met)" in line_with(text, "with FlashInfer decode: 3.20x")
+
+
 def test_a_killed_sanitizer_and_an_empty_folder():
     with tempfile.TemporaryDirectory() as d:
         write(d, "sanitize-racecheck.log", "========= COMPUTE-SANITIZER\n")  # killed by its timeout

@@ -86,26 +86,42 @@ if [ ${#missing_apt[@]} -gt 0 ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_apt[@]}" >/dev/null
 fi
 
-# ---- xgrammar, the structured-output engine (engine/grammar/) --------------------
-# Its C++ library comes from its PyPI source distribution, pinned and checked: the
-# build (CMakeLists.txt, "xgrammar") unpacks and compiles it into the build tree. It
-# is fetched with curl, not pip (pip would try to build the Python package). Neither
-# Debian nor PyPI ships the library built; its sources never enter ours.
-XGRAMMAR_VERSION=0.2.8
-XGRAMMAR_URL=https://files.pythonhosted.org/packages/03/0f/29f521535729be740779c2c98b630ef6607cf28be9b669895dd2b821ff63/xgrammar-$XGRAMMAR_VERSION.tar.gz
-XGRAMMAR_SHA256=8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80
-xgrammar_sdist=$root/.deps/xgrammar-$XGRAMMAR_VERSION.tar.gz
-if ! echo "$XGRAMMAR_SHA256  $xgrammar_sdist" | sha256sum -c --status 2>/dev/null; then
-  log "fetching xgrammar $XGRAMMAR_VERSION (PyPI sdist) into .deps/"
+# ---- Sources and headers from PyPI, pinned and checked, into .deps/ ---------------
+# fetch_pinned WHAT URL SHA256 FILE: FILE unless it already has the sha256; curl, not
+# pip (pip would try to build or install the Python package, which we do not use).
+fetch_pinned() {
+  local what=$1 url=$2 sha=$3 file=$4
+  echo "$sha  $file" | sha256sum -c --status 2>/dev/null && return 0
+  log "fetching $what into .deps/"
   mkdir -p "$root/.deps"
-  curl -fsSL --retry 3 -o "$xgrammar_sdist.part" "$XGRAMMAR_URL"
-  if ! echo "$XGRAMMAR_SHA256  $xgrammar_sdist.part" | sha256sum -c --status; then
-    echo "[bootstrap] $XGRAMMAR_URL does not have the pinned sha256 $XGRAMMAR_SHA256" >&2
-    rm -f "$xgrammar_sdist.part"
+  curl -fsSL --retry 3 -o "$file.part" "$url"
+  if ! echo "$sha  $file.part" | sha256sum -c --status; then
+    echo "[bootstrap] $url does not have the pinned sha256 $sha" >&2
+    rm -f "$file.part"
     exit 1
   fi
-  mv "$xgrammar_sdist.part" "$xgrammar_sdist"
-fi
+  mv "$file.part" "$file"
+}
+
+# xgrammar, the structured-output engine (engine/grammar/): its C++ library comes from
+# its PyPI source distribution; the build (CMakeLists.txt, "xgrammar") unpacks and
+# compiles it into the build tree. Neither Debian nor PyPI ships the library built; its
+# sources never enter ours.
+XGRAMMAR_VERSION=0.2.8
+fetch_pinned "xgrammar $XGRAMMAR_VERSION (PyPI sdist)" \
+  https://files.pythonhosted.org/packages/03/0f/29f521535729be740779c2c98b630ef6607cf28be9b669895dd2b821ff63/xgrammar-$XGRAMMAR_VERSION.tar.gz \
+  8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80 "$root/.deps/xgrammar-$XGRAMMAR_VERSION.tar.gz"
+
+# FlashInfer's headers, the third decode attention kernel (kernels/flashinfer/), header-
+# only as we use it: the build (CMakeLists.txt, "FlashInfer") unpacks flashinfer/data/
+# include from the wheel into the build tree. 0.6.9 is the newest release whose headers
+# build with CUDA 13.0's own CCCL (0.6.10 and later need cuda::fast_mod_div, CCCL 3.1);
+# docs/cuda.md, "Decode attention: ours or FlashInfer".
+FLASHINFER_VERSION=0.6.9
+fetch_pinned "FlashInfer $FLASHINFER_VERSION (PyPI wheel, for its headers)" \
+  https://files.pythonhosted.org/packages/fa/fd/1d1b03d696cee94b387b2e3ee58c23a00fc74bb34b77a7bbdaf63012c530/flashinfer_python-$FLASHINFER_VERSION-py3-none-any.whl \
+  46d013119ecd039a5844c4847325b3571f99cdd8fd9e00839bf008c67b15811a \
+  "$root/.deps/flashinfer_python-$FLASHINFER_VERSION-py3-none-any.whl"
 
 # ---- The project's Python environment --------------------------------------------
 [ "${BEACON_SKIP_PIP:-0}" = 1 ] && exit 0

@@ -18,7 +18,7 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests bench peer mma gemv pdl profile serve long group score sanitize"), DEADLINE (seconds for the whole run,
+# "tests bench peer mma flashinfer gemv pdl profile serve long group score sanitize"), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 out="${OUT:-$root/build-gpu/out}"
 work="${WORK:-/tmp/gpu-check}"
-stages="${STAGES:-tests bench peer mma gemv pdl profile serve long group score sanitize}"
+stages="${STAGES:-tests bench peer mma flashinfer gemv pdl profile serve long group score sanitize}"
 deadline=$(( $(date +%s) + ${DEADLINE:-560} ))
 shapes="${SHAPES:-qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096}"
 batches="${BATCHES:-1,16,64}"
@@ -133,6 +133,22 @@ for shape in $shapes; do
       --throughput-steps 256 --parts decode,throughput --cuda-tensor-core-decode --json "$work/mma-$cfg.json" \
       ${BENCH_ARGS:-} > "$work/mma-$cfg.log" 2>&1 || status=1
     tail -8 "$work/mma-$cfg.log"
+  fi
+  if want flashinfer; then
+    # Decode attention by FlashInfer (--cuda-flashinfer-decode; docs/cuda.md), the same runs again, on
+    # the shapes its decode covers (GQA groups 1-4, 6, 8, 16: Qwen3-4B's 4, not R1-Distill-Qwen-7B's 7).
+    if "$gpu_python" -c 'import json, sys; c = json.load(open(sys.argv[1]))
+sys.exit(0 if c["num_attention_heads"] // c["num_key_value_heads"] in (1, 2, 3, 4, 6, 8, 16) else 1)' \
+        "configs/$cfg.json"; then
+      # shellcheck disable=SC2086
+      run "flashinfer $cfg" 120 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" \
+        --batches "$batches" --context "$ctx" --steps 64 --kv-budget 2048 --pool-seqs 16 --prompt-len 256 \
+        --output-len 8192 --throughput-steps 256 --parts decode,throughput --cuda-flashinfer-decode \
+        --json "$work/flashinfer-$cfg.json" ${BENCH_ARGS:-} > "$work/flashinfer-$cfg.log" 2>&1 || status=1
+      tail -8 "$work/flashinfer-$cfg.log"
+    else
+      stamp "flashinfer $cfg: its GQA group is outside FlashInfer's decode dispatch; skipped"
+    fi
   fi
   if want gemv; then
     # Batch-1 decode with the projections on the matrix-vector kernel (--cuda-small-batch-gemv), against

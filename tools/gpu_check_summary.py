@@ -5,7 +5,8 @@
 
 Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
 (tools/gpu_torch_peer.py --json), mma-<config>.json (the same decode and throughput with
---cuda-tensor-core-decode), gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), pdl-<config>.json
+--cuda-tensor-core-decode), flashinfer-<config>.json (the same with --cuda-flashinfer-decode),
+gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), pdl-<config>.json
 (decode with --cuda-programmatic-launch --cuda-small-batch-gemv), score-<config>.json
 (BeaconKV's overhead with --no-cuda-tensor-core-score), long-32k.json, serve*.json and sanitize-*.log
 (compute-sanitizer) where present; a missing file is a missing row, never an error. Every ratio comes
@@ -75,7 +76,7 @@ def shape_rows(work):
 
 
 def kernel_lines(work):
-    """The kernel choices (tensor-core decode, small-batch GEMV, eviction scoring) against the defaults and the
+    """The kernel choices (tensor-core or FlashInfer decode, small-batch GEMV, eviction scoring) against the defaults and the
     peer, same run."""
     lines = []
     for path in sorted(glob.glob(os.path.join(work, "gemv-*.json"))):
@@ -87,21 +88,23 @@ def kernel_lines(work):
             lines.append(f"{cfg} batch {d['batch']}: small-batch GEMV {d['step_ms']:.3f} ms, "
                          f"{100 * d['roofline_fraction']:.1f}% roofline (target >= {100 * ROOF_B1:.0f}%: "
                          f"{mark(d['roofline_fraction'] >= ROOF_B1)}), {vs}")
-    for path in sorted(glob.glob(os.path.join(work, "mma-*.json"))):
-        cfg = os.path.basename(path)[len("mma-"):-len(".json")]
-        mma = load(path) or {}
-        simt = {d["batch"]: d for d in (load(os.path.join(work, f"bench-{cfg}.json")) or {}).get("decode", [])}
-        peer = {r["batch"]: r for r in load(os.path.join(work, f"peer-{cfg}.json")) or []}
-        for d in mma.get("decode", []):
-            b = d["batch"]
-            s, p = simt.get(b), peer.get(b)
-            vs_simt = f"{s['step_ms'] / d['step_ms']:.2f}x cuda-core ({s['step_ms']:.3f} ms)" if s else "no cuda-core row"
-            vs_peer = f"{p['step_ms'] / d['step_ms']:.2f}x peer" if p else "no peer row"
-            lines.append(f"{cfg} batch {b}: tensor-core decode {d['step_ms']:.3f} ms, "
-                         f"{100 * d['roofline_fraction']:.1f}% roofline, {vs_simt}, {vs_peer}")
-        if "throughput_ratio" in mma:
-            lines.append(f"{cfg}: throughput beacon/full with tensor-core decode: {mma['throughput_ratio']:.2f}x "
-                         f"(target >= {TPUT_8K}x: {mark(mma['throughput_ratio'] >= TPUT_8K)})")
+    for prefix, label in (("mma", "tensor-core decode"), ("flashinfer", "FlashInfer decode")):
+        for path in sorted(glob.glob(os.path.join(work, f"{prefix}-*.json"))):
+            cfg = os.path.basename(path)[len(prefix) + 1:-len(".json")]
+            alt = load(path) or {}
+            simt = {d["batch"]: d for d in (load(os.path.join(work, f"bench-{cfg}.json")) or {}).get("decode", [])}
+            peer = {r["batch"]: r for r in load(os.path.join(work, f"peer-{cfg}.json")) or []}
+            for d in alt.get("decode", []):
+                b = d["batch"]
+                s, p = simt.get(b), peer.get(b)
+                vs_simt = (f"{s['step_ms'] / d['step_ms']:.2f}x cuda-core ({s['step_ms']:.3f} ms)" if s
+                           else "no cuda-core row")
+                vs_peer = f"{p['step_ms'] / d['step_ms']:.2f}x peer" if p else "no peer row"
+                lines.append(f"{cfg} batch {b}: {label} {d['step_ms']:.3f} ms, "
+                             f"{100 * d['roofline_fraction']:.1f}% roofline, {vs_simt}, {vs_peer}")
+            if "throughput_ratio" in alt:
+                lines.append(f"{cfg}: throughput beacon/full with {label}: {alt['throughput_ratio']:.2f}x "
+                             f"(target >= {TPUT_8K}x: {mark(alt['throughput_ratio'] >= TPUT_8K)})")
     for path in sorted(glob.glob(os.path.join(work, "score-*.json"))):
         cfg = os.path.basename(path)[len("score-"):-len(".json")]
         simt = (load(path) or {}).get("beacon_overhead")

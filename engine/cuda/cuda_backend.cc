@@ -49,6 +49,9 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
   BEACON_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
   device_name_ = prop.name;
   BEACON_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  if (options_.flashinfer_decode) {
+    if (absl::Status s = FlashInferDecoder::Check(config_); !s.ok()) return s;
+  }
   if (absl::Status s = gemm_.Init(stream_, options_.small_batch_gemv, options_.programmatic_launch); !s.ok()) return s;
   if (absl::Status s = weights_.Upload(*weights); !s.ok()) return s;
   // The CPU backend's RoPE table (scaled frequencies, attention factor),
@@ -299,7 +302,7 @@ absl::Status CudaBackend::Prepare(std::span<const ForwardEntry> batch, Output ou
   *kv = &(*storage)->paged();
   if (absl::Status s = GroupObservers(batch); !s.ok()) return s;
   if (absl::Status s = ReserveBatch(batch); !s.ok()) return s;
-  BuildForwardPlan(batch, &plan_);
+  BuildForwardPlan(batch, &plan_, options_.flashinfer_decode ? (*kv)->layout.block_size : 0);
   return absl::OkStatus();
 }
 
@@ -353,6 +356,11 @@ absl::Status CudaBackend::Step(std::span<const ForwardEntry> batch, Output outpu
   if (s.ok() && output == Output::kSample) {
     for (const EntrySampling& e : sampling) masked_ |= !e.allowed.empty();
     if (masked_) s = UploadMasks(sampling);
+  }
+  if (s.ok() && options_.flashinfer_decode && plan_.all_decode) {
+    bool grew = false;
+    s = flashinfer_.Plan(config_, plan_, stream_, &grew);
+    if (grew) DropGraphs();
   }
   if (s.ok()) s = Launch(*kv, output);
   if (s.ok()) {

@@ -43,6 +43,7 @@
 #include "engine/cuda/device_kv.h"
 #include "engine/cuda/device_memory.h"
 #include "engine/cuda/device_weights.h"
+#include "engine/cuda/flashinfer_decode.h"
 #include "engine/cuda/forward_plan.h"
 #include "engine/cuda/gemm.h"
 #include "engine/cuda_options.h"
@@ -198,7 +199,8 @@ class CudaBackend : public Backend {
   float *q_pre_ = nullptr, *q_mean_ = nullptr, *logits_ = nullptr;  // q_mean_: group means (beacon_group_queries)
   int32_t* tokens_ = nullptr;
   void* attn_workspace_ = nullptr;
-  DeviceAllocation meta_;  // ForwardPlan::packed
+  FlashInferDecoder flashinfer_;  // options_.flashinfer_decode: its workspaces and the step's plan
+  DeviceAllocation meta_;         // ForwardPlan::packed
   DeviceAllocation observe_dev_;
   // Deferred observation: [n_layers][cap_observe_q_][q_dim] f32 queries, then
   // [n_layers][cap_observe_q_][kv_dim] group means; a layer's rows start at

@@ -8,7 +8,7 @@
 //     q = rope(norm(q + b)); k, v -> cache  (QkvRopeKvWrite; q_pre for BeaconKV)
 //     BeaconKV: ring + FPS update           (per group of beacon sequences;
 //                                            decode steps: once after the last layer)
-//     att = attention(q, cache)             (decode split-K, or prefill tiles)
+//     att = attention(q, cache)             (decode split-K or FlashInfer, or prefill tiles)
 //     proj = att Wo^T
 //     resid += proj; xb = rmsnorm(resid, ffn_norm[l])       (fused)
 //     gate_up = xb Wgu^T; ffn = silu(gate) * up  (one kernel on the GEMV path)
@@ -124,7 +124,9 @@ absl::Status CudaBackend::Layer(int l, const PagedKv& kv) {
   a.tok_slot = tok_slot;
   a.n_tokens = n;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  if (plan_.all_decode) {
+  if (plan_.all_decode && options_.flashinfer_decode) {
+    BEACON_CUDA_RETURN_IF_ERROR(flashinfer_.Launch(a, meta, plan_, step_stream()));
+  } else if (plan_.all_decode) {
     const DecodeAttentionKernel kernel =
         options_.tensor_core_decode ? DecodeAttentionKernel::kMma : DecodeAttentionKernel::kSimt;
     BEACON_CUDA_RETURN_IF_ERROR(LaunchDecodeAttention(a, options_.max_splits, attn_workspace_, step_stream(), kernel));
@@ -188,6 +190,7 @@ absl::Status CudaBackend::Observe(int first_layer, int n_layers) {
 std::string CudaBackend::GraphKey(const PagedKv& kv, Output output) const {
   std::string key = absl::StrFormat("%p/%d/%d/%d/%d/%d", static_cast<const void*>(kv.k), plan_.n_tokens, plan_.n_rows,
                                     plan_.stride, static_cast<int>(output), masked_ ? 1 : 0);
+  if (options_.flashinfer_decode) key += flashinfer_.GraphKeyPart();
   for (const BeaconGroup& g : groups_) {
     absl::StrAppendFormat(&key, "|%d,%d,%d,%d,%d", g.offset, g.count, g.dims.recent, g.dims.beacons, g.dims.fps_bound);
   }

@@ -7,9 +7,27 @@ namespace {
 
 size_t Align4(size_t n) { return (n + 3) / 4 * 4; }  // 4 int32 = 16 bytes
 
+// The pages of each entry's last token: slots [0, num_slots + n - 1].
+void FillPages(std::span<const ForwardEntry> batch, ForwardPlan* plan) {
+  ForwardPlan& p = *plan;
+  int32_t* indptr = p.packed.data() + p.offsets.pages_indptr;
+  int32_t* indices = p.packed.data() + p.offsets.pages_indices;
+  int32_t* last = p.packed.data() + p.offsets.pages_last;
+  indptr[0] = 0;
+  for (size_t e = 0; e < batch.size(); ++e) {
+    const ForwardEntry& en = batch[e];
+    const int32_t len = en.kv->num_slots() + static_cast<int32_t>(en.tokens.size());
+    const int32_t pages = (len + p.page_size - 1) / p.page_size;
+    const std::vector<int32_t>& blocks = en.kv->block_ids();
+    std::copy(blocks.begin(), blocks.begin() + pages, indices + indptr[e]);
+    indptr[e + 1] = indptr[e] + pages;
+    last[e] = len - (pages - 1) * p.page_size;
+  }
+}
+
 }  // namespace
 
-ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride) {
+ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride, bool pages) {
   ForwardPlanOffsets o;
   size_t at = 0;
   auto take = [&](size_t* field, size_t n) {
@@ -24,11 +42,16 @@ ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs,
   take(&o.seq_first, n_seqs);
   take(&o.seq_n, n_seqs);
   take(&o.block_tables, static_cast<size_t>(n_seqs) * stride);
+  if (pages) {
+    take(&o.pages_indptr, n_seqs + 1);
+    take(&o.pages_indices, static_cast<size_t>(n_seqs) * stride);
+    take(&o.pages_last, n_seqs);
+  }
   o.total = at;
   return o;
 }
 
-void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan) {
+void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan, int page_size) {
   ForwardPlan& p = *plan;
   p.n_seqs = static_cast<int64_t>(batch.size());
   p.n_tokens = 0;
@@ -47,7 +70,8 @@ void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan) {
   // Row length: a power of two, so that CUDA graphs keyed on it are few.
   p.stride = 16;
   while (p.stride < max_blocks) p.stride *= 2;
-  p.offsets = PlanOffsets(p.n_tokens, p.n_rows, p.n_seqs, p.stride);
+  p.page_size = std::max(page_size, 0);
+  p.offsets = PlanOffsets(p.n_tokens, p.n_rows, p.n_seqs, p.stride, p.page_size > 0);
   p.packed.assign(p.offsets.total, 0);
   int32_t* ids = p.packed.data() + p.offsets.token_ids;
   int32_t* seq = p.packed.data() + p.offsets.tok_seq;
@@ -74,6 +98,7 @@ void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan) {
       if (en.all_logits || i == n - 1) rows[r++] = static_cast<int32_t>(t);
     }
   }
+  if (p.page_size > 0) FillPages(batch, &p);
 }
 
 }  // namespace beacon

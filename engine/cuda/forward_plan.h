@@ -14,6 +14,13 @@
 //   seq_first[n_seqs]     first token of entry e
 //   seq_n[n_seqs]         tokens of entry e
 //   block_tables[n_seqs][stride]  entry e's block ids (unused tail: 0)
+// and, only for FlashInfer's decode (page_size > 0 in BuildForwardPlan; the
+// CSR form of kernels/flashinfer/decode.h; empty otherwise):
+//   pages_indptr[n_seqs + 1]      pages entry e reads: [indptr[e], indptr[e + 1])
+//   pages_indices[n_seqs * stride]  their block ids, entries back to back
+//   pages_last[n_seqs]            slots used in entry e's last page
+// The pages cover the slots of entry e's last token (it attends to all of
+// them); FlashInfer's decode reads them only for one-token entries.
 // Tokens of an entry are contiguous and in order; slots continue the
 // entry's cache (num_slots() before the step).
 #ifndef BEACON_ENGINE_CUDA_FORWARD_PLAN_H_
@@ -30,12 +37,13 @@ namespace beacon {
 
 struct ForwardPlanOffsets {
   size_t token_ids = 0, tok_seq = 0, tok_slot = 0, tok_pos = 0, logit_rows = 0, seq_first = 0, seq_n = 0,
-         block_tables = 0;
+         block_tables = 0, pages_indptr = 0, pages_indices = 0, pages_last = 0;
   size_t total = 0;  // int32 elements of the whole packed buffer
 };
 
-// Offsets (in int32 elements) of the packed arrays.
-ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride);
+// Offsets (in int32 elements) of the packed arrays; the pages' arrays take
+// room only when `pages`.
+ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs, int stride, bool pages = false);
 
 struct ForwardPlan {
   int64_t n_tokens = 0;
@@ -45,13 +53,15 @@ struct ForwardPlan {
   int32_t max_seq_tokens = 0;
   bool all_decode = false;       // every entry runs exactly one token
   bool rows_are_tokens = false;  // logit_rows[i] == i for every token (no gather needed)
+  int page_size = 0;             // > 0: the pages' arrays are filled (FlashInfer's decode)
   ForwardPlanOffsets offsets;
   std::vector<int32_t> packed;
 };
 
 // Builds the plan of `batch`, whose sequences already reserved their new
-// slots (the block tables cover them).
-void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan);
+// slots (the block tables cover them). page_size > 0 (the cache's block
+// size) also fills the pages' arrays.
+void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan, int page_size = 0);
 
 }  // namespace beacon
 

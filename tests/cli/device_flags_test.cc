@@ -45,6 +45,7 @@ TEST(DeviceFlags, DefaultsAreTheCpuAndTheBackendsDefaults) {
   EXPECT_EQ(ro.cuda.max_splits, CudaBackendOptions{}.max_splits);
   EXPECT_FALSE(ro.cuda.tensor_core_decode);
   EXPECT_FALSE(ro.cuda.small_batch_gemv);
+  EXPECT_FALSE(ro.cuda.flashinfer_decode);
   EXPECT_TRUE(ro.cuda.tensor_core_score);
   EXPECT_FALSE(ro.cuda.programmatic_launch);
   EXPECT_EQ(ro.kv_cache_dtype, DType::kBF16) << "the KV cache is bf16 unless asked otherwise";
@@ -61,7 +62,8 @@ TEST(DeviceFlags, KvCacheDTypeReachesTheOptions) {
 TEST(DeviceFlags, CudaKnobsReachTheOptions) {
   RuntimeOptions ro;
   ASSERT_TRUE(Parse({"--device", "cuda:1", "--no-cuda-graphs", "--cuda-max-splits", "4", "--cuda-tensor-core-decode",
-                     "--cuda-small-batch-gemv", "--no-cuda-tensor-core-score", "--cuda-programmatic-launch"},
+                     "--cuda-small-batch-gemv", "--no-cuda-tensor-core-score", "--cuda-programmatic-launch",
+                     "--cuda-flashinfer-decode"},
                     &ro)
                   .ok());
   EXPECT_EQ(ro.device, "cuda:1");
@@ -71,6 +73,7 @@ TEST(DeviceFlags, CudaKnobsReachTheOptions) {
   EXPECT_TRUE(ro.cuda.small_batch_gemv);
   EXPECT_FALSE(ro.cuda.tensor_core_score);
   EXPECT_TRUE(ro.cuda.programmatic_launch);
+  EXPECT_TRUE(ro.cuda.flashinfer_decode);
   EXPECT_TRUE(ro.cuda.Validate().ok());
   RuntimeOptions explicit_value;
   ASSERT_TRUE(Parse({"--cuda-graphs=false"}, &explicit_value).ok());

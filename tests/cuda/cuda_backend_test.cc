@@ -107,6 +107,43 @@ TEST(CudaBackendTest, TensorCoreDecodeMatchesCpu) {
   CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
 }
 
+// Decode attention by FlashInfer (GQA 4, head_dim 128; built with its
+// headers, on a GPU): decode steps plan, capture and replay graphs over
+// growing contexts; prefill stays ours. Also under programmatic launch,
+// where FlashInfer's kernel waits on the device as ours do.
+TEST(CudaBackendTest, FlashInferDecodeMatchesCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+#ifndef BEACON_HAVE_FLASHINFER
+  GTEST_SKIP() << "built without FlashInfer (the emulator never has it)";
+#else
+  CudaBackendOptions cuda;
+  cuda.flashinfer_decode = true;
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
+  cuda.programmatic_launch = true;
+  cuda.small_batch_gemv = true;
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
+#endif
+}
+
+// Refused at start, naming why: a build without FlashInfer (the emulator's),
+// or a head_dim its decode does not cover (the tiny models' 16).
+TEST(CudaBackendTest, FlashInferDecodeRefusedWhereItCannotRun) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  RuntimeOptions o;
+  o.model = "dummy:" + kSrc + "/tests/data/tiny-qwen2.json";
+  o.device = "cuda";
+  o.cuda.flashinfer_decode = true;
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
+  ASSERT_FALSE(rt.ok());
+  EXPECT_NE(rt.status().message().find("--cuda-flashinfer-decode"), std::string::npos) << rt.status();
+#ifdef BEACON_HAVE_FLASHINFER
+  EXPECT_EQ(rt.status().code(), absl::StatusCode::kInvalidArgument) << rt.status();
+  EXPECT_NE(rt.status().message().find("head_dim 16"), std::string::npos) << rt.status();
+#else
+  EXPECT_EQ(rt.status().code(), absl::StatusCode::kFailedPrecondition) << rt.status();
+#endif
+}
+
 // Projections of the decode steps (2 tokens) and the LM head's rows on the
 // matrix-vector kernel; prefill's 25-33 tokens stay on cuBLAS.
 TEST(CudaBackendTest, SmallBatchGemvMatchesCpu) {

@@ -97,6 +97,46 @@ TEST(StepPlanTest, DecodeBatchGathersLastRowsAndPicksAPowerOfTwoStride) {
   b.Release();
 }
 
+// FlashInfer's pages (kernels/flashinfer/decode.h): the CSR form of the
+// slots each entry's last token attends to, at page edges and mid-page.
+TEST(StepPlanTest, PagesListTheBlocksOfEachEntrysSlots) {
+  KvCache cache(Shape(), 256, KvStorage::kDevice);  // block_size 4
+  SequenceKv a(&cache), b(&cache), c(&cache);
+  ASSERT_TRUE(a.Reserve(9).ok());  // 8 committed + the new token's slot 8: 3 pages, 1 slot in the last
+  a.CommitSlots(8);
+  ASSERT_TRUE(b.Reserve(1).ok());   // a new sequence's first token: 1 page of 1
+  ASSERT_TRUE(c.Reserve(12).ok());  // slot 11: 3 full pages
+  c.CommitSlots(11);
+  std::vector<int32_t> ta = {5}, tb = {6}, tc = {7};
+  const ForwardEntry batch[] = {ForwardEntry{&a, ta, 8, false}, ForwardEntry{&b, tb, 0, false},
+                                ForwardEntry{&c, tc, 40, false}};
+  ForwardPlan p;
+  BuildForwardPlan(batch, &p, /*page_size=*/4);
+  const ForwardPlanOffsets plain = PlanOffsets(3, 3, 3, p.stride);
+  EXPECT_EQ(p.offsets.block_tables, plain.block_tables);  // the other arrays stay where they were
+  EXPECT_GE(p.offsets.pages_indptr, plain.total);
+  EXPECT_EQ(p.offsets.pages_indptr % 4, 0u);
+  EXPECT_GE(p.offsets.pages_indices, p.offsets.pages_indptr + 4);
+  EXPECT_GE(p.offsets.pages_last, p.offsets.pages_indices + 3 * p.stride);
+  EXPECT_GE(p.offsets.total, p.offsets.pages_last + 3);
+  const int32_t* indptr = p.packed.data() + p.offsets.pages_indptr;
+  const int32_t* indices = p.packed.data() + p.offsets.pages_indices;
+  const int32_t* last = p.packed.data() + p.offsets.pages_last;
+  EXPECT_EQ(std::vector<int32_t>(indptr, indptr + 4), (std::vector<int32_t>{0, 3, 4, 7}));
+  EXPECT_EQ(std::vector<int32_t>(last, last + 3), (std::vector<int32_t>{1, 1, 4}));
+  std::vector<int32_t> want = a.block_ids();
+  want.push_back(b.block_ids()[0]);
+  want.insert(want.end(), c.block_ids().begin(), c.block_ids().end());
+  EXPECT_EQ(std::vector<int32_t>(indices, indices + 7), want);
+  // Without a page size the plan has no pages' arrays.
+  ForwardPlan q;
+  BuildForwardPlan(batch, &q);
+  EXPECT_EQ(q.offsets.total, plain.total);
+  a.Release();
+  b.Release();
+  c.Release();
+}
+
 TEST(StepPlanTest, PrefillChunkWithLastLogitOnlyNeedsAGather) {
   KvCache cache(Shape(), 16, KvStorage::kDevice);
   SequenceKv a(&cache);

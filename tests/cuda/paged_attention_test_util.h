@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/cpu/dtype.h"
+#include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/paged_kv.h"
 #include "tests/cuda/cuda_test_util.h"
 
@@ -85,6 +86,29 @@ inline HostCache MakeCache(const Config& c, const std::vector<int>& seq_slots, u
   hc.k = RandomBf16(n, seed + 1);
   hc.v = RandomBf16(n, seed + 2);
   return hc;
+}
+
+// The launch parameters over device copies of `hc` (k, v, the table) and of
+// a batch's queries, output and token arrays; layer kLayer, scale
+// 1 / sqrt(head_dim).
+inline PagedAttentionParams ParamsOver(const HostCache& hc, const Config& c, const uint16_t* k, const uint16_t* v,
+                                       const uint16_t* q, int64_t q_stride, uint16_t* out, const int32_t* table,
+                                       const int32_t* seq, const int32_t* slot, int64_t n_tokens) {
+  PagedAttentionParams p;
+  p.q = reinterpret_cast<const __nv_bfloat16*>(q);
+  p.q_token_stride = q_stride;
+  p.out = reinterpret_cast<__nv_bfloat16*>(out);
+  p.kv.k = reinterpret_cast<__nv_bfloat16*>(const_cast<uint16_t*>(k));
+  p.kv.v = reinterpret_cast<__nv_bfloat16*>(const_cast<uint16_t*>(v));
+  p.kv.layout = hc.layout;
+  p.layer = kLayer;
+  p.n_q_heads = c.nq;
+  p.tables = {table, hc.stride};
+  p.tok_seq = seq;
+  p.tok_slot = slot;
+  p.n_tokens = n_tokens;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+  return p;
 }
 
 // out[t][h] = softmax_s(scale q . k_s) v over slots 0..slot[t] of row seq[t].

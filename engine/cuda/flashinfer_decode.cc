@@ -1,0 +1,79 @@
+#include "engine/cuda/flashinfer_decode.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/cuda/cuda_status.h"
+
+namespace beacon {
+
+absl::Status FlashInferDecoder::Check(const ModelConfig& c) {
+#ifndef BEACON_HAVE_FLASHINFER
+  (void)c;
+  return absl::FailedPreconditionError(
+      "--cuda-flashinfer-decode: this build has no FlashInfer (its wheel was missing when the build was "
+      "configured: run tools/bootstrap.sh run, then rebuild; the CUDA emulator never has it)");
+#else
+  if (!FlashInferDecodeSupports(c.n_heads, c.n_kv_heads, c.head_dim)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cuda-flashinfer-decode: FlashInfer's decode covers GQA groups 1, 2, 3, 4, 6, 8 and 16 at head_dim "
+        "64 and 128; this model has ",
+        c.n_heads, " query heads on ", c.n_kv_heads, " KV heads at head_dim ", c.head_dim,
+        " (keep our decode kernels: leave the option off)"));
+  }
+  return absl::OkStatus();
+#endif
+}
+
+absl::Status FlashInferDecoder::Plan(const ModelConfig& c, const ForwardPlan& plan, cudaStream_t stream, bool* grew) {
+  *grew = false;
+#ifndef BEACON_HAVE_FLASHINFER
+  (void)c, (void)plan, (void)stream;
+  return Check(c);
+#else
+  const int batch = static_cast<int>(plan.n_seqs);
+  if (!plan.all_decode || plan.page_size <= 0 || batch != plan.n_tokens) {
+    return absl::InternalError("FlashInfer decode planned for a step that is not one token a sequence with pages");
+  }
+  if (batch > cap_batch_) {
+    // Grown in steps of two, so a growing batch re-captures its graphs a
+    // few times, not at every new size.
+    const int64_t cap = std::max<int64_t>({batch, 2 * cap_batch_, 64});
+    size_t float_bytes = 0, int_bytes = 0;
+    BEACON_CUDA_RETURN_IF_ERROR(FlashInferDecodeWorkspaceBytes(static_cast<int>(cap), c.n_heads, c.n_kv_heads,
+                                                               c.head_dim, plan.page_size, &float_bytes, &int_bytes));
+    if (absl::Status s = float_.Allocate(float_bytes, "FlashInfer's partial outputs"); !s.ok()) return s;
+    if (absl::Status s = int_.Allocate(int_bytes, "FlashInfer's work list"); !s.ok()) return s;
+    if (absl::Status s = int_host_.Reserve(int_bytes, "FlashInfer's work list"); !s.ok()) return s;
+    cap_batch_ = cap;
+    *grew = true;
+  }
+  const FlashInferDecodeWorkspace ws{float_.get(), float_.bytes(), int_.get(), int_host_.get(), int_.bytes()};
+  const int32_t* indptr = plan.packed.data() + plan.offsets.pages_indptr;
+  // The copy it enqueues reads int_host_ when the stream reaches it; the
+  // backend synchronises each step before the next plan rewrites it.
+  return CudaStatus(
+      FlashInferDecodePlanStep(indptr, batch, c.n_heads, c.n_kv_heads, c.head_dim, plan.page_size, ws, &plan_, stream),
+      "planning FlashInfer's decode");
+#endif
+}
+
+cudaError_t FlashInferDecoder::Launch(const PagedAttentionParams& a, const int32_t* meta, const ForwardPlan& plan,
+                                      KernelStream stream) const {
+#ifndef BEACON_HAVE_FLASHINFER
+  (void)a, (void)meta, (void)plan, (void)stream;
+  return cudaErrorInvalidValue;  // unreachable: Check() refused the option at start
+#else
+  const FlashInferPages pages{meta + plan.offsets.pages_indptr, meta + plan.offsets.pages_indices,
+                              meta + plan.offsets.pages_last};
+  const FlashInferDecodeWorkspace ws{float_.get(), float_.bytes(), int_.get(), int_host_.get(), int_.bytes()};
+  return LaunchFlashInferDecode(a, pages, plan_, ws, stream);
+#endif
+}
+
+std::string FlashInferDecoder::GraphKeyPart() const {
+  return absl::StrFormat("|fi%d,%d", plan_.padded_batch_size(), plan_.split_kv() ? 1 : 0);
+}
+
+}  // namespace beacon
