@@ -170,6 +170,11 @@ absl::StatusOr<Backend::DevicePool> CudaBackend::SizeKvPool(const KvCacheShape& 
                         fraction, step_tokens, shape.block_size));
   }
   if (absl::Status s = EnsureActivations(step_tokens, step_tokens); !s.ok()) return s;
+  if (options_.flashinfer_decode) {  // a decode step runs at most step_tokens sequences
+    bool grew = false;
+    if (absl::Status s = flashinfer_.Reserve(config_, step_tokens, shape.block_size, &grew); !s.ok()) return s;
+    if (grew) DropGraphs();
+  }
   size_t free_bytes = 0, total_bytes = 0;
   BEACON_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
   DevicePool out;

@@ -26,29 +26,39 @@ absl::Status FlashInferDecoder::Check(const ModelConfig& c) {
 #endif
 }
 
+absl::Status FlashInferDecoder::Reserve(const ModelConfig& c, int64_t max_batch, int page_size, bool* grew) {
+  *grew = false;
+#ifndef BEACON_HAVE_FLASHINFER
+  (void)max_batch, (void)page_size;
+  return Check(c);
+#else
+  if (max_batch <= cap_batch_) return absl::OkStatus();
+  // Grown in steps of two, so a growing batch re-captures its graphs a few
+  // times, not at every new size.
+  const int64_t cap = std::max<int64_t>({max_batch, 2 * cap_batch_, 64});
+  size_t float_bytes = 0, int_bytes = 0;
+  BEACON_CUDA_RETURN_IF_ERROR(FlashInferDecodeWorkspaceBytes(static_cast<int>(cap), c.n_heads, c.n_kv_heads, c.head_dim,
+                                                             page_size, &float_bytes, &int_bytes));
+  *grew = true;  // from here the old buffers are gone, whatever follows
+  if (absl::Status s = float_.Allocate(float_bytes, "FlashInfer's partial outputs"); !s.ok()) return s;
+  if (absl::Status s = int_.Allocate(int_bytes, "FlashInfer's work list"); !s.ok()) return s;
+  if (absl::Status s = int_host_.Reserve(int_bytes, "FlashInfer's work list"); !s.ok()) return s;
+  cap_batch_ = cap;
+  return absl::OkStatus();
+#endif
+}
+
 absl::Status FlashInferDecoder::Plan(const ModelConfig& c, const ForwardPlan& plan, cudaStream_t stream, bool* grew) {
   *grew = false;
 #ifndef BEACON_HAVE_FLASHINFER
-  (void)c, (void)plan, (void)stream;
+  (void)plan, (void)stream;
   return Check(c);
 #else
   const int batch = static_cast<int>(plan.n_seqs);
   if (!plan.all_decode || plan.page_size <= 0 || batch != plan.n_tokens) {
     return absl::InternalError("FlashInfer decode planned for a step that is not one token a sequence with pages");
   }
-  if (batch > cap_batch_) {
-    // Grown in steps of two, so a growing batch re-captures its graphs a
-    // few times, not at every new size.
-    const int64_t cap = std::max<int64_t>({batch, 2 * cap_batch_, 64});
-    size_t float_bytes = 0, int_bytes = 0;
-    BEACON_CUDA_RETURN_IF_ERROR(FlashInferDecodeWorkspaceBytes(static_cast<int>(cap), c.n_heads, c.n_kv_heads,
-                                                               c.head_dim, plan.page_size, &float_bytes, &int_bytes));
-    if (absl::Status s = float_.Allocate(float_bytes, "FlashInfer's partial outputs"); !s.ok()) return s;
-    if (absl::Status s = int_.Allocate(int_bytes, "FlashInfer's work list"); !s.ok()) return s;
-    if (absl::Status s = int_host_.Reserve(int_bytes, "FlashInfer's work list"); !s.ok()) return s;
-    cap_batch_ = cap;
-    *grew = true;
-  }
+  if (absl::Status s = Reserve(c, batch, plan.page_size, grew); !s.ok()) return s;
   const FlashInferDecodeWorkspace ws{float_.get(), float_.bytes(), int_.get(), int_host_.get(), int_.bytes()};
   const int32_t* indptr = plan.packed.data() + plan.offsets.pages_indptr;
   // The copy it enqueues reads int_host_ when the stream reaches it; the

@@ -38,9 +38,14 @@ class FlashInferDecoder {
   // INVALID_ARGUMENT naming what is missing otherwise.
   static absl::Status Check(const ModelConfig& c);
 
+  // Workspaces for decode batches of up to max_batch sequences, allocated
+  // now (CudaBackend::SizeKvPool reserves them before it sizes the KV pool);
+  // *grew says whether they were reallocated (captured graphs hold the old
+  // addresses then).
+  absl::Status Reserve(const ModelConfig& c, int64_t max_batch, int page_size, bool* grew);
+
   // Plans the decode step `plan` (all_decode, with pages), growing the
-  // workspaces first when the batch outgrows them; *grew says so (the
-  // caller's captured graphs hold the old addresses then).
+  // workspaces first when the batch outgrows them (*grew, as Reserve).
   absl::Status Plan(const ModelConfig& c, const ForwardPlan& plan, cudaStream_t stream, bool* grew);
 
   // One layer's decode attention as planned; `meta` is the plan's device copy.
