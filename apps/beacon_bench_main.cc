@@ -458,7 +458,7 @@ void DeclareBenchFlags(const std::string& mode, cli::Args* args) {
     args->Declare("cuda-max-splits", false, "16", "split-K partitions per token and KV head in decode attention");
     args->Declare("cuda-tensor-core-decode", true, "", "decode attention on tensor cores (head_dim 64 and 128)");
     args->Declare("cuda-flashinfer-decode", true, "",
-                  "decode attention by FlashInfer's batch decode kernel (GQA groups 1-4, 6, 8, 16)");
+                  "decode attention by FlashInfer (with --cuda-tensor-core-decode its tensor-core kernel)");
     args->Declare("cuda-small-batch-gemv", true, "", "projections of at most 8 tokens on a matrix-vector kernel");
     args->Declare("cuda-tensor-core-score", true, "true",
                   "BeaconKV's eviction scoring on tensor cores (head_dim 64, 128)");

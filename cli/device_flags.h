@@ -22,8 +22,10 @@ inline void DeclareDeviceFlags(cli::Args* args) {
                 "split-K partitions per token and KV head in decode attention (1-1024)");
   args->Declare("cuda-tensor-core-decode", true, "",
                 "decode attention on tensor cores (head_dim 64 and 128; others keep the CUDA-core kernel)");
-  args->Declare("cuda-flashinfer-decode", true, "",
-                "decode attention by FlashInfer's batch decode kernel (GQA groups 1-4, 6, 8, 16; head_dim 64, 128)");
+  args->Declare(
+      "cuda-flashinfer-decode", true, "",
+      "decode attention by FlashInfer's CUDA-core kernel (GQA groups 1-4, 6, 8, 16; head_dim 64, 128), or with "
+      "--cuda-tensor-core-decode its tensor-core kernel (groups up to 16)");
   args->Declare("cuda-small-batch-gemv", true, "",
                 "projections of at most 8 tokens on a matrix-vector kernel instead of cuBLAS");
   args->Declare("cuda-tensor-core-score", true, "true",

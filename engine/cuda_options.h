@@ -17,11 +17,12 @@ struct CudaBackendOptions {
   // for head_dim 64 and 128, instead of the CUDA-core kernel. Off until a GPU run
   // shows it faster on every shape (docs/cuda.md, "Decode attention on tensor cores").
   bool tensor_core_decode = false;
-  // Decode attention by FlashInfer's batch decode kernel (kernels/flashinfer/
-  // decode.h; flashinfer-python's headers, pinned) for models whose GQA group
-  // and head_dim it covers; refused at start otherwise, and in builds
-  // without it. Prefill keeps our kernel. Off until a GPU run shows it
-  // faster (docs/cuda.md, "Decode attention: ours or FlashInfer").
+  // Decode attention by FlashInfer (kernels/flashinfer/decode.h;
+  // flashinfer-python's headers, pinned): its CUDA-core decode kernel, or
+  // with tensor_core_decode its tensor-core one, for models whose GQA group
+  // and head_dim the kernel covers; refused at start otherwise, and in
+  // builds without it. Prefill keeps our kernel. Off until a GPU run shows
+  // it faster (docs/cuda.md, "Decode attention: ours or FlashInfer").
   bool flashinfer_decode = false;
   // Projections of at most 8 tokens (decode at batch 1-8) on kernels/cuda/gemv.h
   // instead of cuBLAS. Off until a GPU run shows it faster (docs/cuda.md).

@@ -103,10 +103,14 @@ def test_alternative_decode_kernels_beside_the_cuda_core_one_and_the_peer():
                                                    "roofline_fraction": 0.46}], "throughput_ratio": 2.1})
         write(d, "flashinfer-qwen3-4b.json", {"decode": [{"batch": 64, "context": 1024, "step_ms": 7.0,
                                                           "roofline_fraction": 0.60}], "throughput_ratio": 3.2})
+        write(d, "fitc-qwen3-4b.json", {"decode": [{"batch": 64, "context": 1024, "step_ms": 5.885,
+                                                    "roofline_fraction": 0.71}]})
         text = run(d)
         mma = line_with(text, "qwen3-4b batch 64: tensor-core decode")
         assert "9.000 ms" in mma and "1.31x cuda-core (11.770 ms)" in mma and "0.80x peer" in mma, mma
         fi = line_with(text, "qwen3-4b batch 64: FlashInfer decode")
+        fitc = line_with(text, "qwen3-4b batch 64: FlashInfer tensor-core decode")
+        assert "5.885 ms" in fitc and "2.00x cuda-core" in fitc and "1.22x peer" in fitc, fitc
         assert "7.000 ms" in fi and "60.0% roofline" in fi and "1.68x cuda-core" in fi and "1.03x peer" in fi, fi
         assert "2.10x (target >= 3.0x: NOT met)" in line_with(text, "with tensor-core decode: 2.10x")
         assert "3.20x (target >= 3.0x: met)" in line_with(text, "with FlashInfer decode: 3.20x")

@@ -18,7 +18,7 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests bench peer mma flashinfer gemv pdl profile serve long group score sanitize"), DEADLINE (seconds for the whole run,
+# "tests serve bench peer mma flashinfer fitc gemv pdl profile long group score sanitize"), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 out="${OUT:-$root/build-gpu/out}"
 work="${WORK:-/tmp/gpu-check}"
-stages="${STAGES:-tests bench peer mma flashinfer gemv pdl profile serve long group score sanitize}"
+stages="${STAGES:-tests serve bench peer mma flashinfer fitc gemv pdl profile long group score sanitize}"
 deadline=$(( $(date +%s) + ${DEADLINE:-560} ))
 shapes="${SHAPES:-qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096}"
 batches="${BATCHES:-1,16,64}"
@@ -110,6 +110,11 @@ if want tests; then
   run tests 180 "${launch[@]}" "$bin/cuda_tests" --gtest_output="json:$work/cuda_tests.json" > "$work/cuda_tests.log" 2>&1 || status=1
   grep -E "^\[ *(FAILED|PASSED|SKIPPED) *\]|worst" "$work/cuda_tests.log" | tail -15
 fi
+# The server on the GPU before the kernel comparisons: it is one of issue 44's targets, and the
+# deadline skips the stages that come last.
+if want serve; then
+  run serve 150 env LAUNCH="${launch[*]}" tools/gpu-serve-check.sh "$bin" "$work" || status=1
+fi
 for shape in $shapes; do
   cfg=${shape%%:*} ctx=${shape##*:}
   if want bench; then
@@ -150,6 +155,16 @@ sys.exit(0 if c["num_attention_heads"] // c["num_key_value_heads"] in (1, 2, 3, 
       stamp "flashinfer $cfg: its GQA group is outside FlashInfer's decode dispatch; skipped"
     fi
   fi
+  if want fitc; then
+    # FlashInfer's tensor-core decode (its prefill kernel, one query a sequence; --cuda-flashinfer-decode
+    # --cuda-tensor-core-decode), what vLLM and SGLang run at GQA groups of 4 and more: every shape.
+    # shellcheck disable=SC2086
+    run "fitc $cfg" 120 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" \
+      --batches "$batches" --context "$ctx" --steps 64 --kv-budget 2048 --pool-seqs 16 --prompt-len 256 \
+      --output-len 8192 --throughput-steps 256 --parts decode,throughput --cuda-flashinfer-decode \
+      --cuda-tensor-core-decode --json "$work/fitc-$cfg.json" ${BENCH_ARGS:-} > "$work/fitc-$cfg.log" 2>&1 || status=1
+    tail -8 "$work/fitc-$cfg.log"
+  fi
   if want gemv; then
     # Batch-1 decode with the projections on the matrix-vector kernel (--cuda-small-batch-gemv), against
     # the bench stage's cuBLAS at batch 1.
@@ -184,9 +199,6 @@ if want profile; then
   else
     stamp "no ncu on this machine: profile skipped"
   fi
-fi
-if want serve; then
-  run serve 150 env LAUNCH="${launch[*]}" tools/gpu-serve-check.sh "$bin" "$work" || status=1
 fi
 if want long; then
   # The paper's regime: 32K-token outputs at the R1-Distill-Qwen-7B shape, budget 2048, fixed pool.

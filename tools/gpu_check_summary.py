@@ -5,7 +5,8 @@
 
 Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
 (tools/gpu_torch_peer.py --json), mma-<config>.json (the same decode and throughput with
---cuda-tensor-core-decode), flashinfer-<config>.json (the same with --cuda-flashinfer-decode),
+--cuda-tensor-core-decode), flashinfer-<config>.json and fitc-<config>.json (the same with
+--cuda-flashinfer-decode, and with it --cuda-tensor-core-decode),
 gemv-<config>.json (batch 1 with --cuda-small-batch-gemv), pdl-<config>.json
 (decode with --cuda-programmatic-launch --cuda-small-batch-gemv), score-<config>.json
 (BeaconKV's overhead with --no-cuda-tensor-core-score), long-32k.json, serve*.json and sanitize-*.log
@@ -88,7 +89,8 @@ def kernel_lines(work):
             lines.append(f"{cfg} batch {d['batch']}: small-batch GEMV {d['step_ms']:.3f} ms, "
                          f"{100 * d['roofline_fraction']:.1f}% roofline (target >= {100 * ROOF_B1:.0f}%: "
                          f"{mark(d['roofline_fraction'] >= ROOF_B1)}), {vs}")
-    for prefix, label in (("mma", "tensor-core decode"), ("flashinfer", "FlashInfer decode")):
+    for prefix, label in (("mma", "tensor-core decode"), ("flashinfer", "FlashInfer decode"),
+                          ("fitc", "FlashInfer tensor-core decode")):
         for path in sorted(glob.glob(os.path.join(work, f"{prefix}-*.json"))):
             cfg = os.path.basename(path)[len(prefix) + 1:-len(".json")]
             alt = load(path) or {}

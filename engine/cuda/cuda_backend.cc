@@ -50,7 +50,7 @@ absl::Status CudaBackend::Init(const ModelWeights* weights, const CudaBackendOpt
   device_name_ = prop.name;
   BEACON_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   if (options_.flashinfer_decode) {
-    if (absl::Status s = FlashInferDecoder::Check(config_); !s.ok()) return s;
+    if (absl::Status s = flashinfer_.Init(config_, options_.tensor_core_decode); !s.ok()) return s;
   }
   if (absl::Status s = gemm_.Init(stream_, options_.small_batch_gemv, options_.programmatic_launch); !s.ok()) return s;
   if (absl::Status s = weights_.Upload(*weights); !s.ok()) return s;

@@ -10,8 +10,12 @@
 // replay). Every layer's launch reads the same plan. Prefill and mixed steps
 // keep our kernels.
 //
+// Which of FlashInfer's two kernels: its CUDA-core decode kernel, or with
+// --cuda-tensor-core-decode its tensor-core one (the prefill kernel, one
+// query a sequence), as vLLM's use_tensor_cores.
+//
 // Built without FlashInfer (no wheel at build time, or the CUDA emulator,
-// which cannot run its PTX), Check() refuses the option at start, naming
+// which cannot run its PTX), Init() refuses the option at start, naming
 // why, and nothing else here is reached.
 #ifndef BEACON_ENGINE_CUDA_FLASHINFER_DECODE_H_
 #define BEACON_ENGINE_CUDA_FLASHINFER_DECODE_H_
@@ -33,10 +37,10 @@ namespace beacon {
 
 class FlashInferDecoder {
  public:
-  // OK when this build has FlashInfer and its decode covers the model's
-  // attention (GQA group and head_dim); FAILED_PRECONDITION or
+  // OK when this build has FlashInfer and the chosen kernel covers the
+  // model's attention (GQA group and head_dim); FAILED_PRECONDITION or
   // INVALID_ARGUMENT naming what is missing otherwise.
-  static absl::Status Check(const ModelConfig& c);
+  absl::Status Init(const ModelConfig& c, bool tensor_cores);
 
   // Workspaces for decode batches of up to max_batch sequences, allocated
   // now (CudaBackend::SizeKvPool reserves them before it sizes the KV pool);
@@ -58,6 +62,7 @@ class FlashInferDecoder {
   std::string GraphKeyPart() const;
 
  private:
+  FlashInferKernel kernel_ = FlashInferKernel::kCudaCores;
   DeviceAllocation float_, int_;
   PinnedBuffer int_host_;
   int64_t cap_batch_ = 0;

@@ -13,7 +13,9 @@ void FillPages(std::span<const ForwardEntry> batch, ForwardPlan* plan) {
   int32_t* indptr = p.packed.data() + p.offsets.pages_indptr;
   int32_t* indices = p.packed.data() + p.offsets.pages_indices;
   int32_t* last = p.packed.data() + p.offsets.pages_last;
+  int32_t* qo = p.packed.data() + p.offsets.pages_qo;
   indptr[0] = 0;
+  for (size_t e = 0; e <= batch.size(); ++e) qo[e] = static_cast<int32_t>(e);
   for (size_t e = 0; e < batch.size(); ++e) {
     const ForwardEntry& en = batch[e];
     const int32_t len = en.kv->num_slots() + static_cast<int32_t>(en.tokens.size());
@@ -46,6 +48,7 @@ ForwardPlanOffsets PlanOffsets(int64_t n_tokens, int64_t n_rows, int64_t n_seqs,
     take(&o.pages_indptr, n_seqs + 1);
     take(&o.pages_indices, static_cast<size_t>(n_seqs) * stride);
     take(&o.pages_last, n_seqs);
+    take(&o.pages_qo, n_seqs + 1);
   }
   o.total = at;
   return o;

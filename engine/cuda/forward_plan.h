@@ -19,6 +19,7 @@
 //   pages_indptr[n_seqs + 1]      pages entry e reads: [indptr[e], indptr[e + 1])
 //   pages_indices[n_seqs * stride]  their block ids, entries back to back
 //   pages_last[n_seqs]            slots used in entry e's last page
+//   pages_qo[n_seqs + 1]          0, 1, ..., n_seqs (its tensor-core kernel's query offsets)
 // The pages cover the slots of entry e's last token (it attends to all of
 // them); FlashInfer's decode reads them only for one-token entries.
 // Tokens of an entry are contiguous and in order; slots continue the
@@ -37,7 +38,7 @@ namespace beacon {
 
 struct ForwardPlanOffsets {
   size_t token_ids = 0, tok_seq = 0, tok_slot = 0, tok_pos = 0, logit_rows = 0, seq_first = 0, seq_n = 0,
-         block_tables = 0, pages_indptr = 0, pages_indices = 0, pages_last = 0;
+         block_tables = 0, pages_indptr = 0, pages_indices = 0, pages_last = 0, pages_qo = 0;
   size_t total = 0;  // int32 elements of the whole packed buffer
 };
 

@@ -1,42 +1,32 @@
-// FlashInfer's batch decode over our paged cache: the plan and the launch
-// (decode.h says what each needs). Only FlashInfer's header templates are
-// used, instantiated here for bf16 Q/K/V/O, int32 indices, no positional
-// encoding in the kernel (keys are cached after RoPE), no sliding window,
-// soft cap, ALiBi or custom mask, head_dim 64 and 128, and FlashInfer's own
-// GQA groups.
+// FlashInfer's decode over our paged cache: the public entry points of
+// decode.h, and its CUDA-core kernel (the batch decode kernel) here; the
+// tensor-core kernel is in decode_tensor_cores.cu. Only FlashInfer's header
+// templates are used, instantiated for bf16, int32 indices and head_dim 64
+// and 128 (dispatch.cuh), and FlashInfer's own GQA groups.
 #include <algorithm>
-#include <exception>
 #include <flashinfer/attention/decode.cuh>
 #include <flashinfer/attention/default_decode_params.cuh>
 #include <flashinfer/attention/scheduler.cuh>
-#include <flashinfer/attention/variants.cuh>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/flashinfer/decode.h"
+#include "kernels/flashinfer/decode_tensor_cores.h"
+#include "kernels/flashinfer/dispatch.cuh"
 
 namespace beacon {
 namespace {
 
-namespace fi = flashinfer;
+using namespace flashinfer_impl;  // NOLINT: the shared FlashInfer types
 using Params = fi::BatchDecodeParams<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, int32_t>;
-using Variant = fi::DefaultAttention</*use_custom_mask=*/false, /*use_sliding_window=*/false,
-                                     /*use_logits_soft_cap=*/false, /*use_alibi=*/false>;
-constexpr fi::PosEncodingMode kPos = fi::PosEncodingMode::kNone;
-
-template <uint32_t V>
-using U32 = std::integral_constant<uint32_t, V>;
+constexpr int kPlanEntries = 10;  // DecodePlanInfo::ToVector
 
 bool GroupSupported(int g) { return g == 1 || g == 2 || g == 3 || g == 4 || g == 6 || g == 8 || g == 16; }
 
-// f(head_dim, group) with both as compile-time constants (the set
-// FlashInferDecodeSupports admits); cudaErrorInvalidValue for any other.
-// FlashInfer reports its own failures by exception (FLASHINFER_ERROR, e.g. a
-// workspace too small for the plan): they become cudaErrorInvalidValue here,
-// so nothing throws across our interfaces.
+// f(head_dim, group), both compile-time constants; cudaErrorInvalidValue for
+// a group outside FlashInfer's decode dispatch.
 template <typename F>
-cudaError_t Dispatch(int head_dim, int group, F&& f) {
-  auto by_group = [&](auto d) -> cudaError_t {
+cudaError_t ByShape(int head_dim, int group, F&& f) {
+  return ByHeadDim(head_dim, [&](auto d) -> cudaError_t {
     switch (group) {
       case 1: return f(d, U32<1>{});
       case 2: return f(d, U32<2>{});
@@ -47,16 +37,7 @@ cudaError_t Dispatch(int head_dim, int group, F&& f) {
       case 16: return f(d, U32<16>{});
       default: return cudaErrorInvalidValue;
     }
-  };
-  try {
-    switch (head_dim) {
-      case 64: return by_group(U32<64>{});
-      case 128: return by_group(U32<128>{});
-      default: return cudaErrorInvalidValue;
-    }
-  } catch (const std::exception&) {
-    return cudaErrorInvalidValue;
-  }
+  });
 }
 
 // One step's plan, in FlashInfer's CUDA-graph mode.
@@ -71,8 +52,10 @@ cudaError_t Plan(const int32_t* indptr_host, int batch, int n_q_heads, int page_
       batch, n_q_heads, page_size, /*enable_cuda_graph=*/true, stream, estimate);
   if (err != cudaSuccess) return err;
   const std::vector<int64_t> v = info.ToVector();
-  if (v.size() != 10) return cudaErrorInvalidValue;
-  for (int i = 0; i < 10; ++i) plan->v[i] = v[i];
+  if (v.size() != kPlanEntries) return cudaErrorInvalidValue;
+  plan->kernel = FlashInferKernel::kCudaCores;
+  plan->n = kPlanEntries;
+  std::copy(v.begin(), v.end(), plan->v);
   return cudaSuccess;
 }
 
@@ -95,70 +78,19 @@ cudaError_t MaxWorkItems(int max_batch, int n_q_heads, int page_size, size_t* it
   return cudaSuccess;
 }
 
-bool ShapeOk(int batch, int n_q_heads, int n_kv_heads, int head_dim, int page_size) {
-  return batch >= 1 && page_size >= 1 && FlashInferDecodeSupports(n_q_heads, n_kv_heads, head_dim);
+bool ShapeOk(FlashInferKernel kernel, int batch, int n_q_heads, int n_kv_heads, int head_dim, int page_size) {
+  return batch >= 1 && page_size >= 1 && FlashInferDecodeSupports(kernel, n_q_heads, n_kv_heads, head_dim);
 }
 
-}  // namespace
-
-bool FlashInferDecodeSupports(int n_q_heads, int n_kv_heads, int head_dim) {
-  if (n_kv_heads <= 0 || n_q_heads <= 0 || n_q_heads % n_kv_heads != 0) return false;
-  return (head_dim == 64 || head_dim == 128) && GroupSupported(n_q_heads / n_kv_heads);
-}
-
-cudaError_t FlashInferDecodeWorkspaceBytes(int max_batch, int n_q_heads, int n_kv_heads, int head_dim, int page_size,
-                                           size_t* float_bytes, size_t* int_bytes) {
-  if (float_bytes == nullptr || int_bytes == nullptr ||
-      !ShapeOk(max_batch, n_q_heads, n_kv_heads, head_dim, page_size)) {
-    return cudaErrorInvalidValue;
-  }
-  size_t items = 0;
-  const cudaError_t err = Dispatch(head_dim, n_q_heads / n_kv_heads, [&](auto d, auto g) {
-    return MaxWorkItems<decltype(d)::value, decltype(g)::value>(max_batch, n_q_heads, page_size, &items);
-  });
-  if (err != cudaSuccess) return err;
-  // DecodePlan's layout (16-byte aligned arrays): partial outputs (sized as
-  // fp32, stored as bf16) and their log-sum-exps; request and tile indices,
-  // the output offsets, the chunk size and the valid-block mask.
-  *float_bytes = n_q_heads * items * head_dim * sizeof(float) + n_q_heads * items * sizeof(float) + 2 * 16;
-  *int_bytes = 2 * items * sizeof(int32_t) + (items + 1) * sizeof(int32_t) + sizeof(int32_t) + items + 5 * 16;
-  return cudaSuccess;
-}
-
-cudaError_t FlashInferDecodePlanStep(const int32_t* indptr_host, int batch, int n_q_heads, int n_kv_heads, int head_dim,
-                                     int page_size, const FlashInferDecodeWorkspace& ws, FlashInferDecodePlan* plan,
-                                     cudaStream_t stream) {
-  if (indptr_host == nullptr || plan == nullptr || ws.int_dev == nullptr || ws.int_host == nullptr ||
-      !ShapeOk(batch, n_q_heads, n_kv_heads, head_dim, page_size)) {
-    return cudaErrorInvalidValue;
-  }
-  return Dispatch(head_dim, n_q_heads / n_kv_heads, [&](auto d, auto g) {
-    return Plan<decltype(d)::value, decltype(g)::value>(indptr_host, batch, n_q_heads, page_size, ws, plan, stream);
-  });
-}
-
-cudaError_t LaunchFlashInferDecode(const PagedAttentionParams& p, const FlashInferPages& pages,
-                                   const FlashInferDecodePlan& plan, const FlashInferDecodeWorkspace& ws,
-                                   KernelStream stream) {
-  const PagedKvLayout& L = p.kv.layout;
-  if (!PagedAttentionParamsValid(p) || pages.indptr == nullptr || pages.indices == nullptr ||
-      pages.last_page_len == nullptr || ws.int_dev == nullptr || plan.padded_batch_size() <= 0 ||
-      !ShapeOk(static_cast<int>(p.n_tokens), p.n_q_heads, L.n_kv_heads, L.head_dim, L.block_size) ||
-      (plan.split_kv() && ws.float_dev == nullptr)) {
-    return p.n_tokens == 0 && PagedAttentionParamsValid(p) ? cudaSuccess : cudaErrorInvalidValue;
-  }
+cudaError_t CudaCoreLaunch(const PagedAttentionParams& p, const FlashInferPages& pages,
+                           const FlashInferDecodePlan& plan, const FlashInferDecodeWorkspace& ws, KernelStream stream) {
+  if (plan.n != kPlanEntries) return cudaErrorInvalidValue;
   fi::DecodePlanInfo info;
-  info.FromVector(std::vector<int64_t>(plan.v, plan.v + 10));
-  return Dispatch(L.head_dim, p.n_q_heads / L.n_kv_heads, [&](auto d, auto) -> cudaError_t {
+  info.FromVector(std::vector<int64_t>(plan.v, plan.v + kPlanEntries));
+  return ByHeadDim(p.kv.layout.head_dim, [&](auto d) -> cudaError_t {
     constexpr uint32_t D = decltype(d)::value;
-    const int64_t layer_offset = static_cast<int64_t>(p.layer) * L.layer_elems();
-    // kHND with contiguous pages: page stride n_kv_heads * block_size * D,
-    // head stride block_size * D, slot stride D (paged_kv.h).
-    fi::paged_kv_t<__nv_bfloat16, int32_t> kv(L.n_kv_heads, L.block_size, D, static_cast<uint32_t>(p.n_tokens),
-                                              fi::QKVLayout::kHND, p.kv.k + layer_offset, p.kv.v + layer_offset,
-                                              const_cast<int32_t*>(pages.indices), const_cast<int32_t*>(pages.indptr),
-                                              const_cast<int32_t*>(pages.last_page_len));
-    Params params(const_cast<__nv_bfloat16*>(p.q), /*q_rope_offset=*/nullptr, kv, p.out, /*lse=*/nullptr,
+    Params params(const_cast<__nv_bfloat16*>(p.q), /*q_rope_offset=*/nullptr,
+                  PagesOf(p, pages.indptr, pages.indices, pages.last_page_len), p.out, /*lse=*/nullptr,
                   /*maybe_alibi_slopes=*/nullptr, p.n_q_heads, static_cast<int32_t>(p.q_token_stride),
                   /*q_stride_h=*/static_cast<int32_t>(D), /*window_left=*/-1, /*logits_soft_cap=*/0.0f, p.scale,
                   /*rope_scale=*/1.0f, /*rope_theta=*/1e4f);
@@ -170,6 +102,7 @@ cudaError_t LaunchFlashInferDecode(const PagedAttentionParams& p, const FlashInf
     __nv_bfloat16* tmp_v = nullptr;
     float* tmp_s = nullptr;
     if (info.split_kv) {
+      if (ws.float_dev == nullptr) return cudaErrorInvalidValue;
       tmp_v = fi::GetPtrFromBaseOffset<__nv_bfloat16>(ws.float_dev, info.v_offset);
       tmp_s = fi::GetPtrFromBaseOffset<float>(ws.float_dev, info.s_offset);
       params.block_valid_mask = fi::GetPtrFromBaseOffset<bool>(ws.int_dev, info.block_valid_mask_offset);
@@ -177,6 +110,68 @@ cudaError_t LaunchFlashInferDecode(const PagedAttentionParams& p, const FlashInf
     return fi::BatchDecodeWithPagedKVCacheDispatched<D, kPos, Variant>(params, tmp_v, tmp_s, stream.programmatic,
                                                                        stream.stream);
   });
+}
+
+}  // namespace
+
+bool FlashInferDecodeSupports(FlashInferKernel kernel, int n_q_heads, int n_kv_heads, int head_dim) {
+  if (kernel == FlashInferKernel::kTensorCores) {
+    return flashinfer_impl::TensorCoreSupports(n_q_heads, n_kv_heads, head_dim);
+  }
+  if (n_kv_heads <= 0 || n_q_heads <= 0 || n_q_heads % n_kv_heads != 0) return false;
+  return (head_dim == 64 || head_dim == 128) && GroupSupported(n_q_heads / n_kv_heads);
+}
+
+cudaError_t FlashInferDecodeWorkspaceBytes(FlashInferKernel kernel, int max_batch, int n_q_heads, int n_kv_heads,
+                                           int head_dim, int page_size, size_t* float_bytes, size_t* int_bytes) {
+  if (float_bytes == nullptr || int_bytes == nullptr ||
+      !ShapeOk(kernel, max_batch, n_q_heads, n_kv_heads, head_dim, page_size)) {
+    return cudaErrorInvalidValue;
+  }
+  if (kernel == FlashInferKernel::kTensorCores) {
+    return TensorCoreWorkspaceBytes(max_batch, n_q_heads, n_kv_heads, head_dim, float_bytes, int_bytes);
+  }
+  size_t items = 0;
+  const cudaError_t err = ByShape(head_dim, n_q_heads / n_kv_heads, [&](auto d, auto g) {
+    return MaxWorkItems<decltype(d)::value, decltype(g)::value>(max_batch, n_q_heads, page_size, &items);
+  });
+  if (err != cudaSuccess) return err;
+  // DecodePlan's layout (16-byte aligned arrays): partial outputs (sized as
+  // fp32, stored as bf16) and their log-sum-exps; request and tile indices,
+  // the output offsets, the chunk size and the valid-block mask.
+  *float_bytes = n_q_heads * items * head_dim * sizeof(float) + n_q_heads * items * sizeof(float) + 2 * 16;
+  *int_bytes = 2 * items * sizeof(int32_t) + (items + 1) * sizeof(int32_t) + sizeof(int32_t) + items + 5 * 16;
+  return cudaSuccess;
+}
+
+cudaError_t FlashInferDecodePlanStep(FlashInferKernel kernel, const int32_t* indptr_host, int batch, int n_q_heads,
+                                     int n_kv_heads, int head_dim, int page_size, const FlashInferDecodeWorkspace& ws,
+                                     FlashInferDecodePlan* plan, cudaStream_t stream) {
+  if (indptr_host == nullptr || plan == nullptr || ws.int_dev == nullptr || ws.int_host == nullptr ||
+      !ShapeOk(kernel, batch, n_q_heads, n_kv_heads, head_dim, page_size)) {
+    return cudaErrorInvalidValue;
+  }
+  if (kernel == FlashInferKernel::kTensorCores) {
+    return TensorCorePlan(indptr_host, batch, n_q_heads, n_kv_heads, head_dim, page_size, ws, plan, stream);
+  }
+  return ByShape(head_dim, n_q_heads / n_kv_heads, [&](auto d, auto g) {
+    return Plan<decltype(d)::value, decltype(g)::value>(indptr_host, batch, n_q_heads, page_size, ws, plan, stream);
+  });
+}
+
+cudaError_t LaunchFlashInferDecode(const PagedAttentionParams& p, const FlashInferPages& pages,
+                                   const FlashInferDecodePlan& plan, const FlashInferDecodeWorkspace& ws,
+                                   KernelStream stream) {
+  const PagedKvLayout& L = p.kv.layout;
+  if (!PagedAttentionParamsValid(p)) return cudaErrorInvalidValue;
+  if (p.n_tokens == 0) return cudaSuccess;
+  if (pages.indptr == nullptr || pages.indices == nullptr || pages.last_page_len == nullptr || ws.int_dev == nullptr ||
+      plan.padded_batch_size() <= 0 ||
+      !ShapeOk(plan.kernel, static_cast<int>(p.n_tokens), p.n_q_heads, L.n_kv_heads, L.head_dim, L.block_size)) {
+    return cudaErrorInvalidValue;
+  }
+  if (plan.kernel == FlashInferKernel::kTensorCores) return TensorCoreLaunch(p, pages, plan, ws, stream);
+  return CudaCoreLaunch(p, pages, plan, ws, stream);
 }
 
 }  // namespace beacon

@@ -98,6 +98,13 @@ TEST(CudaBackendTest, DummyQwen3HeadDim128MatchesCpu) {
   CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12);
 }
 
+// GQA 7 (R1-Distill-Qwen-7B's group: 14 query heads on 2 KV heads) at
+// head_dim 128, on our kernels; the FlashInfer test below runs it on hers.
+TEST(CudaBackendTest, DummyGqa7HeadDim128MatchesCpu) {
+  BEACON_REQUIRE_CUDA_DEVICE();
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-gqa7-hd128.json", 3e-2, 12);
+}
+
 // Decode attention on tensor cores (head_dim 128 here; the tiny models' 16
 // run the CUDA-core kernel whichever is asked).
 TEST(CudaBackendTest, TensorCoreDecodeMatchesCpu) {
@@ -107,10 +114,11 @@ TEST(CudaBackendTest, TensorCoreDecodeMatchesCpu) {
   CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
 }
 
-// Decode attention by FlashInfer (GQA 4, head_dim 128; built with its
-// headers, on a GPU): decode steps plan, capture and replay graphs over
-// growing contexts; prefill stays ours. Also under programmatic launch,
-// where FlashInfer's kernel waits on the device as ours do.
+// Decode attention by FlashInfer (built with its headers, on a GPU): decode
+// steps plan, capture and replay graphs over growing contexts; prefill stays
+// ours. Its CUDA-core kernel at GQA 4, also under programmatic launch (its
+// kernel waits on the device as ours do); its tensor-core kernel at GQA 4
+// and 7 (R1-Distill-Qwen-7B's group, which only that kernel covers).
 TEST(CudaBackendTest, FlashInferDecodeMatchesCpu) {
   BEACON_REQUIRE_CUDA_DEVICE();
 #ifndef BEACON_HAVE_FLASHINFER
@@ -122,23 +130,39 @@ TEST(CudaBackendTest, FlashInferDecodeMatchesCpu) {
   cuda.programmatic_launch = true;
   cuda.small_batch_gemv = true;
   CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, cuda);
+  CudaBackendOptions tensor;
+  tensor.flashinfer_decode = true;
+  tensor.tensor_core_decode = true;
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-qwen3-hd128.json", 3e-2, 12, tensor);
+  CompareBackends("dummy:" + kSrc + "/tests/data/small-gqa7-hd128.json", 3e-2, 12, tensor);
 #endif
 }
 
 // Refused at start, naming why: a build without FlashInfer (the emulator's),
-// or a head_dim its decode does not cover (the tiny models' 16).
+// a head_dim it does not cover (the tiny models' 16), a GQA group outside
+// its CUDA-core kernel's dispatch (7) unless its tensor-core kernel is asked.
 TEST(CudaBackendTest, FlashInferDecodeRefusedWhereItCannotRun) {
   BEACON_REQUIRE_CUDA_DEVICE();
-  RuntimeOptions o;
-  o.model = "dummy:" + kSrc + "/tests/data/tiny-qwen2.json";
-  o.device = "cuda";
-  o.cuda.flashinfer_decode = true;
-  absl::StatusOr<std::unique_ptr<Runtime>> rt = Runtime::Create(o);
+  auto create = [](const std::string& config, bool tensor_cores) {
+    RuntimeOptions o;
+    o.model = "dummy:" + kSrc + "/tests/data/" + config;
+    o.device = "cuda";
+    o.cuda.flashinfer_decode = true;
+    o.cuda.tensor_core_decode = tensor_cores;
+    return Runtime::Create(o);
+  };
+  absl::StatusOr<std::unique_ptr<Runtime>> rt = create("tiny-qwen2.json", false);
   ASSERT_FALSE(rt.ok());
   EXPECT_NE(rt.status().message().find("--cuda-flashinfer-decode"), std::string::npos) << rt.status();
 #ifdef BEACON_HAVE_FLASHINFER
   EXPECT_EQ(rt.status().code(), absl::StatusCode::kInvalidArgument) << rt.status();
   EXPECT_NE(rt.status().message().find("head_dim 16"), std::string::npos) << rt.status();
+  rt = create("small-gqa7-hd128.json", false);
+  ASSERT_FALSE(rt.ok());
+  EXPECT_EQ(rt.status().code(), absl::StatusCode::kInvalidArgument) << rt.status();
+  EXPECT_NE(rt.status().message().find("14 query heads on 2 KV heads"), std::string::npos) << rt.status();
+  EXPECT_NE(rt.status().message().find("--cuda-tensor-core-decode"), std::string::npos) << rt.status();
+  EXPECT_TRUE(create("small-gqa7-hd128.json", true).ok());
 #else
   EXPECT_EQ(rt.status().code(), absl::StatusCode::kFailedPrecondition) << rt.status();
 #endif

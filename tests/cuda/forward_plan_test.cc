@@ -118,12 +118,15 @@ TEST(StepPlanTest, PagesListTheBlocksOfEachEntrysSlots) {
   EXPECT_EQ(p.offsets.pages_indptr % 4, 0u);
   EXPECT_GE(p.offsets.pages_indices, p.offsets.pages_indptr + 4);
   EXPECT_GE(p.offsets.pages_last, p.offsets.pages_indices + 3 * p.stride);
-  EXPECT_GE(p.offsets.total, p.offsets.pages_last + 3);
+  EXPECT_GE(p.offsets.pages_qo, p.offsets.pages_last + 3);
+  EXPECT_GE(p.offsets.total, p.offsets.pages_qo + 4);
   const int32_t* indptr = p.packed.data() + p.offsets.pages_indptr;
   const int32_t* indices = p.packed.data() + p.offsets.pages_indices;
   const int32_t* last = p.packed.data() + p.offsets.pages_last;
   EXPECT_EQ(std::vector<int32_t>(indptr, indptr + 4), (std::vector<int32_t>{0, 3, 4, 7}));
   EXPECT_EQ(std::vector<int32_t>(last, last + 3), (std::vector<int32_t>{1, 1, 4}));
+  const int32_t* qo = p.packed.data() + p.offsets.pages_qo;
+  EXPECT_EQ(std::vector<int32_t>(qo, qo + 4), (std::vector<int32_t>{0, 1, 2, 3}));
   std::vector<int32_t> want = a.block_ids();
   want.push_back(b.block_ids()[0]);
   want.insert(want.end(), c.block_ids().begin(), c.block_ids().end());
