@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu/packed_group.h"
+#include "kernels/cpu/token_tiles.h"
 
 namespace beacon {
 namespace {
@@ -247,23 +248,10 @@ void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, in
         for (int i = 0; i < kSingleTile; ++i) store(t + i, out[i]);
       }
     }
-    auto tile = [&]<int NT>() {
-      GroupTile<T, NT>(w.group(g), n_sb, xq, t, out);
-      for (int i = 0; i < NT; ++i) store(t + i, out[i]);
-      t += NT;
-    };
-    while (t + kWideTile <= n_tokens) tile.template operator()<kWideTile>();
-    static_assert(kWideTile == 8, "the remainder's cases below");
-    switch (n_tokens - t) {  // one tile for the rest: each block unpacked once more, not once a token
-      case 7: tile.template operator()<7>(); break;
-      case 6: tile.template operator()<6>(); break;
-      case 5: tile.template operator()<5>(); break;
-      case 4: tile.template operator()<4>(); break;
-      case 3: tile.template operator()<3>(); break;
-      case 2: tile.template operator()<2>(); break;
-      case 1: tile.template operator()<1>(); break;
-      default: break;
-    }
+    token_tiles::ForEach<kWideTile>(t, n_tokens, [&]<int NT>(int64_t t0) {
+      GroupTile<T, NT>(w.group(g), n_sb, xq, t0, out);
+      for (int i = 0; i < NT; ++i) store(t0 + i, out[i]);
+    });
   }
 }
 
@@ -296,20 +284,10 @@ void MatMulGroupRows(const MatrixView& w, const QuantizedRows& xq, int64_t n_tok
   float out[kTokTile];
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes * r;
-    int64_t t = 0;
-    auto tile = [&]<int NT>() {
+    token_tiles::ForEach<kTokTile>(0, n_tokens, [&]<int NT>(int64_t t) {
       GroupRowDot<NT>(w.dtype, f, row, xq, t, out);
       for (int i = 0; i < NT; ++i) y[(t + i) * y_stride + (r - row_begin)] = out[i];
-      t += NT;
-    };
-    while (t + kTokTile <= n_tokens) tile.template operator()<kTokTile>();
-    static_assert(kTokTile == 4, "the remainder's cases below");
-    switch (n_tokens - t) {  // the rest in one tile, as the packed kernel does
-      case 3: tile.template operator()<3>(); break;
-      case 2: tile.template operator()<2>(); break;
-      case 1: tile.template operator()<1>(); break;
-      default: break;
-    }
+    });
   }
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/token_tiles.h"
+
 namespace beacon {
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
@@ -93,22 +95,10 @@ void Groups(const PackedMatrix& w, const QuantizedRows& xq, int64_t n_tokens, in
     const int valid = static_cast<int>(std::min<int64_t>(kPackRows, w.rows() - r0));
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
     auto store = [&](int64_t t, __m512 v) { _mm512_mask_storeu_ps(y + t * y_stride + r0, mask, v); };
-    int64_t t = 0;
-    auto tile = [&]<int NT>() {
+    token_tiles::ForEach<kTokTile>(0, n_tokens, [&]<int NT>(int64_t t) {
       GroupTile<kQ8, NT>(w.group(g), nb, bb, xq, t, out);
       for (int i = 0; i < NT; ++i) store(t + i, out[i]);
-      t += NT;
-    };
-    while (t + kTokTile <= n_tokens) tile.template operator()<kTokTile>();
-    static_assert(kTokTile == 6, "the remainder's cases below");
-    switch (n_tokens - t) {
-      case 5: tile.template operator()<5>(); break;
-      case 4: tile.template operator()<4>(); break;
-      case 3: tile.template operator()<3>(); break;
-      case 2: tile.template operator()<2>(); break;
-      case 1: tile.template operator()<1>(); break;
-      default: break;
-    }
+    });
   }
 }
 
