@@ -8,8 +8,9 @@
 #      confirmation's own script and file (../recap-ablation-1.5b/run-confirm.sh, confirm.jsonl), which
 #      holds this cell's first chains already; it waits for a confirmation run still going, then resumes;
 #   2. 288 slots (the paper's framing: its state on top), then 128 slots and b128 (68 KV slots; the old
-#      defaults' state exceeded the bytes of 128, the new one's does not), 100 chains each (blocks of 6,
-#      so 102, as the grid's cells of 100), into defaults.jsonl beside this script.
+#      defaults' state exceeded the bytes of 128, the new one's does not), into defaults.jsonl beside
+#      this script: 288 to 102 chains (blocks of 6, as the grid's cells of 100), 128 and b128 to 48, as
+#      the grid's phase 10 (from 2026-12-06 11:30; README.md beside this script says why).
 # Tables of everything at once (from the repository's root):
 #   .venv/bin/python tools/reasoning_eval.py summary eval/results/recap-1.5b/grid.jsonl \
 #     eval/results/recap-ablation-1.5b/confirm.jsonl eval/results/recap-1.5b/defaults.jsonl
@@ -30,8 +31,9 @@ N=200 VARIANT=$VARIANT eval/results/recap-ablation-1.5b/run-confirm.sh "${FLAGS[
 server_flags=()
 for f in "${FLAGS[@]}"; do server_flags+=(--server-flag="$f"); done
 BLOCK=${BLOCK:-6}
-for cells in "beacon:288" "beacon:128 beacon:b128"; do
-  for ((start = 0; start < 100; start += BLOCK)); do
+for step in "beacon:288/100" "beacon:128 beacon:b128/48"; do
+  cells=${step%/*} n=${step##*/}
+  for ((start = 0; start < n; start += BLOCK)); do
     # shellcheck disable=SC2086  # $cells: one or two cell specs
     nice -n 19 .venv/bin/python tools/reasoning_eval.py run --task recap --k 16 --prompt brief \
       --model models/qwen2.5-coder-1.5b.gguf --family simple_equations --seed 1 --start "$start" -n "$BLOCK" \

@@ -13,7 +13,8 @@
 #     full; beacon, rkv, h2o and snapkv with the bytes of 288 slots (policy:b288: each keeps the slots
 #     its own state leaves); beacon at 288 slots (slots-matched; the paper's framing); streaming at 288
 #     (it holds no state, so its slot and byte cells are one). N: 200 for full and beacon, rkv; 100 others.
-#   phase 10: budget 128 (11%): rkv, h2o and snapkv at b128, streaming at 128. N 100.
+#   phase 10: budget 128 (11%): rkv, h2o and snapkv at b128, streaming at 128. N 48 (768 recap answers a
+#     cell; from 2026-12-06 11:30, was 100: README.md beside this file says why).
 # BeaconKV's cells here run the pinned binary's defaults, R 16 K 16 U 64. Since 2026-12-06 the defaults are
 # R 4 K 8 U 16, so from then the old defaults' cells stop where they stand (beacon:b288 at 126 chains,
 # beacon:288 at 102) and phase 10 has none: the shipped defaults' cells (b288 to 200; 288, 128 and b128)
@@ -46,7 +47,7 @@ cells_of() {  # phase, first chain of the block
     25) if [ "$2" -lt 100 ]; then echo "full beacon:b288 beacon:288 rkv:b288 h2o:b288 snapkv:b288 streaming:288"
         elif [ "$2" -lt 126 ]; then echo "full beacon:b288 rkv:b288"
         elif [ "$2" -lt 200 ]; then echo "full rkv:b288"; fi ;;
-    10) if [ "$2" -lt 100 ]; then echo "rkv:b128 h2o:b128 snapkv:b128 streaming:128"; fi ;;
+    10) if [ "$2" -lt 48 ]; then echo "rkv:b128 h2o:b128 snapkv:b128 streaming:128"; fi ;;
   esac
 }
 for phase in $PHASES; do
