@@ -18,7 +18,9 @@
 # device tool brings back at most 8 files). Unpack into bench/results/.
 #
 # Environment: OUT (default build-gpu/out), STAGES (default
-# "tests serve bench peer mma flashinfer fitc gemv pdl profile long group score sanitize"), DEADLINE (seconds for the whole run,
+# "tests serve bench peer mma flashinfer fitc gemv pdl profile long group score sanitize"; they run in
+# the order tests, serve, then per shape bench peer mma flashinfer fitc, profile, then per shape gemv
+# pdl, then long group score sanitize: what matters most first, as the deadline skips the last), DEADLINE (seconds for the whole run,
 # default 560), SHAPES (default "qwen3-4b:1024 deepseek-r1-distill-qwen-7b:4096":
 # config and decode context), BATCHES (default 1,16,64), BENCH_ARGS (extra
 # beacon-bench cuda arguments), JOBS.
@@ -165,23 +167,6 @@ sys.exit(0 if c["num_attention_heads"] // c["num_key_value_heads"] in (1, 2, 3, 
       --cuda-tensor-core-decode --json "$work/fitc-$cfg.json" ${BENCH_ARGS:-} > "$work/fitc-$cfg.log" 2>&1 || status=1
     tail -8 "$work/fitc-$cfg.log"
   fi
-  if want gemv; then
-    # Batch-1 decode with the projections on the matrix-vector kernel (--cuda-small-batch-gemv), against
-    # the bench stage's cuBLAS at batch 1.
-    run "gemv $cfg" 60 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" --batches 1 \
-      --context "$ctx" --steps 64 --parts decode --cuda-small-batch-gemv --json "$work/gemv-$cfg.json" \
-      > "$work/gemv-$cfg.log" 2>&1 || status=1
-    tail -3 "$work/gemv-$cfg.log"
-  fi
-  if want pdl; then
-    # Programmatic dependent launch of the step's own kernels (--cuda-programmatic-launch), with the
-    # matrix-vector projections (which apply at batch <= 8): against the gemv stage at batch 1 and the
-    # bench stage (cuBLAS, which PDL does not touch) at 16 and 64.
-    run "pdl $cfg" 90 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" \
-      --batches "$batches" --context "$ctx" --steps 64 --parts decode --cuda-programmatic-launch \
-      --cuda-small-batch-gemv --json "$work/pdl-$cfg.json" > "$work/pdl-$cfg.log" 2>&1 || status=1
-    tail -4 "$work/pdl-$cfg.log"
-  fi
 done
 if want profile; then
   cfg=${shapes%%:*}; cfg=${cfg%% *}; ctx=$(echo "$shapes" | awk '{print $1}'); ctx=${ctx##*:}
@@ -200,6 +185,28 @@ if want profile; then
     stamp "no ncu on this machine: profile skipped"
   fi
 fi
+# Second pass over the shapes: the batch-1 projections and launch gaps, after the attention
+# kernels and the profile (the deadline skips what comes last).
+for shape in $shapes; do
+  cfg=${shape%%:*} ctx=${shape##*:}
+  if want gemv; then
+    # Batch-1 decode with the projections on the matrix-vector kernel (--cuda-small-batch-gemv), against
+    # the bench stage's cuBLAS at batch 1.
+    run "gemv $cfg" 60 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" --batches 1 \
+      --context "$ctx" --steps 64 --parts decode --cuda-small-batch-gemv --json "$work/gemv-$cfg.json" \
+      > "$work/gemv-$cfg.log" 2>&1 || status=1
+    tail -3 "$work/gemv-$cfg.log"
+  fi
+  if want pdl; then
+    # Programmatic dependent launch of the step's own kernels (--cuda-programmatic-launch), with the
+    # matrix-vector projections (which apply at batch <= 8): against the gemv stage at batch 1 and the
+    # bench stage (cuBLAS, which PDL does not touch) at 16 and 64.
+    run "pdl $cfg" 90 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/$cfg.json" \
+      --batches "$batches" --context "$ctx" --steps 64 --parts decode --cuda-programmatic-launch \
+      --cuda-small-batch-gemv --json "$work/pdl-$cfg.json" > "$work/pdl-$cfg.log" 2>&1 || status=1
+    tail -4 "$work/pdl-$cfg.log"
+  fi
+done
 if want long; then
   # The paper's regime: 32K-token outputs at the R1-Distill-Qwen-7B shape, budget 2048, fixed pool.
   run "long 32K" 200 "${launch[@]}" "$bin/beacon-bench" cuda --model "dummy:$root/configs/deepseek-r1-distill-qwen-7b.json" \
