@@ -60,7 +60,8 @@ absl::StatusOr<std::unique_ptr<KvCache>> MakeServeKvPool(Runtime* runtime, const
   // The state first: its eviction scratch is sized for the context length
   // (the most slots a sequence can hold), which no pool made afterwards raises.
   if (absl::Status s = ReserveBeaconStates(backend, limits, pool.max_running); !s.ok()) return s;
-  absl::StatusOr<Backend::DevicePool> sized = runtime->SizeKvPool(pool.device_share, pool.step_tokens, pool.block_size);
+  absl::StatusOr<Backend::DevicePool> sized =
+      runtime->SizeKvPool(pool.device_share, pool.step_tokens, pool.max_running, pool.block_size);
   if (!sized.ok()) return sized.status();
   logging::Info(
       "KV pool from --gpu-memory-utilization %g: %.2f GiB of the device's %.2f GiB, %.2f GiB of it in use before "

@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<KvCache>> Backend::MakeKvCache(const KvCacheShape
   return std::make_unique<KvCache>(shape, num_blocks, KvStorage::kHost);
 }
 
-absl::StatusOr<Backend::DevicePool> Backend::SizeKvPool(const KvCacheShape&, double, int64_t) {
+absl::StatusOr<Backend::DevicePool> Backend::SizeKvPool(const KvCacheShape&, double, int64_t, int64_t) {
   return absl::UnimplementedError(
       absl::StrCat("device \"", std::string(device()),
                    "\" keeps the KV cache in host memory: size its pool in tokens (--kv-pool-tokens)"));

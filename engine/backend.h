@@ -113,7 +113,11 @@ class Backend {
     size_t in_use_bytes = 0;  // before the pool: weights, workspaces, step buffers, policy states
     size_t pool_bytes = 0;    // what `slots` take on the device
   };
-  virtual absl::StatusOr<DevicePool> SizeKvPool(const KvCacheShape& shape, double fraction, int64_t step_tokens);
+  // `step_tokens` bounds a step's tokens (its buffers are reserved first) and
+  // `max_sequences` a decode step's sequences (workspaces that grow with
+  // them, such as FlashInfer's, are reserved for that many).
+  virtual absl::StatusOr<DevicePool> SizeKvPool(const KvCacheShape& shape, double fraction, int64_t step_tokens,
+                                                int64_t max_sequences);
 
   // "cpu" or "cuda".
   // The host CPU pool the backend computes on, or null (a device backend,

@@ -129,8 +129,9 @@ absl::StatusOr<std::unique_ptr<KvCache>> Runtime::MakeKvCache(int64_t n_tokens, 
   return backend_->MakeKvCache(KvShape(block_size), blocks);
 }
 
-absl::StatusOr<Backend::DevicePool> Runtime::SizeKvPool(double fraction, int64_t step_tokens, int block_size) const {
-  return backend_->SizeKvPool(KvShape(block_size), fraction, step_tokens);
+absl::StatusOr<Backend::DevicePool> Runtime::SizeKvPool(double fraction, int64_t step_tokens, int64_t max_sequences,
+                                                        int block_size) const {
+  return backend_->SizeKvPool(KvShape(block_size), fraction, step_tokens, max_sequences);
 }
 
 absl::StatusOr<std::vector<int32_t>> Runtime::EncodePrompt(const std::string& text, bool chat,

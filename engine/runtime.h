@@ -75,7 +75,8 @@ class Runtime {
   // Backend::SizeKvPool for this model's cache in blocks of `block_size`:
   // the slots a pool may take so that the device's memory in use stays
   // within `fraction` of its total. UNIMPLEMENTED on the CPU.
-  absl::StatusOr<Backend::DevicePool> SizeKvPool(double fraction, int64_t step_tokens, int block_size = 16) const;
+  absl::StatusOr<Backend::DevicePool> SizeKvPool(double fraction, int64_t step_tokens, int64_t max_sequences,
+                                                 int block_size = 16) const;
 
   // Prompt text to ids: plain text, or as a single user turn of the model's
   // chat template (with an optional system message).

@@ -163,16 +163,17 @@ absl::StatusOr<std::unique_ptr<KvCache>> CudaBackend::MakeKvCache(const KvCacheS
 }
 
 absl::StatusOr<Backend::DevicePool> CudaBackend::SizeKvPool(const KvCacheShape& shape, double fraction,
-                                                            int64_t step_tokens) {
+                                                            int64_t step_tokens, int64_t max_sequences) {
   if (!(fraction > 0 && fraction <= 1) || step_tokens < 1 || shape.block_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrFormat("sizing a KV pool: fraction %g must be in (0, 1], step tokens %d and block size %d positive",
                         fraction, step_tokens, shape.block_size));
   }
   if (absl::Status s = EnsureActivations(step_tokens, step_tokens); !s.ok()) return s;
-  if (options_.flashinfer_decode) {  // a decode step runs at most step_tokens sequences
+  if (options_.flashinfer_decode) {  // a decode step has one token a sequence
     bool grew = false;
-    if (absl::Status s = flashinfer_.Reserve(config_, step_tokens, shape.block_size, &grew); !s.ok()) return s;
+    const int64_t seqs = max_sequences > 0 ? std::min(max_sequences, step_tokens) : step_tokens;
+    if (absl::Status s = flashinfer_.Reserve(config_, seqs, shape.block_size, &grew); !s.ok()) return s;
     if (grew) DropGraphs();
   }
   size_t free_bytes = 0, total_bytes = 0;

@@ -75,7 +75,8 @@ class CudaBackend : public Backend {
   // pool's bytes are DeviceKvStorage::BytesFor. What later grows on demand
   // (CUDA graphs, step metadata, sampling parameters, grammar masks: small)
   // comes out of the 1 - fraction left over.
-  absl::StatusOr<DevicePool> SizeKvPool(const KvCacheShape& shape, double fraction, int64_t step_tokens) override;
+  absl::StatusOr<DevicePool> SizeKvPool(const KvCacheShape& shape, double fraction, int64_t step_tokens,
+                                        int64_t max_sequences) override;
   absl::Status CheckPolicy(const KvPolicyOptions& options) const override;
   // BeaconKV (any filter the backend runs): a BeaconStatePool of
   // max_sequences states of `options`'s dims, and the eviction scratch

@@ -76,7 +76,7 @@ cudaError_t FlashInferDecoder::Launch(const PagedAttentionParams& a, const int32
                                       KernelStream stream) const {
 #ifndef BEACON_HAVE_FLASHINFER
   (void)a, (void)meta, (void)plan, (void)stream;
-  return cudaErrorInvalidValue;  // unreachable: Check() refused the option at start
+  return cudaErrorInvalidValue;  // unreachable: Init() refused the option at start
 #else
   const FlashInferPages pages{meta + plan.offsets.pages_indptr, meta + plan.offsets.pages_indices,
                               meta + plan.offsets.pages_last, meta + plan.offsets.pages_qo};

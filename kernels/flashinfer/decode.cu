@@ -59,13 +59,13 @@ cudaError_t Plan(const int32_t* indptr_host, int batch, int n_q_heads, int page_
   return cudaSuccess;
 }
 
-// The most work items a plan of up to max_batch sequences lays out: its
-// padded batch is max_grid / n_kv_heads when it splits (only when
-// batch * n_kv_heads < max_grid, the kernel's occupancy times the SMs) and
-// the batch otherwise. The estimate is FlashInfer's own, on one page a
-// sequence (the grid does not depend on the lengths).
+// The work items of a plan of up to max_batch sequences: its padded batch
+// is max_grid / n_kv_heads when it splits (only when batch * n_kv_heads <
+// max_grid, the kernel's occupancy times the SMs), and only then does it
+// store partial outputs; the batch otherwise. The estimate is FlashInfer's
+// own, on one page a sequence (the grid does not depend on the lengths).
 template <uint32_t D, uint32_t G>
-cudaError_t MaxWorkItems(int max_batch, int n_q_heads, int page_size, size_t* items) {
+cudaError_t WorkItems(int max_batch, int n_q_heads, int page_size, size_t* split_items, size_t* items) {
   auto estimate = fi::BatchDecodeWithPagedKVCacheWorkEstimationDispatched<G, D, kPos, Variant, Params>;
   std::vector<int32_t> indptr(max_batch + 1);
   for (int b = 0; b <= max_batch; ++b) indptr[b] = b;
@@ -74,7 +74,8 @@ cudaError_t MaxWorkItems(int max_batch, int n_q_heads, int page_size, size_t* it
   const cudaError_t err = estimate(split_kv, max_grid, chunk_pages, new_batch, gdy, max_batch, indptr.data(), n_q_heads,
                                    page_size, /*enable_cuda_graph=*/true, nullptr);
   if (err != cudaSuccess) return err;
-  *items = std::max<size_t>(max_batch, gdy == 0 ? 0 : max_grid / gdy);
+  *split_items = gdy == 0 ? 0 : max_grid / gdy;
+  *items = std::max<size_t>(max_batch, *split_items);
   return cudaSuccess;
 }
 
@@ -131,15 +132,16 @@ cudaError_t FlashInferDecodeWorkspaceBytes(FlashInferKernel kernel, int max_batc
   if (kernel == FlashInferKernel::kTensorCores) {
     return TensorCoreWorkspaceBytes(max_batch, n_q_heads, n_kv_heads, head_dim, float_bytes, int_bytes);
   }
-  size_t items = 0;
+  size_t split_items = 0, items = 0;
   const cudaError_t err = ByShape(head_dim, n_q_heads / n_kv_heads, [&](auto d, auto g) {
-    return MaxWorkItems<decltype(d)::value, decltype(g)::value>(max_batch, n_q_heads, page_size, &items);
+    return WorkItems<decltype(d)::value, decltype(g)::value>(max_batch, n_q_heads, page_size, &split_items, &items);
   });
   if (err != cudaSuccess) return err;
   // DecodePlan's layout (16-byte aligned arrays): partial outputs (sized as
-  // fp32, stored as bf16) and their log-sum-exps; request and tile indices,
-  // the output offsets, the chunk size and the valid-block mask.
-  *float_bytes = n_q_heads * items * head_dim * sizeof(float) + n_q_heads * items * sizeof(float) + 2 * 16;
+  // fp32, stored as bf16) and their log-sum-exps, for a split plan only;
+  // request and tile indices, the output offsets, the chunk size and the
+  // valid-block mask.
+  *float_bytes = n_q_heads * split_items * head_dim * sizeof(float) + n_q_heads * split_items * sizeof(float) + 2 * 16;
   *int_bytes = 2 * items * sizeof(int32_t) + (items + 1) * sizeof(int32_t) + sizeof(int32_t) + items + 5 * 16;
   return cudaSuccess;
 }
