@@ -116,6 +116,26 @@ def test_alternative_decode_kernels_beside_the_cuda_core_one_and_the_peer():
         assert "3.20x (target >= 3.0x: met)" in line_with(text, "with FlashInfer decode: 3.20x")
 
 
+def test_flashinfer_tests_apart_and_a_crashed_process():
+    """The two test processes are counted apart; one that left a log but no results (a crash, a kill) says
+    so."""
+    def results(*cases):
+        return {"tests": len(cases), "testsuites": [{"name": "S", "testsuite": [
+            {"name": n, "result": r, "status": "RUN", **({"failures": [{"failure": "x"}]} if f else {})}
+            for n, r, f in cases]}]}
+    with tempfile.TemporaryDirectory() as d:
+        write(d, "cuda_tests.json", results(("A", "COMPLETED", False), ("B", "SKIPPED", False)))
+        write(d, "cuda_tests_flashinfer.json", results(("F", "COMPLETED", True), ("G", "COMPLETED", False)))
+        text = run(d)
+        assert "2 tests, 0 failed, 1 skipped" in line_with(text, "cuda_tests: ")
+        assert "2 tests, 1 failed, 0 skipped" in line_with(text, "FlashInfer's (own process)")
+        assert line_with(text, "FAILED S.F")
+    with tempfile.TemporaryDirectory() as d:
+        write(d, "cuda_tests.json", results(("A", "COMPLETED", False)))
+        write(d, "cuda_tests_flashinfer.log", "Segmentation fault\n")
+        assert "crashed?" in line_with(run(d), "FlashInfer's (own process): no results")
+
+
 def test_a_killed_sanitizer_and_an_empty_folder():
     with tempfile.TemporaryDirectory() as d:
         write(d, "sanitize-racecheck.log", "========= COMPUTE-SANITIZER\n")  # killed by its timeout

@@ -3,7 +3,7 @@
 
     tools/python tools/gpu_check_summary.py WORK_DIR     (the folder gpu-check.sh wrote, or its unpacked tarball)
 
-Reads cuda_tests.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
+Reads cuda_tests.json and cuda_tests_flashinfer.json, bench-<config>.json (beacon-bench cuda --json), peer-<config>.json
 (tools/gpu_torch_peer.py --json), mma-<config>.json (the same decode and throughput with
 --cuda-tensor-core-decode), flashinfer-<config>.json and fitc-<config>.json (the same with
 --cuda-flashinfer-decode, and with it --cuda-tensor-core-decode),
@@ -49,15 +49,21 @@ def bound_note(bench):
 
 
 def tests_line(work):
-    t = load(os.path.join(work, "cuda_tests.json"))
-    if t is None:
-        return "cuda_tests: no results"
-    failed = [f"{s['name']}.{c['name']}" for s in t.get("testsuites", []) for c in s.get("testsuite", [])
-              if c.get("failures")]
-    skipped = sum(1 for s in t.get("testsuites", []) for c in s.get("testsuite", [])
-                  if c.get("result") == "SKIPPED" or c.get("status") == "NOTRUN")
-    line = f"cuda_tests: {t.get('tests', 0)} tests, {len(failed)} failed, {skipped} skipped"
-    return "\n".join([line] + [f"  FAILED {f}" for f in failed])
+    lines = []
+    for name, label in (("cuda_tests.json", "cuda_tests"),
+                        ("cuda_tests_flashinfer.json", "cuda_tests, FlashInfer's (own process)")):
+        t = load(os.path.join(work, name))
+        if t is None:
+            lines.append(f"{label}: no results" + (" (killed or crashed? see its .log)"
+                                                   if os.path.exists(os.path.join(work, name[:-5] + ".log")) else ""))
+            continue
+        failed = [f"{s['name']}.{c['name']}" for s in t.get("testsuites", []) for c in s.get("testsuite", [])
+                  if c.get("failures")]
+        skipped = sum(1 for s in t.get("testsuites", []) for c in s.get("testsuite", [])
+                      if c.get("result") == "SKIPPED" or c.get("status") == "NOTRUN")
+        lines.append(f"{label}: {t.get('tests', 0)} tests, {len(failed)} failed, {skipped} skipped")
+        lines += [f"  FAILED {f}" for f in failed]
+    return "\n".join(lines)
 
 
 def shape_rows(work):
