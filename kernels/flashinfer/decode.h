@@ -1,7 +1,7 @@
-// FlashInfer's batch decode attention (flashinfer-python 0.6.9's headers,
-// PyPI, pinned in tools/bootstrap.sh) over our paged cache, as the third
-// decode kernel beside kernels/cuda/paged_attention.h's two. Why it is here
-// and what it costs: docs/cuda.md, "Decode attention: ours or FlashInfer".
+// FlashInfer's decode attention (flashinfer-python 0.6.9's headers, PyPI,
+// pinned in tools/bootstrap.sh) over our paged cache: two more decode
+// kernels beside kernels/cuda/paged_attention.h's two. Why they are here and
+// what they cost: docs/cuda.md, "Decode attention: ours or FlashInfer".
 //
 // The cache is used in place: a FlashInfer page is our block
 // (PagedKvLayout::block_size slots), our per-layer layout
