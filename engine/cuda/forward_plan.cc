@@ -101,7 +101,7 @@ void BuildForwardPlan(std::span<const ForwardEntry> batch, ForwardPlan* plan, in
       if (en.all_logits || i == n - 1) rows[r++] = static_cast<int32_t>(t);
     }
   }
-  if (p.page_size > 0) FillPages(batch, &p);
+  if (p.page_size > 0 && p.all_decode) FillPages(batch, &p);  // FlashInfer reads them in decode steps only
 }
 
 }  // namespace beacon

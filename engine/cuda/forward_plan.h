@@ -20,8 +20,8 @@
 //   pages_indices[n_seqs * stride]  their block ids, entries back to back
 //   pages_last[n_seqs]            slots used in entry e's last page
 //   pages_qo[n_seqs + 1]          0, 1, ..., n_seqs (its tensor-core kernel's query offsets)
-// The pages cover the slots of entry e's last token (it attends to all of
-// them); FlashInfer's decode reads them only for one-token entries.
+// The pages cover the slots of entry e's token; they are filled only for
+// all-decode steps, the only ones FlashInfer's decode runs (zero otherwise).
 // Tokens of an entry are contiguous and in order; slots continue the
 // entry's cache (num_slots() before the step).
 #ifndef BEACON_ENGINE_CUDA_FORWARD_PLAN_H_

@@ -95,19 +95,9 @@ cudaError_t CudaCoreLaunch(const PagedAttentionParams& p, const FlashInferPages&
                   /*maybe_alibi_slopes=*/nullptr, p.n_q_heads, static_cast<int32_t>(p.q_token_stride),
                   /*q_stride_h=*/static_cast<int32_t>(D), /*window_left=*/-1, /*logits_soft_cap=*/0.0f, p.scale,
                   /*rope_scale=*/1.0f, /*rope_theta=*/1e4f);
-    params.padded_batch_size = static_cast<uint32_t>(info.padded_batch_size);
-    params.request_indices = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.request_indices_offset);
-    params.kv_tile_indices = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.kv_tile_indices_offset);
-    params.o_indptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.o_indptr_offset);
-    params.kv_chunk_size_ptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.kv_chunk_size_ptr_offset);
-    __nv_bfloat16* tmp_v = nullptr;
-    float* tmp_s = nullptr;
-    if (info.split_kv) {
-      if (ws.float_dev == nullptr) return cudaErrorInvalidValue;
-      tmp_v = fi::GetPtrFromBaseOffset<__nv_bfloat16>(ws.float_dev, info.v_offset);
-      tmp_s = fi::GetPtrFromBaseOffset<float>(ws.float_dev, info.s_offset);
-      params.block_valid_mask = fi::GetPtrFromBaseOffset<bool>(ws.int_dev, info.block_valid_mask_offset);
-    }
+    __nv_bfloat16* tmp_v;
+    float* tmp_s;
+    if (cudaError_t e = BindWorkList(info, ws, &params, &tmp_v, &tmp_s); e != cudaSuccess) return e;
     return fi::BatchDecodeWithPagedKVCacheDispatched<D, kPos, Variant>(params, tmp_v, tmp_s, stream.programmatic,
                                                                        stream.stream);
   });

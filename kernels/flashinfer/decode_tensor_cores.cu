@@ -101,21 +101,11 @@ cudaError_t TensorCoreLaunch(const PagedAttentionParams& p, const FlashInferPage
     params.sm_scale = p.scale;
     params.rope_rcp_scale = 1.0f;
     params.rope_rcp_theta = 1.0f / 1e4f;
-    params.request_indices = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.request_indices_offset);
+    __nv_bfloat16* tmp_v;
+    float* tmp_s;
+    if (cudaError_t e = BindWorkList(info, ws, &params, &tmp_v, &tmp_s); e != cudaSuccess) return e;
     params.qo_tile_indices = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.qo_tile_indices_offset);
-    params.kv_tile_indices = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.kv_tile_indices_offset);
-    params.o_indptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.o_indptr_offset);
-    params.kv_chunk_size_ptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.kv_chunk_size_ptr_offset);
-    __nv_bfloat16* tmp_v = nullptr;
-    float* tmp_s = nullptr;
-    if (info.split_kv) {
-      if (ws.float_dev == nullptr) return cudaErrorInvalidValue;
-      params.merge_indptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.merge_indptr_offset);
-      tmp_v = fi::GetPtrFromBaseOffset<__nv_bfloat16>(ws.float_dev, info.v_offset);
-      tmp_s = fi::GetPtrFromBaseOffset<float>(ws.float_dev, info.s_offset);
-      params.block_valid_mask = fi::GetPtrFromBaseOffset<bool>(ws.int_dev, info.block_valid_mask_offset);
-    }
-    params.padded_batch_size = static_cast<uint32_t>(info.padded_batch_size);
+    if (info.split_kv) params.merge_indptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.merge_indptr_offset);
     params.max_total_num_rows = static_cast<uint32_t>(info.total_num_rows);
     params.total_num_rows = fi::GetPtrFromBaseOffset<uint32_t>(ws.int_dev, info.total_num_rows_offset);
     return fi::BatchPrefillWithPagedKVCacheDispatched<kTileRows, D, D, kPos, /*USE_FP16_QK_REDUCTION=*/false,

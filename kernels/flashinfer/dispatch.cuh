@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/paged_attention.h"
+#include "kernels/flashinfer/decode.h"
 
 namespace beacon::flashinfer_impl {
 
@@ -58,6 +59,29 @@ inline fi::paged_kv_t<__nv_bfloat16, int32_t> PagesOf(const PagedAttentionParams
       L.n_kv_heads, L.block_size, L.head_dim, static_cast<uint32_t>(p.n_tokens), fi::QKVLayout::kHND,
       p.kv.k + layer_offset, p.kv.v + layer_offset, const_cast<int32_t*>(indices), const_cast<int32_t*>(indptr),
       const_cast<int32_t*>(last_page_len));
+}
+
+// Points `params` at the work list a plan (FlashInfer's DecodePlanInfo or
+// PrefillPlanInfo) laid out in the workspaces, the fields both kernels'
+// parameters share, and, for a split plan, *tmp_v and *tmp_s at its partial
+// outputs (null otherwise). cudaErrorInvalidValue for a split plan without a
+// float workspace.
+template <typename Params, typename Info>
+cudaError_t BindWorkList(const Info& info, const FlashInferDecodeWorkspace& ws, Params* params, __nv_bfloat16** tmp_v,
+                         float** tmp_s) {
+  params->padded_batch_size = static_cast<uint32_t>(info.padded_batch_size);
+  params->request_indices = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.request_indices_offset);
+  params->kv_tile_indices = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.kv_tile_indices_offset);
+  params->o_indptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.o_indptr_offset);
+  params->kv_chunk_size_ptr = fi::GetPtrFromBaseOffset<int32_t>(ws.int_dev, info.kv_chunk_size_ptr_offset);
+  *tmp_v = nullptr;
+  *tmp_s = nullptr;
+  if (!info.split_kv) return cudaSuccess;
+  if (ws.float_dev == nullptr) return cudaErrorInvalidValue;
+  *tmp_v = fi::GetPtrFromBaseOffset<__nv_bfloat16>(ws.float_dev, info.v_offset);
+  *tmp_s = fi::GetPtrFromBaseOffset<float>(ws.float_dev, info.s_offset);
+  params->block_valid_mask = fi::GetPtrFromBaseOffset<bool>(ws.int_dev, info.block_valid_mask_offset);
+  return cudaSuccess;
 }
 
 }  // namespace beacon::flashinfer_impl
