@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "kernels/cpu/kquant_unpack.h"
+
 namespace beacon {
 namespace {
 
@@ -49,13 +51,12 @@ inline int U5(const B& b, int e) {
   return low | ((b.qh[e / 8] >> (e % 8)) & 1) << 4;
 }
 
-}  // namespace
-
-void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
+// The group's scales, mins and d, dmin; u too unless `unpacked` (UnpackGroupU wrote it).
+void DecodeGroupFields(DType t, const void* row, int64_t g, bool unpacked, QuantGroup* out) {
   switch (t) {
     case DType::kQ2_K: {
       const auto& b = BlockAt<BlockQ2_K>(row, g);
-      for (int e = 0; e < kQK; ++e) out->u[e] = static_cast<uint8_t>(U2K(b, e));
+      for (int e = 0; e < kQK && !unpacked; ++e) out->u[e] = static_cast<uint8_t>(U2K(b, e));
       for (int s = 0; s < 16; ++s) {
         out->sc[s] = static_cast<int8_t>(b.scales[s] & 0xF);
         out->mn[s] = static_cast<int8_t>(b.scales[s] >> 4);
@@ -66,7 +67,7 @@ void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
     }
     case DType::kQ3_K: {
       const auto& b = BlockAt<BlockQ3_K>(row, g);
-      for (int e = 0; e < kQK; ++e) out->u[e] = static_cast<uint8_t>(U3K(b, e));
+      for (int e = 0; e < kQK && !unpacked; ++e) out->u[e] = static_cast<uint8_t>(U3K(b, e));
       for (int s = 0; s < 16; ++s) {
         out->sc[s] = static_cast<int8_t>(ScaleQ3K(b.scales, s) - 32);
         out->mn[s] = 0;
@@ -79,7 +80,7 @@ void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
     case DType::kQ5_K: {
       const bool five = t == DType::kQ5_K;
       const uint8_t* scales = five ? BlockAt<BlockQ5_K>(row, g).scales : BlockAt<BlockQ4_K>(row, g).scales;
-      for (int e = 0; e < kQK; ++e) {
+      for (int e = 0; e < kQK && !unpacked; ++e) {
         out->u[e] =
             static_cast<uint8_t>(five ? U5K(BlockAt<BlockQ5_K>(row, g), e) : U4K(BlockAt<BlockQ4_K>(row, g).qs, e));
       }
@@ -97,7 +98,7 @@ void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
     }
     case DType::kQ6_K: {
       const auto& b = BlockAt<BlockQ6_K>(row, g);
-      for (int e = 0; e < kQK; ++e) out->u[e] = static_cast<uint8_t>(U6K(b, e));
+      for (int e = 0; e < kQK && !unpacked; ++e) out->u[e] = static_cast<uint8_t>(U6K(b, e));
       for (int s = 0; s < 16; ++s) {
         out->sc[s] = b.scales[s];
         out->mn[s] = 0;
@@ -108,7 +109,7 @@ void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
     }
     case DType::kQ5_0: {
       const auto& b = BlockAt<BlockQ5_0>(row, g);
-      for (int e = 0; e < 32; ++e) out->u[e] = static_cast<uint8_t>(U5(b, e));
+      for (int e = 0; e < 32 && !unpacked; ++e) out->u[e] = static_cast<uint8_t>(U5(b, e));
       out->sc[0] = out->sc[1] = 1;
       out->mn[0] = out->mn[1] = 0;
       out->d = Fp16ToFp32(b.d);
@@ -117,7 +118,7 @@ void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
     }
     case DType::kQ5_1: {
       const auto& b = BlockAt<BlockQ5_1>(row, g);
-      for (int e = 0; e < 32; ++e) out->u[e] = static_cast<uint8_t>(U5(b, e));
+      for (int e = 0; e < 32 && !unpacked; ++e) out->u[e] = static_cast<uint8_t>(U5(b, e));
       out->sc[0] = out->sc[1] = 1;
       out->mn[0] = out->mn[1] = 1;
       out->d = Fp16ToFp32(b.d);
@@ -126,6 +127,16 @@ void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
     }
     default: return;
   }
+}
+
+}  // namespace
+
+void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out) {
+  DecodeGroupFields(t, row, g, UnpackGroupU(t, row, g, out->u), out);
+}
+
+void DecodeGroupElementwise(DType t, const void* row, int64_t g, QuantGroup* out) {
+  DecodeGroupFields(t, row, g, /*unpacked=*/false, out);
 }
 
 void EncodeGroup(DType t, const QuantGroup& q, void* row, int64_t g) {

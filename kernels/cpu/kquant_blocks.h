@@ -121,6 +121,10 @@ struct QuantGroup {
 // written (sc = 1, mn = 0 where the type has none).
 void DecodeGroup(DType t, const void* row, int64_t g, QuantGroup* out);
 
+// DecodeGroup element by element, as builds without AVX2 run it: the
+// reference its unpacking (kquant_unpack.h) is tested against.
+void DecodeGroupElementwise(DType t, const void* row, int64_t g, QuantGroup* out);
+
 // The inverse of DecodeGroup: writes group `g` of a row of type `t` from its
 // integer form. REQUIRES every field in its type's range (u < 2^bits; sc and
 // mn as the layout stores them; d, dmin fp16 values) and the group's bytes

@@ -110,6 +110,36 @@ TEST(KQuantBlocks, IntegerFormReconstructsTheDequantiser) {
   }
 }
 
+// DecodeGroup unpacks u 32 at a time where the build has AVX2
+// (kquant_unpack.h); on random bytes (every bit pattern of every field,
+// several groups into the row) it writes what the element-by-element decode
+// writes, field for field.
+TEST(KQuantBlocks, UnpackedDecodeEqualsElementwise) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (DType t : {DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    const QuantGroupFormat f = GroupFormatOf(t);
+    const int64_t n = 6 * kQK;
+    std::vector<uint8_t> raw(DTypeRowBytes(t, n));
+    for (auto& v : raw) v = static_cast<uint8_t>(byte(rng));
+    for (int64_t g = 0; g < n / f.group; ++g) {
+      QuantGroup fast, slow;
+      std::memset(&fast, 0xAB, sizeof fast);
+      std::memset(&slow, 0xCD, sizeof slow);
+      DecodeGroup(t, raw.data(), g, &fast);
+      DecodeGroupElementwise(t, raw.data(), g, &slow);
+      for (int e = 0; e < f.group; ++e)
+        ASSERT_EQ(fast.u[e], slow.u[e]) << DTypeName(t) << " group " << g << " u[" << e << "]";
+      for (int s = 0; s < f.group / 16; ++s) {
+        ASSERT_EQ(fast.sc[s], slow.sc[s]) << DTypeName(t) << " sc[" << s << "]";
+        ASSERT_EQ(fast.mn[s], slow.mn[s]) << DTypeName(t) << " mn[" << s << "]";
+      }
+      ASSERT_EQ(std::memcmp(&fast.d, &slow.d, sizeof fast.d), 0) << DTypeName(t);
+      ASSERT_EQ(std::memcmp(&fast.dmin, &slow.dmin, sizeof fast.dmin), 0) << DTypeName(t);
+    }
+  }
+}
+
 // EncodeGroup is DecodeGroup's inverse on every valid integer form (and
 // DecodeGroup is checked against the gguf package on real files).
 TEST(KQuantBlocks, EncodeInvertsDecode) {
