@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/packed_group.h"
 #include "kernels/cpu/token_tiles.h"
@@ -49,51 +50,74 @@ inline void HalfDots(const uint8_t* u, const int8_t* x, int32_t* lo, int32_t* hi
   *hi = hsum(_mm256_extracti128_si256(p, 1));  // elements 16-31
 }
 
-template <int NT>
-void GroupRowDot(DType t, const QuantGroupFormat& f, const uint8_t* row, const QuantizedRows& xq, int64_t t0,
-                 float* out) {
+// NT tokens (t0..) against one row whose groups are decoded in q. The format
+// is a compile-time constant, so the branches below are resolved and the
+// accumulators stay in registers. A token's operations do not depend on NT.
+template <DType T, int NT>
+void GroupRowDot(const QuantGroup* q, const QuantizedRows& xq, int64_t t0, float* out) {
+  constexpr QuantGroupFormat f = GroupFormatOf(T);
+  constexpr int blocks = f.group / kQuantBlock;
+  constexpr bool single = blocks == 1;  // Q5_0/Q5_1: no per-group accumulators
   const int64_t cols = xq.cols, nb = cols / kQuantBlock;
-  const int blocks = f.group / kQuantBlock;
-  const bool single = blocks == 1;  // Q5_0/Q5_1: no per-group accumulators
   for (int i = 0; i < NT; ++i) out[i] = 0.0f;
-  QuantGroup q;
-  for (int64_t g = 0; g < cols / f.group; ++g) {
-    DecodeGroup(t, row, g, &q);
+  for (int64_t g = 0; g < cols / f.group; ++g, ++q) {
     float acc[NT] = {}, macc[NT] = {};
     for (int b = 0; b < blocks; ++b) {
       const int64_t cb = g * blocks + b;
       for (int i = 0; i < NT; ++i) {
         const int64_t xi = (t0 + i) * nb + cb;
         int32_t lo, hi;
-        HalfDots(q.u + 32 * b, xq.q.data() + (t0 + i) * cols + cb * kQuantBlock, &lo, &hi);
+        HalfDots(q->u + 32 * b, xq.q.data() + (t0 + i) * cols + cb * kQuantBlock, &lo, &hi);
         const int32_t* is = xq.isum16.data() + 2 * xi;
         const float xd = xq.d[xi];
-        if (f.sc16) {
-          acc[i] = std::fma(static_cast<float>(lo - f.zero * is[0]), q.sc[2 * b] * xd, acc[i]);
-          acc[i] = std::fma(static_cast<float>(hi - f.zero * is[1]), q.sc[2 * b + 1] * xd, acc[i]);
+        if constexpr (f.sc16) {
+          acc[i] = std::fma(static_cast<float>(lo - f.zero * is[0]), q->sc[2 * b] * xd, acc[i]);
+          acc[i] = std::fma(static_cast<float>(hi - f.zero * is[1]), q->sc[2 * b + 1] * xd, acc[i]);
         } else {
           const float p = static_cast<float>(lo + hi - f.zero * (is[0] + is[1]));
-          if (single) {
-            out[i] = std::fma(p, q.d * xd, out[i]);
+          if constexpr (single) {
+            out[i] = std::fma(p, q->d * xd, out[i]);
           } else {
-            acc[i] = std::fma(p, q.sc[2 * b] * xd, acc[i]);
+            acc[i] = std::fma(p, q->sc[2 * b] * xd, acc[i]);
           }
         }
-        if (f.mins == 2) {  // Q5_1: mn = 1
-          out[i] = std::fma(-q.dmin, xq.sum[xi], out[i]);
-        } else if (f.mins == 1 && !f.mn16) {
-          macc[i] = std::fma(static_cast<float>(q.mn[2 * b]), xq.sum[xi], macc[i]);
-        } else if (f.mins == 1) {
-          macc[i] = std::fma(static_cast<float>(q.mn[2 * b]), static_cast<float>(is[0]) * xd, macc[i]);
-          macc[i] = std::fma(static_cast<float>(q.mn[2 * b + 1]), static_cast<float>(is[1]) * xd, macc[i]);
+        if constexpr (f.mins == 2) {  // Q5_1: mn = 1
+          out[i] = std::fma(-q->dmin, xq.sum[xi], out[i]);
+        } else if constexpr (f.mins == 1 && !f.mn16) {
+          macc[i] = std::fma(static_cast<float>(q->mn[2 * b]), xq.sum[xi], macc[i]);
+        } else if constexpr (f.mins == 1) {
+          macc[i] = std::fma(static_cast<float>(q->mn[2 * b]), static_cast<float>(is[0]) * xd, macc[i]);
+          macc[i] = std::fma(static_cast<float>(q->mn[2 * b + 1]), static_cast<float>(is[1]) * xd, macc[i]);
         }
       }
     }
-    if (single) continue;
-    for (int i = 0; i < NT; ++i) {
-      out[i] = std::fma(acc[i], q.d, out[i]);
-      if (f.mins == 1) out[i] = std::fma(-macc[i], q.dmin, out[i]);
+    if constexpr (!single) {
+      for (int i = 0; i < NT; ++i) {
+        out[i] = std::fma(acc[i], q->d, out[i]);
+        if constexpr (f.mins == 1) out[i] = std::fma(-macc[i], q->dmin, out[i]);
+      }
     }
+  }
+}
+
+// Rows of type T: each row's groups are decoded once, into a per-thread
+// buffer, and every token tile reads them (they were decoded again for each
+// tile of four tokens before, 2026-12-06).
+template <DType T>
+void GroupRows(const MatrixView& w, const QuantizedRows& xq, int64_t n_tokens, int64_t row_begin, int64_t row_end,
+               float* y, int64_t y_stride) {
+  constexpr int64_t group = GroupFormatOf(T).group;
+  const size_t row_bytes = DTypeRowBytes(T, w.cols);
+  thread_local std::vector<QuantGroup> decoded;
+  decoded.resize(static_cast<size_t>(w.cols / group));
+  float out[kTokTile];
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes * r;
+    for (int64_t g = 0; g < w.cols / group; ++g) DecodeGroup(T, row, g, &decoded[g]);
+    token_tiles::ForEach<kTokTile>(0, n_tokens, [&]<int NT>(int64_t t) {
+      GroupRowDot<T, NT>(decoded.data(), xq, t, out);
+      for (int i = 0; i < NT; ++i) y[(t + i) * y_stride + (r - row_begin)] = out[i];
+    });
   }
 }
 
@@ -279,15 +303,15 @@ void MatMulPackedGroupFormat(const PackedMatrix& w, const QuantizedRows& xq, int
 
 void MatMulGroupRows(const MatrixView& w, const QuantizedRows& xq, int64_t n_tokens, int64_t row_begin, int64_t row_end,
                      float* y, int64_t y_stride) {
-  const QuantGroupFormat f = GroupFormatOf(w.dtype);
-  const size_t row_bytes = DTypeRowBytes(w.dtype, w.cols);
-  float out[kTokTile];
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes * r;
-    token_tiles::ForEach<kTokTile>(0, n_tokens, [&]<int NT>(int64_t t) {
-      GroupRowDot<NT>(w.dtype, f, row, xq, t, out);
-      for (int i = 0; i < NT; ++i) y[(t + i) * y_stride + (r - row_begin)] = out[i];
-    });
+  switch (w.dtype) {
+    case DType::kQ2_K: return GroupRows<DType::kQ2_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
+    case DType::kQ3_K: return GroupRows<DType::kQ3_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
+    case DType::kQ4_K: return GroupRows<DType::kQ4_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
+    case DType::kQ5_K: return GroupRows<DType::kQ5_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
+    case DType::kQ6_K: return GroupRows<DType::kQ6_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
+    case DType::kQ5_0: return GroupRows<DType::kQ5_0>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
+    case DType::kQ5_1: return GroupRows<DType::kQ5_1>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
+    default: return;
   }
 }
 

@@ -33,7 +33,7 @@ void MatMulPackedGroupFormat(const PackedMatrix& w, const QuantizedRows& xq, int
 
 // Rows [row_begin, row_end) of the unpacked GGUF layout (any x86-64 with
 // AVX2): Y[t][r - row_begin] with row stride y_stride. Decodes each group of
-// a row once per tile of tokens.
+// a row once, for all the tokens.
 void MatMulGroupRows(const MatrixView& w, const QuantizedRows& xq, int64_t n_tokens, int64_t row_begin, int64_t row_end,
                      float* y, int64_t y_stride);
 
