@@ -2,7 +2,7 @@
 // AVX2 (internal to kernels/cpu).
 //
 // Why: machines without AVX-512 VNNI multiply K-quant and 5-bit weights on
-// the per-row kernel (matmul_group.cc), which decodes every group of every
+// the per-row kernel (matmul_group_rows.cc), which decodes every group of every
 // row on every call. Element by element, that decode was 78% of a Q4_K
 // matrix product on an AVX2-only EPYC (`perf` of beacon-kernels-bench
 // qwen15b_q4_k_ffn_up, batch 1: 0.42 GB/s, against 7.9 GB/s for the Q4_1

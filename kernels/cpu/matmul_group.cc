@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "kernels/cpu/packed_group.h"
 #include "kernels/cpu/token_tiles.h"
@@ -13,15 +12,12 @@
 namespace beacon {
 namespace {
 
-// Tokens multiplied with one unpacked weight block before moving on (the
-// per-row kernel), and the packed kernel's wide tile: unpacking a block
-// (nibbles, bit planes, scales) is shared by the tokens of a tile. Both take
-// what is left after their full tiles (1-3 tokens, 1-7) as one tile of that
-// size: as smaller tiles and then single tokens, each unpacking every block
-// again, batch 3 took 1.6x and batch 2 1.2x the time of batch 4 (1.5B model's
-// Q4_K FFN matrix, packed, one thread; docs/performance.md "Any batch, not
-// only multiples of four").
-constexpr int kTokTile = 4;
+// The packed kernel's wide tile: unpacking a block (nibbles, bit planes,
+// scales) is shared by the tokens of a tile. What is left after the full
+// tiles (1-7 tokens) is one tile of that size: as smaller tiles and then
+// single tokens, each unpacking every block again, batch 3 took 1.6x and
+// batch 2 1.2x the time of batch 4 (1.5B model's Q4_K FFN matrix, packed,
+// one thread; docs/performance.md "Any batch, not only multiples of four").
 constexpr int kWideTile = 8;
 // Types whose super-block is one block (Q5_0, Q5_1) keep no per-group
 // accumulators, so 16 tokens' results fit in registers beside the weights.
@@ -33,125 +29,6 @@ constexpr int kSingleTile = 16;
 // 19.3 GB/s at batch 1 on 2 threads (beacon-kernels-bench qwen15b_*; issue 34).
 // Past the end of the matrix it is a hint to nowhere: prefetches never fault.
 constexpr size_t kPrefetchAhead = 2048;
-
-// ---- Per-row kernel (AVX2): the GGUF layout, one group decoded at a time. ----
-
-// The products of one 32-element block: lane k sums elements 4k..4k+3, so
-// lanes 0-3 hold the low half and lanes 4-7 the high half.
-inline __m256i BlockProducts(const uint8_t* u, const int8_t* x) {
-  const __m256i uv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(u));
-  const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x));
-  // u <= 63 and |x| <= 127: a pair sum is at most 16002, no saturation.
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(uv, xv), _mm256_set1_epi16(1));
-}
-
-// lo[j], hi[j]: the half sums of `n` consecutive blocks (n = 1 or a multiple
-// of 4). Integer sums are exact, so reducing four blocks in one tree of
-// horizontal adds gives what one block at a time gives: with the reduction
-// done block by block, it took about as many instructions as the products.
-template <int N>
-inline void HalfDots(const uint8_t* u, const int8_t* x, int32_t* lo, int32_t* hi) {
-  if constexpr (N == 1) {
-    const __m256i p = BlockProducts(u, x);
-    auto hsum = [](__m128i v) {
-      v = _mm_hadd_epi32(v, v);
-      v = _mm_hadd_epi32(v, v);
-      return _mm_cvtsi128_si32(v);
-    };
-    *lo = hsum(_mm256_castsi256_si128(p));       // elements 0-15
-    *hi = hsum(_mm256_extracti128_si256(p, 1));  // elements 16-31
-  } else {
-    static_assert(N % 4 == 0);
-    for (int b = 0; b < N; b += 4) {
-      const __m256i p0 = BlockProducts(u + 32 * b, x + 32 * b), p1 = BlockProducts(u + 32 * b + 32, x + 32 * b + 32);
-      const __m256i p2 = BlockProducts(u + 32 * b + 64, x + 32 * b + 64);
-      const __m256i p3 = BlockProducts(u + 32 * b + 96, x + 32 * b + 96);
-      // Per 128-bit lane: the lane sums of blocks b..b+3 (lane 0 the low halves).
-      const __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(lo + b), _mm256_castsi256_si128(s));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(hi + b), _mm256_extracti128_si256(s, 1));
-    }
-  }
-}
-
-// NT tokens (t0..) against one row whose groups are decoded in q. The format
-// is a compile-time constant, so the branches below are resolved and the
-// accumulators stay in registers. A token's operations do not depend on NT.
-template <DType T, int NT>
-void GroupRowDot(const QuantGroup* q, const QuantizedRows& xq, int64_t t0, float* out) {
-  constexpr QuantGroupFormat f = GroupFormatOf(T);
-  constexpr int blocks = f.group / kQuantBlock;
-  constexpr bool single = blocks == 1;  // Q5_0/Q5_1: no per-group accumulators
-  const int64_t cols = xq.cols, nb = cols / kQuantBlock;
-  for (int i = 0; i < NT; ++i) out[i] = 0.0f;
-  for (int64_t g = 0; g < cols / f.group; ++g, ++q) {
-    float acc[NT] = {}, macc[NT] = {};
-    // Each token's operations in block order, as before the tokens became the
-    // outer loop (a token's accumulators are its own).
-    for (int i = 0; i < NT; ++i) {
-      int32_t los[blocks], his[blocks];
-      HalfDots<blocks>(q->u, xq.q.data() + (t0 + i) * cols + g * f.group, los, his);
-      for (int b = 0; b < blocks; ++b) {
-        const int64_t cb = g * blocks + b;
-        const int64_t xi = (t0 + i) * nb + cb;
-        const int32_t lo = los[b], hi = his[b];
-        const int32_t* is = xq.isum16.data() + 2 * xi;
-        const float xd = xq.d[xi];
-        if constexpr (f.sc16) {
-          acc[i] = std::fma(static_cast<float>(lo - f.zero * is[0]), q->sc[2 * b] * xd, acc[i]);
-          acc[i] = std::fma(static_cast<float>(hi - f.zero * is[1]), q->sc[2 * b + 1] * xd, acc[i]);
-        } else {
-          const float p = static_cast<float>(lo + hi - f.zero * (is[0] + is[1]));
-          if constexpr (single) {
-            out[i] = std::fma(p, q->d * xd, out[i]);
-          } else {
-            acc[i] = std::fma(p, q->sc[2 * b] * xd, acc[i]);
-          }
-        }
-        if constexpr (f.mins == 2) {  // Q5_1: mn = 1
-          out[i] = std::fma(-q->dmin, xq.sum[xi], out[i]);
-        } else if constexpr (f.mins == 1 && !f.mn16) {
-          macc[i] = std::fma(static_cast<float>(q->mn[2 * b]), xq.sum[xi], macc[i]);
-        } else if constexpr (f.mins == 1) {
-          macc[i] = std::fma(static_cast<float>(q->mn[2 * b]), static_cast<float>(is[0]) * xd, macc[i]);
-          macc[i] = std::fma(static_cast<float>(q->mn[2 * b + 1]), static_cast<float>(is[1]) * xd, macc[i]);
-        }
-      }
-    }
-    if constexpr (!single) {
-      for (int i = 0; i < NT; ++i) {
-        out[i] = std::fma(acc[i], q->d, out[i]);
-        if constexpr (f.mins == 1) out[i] = std::fma(-macc[i], q->dmin, out[i]);
-      }
-    }
-  }
-}
-
-// Rows of type T: each row's groups are decoded once, into a per-thread
-// buffer, and every token tile reads them (they were decoded again for each
-// tile of four tokens before, 2026-12-06).
-template <DType T>
-void GroupRows(const MatrixView& w, const QuantizedRows& xq, int64_t n_tokens, int64_t row_begin, int64_t row_end,
-               float* y, int64_t y_stride) {
-  constexpr int64_t group = GroupFormatOf(T).group;
-  const size_t row_bytes = DTypeRowBytes(T, w.cols);
-  thread_local std::vector<QuantGroup> decoded;
-  decoded.resize(static_cast<size_t>(w.cols / group));
-  float out[kTokTile];
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint8_t* row = static_cast<const uint8_t*>(w.data) + row_bytes * r;
-    // The rows are contiguous: asking for the bytes kPrefetchAhead past this
-    // row's asks for every line once, ahead of its decode.
-    for (size_t off = 0; off < row_bytes; off += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(row + kPrefetchAhead + off), _MM_HINT_T0);
-    }
-    for (int64_t g = 0; g < w.cols / group; ++g) DecodeGroup(T, row, g, &decoded[g]);
-    token_tiles::ForEach<kTokTile>(0, n_tokens, [&]<int NT>(int64_t t) {
-      GroupRowDot<T, NT>(decoded.data(), xq, t, out);
-      for (int i = 0; i < NT; ++i) y[(t + i) * y_stride + (r - row_begin)] = out[i];
-    });
-  }
-}
 
 // ---- Packed 16-row kernel (AVX-512 VNNI): packed_group.h's layout. ----
 
@@ -194,7 +71,7 @@ inline __mmask64 LoadMask(const uint8_t* p) {
 // block the integers P and M of matmul_group.h, then (super-blocks of one
 // block, Q5_0/Q5_1) out += P * (d xd) - M * (dmin xd), or (K-quants)
 // acc += P xd, macc += M xd per block and out += d acc - dmin macc per
-// super-block: GroupRowDot does the same float operations.
+// super-block: the per-row kernel (matmul_group_rows.cc) does the same float operations.
 template <DType T, int NT>
 void GroupTile(const uint8_t* grp, int64_t n_sb, const QuantizedRows& xq, int64_t t0, __m512 out[NT]) {
   constexpr QuantGroupFormat F = GroupFormatOf(T);
@@ -331,20 +208,6 @@ void MatMulPackedGroupFormat(const PackedMatrix& w, const QuantizedRows& xq, int
 #else
   (void)w, (void)xq, (void)n_tokens, (void)g_begin, (void)g_end, (void)y, (void)y_stride;
 #endif
-}
-
-void MatMulGroupRows(const MatrixView& w, const QuantizedRows& xq, int64_t n_tokens, int64_t row_begin, int64_t row_end,
-                     float* y, int64_t y_stride) {
-  switch (w.dtype) {
-    case DType::kQ2_K: return GroupRows<DType::kQ2_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
-    case DType::kQ3_K: return GroupRows<DType::kQ3_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
-    case DType::kQ4_K: return GroupRows<DType::kQ4_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
-    case DType::kQ5_K: return GroupRows<DType::kQ5_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
-    case DType::kQ6_K: return GroupRows<DType::kQ6_K>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
-    case DType::kQ5_0: return GroupRows<DType::kQ5_0>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
-    case DType::kQ5_1: return GroupRows<DType::kQ5_1>(w, xq, n_tokens, row_begin, row_end, y, y_stride);
-    default: return;
-  }
 }
 
 }  // namespace beacon
