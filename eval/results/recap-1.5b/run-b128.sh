@@ -17,6 +17,8 @@
 # Resumable; launched in the background like run-grid.sh:
 #   setsid nohup eval/results/recap-1.5b/run-b128.sh > /tmp/recap-1.5b/b128.log 2>&1 < /dev/null &
 #   sleep 20; for p in $(pgrep -f "run-b128|reasoning_eval|eval-bin"); do echo 19 > /proc/$p/autogroup; done
+# --step-timeout-s=0: at nice 19 beside a build a step once ran past the 300 s watchdog, which ends the
+# server and every chain in flight; the watchdog guards a serving replica, not a batch evaluation.
 # Tables: .venv/bin/python tools/reasoning_eval.py summary eval/results/recap-1.5b/b128.jsonl
 set -u
 cd "$(dirname "$0")/../../.."
@@ -31,7 +33,7 @@ for ((start = ${START:-0}; start < N; start += BLOCK)); do
   nice -n 19 .venv/bin/python tools/reasoning_eval.py run --task recap --k 16 --prompt brief \
     --model models/qwen2.5-coder-1.5b.gguf --family simple_equations --seed 1 --start "$start" -n "$BLOCK" \
     --max-tokens 2048 --concurrency "${CONCURRENCY:-14}" --bin "$BIN" --interval 16 \
-    --server-flag=--kv-pool-tokens=65536 --server-log "$LOGS/serve-b128.log" --out "$R/b128.jsonl" \
+    --server-flag=--kv-pool-tokens=65536 --server-flag=--step-timeout-s=0 --server-log "$LOGS/serve-b128.log" --out "$R/b128.jsonl" \
     --cells rkv:b128 h2o:b128 snapkv:b128 streaming:128 beacon:128 beacon:b128 || exit 1
   .venv/bin/python tools/reasoning_eval.py summary "$R/b128.jsonl" --markdown "$R/b128-summary.md" > /dev/null
 done
