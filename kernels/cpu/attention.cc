@@ -121,38 +121,6 @@ void AccumulateValues(DecodeScratch* w, int t, const T* const* vp, int nk, int d
   }
 }
 
-// Prefetches the K and V rows of slots [begin, end) into L1, slot by slot
-// (walking the block table without a division per slot). Measured on the
-// default model's whole cache at 2,048 bf16 slots (beacon-kernels-bench
-// BM_DecodeAttentionStep): 5.3 ms a step without, 3.0-3.4 ms with, one
-// group of 64 keys ahead (further was slower); a cache-resident head pays
-// ~20% for it (BM_DecodeAttention).
-// prefetcht0 as a volatile asm: GCC 12 deletes a loop whose only effect is
-// __builtin_prefetch once it is inlined (a loop without side effects may be
-// assumed to finish, and a prefetch is not one), so _mm_prefetch here
-// silently compiled to nothing.
-inline void PrefetchL1(const char* p) { asm volatile("prefetcht0 (%0)" : : "r"(p)); }
-
-template <typename T>
-inline void PrefetchSlots(const PagedHeadView& kv, int32_t begin, int32_t end) {
-  if (begin >= end) return;
-  const int row_bytes = static_cast<int>(kv.row_bytes());
-  int32_t block = begin / kv.block_size, in = begin % kv.block_size;
-  for (int32_t s = begin; s < end; ++s) {
-    const size_t o = kv.block_ids[block] * kv.block_stride + static_cast<size_t>(in) * kv.head_dim;
-    const char* k = static_cast<const char*>(kv.k_head_base) + kv.bytes(o);
-    const char* v = static_cast<const char*>(kv.v_head_base) + kv.bytes(o);
-    for (int off = 0; off < row_bytes; off += 64) {  // every line: one per row measured slower
-      PrefetchL1(k + off);
-      PrefetchL1(v + off);
-    }
-    if (++in == kv.block_size) {
-      in = 0;
-      ++block;
-    }
-  }
-}
-
 // Keys [begin, end) of NR (<= kRows) query heads q[r * d], from a fresh
 // state, into the unnormalised partial state o[r * d], m[r], l[r]; raw
 // scores (scale q.k) into probs[r * probs_stride + slot] when probs is not
@@ -169,10 +137,8 @@ void DecodeRows(const float* q, const PagedHeadView& kv, int32_t begin, int32_t 
     l[r] = 0.0f;
   }
   for (int32_t base = begin; base < end; base += kTiles * kKT) {
-    // A long context streams the cache from DRAM, and one core's demand
-    // loads alone reach ~8-10 GB/s on this pattern (2 KB runs per block and
-    // head): prefetch the keys and values kPrefetchAhead keys on.
-    PrefetchSlots<T>(kv, base + kPrefetchAhead, std::min<int32_t>(end, base + kPrefetchAhead + kTiles * kKT));
+    // Prefetch the keys and values kPrefetchAhead keys on (kv_elements.h).
+    PrefetchSlots(kv, base + kPrefetchAhead, std::min<int32_t>(end, base + kPrefetchAhead + kTiles * kKT));
     const int nt = std::min<int32_t>(kTiles, (end - base + kKT - 1) / kKT);
     const T* vp[kTiles][kKT];
     for (int t = 0; t < nt; ++t) {
@@ -271,7 +237,7 @@ bool SegmentedAttentionSupported(int head_dim) {
 #if defined(__AVX512F__)
   return head_dim % 16 == 0 && head_dim <= kMaxDim;
 #else
-  return false;
+  return Avx2AttentionSupported(head_dim);
 #endif
 }
 
@@ -285,6 +251,8 @@ void PagedAttentionSegment(const float* q, int n_q_heads, const PagedHeadView& k
   } else {
     DecodeSegment<float>(q, n_q_heads, kv, n_keys, seg, scale, scores, partial);
   }
+#else
+  PagedAttentionSegmentAvx2(q, n_q_heads, kv, n_keys, seg, scale, scores, partial);
 #endif
 }
 
@@ -321,6 +289,8 @@ void MergeAttentionSegments(const float* partials, int n_q_heads, int head_dim, 
       }
     }
   }
+#else
+  MergeAttentionSegmentsAvx2(partials, n_q_heads, head_dim, n_keys, scores, out);
 #endif
 }
 

@@ -82,8 +82,9 @@ inline int32_t AttentionSegments(int32_t n_keys) { return (n_keys + kAttentionSe
 inline size_t AttentionPartialFloats(int n_q_heads, int head_dim) {
   return static_cast<size_t>(n_q_heads) * (head_dim + 2);
 }
-// Whether this build's decode kernel takes head_dim in segments (AVX-512,
-// head_dim % 16 == 0, <= 256); else a caller runs PagedAttention whole.
+// Whether this build's decode kernel takes head_dim in segments (AVX-512:
+// head_dim % 16 == 0, <= 256; without AVX-512, the AVX2 kernel below:
+// head_dim % 8 == 0, <= 256); else a caller runs PagedAttention whole.
 bool SegmentedAttentionSupported(int head_dim);
 // Segment `seg` (< AttentionSegments(n_keys)) of PagedAttention: writes its
 // partial state into `partial` (AttentionPartialFloats) and, when `scores` is
@@ -96,6 +97,21 @@ void PagedAttentionSegment(const float* q, int n_q_heads, const PagedHeadView& k
 // scores, when not null, into probabilities (PagedAttention's outputs).
 void MergeAttentionSegments(const float* partials, int n_q_heads, int head_dim, int32_t n_keys, float* scores,
                             float* out);
+
+// ---- The AVX2 kernel (attention_avx2.cc): what builds without AVX-512 run
+// for every decode step and, token by token, for prefill (prefill_attention.h),
+// behind the functions above. Its arithmetic is its own (8-lane vectors), so
+// it agrees with the AVX-512 kernel to ~1e-6, not bit for bit; within a build
+// decode and prefill give a token the same bits. Exposed so that tests check
+// it on AVX-512 machines as well.
+// Whether it is compiled (AVX2 and FMA) and takes head_dim (% 8 == 0, <= 256).
+bool Avx2AttentionSupported(int head_dim);
+// PagedAttentionSegment and MergeAttentionSegments on the AVX2 kernel.
+// REQUIRES Avx2AttentionSupported(kv.head_dim) (head_dim).
+void PagedAttentionSegmentAvx2(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, int32_t seg,
+                               float scale, float* scores, float* partial);
+void MergeAttentionSegmentsAvx2(const float* partials, int n_q_heads, int head_dim, int32_t n_keys, float* scores,
+                                float* out);
 
 }  // namespace beacon
 

@@ -14,12 +14,12 @@
 namespace beacon {
 namespace {
 
-// ---- Generic path (no AVX-512, or a head dim the tiles do not take): each
-// token by itself, the two-pass softmax (scores, softmax, weighted sum of
+// ---- Generic path (a head dim neither the AVX-512 tiles nor the AVX2
+// kernel takes, or no AVX2): each token by itself, the two-pass softmax (scores, softmax, weighted sum of
 // values) on ops.h's AVX2 dot and axpy. A tiled version in plain loops,
 // which the compiler vectorises over rows, was measured slower than this on
-// an x86-64-v3 build (33 vs 12 ns per head and key at 2,048 keys): per-token
-// is the faster fallback, and trivially chunk-invariant.
+// an x86-64-v3 build (33 vs 12 ns per head and key at 2,048 keys); the AVX2
+// kernel of attention_avx2.cc, keys in lanes, is faster than both.
 void GenericToken(const float* q, int n_q_heads, const PagedHeadView& kv, int32_t n_keys, float scale, float* scores,
                   float* out) {
   const int d = kv.head_dim;
@@ -280,6 +280,21 @@ void PrefillAttentionGeneric(const PrefillQueries& qs, const PagedHeadView& kv, 
   }
 }
 
+void PrefillAttentionAvx2(const PrefillQueries& qs, const PagedHeadView& kv, float scale, float* probs) {
+  const int g = qs.n_q_heads, d = kv.head_dim;
+  const size_t stride = AttentionPartialFloats(g, d);
+  thread_local std::vector<float> partials;
+  for (int32_t i = 0; i < qs.n_tokens; ++i) {
+    const float* q = qs.q + i * qs.q_token_stride;
+    const int32_t n_keys = qs.first_slot + i + 1;
+    partials.resize(stride * AttentionSegments(n_keys));
+    for (int32_t seg = 0; seg < AttentionSegments(n_keys); ++seg) {
+      PagedAttentionSegmentAvx2(q, g, kv, n_keys, seg, scale, probs, partials.data() + seg * stride);
+    }
+    MergeAttentionSegmentsAvx2(partials.data(), g, d, n_keys, probs, qs.out + i * qs.out_token_stride);
+  }
+}
+
 void PrefillAttention(const PrefillQueries& qs, const PagedHeadView& kv, float scale, float* probs) {
 #if defined(__AVX512F__)
   if (kv.head_dim % 8 == 0 && kv.head_dim <= kMaxDim) {
@@ -297,6 +312,11 @@ void PrefillAttention(const PrefillQueries& qs, const PagedHeadView& kv, float s
         default: Avx512Tile<kMaxRV>(qs, kv, scale, r0, nr, probs, &scratch); break;
       }
     }
+    return;
+  }
+#else
+  if (Avx2AttentionSupported(kv.head_dim)) {
+    PrefillAttentionAvx2(qs, kv, scale, probs);
     return;
   }
 #endif

@@ -22,10 +22,12 @@
 // out * alpha + sum_j p_j v_j in key order; at the end out / l, with exp the
 // polynomial of attention_exp.h.
 //
-// Without AVX-512 (PrefillAttentionGeneric) each token is computed by itself
-// with the two-pass softmax (scores, std::exp softmax, weighted sum): just as
-// chunk-invariant, and on AVX2 faster than tiles in plain loops. The two
-// builds agree to ~1e-6 relative, not bit for bit.
+// Without AVX-512 (PrefillAttentionAvx2) each token is computed by itself, in
+// the key segments of the AVX2 decode kernel (attention.h): a prefill gives a
+// token the bits a decode step does, trivially chunk-invariant. Head dims
+// that kernel does not take (not a multiple of 8, above 256) go to
+// PrefillAttentionGeneric: per token, the two-pass softmax (scores, std::exp
+// softmax, weighted sum). The builds agree to ~1e-6 relative, not bit for bit.
 #ifndef BEACON_KERNELS_CPU_PREFILL_ATTENTION_H_
 #define BEACON_KERNELS_CPU_PREFILL_ATTENTION_H_
 
@@ -65,11 +67,17 @@ struct PrefillQueries {
 // block table covers slots [0, first_slot + n_tokens).
 void PrefillAttention(const PrefillQueries& queries, const PagedHeadView& kv, float scale, float* probs = nullptr);
 
-// The portable path (per token, two-pass softmax), used where AVX-512 is
-// absent or head_dim is not a multiple of 8 or above 256; exposed so that
-// tests check it on every machine.
+// The portable path (per token, two-pass softmax), used where head_dim is not
+// a multiple of 8 or above 256 (or AVX2 is absent); exposed so that tests
+// check it on every machine.
 void PrefillAttentionGeneric(const PrefillQueries& queries, const PagedHeadView& kv, float scale,
                              float* probs = nullptr);
+
+// The AVX2 path: each token's key segments on PagedAttentionSegmentAvx2,
+// merged by MergeAttentionSegmentsAvx2 (the decode step of an AVX2 build);
+// exposed so that tests check it on AVX-512 machines too.
+// REQUIRES Avx2AttentionSupported(kv.head_dim).
+void PrefillAttentionAvx2(const PrefillQueries& queries, const PagedHeadView& kv, float scale, float* probs = nullptr);
 
 // Tokens per query tile for G query heads: what a caller that splits the
 // tokens into parallel tasks should give each task, so that no tile is

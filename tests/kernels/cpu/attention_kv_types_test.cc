@@ -1,5 +1,6 @@
 // The attention kernels on bf16 and q8_0 caches: each kernel (the AVX-512
-// prefill tiles, the portable per-token path, the keys-in-lanes decode step)
+// prefill tiles, the portable per-token path, the keys-in-lanes decode step,
+// the AVX2 kernel)
 // must give on such a view exactly the bits it gives on an f32 view of the
 // same stored values, since widening is exact and the arithmetic after it is
 // the f32 kernel's. Decode and prefill then also agree bit for bit on every
@@ -11,6 +12,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -119,11 +121,14 @@ TEST_P(AttentionKvTypesTest, ViewGivesTheF32BitsOfTheStoredValues) {
   std::vector<float> q(static_cast<size_t>(n) * p.g_heads * p.head_dim);
   std::normal_distribution<float> nd;
   for (float& x : q) x = nd(rng);
-  for (Kernel k : {static_cast<Kernel>(&PrefillAttention), static_cast<Kernel>(&PrefillAttentionGeneric)}) {
+  std::vector<std::pair<const char*, Kernel>> kernels = {{"dispatched", &PrefillAttention},
+                                                         {"generic", &PrefillAttentionGeneric}};
+  if (Avx2AttentionSupported(p.head_dim)) kernels.push_back({"avx2", &PrefillAttentionAvx2});
+  for (const auto& [name, k] : kernels) {
     const std::vector<float> f32 = Prefill(k, q, p, kv.View(DType::kF32), n);
     const std::vector<float> typed = Prefill(k, q, p, kv.View(p.type), n);
-    for (float x : typed) ASSERT_TRUE(std::isfinite(x)) << "a NaN slot past the end was read";
-    EXPECT_TRUE(SameBits(f32, typed)) << (k == &PrefillAttention ? "tiled" : "generic");
+    for (float x : typed) ASSERT_TRUE(std::isfinite(x)) << name << ": a NaN slot past the end was read";
+    EXPECT_TRUE(SameBits(f32, typed)) << name;
   }
   // Decode steps on the typed view: the f32 view's bits, the prefill's bits,
   // and the same probabilities.

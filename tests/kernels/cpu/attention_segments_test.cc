@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/prefill_attention.h"
 
 namespace beacon {
 namespace {
@@ -34,8 +36,37 @@ TEST(AttentionSegments, CountFollowsTheSegmentLength) {
   EXPECT_EQ(AttentionPartialFloats(3, 64), 3u * 66);
 }
 
-TEST(AttentionSegments, AnyOrderAnyThreadMergesToPagedAttention) {
-  if (!SegmentedAttentionSupported(64)) GTEST_SKIP() << "no AVX-512 decode kernel in this build";
+// The segment functions of this build (what CpuBackend runs), and the AVX2
+// kernel's by name (what a build without AVX-512 runs; on AVX-512 machines
+// only this test and prefill_attention_test.cc run it).
+struct SegmentKernel {
+  const char* name;
+  bool (*supported)(int head_dim);
+  void (*segment)(const float*, int, const PagedHeadView&, int32_t, int32_t, float, float*, float*);
+  void (*merge)(const float*, int, int, int32_t, float*, float*);
+};
+
+// The whole step of one token: PagedAttention, or for the AVX2 kernel its
+// prefill of one token (the same segments, folded on this thread).
+void Whole(const SegmentKernel& k, const float* q, int g, const PagedHeadView& view, int32_t n, float scale,
+           float* probs, float* out) {
+  if (k.segment == &PagedAttentionSegment) return PagedAttention(q, g, view, n, scale, probs, out);
+  PrefillQueries qs;
+  qs.q = q;
+  qs.q_token_stride = static_cast<int64_t>(g) * view.head_dim;
+  qs.out = out;
+  qs.out_token_stride = qs.q_token_stride;
+  qs.n_q_heads = g;
+  qs.first_slot = n - 1;
+  qs.n_tokens = 1;
+  PrefillAttentionAvx2(qs, view, scale, probs);
+}
+
+class AttentionSegmentsTest : public ::testing::TestWithParam<SegmentKernel> {};
+
+TEST_P(AttentionSegmentsTest, AnyOrderAnyThreadMergesToTheWholeStep) {
+  const SegmentKernel& k = GetParam();
+  if (!k.supported(64)) GTEST_SKIP() << k.name << ": not in this build";
   std::mt19937 rng(9);
   std::normal_distribution<float> nd;
   const int d = 64, g = 3, bs = 16;
@@ -63,7 +94,7 @@ TEST(AttentionSegments, AnyOrderAnyThreadMergesToPagedAttention) {
       for (float& x : q) x = nd(rng);
       const float scale = 0.125f;
       std::vector<float> want(g * d), want_p(static_cast<size_t>(g) * n);
-      PagedAttention(q.data(), g, view, n, scale, want_p.data(), want.data());
+      Whole(k, q.data(), g, view, n, scale, want_p.data(), want.data());
 
       // Segments in reverse order, alternately on two threads.
       const int32_t n_seg = AttentionSegments(n);
@@ -73,15 +104,14 @@ TEST(AttentionSegments, AnyOrderAnyThreadMergesToPagedAttention) {
       std::iota(order.rbegin(), order.rend(), 0);
       auto run = [&](int parity) {
         for (size_t i = parity; i < order.size(); i += 2) {
-          PagedAttentionSegment(q.data(), g, view, n, order[i], scale, probs.data(),
-                                partials.data() + order[i] * stride);
+          k.segment(q.data(), g, view, n, order[i], scale, probs.data(), partials.data() + order[i] * stride);
         }
       };
       std::thread other(run, 1);
       run(0);
       other.join();
       std::vector<float> got(g * d);
-      MergeAttentionSegments(partials.data(), g, d, n, probs.data(), got.data());
+      k.merge(partials.data(), g, d, n, probs.data(), got.data());
       ASSERT_TRUE(SameBits(got, want)) << "n=" << n;
       ASSERT_TRUE(SameBits(probs, want_p)) << "n=" << n;
 
@@ -113,6 +143,13 @@ TEST(AttentionSegments, AnyOrderAnyThreadMergesToPagedAttention) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, AttentionSegmentsTest,
+                         ::testing::Values(SegmentKernel{"dispatched", &SegmentedAttentionSupported,
+                                                         &PagedAttentionSegment, &MergeAttentionSegments},
+                                           SegmentKernel{"avx2", &Avx2AttentionSupported, &PagedAttentionSegmentAvx2,
+                                                         &MergeAttentionSegmentsAvx2}),
+                         [](const ::testing::TestParamInfo<SegmentKernel>& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace beacon

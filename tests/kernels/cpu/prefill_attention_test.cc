@@ -1,4 +1,4 @@
-// PrefillAttention (both paths) against a naive double-precision reference
+// PrefillAttention (every path this build has) against a naive double-precision reference
 // over a paged cache with shuffled blocks, for several head dims, GQA group
 // sizes, block sizes, ragged lengths and chunks that start after slot 0; and
 // the kernel's contract that a token's output does not depend on how its
@@ -135,6 +135,20 @@ std::vector<float> RunKernel(Kernel kernel, const std::vector<float>& q, int g_h
   return out;
 }
 
+// The kernels to check at head dim d: the dispatching one, the portable one,
+// and the AVX2 one where this build has it and takes d (what PrefillAttention
+// runs on machines without AVX-512; named here so AVX-512 machines test it).
+struct NamedKernel {
+  const char* name;
+  Kernel kernel;
+};
+std::vector<NamedKernel> Kernels(int d) {
+  std::vector<NamedKernel> ks = {{"PrefillAttention", &PrefillAttention},
+                                 {"PrefillAttentionGeneric", &PrefillAttentionGeneric}};
+  if (Avx2AttentionSupported(d)) ks.push_back({"PrefillAttentionAvx2", &PrefillAttentionAvx2});
+  return ks;
+}
+
 std::vector<float> RandomQueries(int32_t n, int g_heads, int d, float mag, std::mt19937& rng) {
   std::vector<float> q(static_cast<size_t>(n) * g_heads * d);
   std::uniform_real_distribution<float> u(-mag, mag);
@@ -170,9 +184,9 @@ TEST_P(PrefillAttentionTest, MatchesNaiveReference) {
   const std::vector<float> q = RandomQueries(p.n_tokens, p.g_heads, p.head_dim, p.q_mag, rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
   const Expected ref = Reference(q, p.g_heads, kv, p.first_slot, p.n_tokens, scale);
-  for (Kernel kernel : {&PrefillAttention, &PrefillAttentionGeneric}) {
-    const std::vector<float> out = RunKernel(kernel, q, p.g_heads, kv, p.first_slot, p.n_tokens, scale);
-    ExpectNear(out, ref, p.head_dim, kernel == &PrefillAttention ? "PrefillAttention" : "PrefillAttentionGeneric");
+  for (const NamedKernel& k : Kernels(p.head_dim)) {
+    const std::vector<float> out = RunKernel(k.kernel, q, p.g_heads, kv, p.first_slot, p.n_tokens, scale);
+    ExpectNear(out, ref, p.head_dim, k.name);
   }
 }
 
@@ -203,7 +217,8 @@ TEST(PrefillAttentionChunking, ChunksGiveIdenticalBits) {
   PagedHead kv(d, 16, n, 1.0f, rng);
   const std::vector<float> q = RandomQueries(n, g_heads, d, 2.0f, rng);
   const float scale = 0.125f;
-  for (Kernel kernel : {&PrefillAttention, &PrefillAttentionGeneric}) {
+  for (const NamedKernel& k : Kernels(d)) {
+    const Kernel kernel = k.kernel;
     const std::vector<float> whole = RunKernel(kernel, q, g_heads, kv, 0, n, scale);
     std::vector<float> chunked(whole.size());
     const int32_t sizes[] = {1, 7, 16, 45, 2, 100, 129, 250, 150};
@@ -219,7 +234,7 @@ TEST(PrefillAttentionChunking, ChunksGiveIdenticalBits) {
     ASSERT_EQ(first, n);
     for (size_t i = 0; i < whole.size(); ++i) {
       ASSERT_TRUE(SameBits(&whole[i], &chunked[i], 1))
-          << "element " << i << " (token " << i / (g_heads * d) << "): " << whole[i] << " vs " << chunked[i];
+          << k.name << " element " << i << " (token " << i / (g_heads * d) << "): " << whole[i] << " vs " << chunked[i];
     }
   }
 }
@@ -308,8 +323,7 @@ TEST(PrefillAttentionChunking, RescalesWhenTheMaxMoves) {
   for (size_t i = 0; i < q.size(); ++i) q[i] = (i % 2 == 0 ? 1.0f : 0.5f) * (1.0f + 0.001f * (i % 7));
   const float scale = 0.125f;
   const Expected ref = Reference(q, g_heads, kv, 0, n, scale);
-  ExpectNear(RunKernel(&PrefillAttention, q, g_heads, kv, 0, n, scale), ref, d, "PrefillAttention");
-  ExpectNear(RunKernel(&PrefillAttentionGeneric, q, g_heads, kv, 0, n, scale), ref, d, "PrefillAttentionGeneric");
+  for (const NamedKernel& k : Kernels(d)) ExpectNear(RunKernel(k.kernel, q, g_heads, kv, 0, n, scale), ref, d, k.name);
 }
 
 }  // namespace
