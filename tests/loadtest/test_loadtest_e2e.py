@@ -210,7 +210,11 @@ def test_sweep_finds_a_knee(tmp):
     # (2 x (32 + 32) slots, reserve admission, full cache). Up to concurrency
     # 2 a request starts at once (TTFT = its prefill); from 4 on most
     # requests queue for a whole request's duration first. The SLO bounds
-    # TTFT at half a single request's end-to-end time, measured now.
+    # TTFT at half a single request's end-to-end time, measured now, or, where prefill is slow next to
+    # decode, three single-request TTFTs (two prompts prefilled in one step can take twice one: on a
+    # build without AVX-512 a 32-token prefill costs ~15 decode steps and TTFT at concurrency 2 was
+    # 0.66 of a single request's end-to-end time), but never above that end-to-end time, which a
+    # queued request at concurrency 4 waits at least.
     # A machine that slows down between the calibration and the sweep (a neighbour's load) makes even
     # concurrency 1 miss an SLO calibrated before: then, and only then, the single-request time is
     # measured again after the sweep, and a slowdown of more than 1.5x reruns the sweep once with it.
@@ -218,19 +222,24 @@ def test_sweep_finds_a_knee(tmp):
         result, _, _ = counted_run(srv, tmp, name, "--concurrency", "1", "--requests", "4", "--prompt-len",
                                    "fixed:32", "--output-len", "fixed:32", "--ignore-eos", "--kv-policy", "full",
                                    "--quiet")
-        return result["summary"]["e2e_ms"]["median"]
+        s = result["summary"]
+        return s["e2e_ms"]["median"], s["ttft_ms"]["median"]
+
+    def slo_of(e2e, ttft):
+        return min(e2e, max(0.5 * e2e, 3 * ttft))
 
     with Server("--kv-policy", "full", "--kv-pool-tokens", "128", "--kv-block-size", "16") as srv:
-        e2e1 = single("single")
-        slo = 0.5 * e2e1
+        e2e1, ttft1 = single("single")
+        slo = slo_of(e2e1, ttft1)
         sweep, out, p = sweep_once(srv, tmp, slo)
-        if sweep["best"] != 2 and (after := single("single-after")) > 1.5 * e2e1:
-            print(f"the machine slowed down during the sweep (single request {e2e1:.1f} -> {after:.1f} ms): once more")
-            e2e1, slo = after, 0.5 * after
+        if sweep["best"] != 2 and (after := single("single-after"))[0] > 1.5 * e2e1:
+            print(f"the machine slowed down during the sweep (single request {e2e1:.1f} -> {after[0]:.1f} ms): "
+                  "once more")
+            (e2e1, ttft1), slo = after, slo_of(*after)
             sweep, out, p = sweep_once(srv, tmp, slo)
     levels = [lv["level"] for lv in sweep["levels"]]
     ttfts = [lv["summary"]["ttft_ms"]["median"] for lv in sweep["levels"]]
-    assert sweep["best"] == 2 and sweep["bounded"], (e2e1, p.stdout)
+    assert sweep["best"] == 2 and sweep["bounded"], (e2e1, ttft1, p.stdout)
     assert not next(lv for lv in sweep["levels"] if lv["level"] > sweep["best"])["pass"]
     assert "highest level meeting the SLO: concurrency" in p.stdout, p.stdout
     assert sweep["slo"] == {"ttft_ms": round(slo, 3)} and sweep["by"] == "concurrency"
@@ -240,7 +249,7 @@ def test_sweep_finds_a_knee(tmp):
     w, h, pixels = read_png(out["png"])
     assert (w, h) == (900, 3 * 380), (w, h)
     assert PALETTE_BLUE in pixels and PALETTE_RED in pixels and (255, 255, 255) in pixels
-    print(f"ok sweep: single-request e2e {e2e1:.0f} ms, SLO ttft {slo:.0f} ms; levels {levels}, median TTFT "
+    print(f"ok sweep: single-request e2e {e2e1:.0f} ms, TTFT {ttft1:.0f} ms, SLO ttft {slo:.0f} ms; levels {levels}, median TTFT "
           f"{[round(t) for t in ttfts]}; best concurrency {sweep['best']} (the pool holds 2); PNG {w}x{h}")
 
 
