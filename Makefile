@@ -62,7 +62,7 @@ tidy: build
 	run-clang-tidy -quiet -extra-arg=-Wno-unknown-warning-option -p $(BUILD_DIR) '^$(CURDIR)/(apps|bench|engine|eval|kernels|kv|loadtest|planner|plot|scheduler|server|util|workload)/.*\.cc$$'
 
 # Sanitizer builds of the kv, scheduler, engine and server tests (tools/sanitize.sh):
-# ASan + UBSan with GCC, TSan with clang (which also checks the thread-safety annotations).
+# ASan + UBSan and TSan (which also checks the thread-safety annotations), both with clang.
 sanitize: sanitize-address sanitize-thread
 sanitize-address: deps model
 	tools/sanitize.sh address build-asan

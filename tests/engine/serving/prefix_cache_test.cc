@@ -95,34 +95,41 @@ class PrefixCacheTest : public ::testing::Test {
   ServeLimits limits_;
 };
 
-TEST_F(PrefixCacheTest, GreedyOutputIsTheSameWithTheCacheOnForEveryPolicy) {
-  for (KvPolicyKind kind : KvPolicyKinds()) {
-    SCOPED_TRACE(std::string(KvPolicyName(kind)));
-    KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(kind);
-    kv.keep_prompt = true;
-    kv.budget = 48;  // the 96 tokens out evict several times
-    kv.interval = 16;
-    kv.window = 16;
-    kv.sinks = 4;
-    ASSERT_TRUE(PrefixShareable(kv));
-    const std::vector<std::shared_ptr<Collect>> off = Serve(kv, false);
-    const std::vector<std::shared_ptr<Collect>> on = Serve(kv, true);
-    for (int i = 0; i < 3; ++i) {
-      EXPECT_EQ(on[i]->tokens.size(), 96u) << "request " << i + 1;
-      EXPECT_EQ(on[i]->tokens, off[i]->tokens) << "request " << i + 1;
-      EXPECT_EQ(off[i]->final.cached_tokens, 0);
-    }
-    EXPECT_EQ(on[0]->final.cached_tokens, 0);
-    EXPECT_EQ(on[1]->final.cached_tokens, 96);
-    EXPECT_EQ(on[2]->final.cached_tokens, 96);
-    if (kv.compresses()) {
-      EXPECT_GT(on[1]->final.kv.evictions, 0);
-    }
-    // The same question twice, the same answer (and the cache made no difference).
-    EXPECT_EQ(on[2]->tokens, on[0]->tokens);
-    EXPECT_NE(on[1]->tokens, on[0]->tokens);
+// One instance per policy (PrefixCache/EveryPolicy.../beacon, ...), so that
+// the sanitizer runs can take the one they have time for (tools/sanitize.sh).
+class PrefixCacheEveryPolicyTest : public PrefixCacheTest, public ::testing::WithParamInterface<KvPolicyKind> {};
+
+TEST_P(PrefixCacheEveryPolicyTest, GreedyOutputIsTheSameWithTheCacheOn) {
+  const KvPolicyKind kind = GetParam();
+  KvPolicyOptions kv = KvPolicyOptions::DefaultsFor(kind);
+  kv.keep_prompt = true;
+  kv.budget = 48;  // the 96 tokens out evict several times
+  kv.interval = 16;
+  kv.window = 16;
+  kv.sinks = 4;
+  ASSERT_TRUE(PrefixShareable(kv));
+  const std::vector<std::shared_ptr<Collect>> off = Serve(kv, false);
+  const std::vector<std::shared_ptr<Collect>> on = Serve(kv, true);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(on[i]->tokens.size(), 96u) << "request " << i + 1;
+    EXPECT_EQ(on[i]->tokens, off[i]->tokens) << "request " << i + 1;
+    EXPECT_EQ(off[i]->final.cached_tokens, 0);
   }
+  EXPECT_EQ(on[0]->final.cached_tokens, 0);
+  EXPECT_EQ(on[1]->final.cached_tokens, 96);
+  EXPECT_EQ(on[2]->final.cached_tokens, 96);
+  if (kv.compresses()) {
+    EXPECT_GT(on[1]->final.kv.evictions, 0);
+  }
+  // The same question twice, the same answer (and the cache made no difference).
+  EXPECT_EQ(on[2]->tokens, on[0]->tokens);
+  EXPECT_NE(on[1]->tokens, on[0]->tokens);
 }
+
+INSTANTIATE_TEST_SUITE_P(PrefixCache, PrefixCacheEveryPolicyTest, ::testing::ValuesIn(KvPolicyKinds()),
+                         [](const ::testing::TestParamInfo<KvPolicyKind>& info) {
+                           return std::string(KvPolicyName(info.param));
+                         });
 
 TEST_F(PrefixCacheTest, OptimisticAdmissionReusesToo) {
   const KvPolicyOptions full = KvPolicyOptions::DefaultsFor(KvPolicyKind::kFull);
