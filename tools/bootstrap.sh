@@ -48,7 +48,7 @@ APT_RUN=(
 # The test set adds servers the tests start themselves and the sanitizer/format toolchains:
 # prometheus: the real Prometheus server and promtool (tests/server/test_prometheus.py);
 # haproxy: the HTTP/2 load balancer of tests/deploy/test_scale_out.py (deploy/haproxy/haproxy.cfg);
-# clang, libclang-rt-14-dev: fuzzing and the ThreadSanitizer build (make sanitize);
+# clang, libclang-rt-14-dev: fuzzing and both sanitizer builds (make sanitize);
 # clang-format: the format check of make test; clang-tidy: make tidy.
 APT_TEST=(prometheus haproxy clang libclang-rt-14-dev clang-format clang-tidy)
 # Debian's prometheus and haproxy packages start a system service when installed on a
