@@ -69,6 +69,12 @@ replays=()
 [ "$kind" = address ] && replays=(gguf:tests/fuzz/corpus jinja:tests/fuzz/jinja_corpus
   tokenizer:tests/fuzz/tokenizer_corpus openai:tests/fuzz/openai_corpus grpc:tests/fuzz/grpc_corpus
   model_files:tests/fuzz/model_files_corpus)
+# A tree an older sanitize.sh configured (GCC, no precompiled headers) is not
+# reconfigured behind the user's back: say so and stop.
+if [ -f "$dir/CMakeCache.txt" ] && ! grep -q '^BEACON_PCH:BOOL=ON' "$dir/CMakeCache.txt"; then
+  echo "sanitize.sh: $dir was configured by an older tools/sanitize.sh (GCC, no BEACON_PCH); remove it and rerun" >&2
+  exit 2
+fi
 [ -f "$dir/CMakeCache.txt" ] || cmake -S . -B "$dir" "${flags[@]}" >/dev/null
 cmake --build "$dir" -j "$jobs" --target "${targets[@]}" "${replays[@]/%:*/_fuzz_replay}"
 

@@ -95,8 +95,9 @@ class PrefixCacheTest : public ::testing::Test {
   ServeLimits limits_;
 };
 
-// One instance per policy (PrefixCache/EveryPolicy.../beacon, ...), so that
-// the sanitizer runs can take the one they have time for (tools/sanitize.sh).
+// One instance per policy (PrefixCache/PrefixCacheEveryPolicyTest.
+// GreedyOutputIsTheSameWithTheCacheOn/beacon, ...), so that the sanitizer
+// runs can take the one they have time for (tools/sanitize.sh).
 class PrefixCacheEveryPolicyTest : public PrefixCacheTest, public ::testing::WithParamInterface<KvPolicyKind> {};
 
 TEST_P(PrefixCacheEveryPolicyTest, GreedyOutputIsTheSameWithTheCacheOn) {
