@@ -27,6 +27,7 @@
 #include "tests/cuda/kv_mirror_test_util.h"
 
 namespace beacon {
+namespace beacon_score_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -279,4 +280,5 @@ TEST(CudaBeaconScoreTest, RejectsBadArgumentsWithoutLaunching) {
 }
 
 }  // namespace
+}  // namespace beacon_score_test
 }  // namespace beacon

@@ -7,6 +7,7 @@
 #include "kv/store/kv_cache.h"
 
 namespace beacon {
+namespace forward_plan_test {
 namespace {
 
 KvCacheShape Shape() {
@@ -155,4 +156,5 @@ TEST(StepPlanTest, PrefillChunkWithLastLogitOnlyNeedsAGather) {
 }
 
 }  // namespace
+}  // namespace forward_plan_test
 }  // namespace beacon

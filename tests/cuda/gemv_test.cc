@@ -11,6 +11,7 @@
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
+namespace gemv_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -143,4 +144,5 @@ TEST(CudaGemvTest, RefusesWhatItDoesNotTake) {
 }
 
 }  // namespace
+}  // namespace gemv_test
 }  // namespace beacon

@@ -16,6 +16,7 @@
 #include "tests/cuda/kv_mirror_test_util.h"
 
 namespace beacon {
+namespace kv_select_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -147,4 +148,5 @@ TEST(CudaSelectKeepTest, RejectsBadArgumentsWithoutLaunching) {
 }
 
 }  // namespace
+}  // namespace kv_select_test
 }  // namespace beacon

@@ -13,6 +13,7 @@
 #include "tests/cuda/paged_attention_test_util.h"
 
 namespace beacon {
+namespace prefill_attention_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -140,4 +141,5 @@ TEST(CudaPrefillAttentionTest, RejectsBadArguments) {
 }
 
 }  // namespace
+}  // namespace prefill_attention_test
 }  // namespace beacon

@@ -14,6 +14,7 @@
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
+namespace qkv_rope_kv_write_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -305,4 +306,5 @@ TEST(CudaQkvRopeKvWriteTest, RejectsBadArguments) {
 }
 
 }  // namespace
+}  // namespace qkv_rope_kv_write_test
 }  // namespace beacon

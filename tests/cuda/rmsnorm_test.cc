@@ -9,6 +9,7 @@
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
+namespace rmsnorm_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -132,4 +133,5 @@ TEST(CudaRmsNormTest, RejectsBadArgumentsWithoutLaunching) {
 }
 
 }  // namespace
+}  // namespace rmsnorm_test
 }  // namespace beacon

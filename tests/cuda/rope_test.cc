@@ -11,6 +11,7 @@
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
+namespace rope_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -192,4 +193,5 @@ TEST(CudaRopeTest, RejectsBadArgumentsWithoutLaunching) {
 }
 
 }  // namespace
+}  // namespace rope_test
 }  // namespace beacon

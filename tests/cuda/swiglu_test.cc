@@ -9,6 +9,7 @@
 #include "tests/cuda/cuda_test_util.h"
 
 namespace beacon {
+namespace swiglu_test {
 namespace {
 
 using cuda_test::DeviceBuffer;
@@ -105,4 +106,5 @@ TEST(CudaSwiGluTest, RejectsBadArgumentsWithoutLaunching) {
 }
 
 }  // namespace
+}  // namespace swiglu_test
 }  // namespace beacon

@@ -36,14 +36,14 @@ TEST(RevisitStepsTest, BadInputIsNamedBeforeAnyReplay) {
   RevisitStepsOptions o;
   o.policies = {"beacon"};
   o.budgets = {128};
-  o.out_dir = testing::TempDir() + "/revisit_steps_out";
-  o.from = testing::TempDir() + "/no_such_run";
+  o.out_dir = ::testing::TempDir() + "/revisit_steps_out";
+  o.from = ::testing::TempDir() + "/no_such_run";
   // No runtime is needed: every check below comes before the model is used.
   absl::Status s = RunRevisitSteps(nullptr, o, stderr);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("no_such_run"), std::string::npos) << s;
 
-  const std::string dir = testing::TempDir() + "/revisit_steps_bad";
+  const std::string dir = ::testing::TempDir() + "/revisit_steps_bad";
   std::filesystem::create_directories(dir + "/prompts");
   std::ofstream(dir + "/prompts/x.json") << "{\"not\": \"a checkpoint\"}";
   o.from = dir;

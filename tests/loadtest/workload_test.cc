@@ -10,6 +10,7 @@
 #include "loadtest/grpc_client.h"
 
 namespace beacon::loadtest {
+namespace workload_test {
 namespace {
 
 std::string WriteFile(const std::string& name, const std::string& content) {
@@ -165,4 +166,5 @@ TEST(WorkloadTest, ToProtoCarriesInputStoppingAndKv) {
 }
 
 }  // namespace
+}  // namespace workload_test
 }  // namespace beacon::loadtest

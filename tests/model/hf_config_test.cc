@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace beacon {
+namespace hf_config_test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -410,4 +411,5 @@ TEST(HfConfigTest, ShippedConfigsHaveThePublishedParameterCounts) {
 }
 
 }  // namespace
+}  // namespace hf_config_test
 }  // namespace beacon

@@ -15,6 +15,7 @@
 #include "tests/model/safetensors_writer.h"
 
 namespace beacon {
+namespace hf_loader_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -356,4 +357,5 @@ TEST_F(HfLoaderTest, LoadsTokenizerBesideTheWeights) {
 }
 
 }  // namespace
+}  // namespace hf_loader_test
 }  // namespace beacon

@@ -20,6 +20,7 @@
 #include "tests/scheduler/sched_test_util.h"
 
 namespace beacon {
+namespace scheduler_stress_test {
 namespace {
 
 using namespace schedtest;
@@ -187,4 +188,5 @@ TEST(SchedulerStress, Optimistic) {
 }
 
 }  // namespace
+}  // namespace scheduler_stress_test
 }  // namespace beacon

@@ -19,6 +19,7 @@
 #include "tests/engine/default_model.h"
 
 namespace beacon {
+namespace sample_group_test {
 namespace {
 
 class Collect : public RequestSink {
@@ -181,4 +182,5 @@ TEST_F(SampleGroupTest, NIsBoundedByName) {
 }
 
 }  // namespace
+}  // namespace sample_group_test
 }  // namespace beacon

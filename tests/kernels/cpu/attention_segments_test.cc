@@ -17,6 +17,7 @@
 #include "kernels/cpu/prefill_attention.h"
 
 namespace beacon {
+namespace attention_segments_test {
 namespace {
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -152,4 +153,5 @@ INSTANTIATE_TEST_SUITE_P(Kernels, AttentionSegmentsTest,
                          [](const ::testing::TestParamInfo<SegmentKernel>& i) { return std::string(i.param.name); });
 
 }  // namespace
+}  // namespace attention_segments_test
 }  // namespace beacon

@@ -20,6 +20,7 @@
 #include "tests/kv/beacon_test_util.h"
 
 namespace beacon {
+namespace beacon_policy_test {
 namespace {
 
 using namespace beacon_test;  // NOLINT: test references
@@ -567,4 +568,5 @@ TEST(BeaconPolicy, PromptQueriesOffNeverBecomeBeacons) {
 }
 
 }  // namespace
+}  // namespace beacon_policy_test
 }  // namespace beacon

@@ -11,6 +11,7 @@
 #include "kv/store/kv_cache.h"
 
 namespace beacon {
+namespace prefix_cache_test {
 namespace {
 
 constexpr int32_t kBs = 4;
@@ -252,4 +253,5 @@ TEST(PrefixCache, CacheablePromptBlocksAreTheWrittenWholePromptBlocks) {
 }
 
 }  // namespace
+}  // namespace prefix_cache_test
 }  // namespace beacon

@@ -17,6 +17,7 @@
 #include "tests/model/gguf/gguf_builder.h"
 
 namespace beacon {
+namespace gguf_file_test {
 namespace {
 
 using test::GgufBuilder;
@@ -319,4 +320,5 @@ TEST_F(GgufOpenTest, EmptyFileIsDataLoss) {
 }
 
 }  // namespace
+}  // namespace gguf_file_test
 }  // namespace beacon
